@@ -2,10 +2,28 @@
 //!
 //! Nothing here performs I/O, reads a clock, spawns a thread, draws a random number or
 //! iterates a hash map: time comes in as [`Instant`] values and every effect goes out as an
-//! output the driver carries out.
+//! [`Output`] the driver carries out. A [`Rank`] and the [`Root`] share one contract: feed
+//! [`Input`]s with `handle`, drain `poll_output`, sleep until `poll_timeout`, call
+//! `handle_timeout`.
 
+pub mod error;
+pub mod ids;
+pub mod io;
+pub mod memnet;
 pub mod qp_handle;
+pub mod rank;
+pub mod root;
 pub mod time;
+pub mod uid;
+pub mod variant;
+pub mod wire;
 
+pub use error::BootstrapError;
+pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind};
+pub use io::{Completion, Event, Input, Limits, Output};
 pub use qp_handle::QpHandle;
+pub use rank::{Op, Rank, RankConfig};
+pub use root::{Root, RootConfig};
 pub use time::Instant;
+pub use uid::{UniqueId, NVSHMEM_UID_VERSION};
+pub use variant::{SizePolicy, TagScheme, Transport, Variant, PRESETS};

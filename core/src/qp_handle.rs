@@ -43,15 +43,10 @@ impl QpHandle {
 
     /// Splits a buffer of concatenated handles; `None` if its length is not a multiple of 24.
     pub fn decode_all(bytes: &[u8]) -> Option<Vec<QpHandle>> {
-        if bytes.len() % Self::SIZE != 0 {
+        if !bytes.len().is_multiple_of(Self::SIZE) {
             return None;
         }
-        Some(
-            bytes
-                .chunks_exact(Self::SIZE)
-                .map(|c| QpHandle::from_bytes(c.try_into().expect("chunk of 24")))
-                .collect(),
-        )
+        Some(bytes.chunks_exact(Self::SIZE).map(|c| QpHandle::from_bytes(c.try_into().expect("chunk of 24"))).collect())
     }
 
     /// The 16-byte GID as it goes on the wire of RoCE (spn then iid, each host order as copied).

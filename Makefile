@@ -1,0 +1,26 @@
+# bootsim: `make run` (the headline comparison), `make test` (everything CI runs), `make bench`.
+CARGO ?= cargo
+# The default comparison: every variant on the report's workload under the report's condition.
+RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
+
+.PHONY: run test fmt fmt-check lint unit bench
+
+run:
+	$(CARGO) run --release --quiet -- $(RUN_ARGS)
+
+test: fmt-check lint unit
+
+fmt:
+	$(CARGO) fmt --all
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+lint:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test --workspace
+
+bench:
+	$(CARGO) run --release --quiet -- bench

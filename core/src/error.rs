@@ -1,0 +1,69 @@
+//! Typed errors; each names the rank, peer, operation, tag and sizes that apply.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::ids::OpKind;
+use crate::wire::WireError;
+
+/// Why an operation (or the root) failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BootstrapError {
+    /// Strict size check: the message's size differs from the receive buffer's.
+    #[error("rank {rank}: {op} recv from rank {peer} tag {tag:#x}: message size mismatch: received {got} bytes instead of {expected}")]
+    SizeMismatch { rank: u32, peer: u32, op: OpKind, tag: i32, expected: usize, got: usize },
+    /// Lenient size check: the message was longer than the receive buffer.
+    #[error("rank {rank}: {op} recv from rank {peer} tag {tag:#x}: message truncated: received {got} bytes instead of {expected}")]
+    Truncated { rank: u32, peer: u32, op: OpKind, tag: i32, expected: usize, got: usize },
+    /// Sequenced or persistent transports: the next message in order is not the one expected.
+    #[error("rank {rank}: {op} recv from rank {peer}: message #{seq} has tag {got_tag:#x} and {got_size} bytes, expected tag {expected_tag:#x} and {expected_size} bytes")]
+    OutOfStep {
+        rank: u32,
+        peer: u32,
+        op: OpKind,
+        seq: u64,
+        expected_tag: i32,
+        got_tag: i32,
+        expected_size: usize,
+        got_size: usize,
+    },
+    /// The root answered with another unique-ID version (a mixed build).
+    #[error("rank {rank}: unique ID version {ours} but the root speaks {root}")]
+    VersionMismatch { rank: u32, ours: i32, root: i32 },
+    /// A connection of the session carried bytes that do not decode.
+    #[error("rank {rank}: {op}: malformed data from {from}: {error}")]
+    Wire { rank: u32, op: OpKind, from: String, error: WireError },
+    /// Connecting failed after the driver's retries.
+    #[error("rank {rank}: {op}: cannot connect to {to} at {addr}: {reason}")]
+    Connect { rank: u32, op: OpKind, to: String, addr: SocketAddr, reason: String },
+    /// A listener could not be opened.
+    #[error("rank {rank}: cannot listen: {reason}")]
+    Listen { rank: u32, reason: String },
+    /// Nothing arrived within the configured timeout.
+    #[error("rank {rank}: {op}: no progress for {}ms while {waiting}", after.as_millis())]
+    Timeout { rank: u32, op: OpKind, waiting: String, after: Duration },
+    /// The application asked for something the protocol cannot do.
+    #[error("rank {rank}: invalid {op}: {reason}")]
+    InvalidOp { rank: u32, op: OpKind, reason: String },
+    /// Root: a rank checked in twice.
+    #[error("root: rank {rank} of {nranks} ranks has already checked in")]
+    DuplicateRank { rank: i32, nranks: u32 },
+    /// Root: a rank disagrees about the world size.
+    #[error("root: rank {rank} says nranks={theirs}, but the world has {ours} ranks")]
+    NranksMismatch { rank: i32, theirs: i32, ours: u32 },
+    /// Root: a rank number outside the world.
+    #[error("root: invalid rank {rank} for {nranks} ranks")]
+    RankOutOfRange { rank: i32, nranks: i32 },
+    /// Root: the rank's root listener could not be reached.
+    #[error("root: cannot connect to rank {to} at {addr}: {reason}")]
+    RootConnect { to: u32, addr: SocketAddr, reason: String },
+    /// Root: nothing arrived within the configured timeout.
+    #[error("root: no progress for {}ms while {waiting}", after.as_millis())]
+    RootTimeout { waiting: String, after: Duration },
+    /// Root: its listener could not be opened.
+    #[error("root: cannot listen: {reason}")]
+    RootListen { reason: String },
+    /// Root: a rank's unique-ID version differs from the root's.
+    #[error("root: a rank at {from} speaks unique ID version {theirs}, the root {ours}")]
+    RootVersionMismatch { from: String, theirs: i32, ours: i32 },
+}

@@ -1,0 +1,114 @@
+//! The contract between a state machine and its driver: inputs in, outputs out, time as a value.
+//!
+//! After every input (or [`crate::Rank::start`], or a timeout), the driver drains `poll_output`
+//! until it returns `None`, carries out each output in order, then sleeps until `poll_timeout`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::error::BootstrapError;
+use crate::ids::{ConnId, Listener, MsgOrigin, OpId, OpKind};
+use crate::time::Instant;
+use crate::wire::WireError;
+
+/// What happened in the outside world.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// A listener is open at `addr` (the address peers must dial).
+    Listening { listener: Listener, addr: SocketAddr },
+    /// A listener could not be opened.
+    ListenFailed { listener: Listener, reason: String },
+    /// The connection requested by [`Output::Accept`] was taken from the accept queue.
+    Accepted { conn: ConnId, from: SocketAddr },
+    /// The connection requested by [`Output::Connect`] is established.
+    Connected { conn: ConnId },
+    /// Connecting failed for good (after the driver's retries on "refused").
+    ConnectFailed { conn: ConnId, reason: String },
+    /// Bytes arrived on a connection, in order, in any chunking.
+    Received { conn: ConnId, bytes: &'a [u8] },
+    /// The peer closed its side (EOF), or the connection was reset.
+    PeerClosed { conn: ConnId },
+    /// The send queue of a connection in [`Output::Drain`] reached zero unacknowledged bytes.
+    Drained { conn: ConnId, waited: Duration },
+    /// The drain deadline passed with bytes still unacknowledged.
+    DrainTimedOut { conn: ConnId, waited: Duration, unacked: usize },
+}
+
+/// What the state machine asks the driver to do, or tells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Open a listener on the bootstrap interface; answer with [`Input::Listening`].
+    Listen { listener: Listener },
+    /// Take the next connection from the listener's accept queue, name it `conn`, answer with
+    /// [`Input::Accepted`]. At most one is outstanding per listener.
+    Accept { listener: Listener, conn: ConnId },
+    /// Close a listener (connections still queued are reset).
+    CloseListener { listener: Listener },
+    /// Connect (retrying on "refused" as NVSHMEM does); answer with [`Input::Connected`].
+    Connect { conn: ConnId, addr: SocketAddr },
+    /// Queue bytes for sending, after any bytes queued before on this connection.
+    Write { conn: ConnId, bytes: Vec<u8> },
+    /// Wait until every byte written on `conn` is acknowledged by the peer's kernel (SIOCOUTQ
+    /// reads 0), or until `deadline`; answer with [`Input::Drained`] or [`Input::DrainTimedOut`].
+    Drain { conn: ConnId, deadline: Instant },
+    /// Shut down and close the connection after the bytes already queued.
+    Close { conn: ConnId },
+    /// An operation finished.
+    Completed(Completion),
+    /// Something worth a trace line.
+    Event(Event),
+}
+
+/// The end of an operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// Which operation.
+    pub op: OpId,
+    /// Its kind.
+    pub kind: OpKind,
+    /// The received bytes (allgather and alltoall: `nranks` slices; recv: the buffer) or the error.
+    pub result: Result<Vec<u8>, BootstrapError>,
+}
+
+/// Observable protocol events, for traces, oracles and explanations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A point-to-point message was handed to a connection.
+    MessageSent { conn: ConnId, to: u32, tag: i32, origin: MsgOrigin, size: usize },
+    /// A receive took the message on `conn` for `origin` (which may not be the message meant for it).
+    MessageTaken { conn: ConnId, from: u32, tag: i32, origin: MsgOrigin, size: usize, expected_size: usize },
+    /// A connection whose (peer, tag) did not match was appended to the unexpected list.
+    UnexpectedQueued { conn: ConnId, from: u32, tag: i32, waiting_for: (u32, i32), list_len: usize },
+    /// A shorter message was accepted into a longer buffer (lenient size), the rest left as it was.
+    ShortMessageAccepted { conn: ConnId, from: u32, tag: i32, got: usize, expected: usize },
+    /// The drain gave up after its bound: ordering is no longer guaranteed (fail-open).
+    DrainGaveUp { conn: ConnId, to: u32, tag: i32, waited: Duration, unacked: usize },
+    /// The drain completed.
+    DrainCompleted { conn: ConnId, to: u32, waited: Duration },
+    /// A connection that is not part of the session was dropped without disturbing it.
+    StrayDropped { conn: ConnId, from: SocketAddr, error: WireError },
+    /// A connection stalled in the middle of its header and was dropped.
+    StalledDropped { conn: ConnId, from: SocketAddr, after: Duration },
+    /// Init finished: the rank knows every peer's listener.
+    Ready,
+    /// The root took a rank's check-in.
+    CheckedIn { rank: u32, count: u32, nranks: u32 },
+}
+
+/// Limits and timeouts that protect a state machine from bad peers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest frame accepted; a longer length is an error before any allocation.
+    pub max_message: usize,
+    /// Fail the current operation after this long without progress; `None` blocks forever as
+    /// NVSHMEM does (simulators detect the hang themselves).
+    pub op_timeout: Option<Duration>,
+    /// Drop an accepted connection whose header has not arrived after this long.
+    pub header_timeout: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_message: 64 << 20, op_timeout: None, header_timeout: None }
+    }
+}

@@ -1,0 +1,435 @@
+//! An in-memory world for stepping a root and N ranks without sockets, in the style of
+//! quinn-proto's test `Pair`: zero latency, FIFO accept queues, and scripted holds that keep a
+//! connection out of its listener's accept queue (the kernel delaying its handshake) until the
+//! sender's next connection to the same listener is queued, or a fallback time passes.
+//!
+//! It is deterministic (ordered maps, FIFO work queue, time only moves to the next timer) and
+//! small enough to read: the simulator in `bootsim-sim` is the adversarial version.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+use crate::ids::{ConnId, Listener, OpId};
+use crate::io::{Completion, Event, Input, Limits, Output};
+use crate::rank::{Op, Rank, RankConfig};
+use crate::root::{Root, RootConfig};
+use crate::time::Instant;
+use crate::uid::UniqueId;
+use crate::variant::Variant;
+
+/// A participant: the root or a rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Node {
+    /// The root.
+    Root,
+    /// Rank `r`.
+    Rank(u32),
+}
+
+/// Keep one connection out of the accept queue for a while.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// The dialing rank.
+    pub from: u32,
+    /// The rank whose peer listener it dials.
+    pub to: u32,
+    /// Which of `from`'s connections to that listener (0-based; the ring connection counts).
+    pub nth: u32,
+    /// Release it once `from`'s next connection to that listener is queued, or after `fallback`.
+    pub fallback: Duration,
+}
+
+/// One end of a connection, as seen by the memnet.
+#[derive(Debug)]
+struct End {
+    node: Node,
+    conn: Option<ConnId>,
+    peer: usize,
+}
+
+#[derive(Debug)]
+struct Link {
+    ends: [End; 2],
+    /// Bytes written by the client before the server accepted (delivered on accept).
+    early: Vec<u8>,
+    early_eof: bool,
+    queued: bool,
+    hold_until: Option<Instant>,
+    client_addr: SocketAddr,
+}
+
+/// The in-memory world.
+pub struct MemNet {
+    now: Instant,
+    root: Root,
+    ranks: Vec<Rank>,
+    ops: Vec<VecDeque<Op>>,
+    listeners: BTreeMap<SocketAddr, (Node, Listener)>,
+    accept_queue: BTreeMap<SocketAddr, VecDeque<usize>>,
+    pending_accept: BTreeMap<SocketAddr, ConnId>,
+    waiting_connects: BTreeMap<SocketAddr, Vec<(Node, ConnId)>>,
+    links: Vec<Link>,
+    by_end: BTreeMap<(Node, ConnId), (usize, usize)>,
+    drains: BTreeMap<(Node, ConnId), (Instant, Instant)>,
+    holds: Vec<Hold>,
+    dialed: BTreeMap<(u32, SocketAddr), u32>,
+    work: VecDeque<(Node, Delivery)>,
+    /// Every completion, in order.
+    pub completions: Vec<(Instant, Node, Completion)>,
+    /// Every event, in order.
+    pub events: Vec<(Instant, Node, Event)>,
+}
+
+/// An input waiting to be delivered (owned bytes).
+#[derive(Debug)]
+enum Delivery {
+    Listening(Listener, SocketAddr),
+    Accepted(ConnId, SocketAddr),
+    Connected(ConnId),
+    Received(ConnId, Vec<u8>),
+    PeerClosed(ConnId),
+    Drained(ConnId, Duration),
+    DrainTimedOut(ConnId, Duration),
+}
+
+/// The address the memnet gives a listener.
+pub fn listener_addr(node: Node, listener: Listener) -> SocketAddr {
+    match node {
+        Node::Root => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 5000)),
+        Node::Rank(r) => {
+            let port = if listener == Listener::Peers { 7000 } else { 7001 };
+            SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 1 + (r >> 16) as u8, (r >> 8) as u8, r as u8), port))
+        }
+    }
+}
+
+impl MemNet {
+    /// A root and `nranks` ranks of one variant, all starting init at time zero.
+    pub fn new(nranks: u32, variant: Variant) -> MemNet {
+        Self::with_limits(nranks, variant, Limits::default())
+    }
+
+    /// As [`MemNet::new`] with explicit limits for every rank and the root.
+    pub fn with_limits(nranks: u32, variant: Variant, limits: Limits) -> MemNet {
+        let uid = UniqueId {
+            version: variant.uid_version(),
+            root: listener_addr(Node::Root, Listener::Rendezvous),
+            magic: 0x5eed_0000_b007_51a1,
+        };
+        let now = Instant::ZERO;
+        let root = Root::new(RootConfig { uid, nranks: None, limits }, now);
+        let ranks = (0..nranks).map(|rank| Rank::new(RankConfig { rank, nranks, uid, variant, limits }, now)).collect();
+        let mut net = MemNet {
+            now,
+            root,
+            ranks,
+            ops: vec![VecDeque::new(); nranks as usize],
+            listeners: BTreeMap::new(),
+            accept_queue: BTreeMap::new(),
+            pending_accept: BTreeMap::new(),
+            waiting_connects: BTreeMap::new(),
+            links: Vec::new(),
+            by_end: BTreeMap::new(),
+            drains: BTreeMap::new(),
+            holds: Vec::new(),
+            dialed: BTreeMap::new(),
+            work: VecDeque::new(),
+            completions: Vec::new(),
+            events: Vec::new(),
+        };
+        net.collect(Node::Root);
+        for r in 0..nranks {
+            net.collect(Node::Rank(r));
+        }
+        net
+    }
+
+    /// Adds a scripted hold.
+    pub fn hold(&mut self, hold: Hold) {
+        self.holds.push(hold);
+    }
+
+    /// Queues operations for rank `r`, started one after another once init is done.
+    pub fn queue_ops(&mut self, r: u32, ops: impl IntoIterator<Item = Op>) {
+        self.ops[r as usize].extend(ops);
+        self.start_next(r);
+    }
+
+    /// Rank `r`'s state machine.
+    pub fn rank(&self, r: u32) -> &Rank {
+        &self.ranks[r as usize]
+    }
+
+    /// Current time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Completions of rank `r`, in order, init excluded.
+    pub fn results(&self, r: u32) -> Vec<&Completion> {
+        self.completions.iter().filter(|(_, n, c)| *n == Node::Rank(r) && c.op != OpId(0)).map(|(_, _, c)| c).collect()
+    }
+
+    /// Runs until nothing can happen any more, or until `limit` of simulated time.
+    pub fn run(&mut self, limit: Duration) {
+        let end = Instant::ZERO + limit;
+        loop {
+            while let Some((node, d)) = self.work.pop_front() {
+                self.deliver(node, d);
+            }
+            let Some(t) = self.next_timer() else { return };
+            if t > end {
+                return;
+            }
+            self.now = self.now.max(t);
+            self.fire_timers();
+        }
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        let ranks = self.ranks.iter().filter_map(Rank::poll_timeout);
+        let holds = self.links.iter().filter_map(|l| l.hold_until);
+        let drains = self.drains.values().map(|&(_, deadline)| deadline);
+        ranks.chain(self.root.poll_timeout()).chain(holds).chain(drains).min()
+    }
+
+    fn fire_timers(&mut self) {
+        let now = self.now;
+        for i in 0..self.links.len() {
+            if self.links[i].hold_until.is_some_and(|t| t <= now) {
+                self.release(i);
+            }
+        }
+        let expired: Vec<_> = self.drains.iter().filter(|(_, &(_, d))| d <= now).map(|(k, &(s, _))| (*k, s)).collect();
+        for ((node, conn), started) in expired {
+            self.drains.remove(&(node, conn));
+            self.work.push_back((node, Delivery::DrainTimedOut(conn, now - started)));
+        }
+        self.root.handle_timeout(now);
+        self.collect(Node::Root);
+        for r in 0..self.ranks.len() {
+            self.ranks[r].handle_timeout(now);
+            self.collect(Node::Rank(r as u32));
+        }
+    }
+
+    fn deliver(&mut self, node: Node, d: Delivery) {
+        let now = self.now;
+        let input = match &d {
+            Delivery::Listening(l, a) => Input::Listening { listener: *l, addr: *a },
+            Delivery::Accepted(c, from) => Input::Accepted { conn: *c, from: *from },
+            Delivery::Connected(c) => Input::Connected { conn: *c },
+            Delivery::Received(c, b) => Input::Received { conn: *c, bytes: b },
+            Delivery::PeerClosed(c) => Input::PeerClosed { conn: *c },
+            Delivery::Drained(c, w) => Input::Drained { conn: *c, waited: *w },
+            Delivery::DrainTimedOut(c, w) => Input::DrainTimedOut { conn: *c, waited: *w, unacked: 1 },
+        };
+        match node {
+            Node::Root => self.root.handle(now, input),
+            Node::Rank(r) => self.ranks[r as usize].handle(now, input),
+        }
+        self.collect(node);
+    }
+
+    fn start_next(&mut self, r: u32) {
+        let rank = &mut self.ranks[r as usize];
+        if !rank.is_ready() || rank.is_busy() {
+            return;
+        }
+        if let Some(op) = self.ops[r as usize].pop_front() {
+            if let Err(e) = rank.start(self.now, op) {
+                self.ops[r as usize].clear();
+                self.completions.push((
+                    self.now,
+                    Node::Rank(r),
+                    Completion { op: OpId(u32::MAX), kind: crate::OpKind::Init, result: Err(e) },
+                ));
+            }
+            self.collect(Node::Rank(r));
+        }
+    }
+
+    /// Drains a node's outputs and carries them out.
+    fn collect(&mut self, node: Node) {
+        loop {
+            let out = match node {
+                Node::Root => self.root.poll_output(),
+                Node::Rank(r) => self.ranks[r as usize].poll_output(),
+            };
+            let Some(out) = out else { return };
+            self.execute(node, out);
+        }
+    }
+
+    fn execute(&mut self, node: Node, out: Output) {
+        let now = self.now;
+        match out {
+            Output::Listen { listener } => {
+                let addr = listener_addr(node, listener);
+                self.listeners.insert(addr, (node, listener));
+                self.work.push_back((node, Delivery::Listening(listener, addr)));
+                for (client, conn) in self.waiting_connects.remove(&addr).unwrap_or_default() {
+                    self.connect(client, conn, addr);
+                }
+            }
+            Output::Accept { listener, conn } => {
+                let addr = listener_addr(node, listener);
+                self.pending_accept.insert(addr, conn);
+                self.try_accept(addr);
+            }
+            Output::CloseListener { listener } => {
+                let addr = listener_addr(node, listener);
+                self.listeners.remove(&addr);
+                self.pending_accept.remove(&addr);
+                for i in self.accept_queue.remove(&addr).unwrap_or_default() {
+                    self.close_end(i, 1);
+                }
+            }
+            Output::Connect { conn, addr } => self.connect(node, conn, addr),
+            Output::Write { conn, bytes } => {
+                let Some(&(i, side)) = self.by_end.get(&(node, conn)) else { return };
+                let other = &self.links[i].ends[1 - side];
+                match other.conn {
+                    Some(c) => self.work.push_back((other.node, Delivery::Received(c, bytes))),
+                    None => self.links[i].early.extend_from_slice(&bytes),
+                }
+            }
+            Output::Drain { conn, deadline } => {
+                let Some(&(i, _)) = self.by_end.get(&(node, conn)) else { return };
+                if self.links[i].queued {
+                    self.work.push_back((node, Delivery::Drained(conn, Duration::ZERO)));
+                } else {
+                    self.drains.insert((node, conn), (now, deadline));
+                }
+            }
+            Output::Close { conn } => {
+                let Some((i, side)) = self.by_end.remove(&(node, conn)) else { return };
+                self.close_end(i, 1 - side);
+            }
+            Output::Completed(c) => {
+                let done = c.result.is_ok();
+                self.completions.push((now, node, c));
+                if let Node::Rank(r) = node {
+                    if done {
+                        self.start_next(r);
+                    } else {
+                        self.ops[r as usize].clear();
+                    }
+                }
+            }
+            Output::Event(e) => self.events.push((now, node, e)),
+        }
+    }
+
+    /// Tells the end on `side` of link `i` that its peer closed.
+    fn close_end(&mut self, i: usize, side: usize) {
+        let end = &self.links[i].ends[side];
+        match end.conn {
+            Some(c) => self.work.push_back((end.node, Delivery::PeerClosed(c))),
+            None => self.links[i].early_eof = true,
+        }
+    }
+
+    fn connect(&mut self, client: Node, conn: ConnId, addr: SocketAddr) {
+        if !self.listeners.contains_key(&addr) {
+            // NVSHMEM retries "connection refused" every millisecond; here: once the listener exists.
+            self.waiting_connects.entry(addr).or_default().push((client, conn));
+            return;
+        }
+        let (server, _) = self.listeners[&addr];
+        let i = self.links.len();
+        let client_addr = match client {
+            Node::Root => SocketAddr::from(([10, 0, 0, 1], 40000 + i as u16)),
+            Node::Rank(_) => {
+                SocketAddr::new(listener_addr(client, Listener::Peers).ip(), 40000u16.wrapping_add(i as u16))
+            }
+        };
+        self.links.push(Link {
+            ends: [End { node: client, conn: Some(conn), peer: 1 }, End { node: server, conn: None, peer: 0 }],
+            early: Vec::new(),
+            early_eof: false,
+            queued: false,
+            hold_until: None,
+            client_addr,
+        });
+        self.by_end.insert((client, conn), (i, 0));
+        self.work.push_back((client, Delivery::Connected(conn)));
+        let held = match client {
+            Node::Rank(from) => {
+                let nth = self.dialed.entry((from, addr)).or_insert(0);
+                let this = *nth;
+                *nth += 1;
+                self.holds
+                    .iter()
+                    .find(|h| {
+                        h.from == from && listener_addr(Node::Rank(h.to), Listener::Peers) == addr && h.nth == this
+                    })
+                    .copied()
+            }
+            Node::Root => None,
+        };
+        if let Some(h) = held {
+            self.links[i].hold_until = Some(self.now + h.fallback);
+        } else {
+            self.enqueue(i, addr);
+            // Release-on-next: a held connection from the same sender to the same listener follows.
+            let held_before: Vec<usize> = (0..i)
+                .filter(|&j| {
+                    self.links[j].hold_until.is_some()
+                        && self.links[j].ends[0].node == client
+                        && self.server_addr(j) == addr
+                })
+                .collect();
+            for j in held_before {
+                self.release(j);
+            }
+        }
+    }
+
+    fn server_addr(&self, i: usize) -> SocketAddr {
+        let end = &self.links[i].ends[1];
+        let (node, _) = (end.node, end.peer);
+        self.listeners
+            .iter()
+            .find(|(_, &(n, l))| n == node && l == Listener::Peers)
+            .map_or(listener_addr(node, Listener::Peers), |(a, _)| *a)
+    }
+
+    fn release(&mut self, i: usize) {
+        if self.links[i].hold_until.take().is_some() {
+            let addr = self.server_addr(i);
+            self.enqueue(i, addr);
+        }
+    }
+
+    fn enqueue(&mut self, i: usize, addr: SocketAddr) {
+        self.links[i].queued = true;
+        let client = &self.links[i].ends[0];
+        if let Some(conn) = client.conn {
+            if let Some((started, _)) = self.drains.remove(&(client.node, conn)) {
+                self.work.push_back((client.node, Delivery::Drained(conn, self.now - started)));
+            }
+        }
+        self.accept_queue.entry(addr).or_default().push_back(i);
+        self.try_accept(addr);
+    }
+
+    fn try_accept(&mut self, addr: SocketAddr) {
+        let Some(&conn) = self.pending_accept.get(&addr) else { return };
+        let Some(i) = self.accept_queue.get_mut(&addr).and_then(VecDeque::pop_front) else { return };
+        self.pending_accept.remove(&addr);
+        let (server, _) = self.listeners[&addr];
+        let link = &mut self.links[i];
+        link.ends[1].conn = Some(conn);
+        self.by_end.insert((server, conn), (i, 1));
+        self.work.push_back((server, Delivery::Accepted(conn, link.client_addr)));
+        let early = std::mem::take(&mut link.early);
+        if !early.is_empty() {
+            self.work.push_back((server, Delivery::Received(conn, early)));
+        }
+        if link.early_eof {
+            self.work.push_back((server, Delivery::PeerClosed(conn)));
+        }
+    }
+}

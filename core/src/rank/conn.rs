@@ -1,0 +1,168 @@
+//! A rank's connections: what each is for, its receive buffer, and how far its header has parsed.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use crate::ids::ConnId;
+use crate::time::Instant;
+use crate::variant::Transport;
+use crate::wire::{FrameReader, WireError};
+
+/// What a connection is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Dialed to the root for the check-in.
+    ToRoot,
+    /// Accepted from the root on the root listener: carries the ring successor.
+    FromRoot,
+    /// Dialed to the ring successor (persistent).
+    RingSend,
+    /// Accepted from the ring predecessor (persistent).
+    RingRecv,
+    /// Dialed to send one point-to-point message (or, persistent transport, all of them).
+    MessageOut,
+    /// Accepted on the peer listener: a point-to-point message (or a persistent stream).
+    MessageIn,
+}
+
+/// The identifying header of an inbound point-to-point connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    /// The sender's rank as it wrote it.
+    pub rank: i32,
+    /// The message tag (unused by the persistent transport, whose tags come per message).
+    pub tag: i32,
+    /// The sequence number (sequenced transport only).
+    pub seq: u64,
+}
+
+/// Progress through an inbound connection's header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HeaderState {
+    Preamble,
+    Rank,
+    Tag { rank: i32 },
+    Seq { rank: i32, tag: i32 },
+    Done(Header),
+}
+
+/// One connection.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    pub role: Role,
+    pub remote: Option<SocketAddr>,
+    pub reader: FrameReader,
+    pub opened: Instant,
+    header: HeaderState,
+    /// Dialed connections: the handshake completed.
+    pub established: bool,
+    /// Drain answer, once the driver gave it: time waited and, on timeout, bytes still unacked.
+    pub drained: Option<(std::time::Duration, Option<usize>)>,
+    /// Point-to-point messages taken from a persistent stream so far.
+    pub taken: u64,
+}
+
+impl Conn {
+    pub fn new(role: Role, remote: Option<SocketAddr>, now: Instant) -> Self {
+        Conn {
+            role,
+            remote,
+            reader: FrameReader::new(),
+            opened: now,
+            header: HeaderState::Preamble,
+            established: false,
+            drained: None,
+            taken: 0,
+        }
+    }
+
+    /// The parsed header, if complete.
+    pub fn header(&self) -> Option<Header> {
+        match self.header {
+            HeaderState::Done(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// True while the header is still incomplete (a stall candidate).
+    pub fn header_pending(&self) -> bool {
+        !matches!(self.header, HeaderState::Done(_))
+    }
+
+    /// Advances header parsing as far as the buffered bytes allow. The preamble alone for the
+    /// ring and root connections; preamble, rank and tag (and seq) for point-to-point ones;
+    /// preamble and rank for persistent streams.
+    pub fn parse_header(&mut self, magic: u64, transport: Transport) -> Result<Option<Header>, WireError> {
+        loop {
+            match self.header {
+                HeaderState::Preamble => {
+                    if self.reader.read_preamble(magic)?.is_none() {
+                        return Ok(None);
+                    }
+                    self.header = match self.role {
+                        Role::MessageIn => HeaderState::Rank,
+                        _ => HeaderState::Done(Header { rank: -1, tag: 0, seq: 0 }),
+                    };
+                }
+                HeaderState::Rank => {
+                    let Some(rank) = self.reader.read_i32("rank")? else { return Ok(None) };
+                    self.header = match transport {
+                        Transport::Persistent => HeaderState::Done(Header { rank, tag: 0, seq: 0 }),
+                        _ => HeaderState::Tag { rank },
+                    };
+                }
+                HeaderState::Tag { rank } => {
+                    let Some(tag) = self.reader.read_i32("tag")? else { return Ok(None) };
+                    self.header = match transport {
+                        Transport::Sequenced => HeaderState::Seq { rank, tag },
+                        _ => HeaderState::Done(Header { rank, tag, seq: 0 }),
+                    };
+                }
+                HeaderState::Seq { rank, tag } => {
+                    let Some(seq) = self.reader.read_fixed::<8>("sequence number")? else { return Ok(None) };
+                    self.header = HeaderState::Done(Header { rank, tag, seq: u64::from_le_bytes(seq) });
+                }
+                HeaderState::Done(h) => return Ok(Some(h)),
+            }
+        }
+    }
+}
+
+/// All connections of one state machine, with ids allocated in order.
+#[derive(Debug, Default)]
+pub(crate) struct ConnTable {
+    next: u64,
+    conns: BTreeMap<ConnId, Conn>,
+}
+
+impl ConnTable {
+    /// A fresh id, never reused.
+    pub fn allocate(&mut self) -> ConnId {
+        self.next += 1;
+        ConnId(self.next)
+    }
+
+    pub fn insert(&mut self, id: ConnId, conn: Conn) {
+        self.conns.insert(id, conn);
+    }
+
+    pub fn get(&self, id: ConnId) -> Option<&Conn> {
+        self.conns.get(&id)
+    }
+
+    pub fn get_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
+        self.conns.get_mut(&id)
+    }
+
+    pub fn remove(&mut self, id: ConnId) -> Option<Conn> {
+        self.conns.remove(&id)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&ConnId, &Conn)> {
+        self.conns.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.conns.len()
+    }
+}

@@ -1,0 +1,602 @@
+//! The step executor: runs the front step of the current operation as far as inputs allow.
+
+use std::time::Duration;
+
+use super::conn::{Conn, Role};
+use super::plan::{Source, Step};
+use super::{Rank, Running, Wait};
+use crate::error::BootstrapError;
+use crate::ids::{ConnId, Listener, MsgOrigin, OpKind};
+use crate::io::{Completion, Event, Output};
+use crate::variant::{SizePolicy, Transport};
+use crate::wire::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
+
+/// How a step attempt ended.
+enum Progress {
+    /// Blocked: nothing more until an input arrives.
+    Blocked,
+    /// The wait state changed: try again.
+    Moved,
+    /// The front step is complete.
+    StepDone,
+}
+
+/// A payload read that could not complete.
+enum ReadFail {
+    /// The message's length differs from the buffer's under the variant's size policy.
+    Size { got: usize },
+    /// The bytes themselves were bad (or the peer closed early).
+    Wire(WireError),
+}
+
+pub(super) fn describe_step(step: &Step) -> String {
+    match step {
+        Step::Listen => "opening listeners".into(),
+        Step::Stagger { ms } => format!("staggering {ms} ms before calling the root"),
+        Step::CheckIn => "checking in with the root".into(),
+        Step::AwaitSuccessor => "waiting for the root to send the ring successor".into(),
+        Step::RingConnect => "connecting the ring".into(),
+        Step::RingSend { .. } => "sending on the ring".into(),
+        Step::RingRecv { .. } => "receiving from the ring predecessor".into(),
+        Step::LearnPeers => "decoding peer addresses".into(),
+        Step::Send { peer, tag, .. } => format!("send to rank {peer} tag {tag:#x}"),
+        Step::Recv { peer, tag, .. } => format!("recv from rank {peer} tag {tag:#x}"),
+    }
+}
+
+pub(super) fn describe_wait(wait: &Wait) -> String {
+    match wait {
+        Wait::Start => "about to start".into(),
+        Wait::Listening => "listener addresses".into(),
+        Wait::Until(t) => format!("timer at {t}"),
+        Wait::Connecting(c) => format!("connect of {c}"),
+        Wait::Reading(c) => format!("bytes on {c}"),
+        Wait::Accepting(c) => format!("accept() for {c}"),
+        Wait::Header(c) => format!("header of {c}"),
+        Wait::Payload(c) => format!("payload of {c}"),
+        Wait::Draining(c) => format!("drain of {c}"),
+        Wait::Arrival => "the next message in order".into(),
+    }
+}
+
+impl Rank {
+    /// Runs steps until the current one blocks; completes the operation when none are left.
+    pub(super) fn advance(&mut self) {
+        loop {
+            let Some(op) = &self.op else { return };
+            if op.steps.is_empty() {
+                self.complete();
+                continue;
+            }
+            match self.poll_step() {
+                Ok(Progress::Blocked) => return,
+                Ok(Progress::Moved) => {}
+                Ok(Progress::StepDone) => {
+                    if let Some(op) = &mut self.op {
+                        op.steps.pop_front();
+                        op.wait = Wait::Start;
+                    }
+                    self.last_progress = self.now;
+                }
+                Err(e) => self.fail(e),
+            }
+        }
+    }
+
+    fn complete(&mut self) {
+        let Some(op) = self.op.take() else { return };
+        if op.kind == OpKind::Init {
+            self.ready = true;
+            self.emit(Event::Ready);
+            self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Ok(Vec::new()) }));
+            self.arm_eager_accept();
+        } else {
+            self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Ok(op.result) }));
+        }
+    }
+
+    fn running(&self) -> &Running {
+        self.op.as_ref().expect("an operation is running")
+    }
+
+    fn origin(&self, step: u32) -> MsgOrigin {
+        let op = self.running();
+        MsgOrigin { op: op.id, kind: op.kind, step }
+    }
+
+    fn wire_error(&self, from: String, error: WireError) -> BootstrapError {
+        BootstrapError::Wire { rank: self.cfg.rank, op: self.running().kind, from, error }
+    }
+
+    fn dial(&mut self, role: Role, addr: std::net::SocketAddr) -> ConnId {
+        let conn = self.conns.allocate();
+        self.conns.insert(conn, Conn::new(role, Some(addr), self.now));
+        self.out.push_back(Output::Connect { conn, addr });
+        conn
+    }
+
+    fn accept(&mut self, listener: Listener) -> Progress {
+        let conn = self.conns.allocate();
+        self.out.push_back(Output::Accept { listener, conn });
+        self.set_wait(Wait::Accepting(conn));
+        Progress::Moved
+    }
+
+    fn write(&mut self, conn: ConnId, bytes: Vec<u8>) {
+        self.out.push_back(Output::Write { conn, bytes });
+    }
+
+    fn close_conn(&mut self, conn: ConnId) {
+        self.conns.remove(conn);
+        self.out.push_back(Output::Close { conn });
+    }
+
+    fn established(&self, conn: ConnId) -> bool {
+        self.conns.get(conn).is_some_and(|c| c.established)
+    }
+
+    fn poll_step(&mut self) -> Result<Progress, BootstrapError> {
+        let op = self.running();
+        let step = op.steps.front().expect("a step").clone();
+        let wait = op.wait;
+        match step {
+            Step::Listen => self.step_listen(wait),
+            Step::Stagger { ms } => Ok(match wait {
+                Wait::Start => {
+                    let until = self.now + Duration::from_millis(ms);
+                    self.set_wait(Wait::Until(until));
+                    Progress::Moved
+                }
+                Wait::Until(t) if self.now >= t => Progress::StepDone,
+                _ => Progress::Blocked,
+            }),
+            Step::CheckIn => self.step_check_in(wait),
+            Step::AwaitSuccessor => self.step_await_successor(wait),
+            Step::RingConnect => self.step_ring_connect(wait),
+            Step::RingSend { slice } => {
+                let mut bytes = Vec::with_capacity(4 + slice.len());
+                encode_frame(&mut bytes, &self.running().result[slice]);
+                let conn = self.ring_send.expect("ring connected during init");
+                self.write(conn, bytes);
+                Ok(Progress::StepDone)
+            }
+            Step::RingRecv { slice } => self.step_ring_recv(slice),
+            Step::LearnPeers => {
+                let result = &self.running().result;
+                let mut peers = Vec::with_capacity(self.cfg.nranks as usize);
+                for (i, chunk) in result.chunks_exact(SOCKADDR_LEN).enumerate() {
+                    let addr = decode_sockaddr(chunk.try_into().expect("28 bytes"))
+                        .map_err(|e| self.wire_error(format!("the allgathered address of rank {i}"), e))?;
+                    peers.push(addr);
+                }
+                self.peers = peers;
+                Ok(Progress::StepDone)
+            }
+            Step::Send { peer, tag, step, source, range } => self.step_send(wait, peer, tag, step, source, range),
+            Step::Recv { peer, tag, step, into } => match self.cfg.variant.transport {
+                Transport::PerMessage => self.step_recv_tagged(wait, peer, tag, step, into),
+                Transport::Sequenced | Transport::Persistent => self.step_recv_ordered(wait, peer, tag, step, into),
+            },
+        }
+    }
+
+    fn step_listen(&mut self, wait: Wait) -> Result<Progress, BootstrapError> {
+        if wait == Wait::Start {
+            self.out.push_back(Output::Listen { listener: Listener::Peers });
+            self.out.push_back(Output::Listen { listener: Listener::FromRoot });
+            self.set_wait(Wait::Listening);
+            return Ok(Progress::Moved);
+        }
+        let (Some(&peers), Some(_)) = (self.listeners.get(&Listener::Peers), self.listeners.get(&Listener::FromRoot))
+        else {
+            return Ok(Progress::Blocked);
+        };
+        let slot = self.cfg.rank as usize * SOCKADDR_LEN;
+        let op = self.op.as_mut().expect("init running");
+        op.result[slot..slot + SOCKADDR_LEN].copy_from_slice(&crate::wire::encode_sockaddr(&peers));
+        Ok(Progress::StepDone)
+    }
+
+    fn step_check_in(&mut self, wait: Wait) -> Result<Progress, BootstrapError> {
+        match wait {
+            Wait::Start => {
+                let conn = self.dial(Role::ToRoot, self.cfg.uid.root);
+                self.set_wait(Wait::Connecting(conn));
+                Ok(Progress::Moved)
+            }
+            Wait::Connecting(conn) if self.established(conn) => {
+                let mut bytes = Preamble::bootstrap(self.cfg.uid.magic).encode().to_vec();
+                encode_frame(&mut bytes, &self.cfg.uid.version.to_le_bytes());
+                self.write(conn, bytes);
+                self.set_wait(Wait::Reading(conn));
+                Ok(Progress::Moved)
+            }
+            Wait::Reading(conn) => {
+                let c = self.conns.get_mut(conn).expect("root connection");
+                let root = match c.reader.read_i32("root version") {
+                    Ok(Some(v)) => v,
+                    Ok(None) => return Ok(Progress::Blocked),
+                    Err(e) => return Err(self.wire_error("the root".into(), e)),
+                };
+                let ours = self.cfg.uid.version;
+                if root != ours {
+                    self.close_conn(conn);
+                    return Err(BootstrapError::VersionMismatch { rank: self.cfg.rank, ours, root });
+                }
+                let info = ExtInfo {
+                    rank: self.cfg.rank as i32,
+                    nranks: self.cfg.nranks as i32,
+                    listen_root: self.listeners[&Listener::FromRoot],
+                    listen: self.listeners[&Listener::Peers],
+                };
+                let mut bytes = Vec::new();
+                encode_frame(&mut bytes, &info.encode());
+                self.write(conn, bytes);
+                self.close_conn(conn);
+                Ok(Progress::StepDone)
+            }
+            _ => Ok(Progress::Blocked),
+        }
+    }
+
+    fn step_await_successor(&mut self, wait: Wait) -> Result<Progress, BootstrapError> {
+        match wait {
+            Wait::Start => Ok(self.accept(Listener::FromRoot)),
+            Wait::Reading(conn) => {
+                let magic = self.cfg.uid.magic;
+                let c = self.conns.get_mut(conn).expect("root's connection");
+                let from = c.remote;
+                match c.parse_header(magic, self.cfg.variant.transport) {
+                    Ok(None) => return Ok(Progress::Blocked),
+                    Ok(Some(_)) => {}
+                    Err(error) => {
+                        self.drop_stray(conn, from, error);
+                        return Ok(self.accept(Listener::FromRoot));
+                    }
+                }
+                let c = self.conns.get_mut(conn).expect("root's connection");
+                let addr = match c.reader.read_fixed::<SOCKADDR_LEN>("successor address") {
+                    Ok(None) => return Ok(Progress::Blocked),
+                    Ok(Some(b)) => decode_sockaddr(&b),
+                    Err(e) => Err(e),
+                }
+                .map_err(|e| self.wire_error("the root".into(), e))?;
+                self.successor = Some(addr);
+                self.close_conn(conn);
+                self.listeners.remove(&Listener::FromRoot);
+                self.out.push_back(Output::CloseListener { listener: Listener::FromRoot });
+                Ok(Progress::StepDone)
+            }
+            _ => Ok(Progress::Blocked),
+        }
+    }
+
+    fn step_ring_connect(&mut self, wait: Wait) -> Result<Progress, BootstrapError> {
+        match wait {
+            Wait::Start => {
+                let succ = self.successor.expect("successor known before the ring");
+                let conn = self.dial(Role::RingSend, succ);
+                self.set_wait(Wait::Connecting(conn));
+                Ok(Progress::Moved)
+            }
+            Wait::Connecting(conn) if self.established(conn) => {
+                self.write(conn, Preamble::bootstrap(self.cfg.uid.magic).encode().to_vec());
+                self.ring_send = Some(conn);
+                Ok(self.accept(Listener::Peers))
+            }
+            Wait::Reading(conn) => {
+                let magic = self.cfg.uid.magic;
+                let c = self.conns.get_mut(conn).expect("ring connection");
+                let from = c.remote;
+                match c.parse_header(magic, self.cfg.variant.transport) {
+                    Ok(None) => Ok(Progress::Blocked),
+                    Ok(Some(_)) => {
+                        self.ring_recv = Some(conn);
+                        Ok(Progress::StepDone)
+                    }
+                    Err(error) => {
+                        self.drop_stray(conn, from, error);
+                        Ok(self.accept(Listener::Peers))
+                    }
+                }
+            }
+            _ => Ok(Progress::Blocked),
+        }
+    }
+
+    fn step_ring_recv(&mut self, slice: std::ops::Range<usize>) -> Result<Progress, BootstrapError> {
+        let conn = self.ring_recv.expect("ring connected during init");
+        let (n, r) = (self.cfg.nranks, self.cfg.rank);
+        let pred = (r + n - 1) % n;
+        match self.read_payload(conn, slice.len()) {
+            Ok(None) => Ok(Progress::Blocked),
+            Ok(Some(bytes)) => {
+                let op = self.op.as_mut().expect("running");
+                op.result[slice.start..slice.start + bytes.len()].copy_from_slice(&bytes);
+                Ok(Progress::StepDone)
+            }
+            Err(fail) => Err(self.read_error(fail, pred, 0, slice.len())),
+        }
+    }
+
+    fn read_error(&self, fail: ReadFail, peer: u32, tag: i32, expected: usize) -> BootstrapError {
+        let (rank, op) = (self.cfg.rank, self.running().kind);
+        match (fail, self.cfg.variant.size) {
+            (ReadFail::Size { got }, SizePolicy::Strict) => {
+                BootstrapError::SizeMismatch { rank, peer, op, tag, expected, got }
+            }
+            (ReadFail::Size { got }, SizePolicy::Lenient) => {
+                BootstrapError::Truncated { rank, peer, op, tag, expected, got }
+            }
+            (ReadFail::Wire(e), _) => self.wire_error(format!("rank {peer}"), e),
+        }
+    }
+
+    /// `bootstrap_net_recv`: one frame into a buffer of `size` bytes under the size policy.
+    fn read_payload(&mut self, conn: ConnId, size: usize) -> Result<Option<Vec<u8>>, ReadFail> {
+        let max = self.cfg.limits.max_message;
+        let policy = self.cfg.variant.size;
+        let c = self.conns.get_mut(conn).expect("connection being read");
+        let Some(len) = c.reader.peek_frame_len(max).map_err(ReadFail::Wire)? else { return Ok(None) };
+        let bad = match policy {
+            SizePolicy::Strict => len != size,
+            SizePolicy::Lenient => len > size,
+        };
+        if bad {
+            return Err(ReadFail::Size { got: len });
+        }
+        c.reader.read_frame("payload", max).map_err(ReadFail::Wire)
+    }
+
+    fn step_send(
+        &mut self,
+        wait: Wait,
+        peer: u32,
+        tag: i32,
+        step: u32,
+        source: Source,
+        range: std::ops::Range<usize>,
+    ) -> Result<Progress, BootstrapError> {
+        let transport = self.cfg.variant.transport;
+        match wait {
+            Wait::Start => {
+                if transport == Transport::Persistent {
+                    if let Some(conn) = self.stream_out[peer as usize] {
+                        return Ok(self.send_message(conn, peer, tag, step, source, range));
+                    }
+                }
+                let conn = self.dial(Role::MessageOut, self.peers[peer as usize]);
+                self.set_wait(Wait::Connecting(conn));
+                Ok(Progress::Moved)
+            }
+            Wait::Connecting(conn) if self.established(conn) => {
+                let mut bytes = Preamble::bootstrap(self.cfg.uid.magic).encode().to_vec();
+                if transport == Transport::Persistent {
+                    encode_frame(&mut bytes, &(self.cfg.rank as i32).to_le_bytes());
+                    self.write(conn, bytes);
+                    self.stream_out[peer as usize] = Some(conn);
+                } else {
+                    self.write(conn, bytes);
+                }
+                Ok(self.send_message(conn, peer, tag, step, source, range))
+            }
+            Wait::Draining(conn) => {
+                let Some((waited, unacked)) = self.conns.get(conn).and_then(|c| c.drained) else {
+                    return Ok(Progress::Blocked);
+                };
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.drained = None;
+                }
+                match unacked {
+                    Some(unacked) => self.emit(Event::DrainGaveUp { conn, to: peer, tag, waited, unacked }),
+                    None => self.emit(Event::DrainCompleted { conn, to: peer, waited }),
+                }
+                if transport != Transport::Persistent {
+                    self.close_conn(conn);
+                }
+                Ok(Progress::StepDone)
+            }
+            _ => Ok(Progress::Blocked),
+        }
+    }
+
+    /// Writes the message frames on an established connection, then drains or closes.
+    fn send_message(
+        &mut self,
+        conn: ConnId,
+        peer: u32,
+        tag: i32,
+        step: u32,
+        source: Source,
+        range: std::ops::Range<usize>,
+    ) -> Progress {
+        let transport = self.cfg.variant.transport;
+        let seq = self.seq_out[peer as usize];
+        if transport == Transport::Sequenced {
+            self.seq_out[peer as usize] += 1;
+        }
+        let op = self.running();
+        let data = match source {
+            Source::Input => &op.input[range],
+            Source::Result => &op.result[range],
+        };
+        let size = data.len();
+        let mut bytes = Vec::with_capacity(40 + size);
+        if transport != Transport::Persistent {
+            encode_frame(&mut bytes, &(self.cfg.rank as i32).to_le_bytes());
+        }
+        encode_frame(&mut bytes, &tag.to_le_bytes());
+        if transport == Transport::Sequenced {
+            encode_frame(&mut bytes, &seq.to_le_bytes());
+        }
+        encode_frame(&mut bytes, data);
+        self.write(conn, bytes);
+        let origin = self.origin(step);
+        self.emit(Event::MessageSent { conn, to: peer, tag, origin, size });
+        if let Some(bound) = self.cfg.variant.drain {
+            let deadline = self.now + bound;
+            self.out.push_back(Output::Drain { conn, deadline });
+            self.set_wait(Wait::Draining(conn));
+            return Progress::Moved;
+        }
+        if transport != Transport::Persistent {
+            self.close_conn(conn);
+        }
+        Progress::StepDone
+    }
+
+    /// `bootstrap_recv`: the unexpected list first (head to tail), then accept until a match.
+    fn step_recv_tagged(
+        &mut self,
+        wait: Wait,
+        peer: u32,
+        tag: i32,
+        step: u32,
+        into: std::ops::Range<usize>,
+    ) -> Result<Progress, BootstrapError> {
+        match wait {
+            Wait::Start => {
+                let pos = self.unexpected.iter().position(|&(p, t, _)| p == peer as i32 && t == tag);
+                if let Some(pos) = pos {
+                    let (_, _, conn) = self.unexpected.remove(pos).expect("position found");
+                    self.set_wait(Wait::Payload(conn));
+                    return Ok(Progress::Moved);
+                }
+                Ok(self.accept(Listener::Peers))
+            }
+            Wait::Header(conn) => {
+                let magic = self.cfg.uid.magic;
+                let c = self.conns.get_mut(conn).expect("accepted connection");
+                let from = c.remote;
+                match c.parse_header(magic, Transport::PerMessage) {
+                    Ok(None) => Ok(Progress::Blocked),
+                    Err(error) => {
+                        self.drop_stray(conn, from, error);
+                        Ok(self.accept(Listener::Peers))
+                    }
+                    Ok(Some(h)) if h.rank == peer as i32 && h.tag == tag => {
+                        self.set_wait(Wait::Payload(conn));
+                        Ok(Progress::Moved)
+                    }
+                    Ok(Some(h)) => {
+                        self.unexpected.push_back((h.rank, h.tag, conn));
+                        let list_len = self.unexpected.len();
+                        let from = u32::try_from(h.rank).unwrap_or(u32::MAX);
+                        self.emit(Event::UnexpectedQueued {
+                            conn,
+                            from,
+                            tag: h.tag,
+                            waiting_for: (peer, tag),
+                            list_len,
+                        });
+                        Ok(self.accept(Listener::Peers))
+                    }
+                }
+            }
+            Wait::Payload(conn) => {
+                let expected = into.len();
+                match self.read_payload(conn, expected) {
+                    Ok(None) => Ok(Progress::Blocked),
+                    Ok(Some(bytes)) => {
+                        self.take(conn, peer, tag, step, into, &bytes);
+                        self.close_conn(conn);
+                        Ok(Progress::StepDone)
+                    }
+                    Err(fail) => Err(self.read_error(fail, peer, tag, expected)),
+                }
+            }
+            _ => Ok(Progress::Blocked),
+        }
+    }
+
+    /// Copies a received message into the result buffer and records what was taken.
+    fn take(&mut self, conn: ConnId, peer: u32, tag: i32, step: u32, into: std::ops::Range<usize>, bytes: &[u8]) {
+        let expected = into.len();
+        let origin = self.origin(step);
+        let op = self.op.as_mut().expect("running");
+        op.result[into.start..into.start + bytes.len()].copy_from_slice(bytes);
+        let size = bytes.len();
+        self.emit(Event::MessageTaken { conn, from: peer, tag, origin, size, expected_size: expected });
+        if size < expected {
+            self.emit(Event::ShortMessageAccepted { conn, from: peer, tag, got: size, expected });
+        }
+    }
+
+    /// Sequenced and persistent receives: the peer's next message in order, whose tag and size must agree.
+    fn step_recv_ordered(
+        &mut self,
+        wait: Wait,
+        peer: u32,
+        tag: i32,
+        step: u32,
+        into: std::ops::Range<usize>,
+    ) -> Result<Progress, BootstrapError> {
+        if wait == Wait::Start {
+            self.set_wait(Wait::Arrival);
+            return Ok(Progress::Moved);
+        }
+        let expected = into.len();
+        let max = self.cfg.limits.max_message;
+        let (rank, kind) = (self.cfg.rank, self.running().kind);
+        let p = peer as usize;
+        let (conn, seq, got_tag) = match self.cfg.variant.transport {
+            Transport::Sequenced => {
+                let seq = self.seq_in[p];
+                let Some(&conn) = self.arrived.get(&(peer, seq)) else { return Ok(Progress::Blocked) };
+                let header = self.conns.get(conn).and_then(Conn::header).expect("indexed on a complete header");
+                (conn, seq, header.tag)
+            }
+            _ => {
+                let Some(conn) = self.stream_in[p] else { return Ok(Progress::Blocked) };
+                let c = self.conns.get_mut(conn).expect("stream");
+                let seq = c.taken;
+                // The tag frame is consumed only together with its payload frame below.
+                let mut probe = c.reader.clone();
+                let got_tag = match probe.read_i32("tag") {
+                    Ok(Some(t)) => t,
+                    Ok(None) => return Ok(Progress::Blocked),
+                    Err(e) => return Err(self.wire_error(format!("rank {peer}"), e)),
+                };
+                (conn, seq, got_tag)
+            }
+        };
+        let persistent = self.cfg.variant.transport == Transport::Persistent;
+        let c = self.conns.get_mut(conn).expect("connection");
+        let mut reader = c.reader.clone();
+        if persistent {
+            reader.read_i32("tag").expect("probed").expect("probed");
+        }
+        let len = match reader.peek_frame_len(max) {
+            Ok(Some(len)) => len,
+            Ok(None) => return Ok(Progress::Blocked),
+            Err(e) => return Err(self.wire_error(format!("rank {peer}"), e)),
+        };
+        if got_tag != tag || len != expected {
+            return Err(BootstrapError::OutOfStep {
+                rank,
+                peer,
+                op: kind,
+                seq,
+                expected_tag: tag,
+                got_tag,
+                expected_size: expected,
+                got_size: len,
+            });
+        }
+        let bytes = match reader.read_frame("payload", max) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(Progress::Blocked),
+            Err(e) => return Err(self.wire_error(format!("rank {peer}"), e)),
+        };
+        c.reader = reader;
+        c.taken += 1;
+        self.take(conn, peer, tag, step, into, &bytes);
+        if persistent {
+            return Ok(Progress::StepDone);
+        }
+        self.seq_in[p] += 1;
+        self.arrived.remove(&(peer, seq));
+        self.close_conn(conn);
+        Ok(Progress::StepDone)
+    }
+}

@@ -1,0 +1,518 @@
+//! One bootstrap rank as a sans-IO state machine: NVSHMEM's `nvshmemi_bootstrap_plugin_init`,
+//! `bootstrap_send`/`bootstrap_recv` and the collectives, step for step, under any [`Variant`].
+
+mod conn;
+mod exec;
+mod plan;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+
+use crate::error::BootstrapError;
+use crate::ids::{ConnId, Listener, OpId, OpKind};
+use crate::io::{Completion, Event, Input, Limits, Output};
+use crate::time::Instant;
+use crate::uid::UniqueId;
+use crate::variant::{Transport, Variant};
+use crate::wire::{WireError, SOCKADDR_LEN};
+
+use conn::{ConnTable, Role};
+use plan::Step;
+
+/// Everything a rank is told before it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankConfig {
+    /// This rank, `0..nranks`.
+    pub rank: u32,
+    /// World size.
+    pub nranks: u32,
+    /// The shared unique ID (root address, magic, version).
+    pub uid: UniqueId,
+    /// Protocol variant.
+    pub variant: Variant,
+    /// Protection against bad peers.
+    pub limits: Limits,
+}
+
+/// An application operation, started with [`Rank::start`] once init has completed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Ring allgather of `mine`; the result holds `nranks` slices of its length.
+    Allgather { mine: Vec<u8> },
+    /// Alltoall: `chunks` holds `nranks` equal chunks, chunk p for rank p; the result likewise.
+    Alltoall { chunks: Vec<u8> },
+    /// Dissemination barrier; `word` stands in for the 4 uninitialised bytes NVSHMEM sends.
+    Barrier { word: [u8; 4] },
+    /// One point-to-point send.
+    Send { peer: u32, tag: i32, data: Vec<u8> },
+    /// One point-to-point receive of `size` bytes.
+    Recv { peer: u32, tag: i32, size: usize },
+}
+
+/// The operation in progress.
+#[derive(Debug)]
+struct Running {
+    id: OpId,
+    kind: OpKind,
+    steps: VecDeque<Step>,
+    input: Vec<u8>,
+    result: Vec<u8>,
+    wait: Wait,
+}
+
+/// What the front step is blocked on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    /// The front step has not begun.
+    Start,
+    /// Both listeners' addresses.
+    Listening,
+    /// A timer.
+    Until(Instant),
+    /// A dialed connection's handshake.
+    Connecting(ConnId),
+    /// Bytes on a specific connection (root reply, ring frame, successor address).
+    Reading(ConnId),
+    /// The next connection from a listener.
+    Accepting(ConnId),
+    /// The header of a just-accepted point-to-point connection.
+    Header(ConnId),
+    /// The payload of the connection matched for this receive.
+    Payload(ConnId),
+    /// The send queue drain of a message connection.
+    Draining(ConnId),
+    /// Sequenced and persistent transports: the next message from the peer.
+    Arrival,
+}
+
+/// A rank of the bootstrap.
+#[derive(Debug)]
+pub struct Rank {
+    cfg: RankConfig,
+    now: Instant,
+    out: VecDeque<Output>,
+    conns: ConnTable,
+    listeners: BTreeMap<Listener, SocketAddr>,
+    successor: Option<SocketAddr>,
+    peers: Vec<SocketAddr>,
+    ring_send: Option<ConnId>,
+    ring_recv: Option<ConnId>,
+    /// NVSHMEM's unexpected list: (peer, tag, connection), appended at the tail, scanned from the head.
+    unexpected: VecDeque<(i32, i32, ConnId)>,
+    seq_out: Vec<u64>,
+    seq_in: Vec<u64>,
+    arrived: BTreeMap<(u32, u64), ConnId>,
+    stream_out: Vec<Option<ConnId>>,
+    stream_in: Vec<Option<ConnId>>,
+    eager_accept: Option<ConnId>,
+    next_op: u32,
+    op: Option<Running>,
+    ready: bool,
+    failed: bool,
+    last_progress: Instant,
+}
+
+impl Rank {
+    /// A rank that begins init (listen, rendezvous, ring, address allgather) at once; init
+    /// completes as operation 0 of kind [`OpKind::Init`].
+    pub fn new(cfg: RankConfig, now: Instant) -> Rank {
+        let n = cfg.nranks as usize;
+        let mut rank = Rank {
+            now,
+            out: VecDeque::new(),
+            conns: ConnTable::default(),
+            listeners: BTreeMap::new(),
+            successor: None,
+            peers: Vec::new(),
+            ring_send: None,
+            ring_recv: None,
+            unexpected: VecDeque::new(),
+            seq_out: vec![0; n],
+            seq_in: vec![0; n],
+            arrived: BTreeMap::new(),
+            stream_out: vec![None; n],
+            stream_in: vec![None; n],
+            eager_accept: None,
+            next_op: 1,
+            op: None,
+            ready: false,
+            failed: false,
+            last_progress: now,
+            cfg,
+        };
+        let mut result = vec![0u8; n * SOCKADDR_LEN];
+        if rank.cfg.rank >= rank.cfg.nranks {
+            let reason = format!("rank {} outside a world of {} ranks", rank.cfg.rank, rank.cfg.nranks);
+            rank.failed = true;
+            rank.out.push_back(Output::Completed(Completion {
+                op: OpId(0),
+                kind: OpKind::Init,
+                result: Err(BootstrapError::InvalidOp { rank: rank.cfg.rank, op: OpKind::Init, reason }),
+            }));
+            return rank;
+        }
+        result.truncate(n * SOCKADDR_LEN);
+        rank.op = Some(Running {
+            id: OpId(0),
+            kind: OpKind::Init,
+            steps: plan::init(rank.cfg.rank, rank.cfg.nranks, SOCKADDR_LEN),
+            input: Vec::new(),
+            result,
+            wait: Wait::Start,
+        });
+        rank.advance();
+        rank
+    }
+
+    /// This rank's configuration.
+    pub fn config(&self) -> &RankConfig {
+        &self.cfg
+    }
+
+    /// True once init has completed.
+    pub fn is_ready(&self) -> bool {
+        self.ready
+    }
+
+    /// True while an operation (init included) is in progress.
+    pub fn is_busy(&self) -> bool {
+        self.op.is_some()
+    }
+
+    /// Every peer's listener, known after init.
+    pub fn peer_addrs(&self) -> &[SocketAddr] {
+        &self.peers
+    }
+
+    /// The unexpected list, head first: (peer, tag) of each connection parked there.
+    pub fn unexpected(&self) -> Vec<(i32, i32)> {
+        self.unexpected.iter().map(|&(p, t, _)| (p, t)).collect()
+    }
+
+    /// Connections still open (a leak check after the last operation).
+    pub fn open_connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// A one-line description of what the current operation waits for, if any.
+    pub fn waiting_for(&self) -> Option<String> {
+        let op = self.op.as_ref()?;
+        let step = op.steps.front().map_or("finishing".to_string(), exec::describe_step);
+        Some(format!("{} #{}: {} ({})", op.kind, op.id.0, step, exec::describe_wait(&op.wait)))
+    }
+
+    /// Starts an application operation. Only one runs at a time, after init.
+    pub fn start(&mut self, now: Instant, op: Op) -> Result<OpId, BootstrapError> {
+        self.now = self.now.max(now);
+        let (rank, n) = (self.cfg.rank, self.cfg.nranks);
+        let kind = match &op {
+            Op::Allgather { .. } => OpKind::Allgather,
+            Op::Alltoall { .. } => OpKind::Alltoall,
+            Op::Barrier { .. } => OpKind::Barrier,
+            Op::Send { .. } => OpKind::Send,
+            Op::Recv { .. } => OpKind::Recv,
+        };
+        let invalid = |reason: String| BootstrapError::InvalidOp { rank, op: kind, reason };
+        if self.failed || !self.ready {
+            return Err(invalid("init has not completed".into()));
+        }
+        if let Some(running) = &self.op {
+            return Err(invalid(format!("{} #{} is still running", running.kind, running.id.0)));
+        }
+        let max = self.cfg.limits.max_message;
+        let (steps, input, result) = match op {
+            Op::Allgather { mine } => {
+                if mine.len() > max {
+                    return Err(invalid(format!("{} bytes exceed max_message {max}", mine.len())));
+                }
+                let len = mine.len();
+                let mut result = vec![0u8; len * n as usize];
+                result[rank as usize * len..(rank as usize + 1) * len].copy_from_slice(&mine);
+                (plan::allgather(rank, n, len), Vec::new(), result)
+            }
+            Op::Alltoall { chunks } => {
+                if chunks.len() % n as usize != 0 {
+                    return Err(invalid(format!("{} bytes do not split into {n} equal chunks", chunks.len())));
+                }
+                let chunk = chunks.len() / n as usize;
+                if chunk > max {
+                    return Err(invalid(format!("chunks of {chunk} bytes exceed max_message {max}")));
+                }
+                let mut result = vec![0u8; chunks.len()];
+                let mine = rank as usize * chunk..(rank as usize + 1) * chunk;
+                result[mine.clone()].copy_from_slice(&chunks[mine]);
+                (plan::alltoall(rank, n, chunk, &self.cfg.variant), chunks, result)
+            }
+            Op::Barrier { word } => (plan::barrier(rank, n, &self.cfg.variant), Vec::new(), word.to_vec()),
+            Op::Send { peer, tag, data } => {
+                if peer >= n || data.len() > max {
+                    return Err(invalid(format!("send of {} bytes to rank {peer} (world {n}, max {max})", data.len())));
+                }
+                let range = 0..data.len();
+                let step = plan::Step::Send { peer, tag, step: 1, source: plan::Source::Input, range };
+                (VecDeque::from([step]), data, Vec::new())
+            }
+            Op::Recv { peer, tag, size } => {
+                if peer >= n || size > max {
+                    return Err(invalid(format!("recv of {size} bytes from rank {peer} (world {n}, max {max})")));
+                }
+                (VecDeque::from([plan::Step::Recv { peer, tag, step: 1, into: 0..size }]), Vec::new(), vec![0u8; size])
+            }
+        };
+        let id = OpId(self.next_op);
+        self.next_op += 1;
+        self.last_progress = self.now;
+        self.op = Some(Running { id, kind, steps, input, result, wait: Wait::Start });
+        self.advance();
+        Ok(id)
+    }
+
+    /// Feeds one input.
+    pub fn handle(&mut self, now: Instant, input: Input<'_>) {
+        self.now = self.now.max(now);
+        match input {
+            Input::Listening { listener, addr } => {
+                self.listeners.insert(listener, addr);
+            }
+            Input::ListenFailed { listener, reason } => {
+                let rank = self.cfg.rank;
+                self.fail(BootstrapError::Listen { rank, reason: format!("{listener:?}: {reason}") });
+            }
+            Input::Accepted { conn, from } => self.on_accepted(conn, from),
+            Input::Connected { conn } => {
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.established = true;
+                }
+            }
+            Input::ConnectFailed { conn, reason } => self.on_connect_failed(conn, reason),
+            Input::Received { conn, bytes } => {
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.reader.push(bytes);
+                    self.index_eager(conn);
+                }
+            }
+            Input::PeerClosed { conn } => {
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.reader.push_eof();
+                    self.index_eager(conn);
+                }
+            }
+            Input::Drained { conn, waited } => {
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.drained = Some((waited, None));
+                }
+            }
+            Input::DrainTimedOut { conn, waited, unacked } => {
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.drained = Some((waited, Some(unacked)));
+                }
+            }
+        }
+        self.advance();
+    }
+
+    /// The next time [`Rank::handle_timeout`] must be called, if any.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut consider = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+        if let Some(op) = &self.op {
+            if let Wait::Until(t) = op.wait {
+                consider(t);
+            }
+            if let Some(d) = self.cfg.limits.op_timeout {
+                consider(self.last_progress + d);
+            }
+        }
+        if let Some(d) = self.cfg.limits.header_timeout {
+            for (_, c) in self.conns.iter() {
+                if matches!(c.role, Role::MessageIn | Role::RingRecv | Role::FromRoot) && c.header_pending() {
+                    consider(c.opened + d);
+                }
+            }
+        }
+        next
+    }
+
+    /// Lets time pass up to `now`: timers, stalled headers, the no-progress timeout.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        self.drop_stalled_headers();
+        if let (Some(op), Some(limit)) = (&self.op, self.cfg.limits.op_timeout) {
+            if self.now >= self.last_progress + limit && !matches!(op.wait, Wait::Until(_)) {
+                let waiting = self.waiting_for().unwrap_or_default();
+                let (rank, kind) = (self.cfg.rank, op.kind);
+                self.fail(BootstrapError::Timeout { rank, op: kind, waiting, after: limit });
+            }
+        }
+        self.advance();
+    }
+
+    /// The next output for the driver, in order.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// Closes every connection and listener (NVSHMEM's `bootstrap_uid_close`). The unexpected
+    /// list is returned, head first: non-empty means messages were left unconsumed.
+    pub fn close(&mut self, now: Instant) -> Vec<(i32, i32)> {
+        self.now = self.now.max(now);
+        let leaked = self.unexpected();
+        let ids: Vec<ConnId> = self.conns.iter().map(|(id, _)| *id).collect();
+        for id in ids {
+            self.conns.remove(id);
+            self.out.push_back(Output::Close { conn: id });
+        }
+        self.unexpected.clear();
+        if self.listeners.remove(&Listener::Peers).is_some() {
+            self.out.push_back(Output::CloseListener { listener: Listener::Peers });
+        }
+        self.eager_accept = None;
+        self.op = None;
+        self.failed = true;
+        leaked
+    }
+
+    fn emit(&mut self, event: Event) {
+        self.out.push_back(Output::Event(event));
+    }
+
+    fn fail(&mut self, error: BootstrapError) {
+        let Some(op) = self.op.take() else { return };
+        if let Wait::Payload(c) | Wait::Header(c) | Wait::Reading(c) = op.wait {
+            if Some(c) != self.ring_recv && self.conns.remove(c).is_some() {
+                self.out.push_back(Output::Close { conn: c });
+            }
+        }
+        if op.kind == OpKind::Init {
+            self.failed = true;
+        }
+        self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Err(error) }));
+    }
+
+    fn on_accepted(&mut self, conn: ConnId, from: SocketAddr) {
+        let wait = self.op.as_ref().map(|o| o.wait);
+        if self.eager_accept == Some(conn) {
+            self.eager_accept = None;
+            self.conns.insert(conn, conn::Conn::new(Role::MessageIn, Some(from), self.now));
+            self.index_eager(conn);
+            self.arm_eager_accept();
+        } else if wait == Some(Wait::Accepting(conn)) {
+            let role = match self.op.as_ref().and_then(|o| o.steps.front()) {
+                Some(Step::AwaitSuccessor) => Role::FromRoot,
+                Some(Step::RingConnect) => Role::RingRecv,
+                _ => Role::MessageIn,
+            };
+            self.conns.insert(conn, conn::Conn::new(role, Some(from), self.now));
+            let next = if role == Role::MessageIn { Wait::Header(conn) } else { Wait::Reading(conn) };
+            self.set_wait(next);
+        } else {
+            // Not asked for (a driver bug or a cancelled accept): refuse it cleanly.
+            self.out.push_back(Output::Close { conn });
+        }
+    }
+
+    fn on_connect_failed(&mut self, conn: ConnId, reason: String) {
+        let Some(c) = self.conns.remove(conn) else { return };
+        let waiting = self.op.as_ref().map(|o| o.wait) == Some(Wait::Connecting(conn));
+        if !waiting {
+            return;
+        }
+        let (rank, kind) = (self.cfg.rank, self.op.as_ref().map_or(OpKind::Init, |o| o.kind));
+        let to = match (c.role, self.op.as_ref().and_then(|o| o.steps.front())) {
+            (Role::ToRoot, _) => "the root".to_string(),
+            (_, Some(Step::Send { peer, .. })) => format!("rank {peer}"),
+            _ => "the ring successor".to_string(),
+        };
+        let addr = c.remote.unwrap_or(self.cfg.uid.root);
+        self.fail(BootstrapError::Connect { rank, op: kind, to, addr, reason });
+    }
+
+    /// Sequenced and persistent transports take every connection: keep one accept outstanding.
+    fn arm_eager_accept(&mut self) {
+        if self.eager_accept.is_some() || !self.ready || self.failed {
+            return;
+        }
+        if self.cfg.variant.transport == Transport::PerMessage {
+            return;
+        }
+        let conn = self.conns.allocate();
+        self.eager_accept = Some(conn);
+        self.out.push_back(Output::Accept { listener: Listener::Peers, conn });
+    }
+
+    /// Eager transports: parse an inbound header as soon as it is complete and index the connection.
+    fn index_eager(&mut self, id: ConnId) {
+        let transport = self.cfg.variant.transport;
+        if transport == Transport::PerMessage {
+            return;
+        }
+        let magic = self.cfg.uid.magic;
+        let Some(c) = self.conns.get_mut(id) else { return };
+        if c.role != Role::MessageIn || !c.header_pending() {
+            return;
+        }
+        let from = c.remote;
+        let header = match c.parse_header(magic, transport) {
+            Ok(Some(h)) => h,
+            Ok(None) => return,
+            Err(error) => return self.drop_stray(id, from, error),
+        };
+        let n = self.cfg.nranks;
+        let Some(src) = u32::try_from(header.rank).ok().filter(|&r| r < n) else {
+            return self.drop_stray(id, from, WireError::RankOutOfRange { rank: header.rank, nranks: n });
+        };
+        match transport {
+            Transport::Sequenced => {
+                if self.arrived.contains_key(&(src, header.seq)) || header.seq < self.seq_in[src as usize] {
+                    return self.drop_stray(id, from, WireError::DuplicateSequence { rank: src, seq: header.seq });
+                }
+                self.arrived.insert((src, header.seq), id);
+            }
+            Transport::Persistent => {
+                if self.stream_in[src as usize].is_some() {
+                    return self.drop_stray(id, from, WireError::DuplicateStream { rank: src });
+                }
+                self.stream_in[src as usize] = Some(id);
+            }
+            Transport::PerMessage => {}
+        }
+    }
+
+    fn drop_stray(&mut self, id: ConnId, from: Option<SocketAddr>, error: WireError) {
+        self.conns.remove(id);
+        self.out.push_back(Output::Close { conn: id });
+        let from = from.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+        self.emit(Event::StrayDropped { conn: id, from, error });
+    }
+
+    fn drop_stalled_headers(&mut self) {
+        let Some(limit) = self.cfg.limits.header_timeout else { return };
+        let now = self.now;
+        let stalled: Vec<(ConnId, Option<SocketAddr>)> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.role, Role::MessageIn | Role::RingRecv | Role::FromRoot))
+            .filter(|(_, c)| c.header_pending() && now >= c.opened + limit)
+            .map(|(id, c)| (*id, c.remote))
+            .collect();
+        for (id, from) in stalled {
+            self.conns.remove(id);
+            self.out.push_back(Output::Close { conn: id });
+            let from = from.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+            self.emit(Event::StalledDropped { conn: id, from, after: limit });
+            if let Some(op) = &mut self.op {
+                if matches!(op.wait, Wait::Header(c) | Wait::Reading(c) if c == id) {
+                    op.wait = Wait::Start;
+                    self.last_progress = now;
+                }
+            }
+        }
+    }
+
+    fn set_wait(&mut self, wait: Wait) {
+        if let Some(op) = &mut self.op {
+            op.wait = wait;
+        }
+        self.last_progress = self.now;
+    }
+}

@@ -1,0 +1,172 @@
+//! Protocol variants: the buggy NVSHMEM versions, the proposed fix, and robust designs, as one
+//! value made of independent flags with named presets.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::uid::NVSHMEM_UID_VERSION;
+
+/// How collectives number their point-to-point tags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TagScheme {
+    /// Alltoall and barrier counters both start at 0 on every call (NVSHMEM 3.4 to 3.7).
+    Overlapping,
+    /// Alltoall tags start at `1 << 24`, barrier tags at `1 << 25` (rev-0c06599, PR #97).
+    Disjoint,
+}
+
+/// What a receive does when the message size differs from the buffer size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SizePolicy {
+    /// Shorter: copied to the start, the rest left as it was, success. Longer: "truncated" (3.4/3.5).
+    Lenient,
+    /// Any difference is an error (3.7 and later).
+    Strict,
+}
+
+/// How point-to-point messages travel and are matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// One short-lived connection per message, matched by (peer, tag) with the unexpected list.
+    PerMessage,
+    /// Per-message connections whose header carries a per-ordered-pair sequence number; the
+    /// receiver takes every connection and delivers in sequence order.
+    Sequenced,
+    /// One persistent connection per (source, destination), opened lazily: TCP order is FIFO.
+    Persistent,
+}
+
+/// A complete protocol variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Variant {
+    /// Tag numbering of alltoall and barrier.
+    pub tags: TagScheme,
+    /// Receive-size semantics.
+    pub size: SizePolicy,
+    /// The TX drain before close, with its bound; `None` when off.
+    pub drain: Option<Duration>,
+    /// Message transport and matching.
+    pub transport: Transport,
+}
+
+/// Every named preset, in the order tables list them.
+pub const PRESETS: [&str; 7] = ["nvshmem-3.4", "nvshmem-3.7", "drain", "disjoint", "pr97", "seq", "persistent"];
+
+/// The drain bound NVSHMEM's `NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS` defaults to.
+pub const DEFAULT_DRAIN: Duration = Duration::from_millis(1000);
+
+impl Variant {
+    /// NVSHMEM v3.4.5/3.5: overlapping tags, no drain, lenient size.
+    pub const NVSHMEM_3_4: Variant = Variant {
+        tags: TagScheme::Overlapping,
+        size: SizePolicy::Lenient,
+        drain: None,
+        transport: Transport::PerMessage,
+    };
+    /// NVSHMEM v3.7: as 3.4 with strict size.
+    pub const NVSHMEM_3_7: Variant = Variant { size: SizePolicy::Strict, ..Self::NVSHMEM_3_4 };
+    /// 3.7 plus the SIOCOUTQ drain before close (fail-open after 1000 ms).
+    pub const DRAIN: Variant = Variant { drain: Some(DEFAULT_DRAIN), ..Self::NVSHMEM_3_7 };
+    /// 3.7 with disjoint alltoall and barrier tag spaces.
+    pub const DISJOINT: Variant = Variant { tags: TagScheme::Disjoint, ..Self::NVSHMEM_3_7 };
+    /// The fix proposed in NVIDIA/nvshmem#97: drain plus disjoint tags.
+    pub const PR97: Variant = Variant { tags: TagScheme::Disjoint, ..Self::DRAIN };
+    /// Per-ordered-pair sequence numbers: immune to accept order, no waiting.
+    pub const SEQ: Variant = Variant { transport: Transport::Sequenced, ..Self::NVSHMEM_3_7 };
+    /// Persistent ordered connections per (source, destination).
+    pub const PERSISTENT: Variant = Variant { transport: Transport::Persistent, ..Self::NVSHMEM_3_7 };
+
+    /// A preset by name, e.g. `nvshmem-3.4` or `pr97`.
+    pub fn preset(name: &str) -> Option<Variant> {
+        Some(match name {
+            "nvshmem-3.4" => Self::NVSHMEM_3_4,
+            "nvshmem-3.7" => Self::NVSHMEM_3_7,
+            "drain" => Self::DRAIN,
+            "disjoint" => Self::DISJOINT,
+            "pr97" => Self::PR97,
+            "seq" => Self::SEQ,
+            "persistent" => Self::PERSISTENT,
+            _ => return None,
+        })
+    }
+
+    /// The preset's name if this value is one.
+    pub fn preset_name(&self) -> Option<&'static str> {
+        PRESETS.into_iter().find(|n| Self::preset(n).as_ref() == Some(self))
+    }
+
+    /// Sets the drain bound with `NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS` semantics: 0 or less disables.
+    pub fn with_drain_ms(mut self, ms: i64) -> Variant {
+        self.drain = u64::try_from(ms).ok().filter(|&ms| ms > 0).map(Duration::from_millis);
+        self
+    }
+
+    /// The unique-ID version this variant's wire format answers to: mixed builds fail at the root.
+    pub fn uid_version(&self) -> i32 {
+        match self.transport {
+            Transport::PerMessage => NVSHMEM_UID_VERSION,
+            Transport::Sequenced => (2 << 16) + 128,
+            Transport::Persistent => (3 << 16) + 128,
+        }
+    }
+
+    /// First alltoall tag minus one (the counter is incremented before each step).
+    pub fn alltoall_tag_base(&self) -> i32 {
+        match self.tags {
+            TagScheme::Overlapping => 0,
+            TagScheme::Disjoint => 1 << 24,
+        }
+    }
+
+    /// First barrier tag minus one.
+    pub fn barrier_tag_base(&self) -> i32 {
+        match self.tags {
+            TagScheme::Overlapping => 0,
+            TagScheme::Disjoint => 1 << 25,
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    /// The preset name, or the flags spelled out.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(name) = self.preset_name() {
+            return f.write_str(name);
+        }
+        let drain = self.drain.map_or("off".to_string(), |d| format!("{}ms", d.as_millis()));
+        write!(f, "{:?}/{:?}/drain={}/{:?}", self.tags, self.size, drain, self.transport)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_distinct_and_named() {
+        for (i, a) in PRESETS.iter().enumerate() {
+            let v = Variant::preset(a).unwrap();
+            assert_eq!(v.to_string(), *a);
+            for b in &PRESETS[i + 1..] {
+                assert_ne!(v, Variant::preset(b).unwrap(), "{a} vs {b}");
+            }
+        }
+        assert_eq!(Variant::preset("nvshmem-3.5"), None);
+    }
+
+    #[test]
+    fn drain_ms_follows_nvshmem_env_semantics() {
+        assert_eq!(Variant::PR97.with_drain_ms(0).drain, None);
+        assert_eq!(Variant::PR97.with_drain_ms(-3).drain, None);
+        assert_eq!(Variant::NVSHMEM_3_7.with_drain_ms(5).drain, Some(Duration::from_millis(5)));
+        assert_eq!(Variant::PR97.with_drain_ms(0).to_string(), "disjoint");
+        assert_eq!(Variant::DRAIN.with_drain_ms(5).to_string(), "Overlapping/Strict/drain=5ms/PerMessage");
+    }
+
+    #[test]
+    fn wire_incompatible_variants_have_their_own_uid_version() {
+        assert_eq!(Variant::PR97.uid_version(), NVSHMEM_UID_VERSION);
+        assert_ne!(Variant::SEQ.uid_version(), NVSHMEM_UID_VERSION);
+        assert_ne!(Variant::PERSISTENT.uid_version(), Variant::SEQ.uid_version());
+    }
+}

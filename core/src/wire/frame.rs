@@ -1,0 +1,180 @@
+//! Incremental framing: bytes arrive in any chunking; items are pulled out as they complete.
+
+use super::messages::Preamble;
+use super::WireError;
+
+/// Encodes one frame: `i32` length (host order) then the bytes.
+pub fn encode_frame(out: &mut Vec<u8>, bytes: &[u8]) {
+    let len = i32::try_from(bytes.len()).expect("frames are bounded by max_message, far below 2 GiB");
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// A connection's receive buffer with pull-style, strict decoding.
+///
+/// Each `read_*` returns `Ok(None)` until the item is complete, consumes it when it is, and never
+/// allocates for a length it has not validated.
+#[derive(Debug, Default, Clone)]
+pub struct FrameReader {
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+}
+
+impl FrameReader {
+    /// An empty reader.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends bytes received from the peer.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.pos > 0 && self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Records that the peer closed its side: incomplete items then fail as truncated.
+    pub fn push_eof(&mut self) {
+        self.eof = true;
+    }
+
+    /// True once the peer closed its side.
+    pub fn is_eof(&self) -> bool {
+        self.eof
+    }
+
+    /// Bytes received and not yet consumed.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn take(&mut self, what: &'static str, n: usize) -> Result<Option<&[u8]>, WireError> {
+        let have = self.buffered();
+        if have < n {
+            return if self.eof { Err(WireError::Truncated { what, needed: n, have }) } else { Ok(None) };
+        }
+        let start = self.pos;
+        self.pos += n;
+        Ok(Some(&self.buf[start..start + n]))
+    }
+
+    /// Reads the 12-byte connection preamble and checks magic and type.
+    pub fn read_preamble(&mut self, expected_magic: u64) -> Result<Option<Preamble>, WireError> {
+        let Some(b) = self.take("connection preamble", Preamble::LEN)? else { return Ok(None) };
+        let p = Preamble::decode(b.try_into().expect("12 bytes"));
+        p.check(expected_magic)?;
+        Ok(Some(p))
+    }
+
+    /// The length of the next frame once its 4 bytes are here, validated against `max`.
+    pub fn peek_frame_len(&self, max: usize) -> Result<Option<usize>, WireError> {
+        let have = self.buffered();
+        if have < 4 {
+            return if self.eof {
+                Err(WireError::Truncated { what: "frame length", needed: 4, have })
+            } else {
+                Ok(None)
+            };
+        }
+        let raw = i32::from_le_bytes(self.buf[self.pos..self.pos + 4].try_into().expect("4 bytes"));
+        let len = usize::try_from(raw).map_err(|_| WireError::NegativeLength { len: raw })?;
+        if len > max {
+            return Err(WireError::TooLarge { len, max });
+        }
+        Ok(Some(len))
+    }
+
+    /// Reads one whole frame of at most `max` bytes.
+    pub fn read_frame(&mut self, what: &'static str, max: usize) -> Result<Option<Vec<u8>>, WireError> {
+        let Some(len) = self.peek_frame_len(max)? else { return Ok(None) };
+        if self.buffered() < 4 + len {
+            return if self.eof {
+                Err(WireError::Truncated { what, needed: 4 + len, have: self.buffered() })
+            } else {
+                Ok(None)
+            };
+        }
+        self.pos += 4;
+        Ok(self.take(what, len)?.map(<[u8]>::to_vec))
+    }
+
+    /// Reads one frame that must be exactly `N` bytes (a rank, a tag, a version, an address).
+    pub fn read_fixed<const N: usize>(&mut self, what: &'static str) -> Result<Option<[u8; N]>, WireError> {
+        let Some(len) = self.peek_frame_len(usize::MAX)? else { return Ok(None) };
+        if len != N {
+            return Err(WireError::WrongLength { what, expected: N, got: len });
+        }
+        Ok(self.read_frame(what, N)?.map(|v| v.try_into().expect("length checked")))
+    }
+
+    /// Reads one frame holding a single host-order `i32`.
+    pub fn read_i32(&mut self, what: &'static str) -> Result<Option<i32>, WireError> {
+        Ok(self.read_fixed::<4>(what)?.map(i32::from_le_bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(items: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for i in items {
+            encode_frame(&mut out, i);
+        }
+        out
+    }
+
+    #[test]
+    fn frames_survive_any_chunking() {
+        let bytes = frames(&[b"abc", b"", &[7u8; 300]]);
+        for chunk in 1..=bytes.len() {
+            let mut r = FrameReader::new();
+            let mut got = Vec::new();
+            for c in bytes.chunks(chunk) {
+                r.push(c);
+                while let Some(f) = r.read_frame("payload", 1024).unwrap() {
+                    got.push(f);
+                }
+            }
+            assert_eq!(got, vec![b"abc".to_vec(), vec![], vec![7u8; 300]], "chunk size {chunk}");
+            assert_eq!(r.buffered(), 0);
+        }
+    }
+
+    #[test]
+    fn negative_and_huge_lengths_are_refused_before_allocation() {
+        let mut r = FrameReader::new();
+        r.push(&(-5i32).to_le_bytes());
+        assert_eq!(r.read_frame("payload", 100), Err(WireError::NegativeLength { len: -5 }));
+        let mut r = FrameReader::new();
+        r.push(&i32::MAX.to_le_bytes());
+        assert_eq!(r.read_frame("payload", 1 << 20), Err(WireError::TooLarge { len: i32::MAX as usize, max: 1 << 20 }));
+    }
+
+    #[test]
+    fn truncation_is_an_error_only_after_eof() {
+        let mut r = FrameReader::new();
+        r.push(&frames(&[b"hello"])[..6]);
+        assert_eq!(r.read_frame("payload", 100), Ok(None));
+        r.push_eof();
+        assert_eq!(r.read_frame("payload", 100), Err(WireError::Truncated { what: "payload", needed: 9, have: 6 }));
+        let mut r = FrameReader::new();
+        r.push(&[1, 0]);
+        r.push_eof();
+        assert_eq!(r.read_i32("rank"), Err(WireError::Truncated { what: "frame length", needed: 4, have: 2 }));
+    }
+
+    #[test]
+    fn fixed_frames_check_their_length() {
+        let mut r = FrameReader::new();
+        r.push(&frames(&[&[1, 2, 3]]));
+        assert_eq!(r.read_i32("tag"), Err(WireError::WrongLength { what: "tag", expected: 4, got: 3 }));
+        let mut r = FrameReader::new();
+        r.push(&frames(&[&42i32.to_le_bytes()]));
+        assert_eq!(r.read_i32("tag"), Ok(Some(42)));
+    }
+}

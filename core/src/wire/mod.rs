@@ -1,0 +1,12 @@
+//! The wire format of NVSHMEM's UID bootstrap, byte for byte: host byte order (little-endian),
+//! raw structs, every message an `i32` length then its bytes.
+
+mod error;
+mod frame;
+mod messages;
+mod sockaddr;
+
+pub use error::WireError;
+pub use frame::{encode_frame, FrameReader};
+pub use messages::{ExtInfo, Preamble, SOCKET_TYPE_BOOTSTRAP};
+pub use sockaddr::{decode_sockaddr, encode_sockaddr, SOCKADDR_LEN};

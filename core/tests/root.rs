@@ -1,0 +1,109 @@
+//! The root, driven by hand: bad check-ins are typed errors, strangers are dropped.
+
+use std::net::SocketAddr;
+
+use bootsim_core::wire::{encode_frame, ExtInfo, Preamble, WireError};
+use bootsim_core::{
+    BootstrapError, ConnId, Event, Input, Instant, Limits, Output, Root, RootConfig, UniqueId, NVSHMEM_UID_VERSION,
+};
+
+const MAGIC: u64 = 0xabcdef;
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+fn new_root() -> (Root, Vec<Output>) {
+    let uid = UniqueId { version: NVSHMEM_UID_VERSION, root: addr("10.0.0.1:5000"), magic: MAGIC };
+    let mut root = Root::new(RootConfig { uid, nranks: None, limits: Limits::default() }, Instant::ZERO);
+    root.handle(
+        Instant::ZERO,
+        Input::Listening { listener: bootsim_core::Listener::Rendezvous, addr: addr("10.0.0.1:5000") },
+    );
+    let out = drain(&mut root);
+    (root, out)
+}
+
+fn drain(root: &mut Root) -> Vec<Output> {
+    std::iter::from_fn(|| root.poll_output()).collect()
+}
+
+fn accepted(out: &[Output]) -> ConnId {
+    out.iter()
+        .rev()
+        .find_map(|o| if let Output::Accept { conn, .. } = o { Some(*conn) } else { None })
+        .expect("an accept")
+}
+
+fn check_in_bytes(magic: u64, version: i32, rank: i32, nranks: i32) -> Vec<u8> {
+    let mut b = Preamble::bootstrap(magic).encode().to_vec();
+    encode_frame(&mut b, &version.to_le_bytes());
+    let info = ExtInfo { rank, nranks, listen_root: addr("10.1.0.1:7001"), listen: addr("10.1.0.1:7000") };
+    encode_frame(&mut b, &info.encode());
+    b
+}
+
+fn feed(root: &mut Root, conn: ConnId, bytes: &[u8]) -> Vec<Output> {
+    root.handle(Instant::ZERO, Input::Accepted { conn, from: addr("10.1.0.9:40000") });
+    root.handle(Instant::ZERO, Input::Received { conn, bytes });
+    drain(root)
+}
+
+fn error(out: &[Output]) -> Option<BootstrapError> {
+    out.iter().find_map(|o| if let Output::Completed(c) = o { c.result.clone().err() } else { None })
+}
+
+#[test]
+fn duplicate_rank_is_an_error() {
+    let (mut root, out) = new_root();
+    let out = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, 1, 3));
+    assert_eq!(error(&out), None);
+    let out = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, 1, 3));
+    assert_eq!(error(&out), Some(BootstrapError::DuplicateRank { rank: 1, nranks: 3 }));
+    assert!(root.is_done());
+}
+
+#[test]
+fn nranks_disagreement_and_range_are_errors() {
+    let (mut root, out) = new_root();
+    let out = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, 0, 3));
+    let out2 = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, 1, 4));
+    assert_eq!(error(&out2), Some(BootstrapError::NranksMismatch { rank: 1, theirs: 4, ours: 3 }));
+    let (mut root, out) = new_root();
+    let out = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, 5, 3));
+    assert_eq!(error(&out), Some(BootstrapError::RankOutOfRange { rank: 5, nranks: 3 }));
+}
+
+#[test]
+fn wrong_version_is_answered_then_an_error() {
+    let (mut root, out) = new_root();
+    let conn = accepted(&out);
+    let out = feed(&mut root, conn, &check_in_bytes(MAGIC, 12345, 0, 2));
+    // The root still answers with its own version so the rank can fail cleanly too.
+    let mut version = Vec::new();
+    encode_frame(&mut version, &NVSHMEM_UID_VERSION.to_le_bytes());
+    assert!(out.contains(&Output::Write { conn, bytes: version }));
+    assert_eq!(
+        error(&out),
+        Some(BootstrapError::RootVersionMismatch {
+            from: "10.1.0.9:40000".into(),
+            theirs: 12345,
+            ours: NVSHMEM_UID_VERSION
+        })
+    );
+}
+
+#[test]
+fn a_stranger_is_dropped_and_the_next_check_in_taken() {
+    let (mut root, out) = new_root();
+    let stranger = accepted(&out);
+    let out = feed(&mut root, stranger, b"GET / HTTP/1.1\r\n\r\n");
+    assert!(out.contains(&Output::Close { conn: stranger }));
+    assert!(out
+        .iter()
+        .any(|o| matches!(o, Output::Event(Event::StrayDropped { error: WireError::BadMagic { .. }, .. }))));
+    let out = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, 0, 1));
+    // One rank: straight to the fan-out.
+    assert!(out.iter().any(|o| matches!(o, Output::Connect { .. })));
+    assert_eq!(root.checked_in(), 1);
+}
