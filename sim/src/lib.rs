@@ -1,1 +1,18 @@
+//! bootsim-sim: the adversarial world around the sans-IO bootstrap core.
+//!
+//! A seeded model of the Linux kernel path from SYN to accept() ([`kernel`]), workloads with
+//! checkable payloads ([`workload`]), case strings ([`case`]), engines ([`engine`]), the
+//! oracles that judge a run ([`oracle`]) and the sweep runner ([`sweep`]).
 
+pub mod case;
+pub mod engine;
+pub mod kernel;
+pub mod oracle;
+pub mod run;
+pub mod seed;
+pub mod sweep;
+pub mod workload;
+
+pub use case::{Case, CaseError};
+pub use oracle::{Finding, Verdict};
+pub use run::{run_case, RunReport};

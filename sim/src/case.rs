@@ -1,0 +1,292 @@
+//! Case strings: one line of `key=value` words that determines a run completely.
+
+use std::fmt;
+use std::time::Duration;
+
+use bootsim_core::{Variant, PRESETS};
+
+use crate::kernel::{KernelConfig, PROFILES};
+use crate::workload::{format_ops, parse_ops, Workload, WORKLOADS};
+
+/// Which engine runs the case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// The single-threaded discrete-event engine over the kernel model.
+    Fast,
+}
+
+impl EngineKind {
+    /// Engine names the case string accepts.
+    pub const NAMES: [&'static str; 1] = ["fast"];
+
+    fn name(self) -> &'static str {
+        match self {
+            EngineKind::Fast => "fast",
+        }
+    }
+}
+
+/// A complete, reproducible run description.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// The engine.
+    pub engine: EngineKind,
+    /// The preset name the variant came from.
+    pub variant_name: String,
+    /// The protocol variant (preset plus `drain_ms`).
+    pub variant: Variant,
+    /// `drain_ms` when given (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS semantics).
+    pub drain_ms: Option<i64>,
+    /// The workload.
+    pub workload: Workload,
+    /// World size, 1..=65536.
+    pub ranks: u32,
+    /// The adversary profile name.
+    pub adversary: String,
+    /// The seed of every random stream of the run.
+    pub seed: u64,
+    /// Simulated-time limit; past it, unfinished ranks are a hang.
+    pub deadline: Duration,
+    /// Kernel knobs set explicitly, in the order given.
+    pub knobs: Vec<(String, String)>,
+}
+
+/// A case string that does not parse; the message names the key and the accepted values.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("bad case string: {0}")]
+pub struct CaseError(pub String);
+
+const KEYS: &str =
+    "engine, variant, workload, ranks, adversary, seed, drain_ms, qps, k, len, ops, deadline_ms, or a kernel knob";
+
+impl Default for Case {
+    fn default() -> Self {
+        Case {
+            engine: EngineKind::Fast,
+            variant_name: "nvshmem-3.7".into(),
+            variant: Variant::NVSHMEM_3_7,
+            drain_ms: None,
+            workload: Workload::Deepep { qps: 24 },
+            ranks: 2,
+            adversary: "rss".into(),
+            seed: 0,
+            deadline: Duration::from_secs(300),
+            knobs: Vec::new(),
+        }
+    }
+}
+
+impl Case {
+    /// Parses a case string; every key is optional and defaults as `Case::default`.
+    pub fn parse(s: &str) -> Result<Case, CaseError> {
+        let err = |m: String| CaseError(m);
+        let mut case = Case::default();
+        let mut seen: Vec<&str> = Vec::new();
+        let (mut workload, mut qps, mut k, mut len, mut ops) = (None, None, None, None, None);
+        for word in s.split_whitespace() {
+            let (key, value) = word.split_once('=').ok_or_else(|| err(format!("`{word}` is not key=value")))?;
+            if seen.contains(&key) {
+                return Err(err(format!("`{key}` given twice")));
+            }
+            seen.push(key);
+            let num = |what: &str| -> Result<u64, CaseError> {
+                value.parse::<u64>().map_err(|_| err(format!("{key}=`{value}`: expected {what}")))
+            };
+            match key {
+                "engine" => {
+                    case.engine = match value {
+                        "fast" => EngineKind::Fast,
+                        _ => return Err(err(format!("engine=`{value}`: accepted: {}", EngineKind::NAMES.join(", ")))),
+                    }
+                }
+                "variant" => {
+                    case.variant = Variant::preset(value)
+                        .ok_or_else(|| err(format!("variant=`{value}`: accepted: {}", PRESETS.join(", "))))?;
+                    case.variant_name = value.to_string();
+                }
+                "workload" => {
+                    if !WORKLOADS.contains(&value) {
+                        return Err(err(format!("workload=`{value}`: accepted: {}", WORKLOADS.join(", "))));
+                    }
+                    workload = Some(value.to_string());
+                }
+                "ranks" => {
+                    let n = num("a number of ranks, 1..=65536")?;
+                    if !(1..=65536).contains(&n) {
+                        return Err(err(format!("ranks={n}: must be 1..=65536")));
+                    }
+                    case.ranks = n as u32;
+                }
+                "adversary" => {
+                    if !PROFILES.contains(&value) {
+                        return Err(err(format!("adversary=`{value}`: accepted: {}", PROFILES.join(", "))));
+                    }
+                    case.adversary = value.to_string();
+                }
+                "seed" => case.seed = num("an unsigned 64-bit integer")?,
+                "drain_ms" => {
+                    case.drain_ms = Some(
+                        value
+                            .parse::<i64>()
+                            .map_err(|_| err(format!("drain_ms=`{value}`: expected milliseconds (<= 0 disables)")))?,
+                    )
+                }
+                "qps" => {
+                    qps = Some(num("QPs per peer, 1..=1024").and_then(|q| {
+                        if (1..=1024).contains(&q) {
+                            Ok(q as u32)
+                        } else {
+                            Err(err(format!("qps={q}: must be 1..=1024")))
+                        }
+                    })?)
+                }
+                "k" => {
+                    k = Some(num("alltoalls, 1..=1024").and_then(|q| {
+                        if (1..=1024).contains(&q) {
+                            Ok(q as u32)
+                        } else {
+                            Err(err(format!("k={q}: must be 1..=1024")))
+                        }
+                    })?)
+                }
+                "len" => {
+                    len = Some(num("operations, 1..=10000").and_then(|q| {
+                        if (1..=10000).contains(&q) {
+                            Ok(q as u32)
+                        } else {
+                            Err(err(format!("len={q}: must be 1..=10000")))
+                        }
+                    })?)
+                }
+                "ops" => ops = Some(parse_ops(value).map_err(|e| err(format!("ops: {e}")))?),
+                "deadline_ms" => case.deadline = Duration::from_millis(num("milliseconds of simulated time")?.max(1)),
+                _ => {
+                    let mut probe = KernelConfig::default();
+                    probe.set(key, value).map_err(|e| match e {
+                        crate::kernel::KnobError::UnknownKey { .. } => err(format!(
+                            "unknown key `{key}`; accepted: {KEYS} ({})",
+                            KernelConfig::knobs().iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+                        )),
+                        other => err(other.to_string()),
+                    })?;
+                    case.knobs.push((key.to_string(), value.to_string()));
+                }
+            }
+        }
+        let misplaced = |key: &str, wl: &str| err(format!("`{key}` applies to workload={wl} only"));
+        case.workload = match workload.as_deref().unwrap_or("deepep") {
+            "deepep" => Workload::Deepep { qps: qps.unwrap_or(24) },
+            "nvshmem-init" => Workload::NvshmemInit { qps: qps.unwrap_or(2) },
+            "qp-create" => Workload::QpCreate { k: k.unwrap_or(4) },
+            "churn" => Workload::Churn { len: len.unwrap_or(12) },
+            _ => Workload::Custom(ops.clone().ok_or_else(|| {
+                err("workload=custom needs ops=..., e.g. ops=allgather:8,alltoall:576,barrier".into())
+            })?),
+        };
+        let wl = case.workload.name();
+        if qps.is_some() && !matches!(case.workload, Workload::Deepep { .. } | Workload::NvshmemInit { .. }) {
+            return Err(misplaced("qps", "deepep or nvshmem-init"));
+        }
+        if k.is_some() && wl != "qp-create" {
+            return Err(misplaced("k", "qp-create"));
+        }
+        if len.is_some() && wl != "churn" {
+            return Err(misplaced("len", "churn"));
+        }
+        if ops.is_some() && wl != "custom" {
+            return Err(misplaced("ops", "custom"));
+        }
+        if let Some(ms) = case.drain_ms {
+            case.variant = case.variant.with_drain_ms(ms);
+        }
+        Ok(case)
+    }
+
+    /// The kernel configuration: the adversary profile (drawn from the seed for `swarm`), then the knobs.
+    pub fn kernel_config(&self) -> KernelConfig {
+        let mut cfg = KernelConfig::profile_for_seed(&self.adversary, crate::seed::derive(self.seed, "swarm", 0))
+            .expect("validated at parse");
+        for (k, v) in &self.knobs {
+            cfg.set(k, v).expect("validated at parse");
+        }
+        cfg
+    }
+
+    /// The same case with another seed.
+    pub fn with_seed(&self, seed: u64) -> Case {
+        Case { seed, ..self.clone() }
+    }
+}
+
+impl fmt::Display for Case {
+    /// The canonical case string: parsing it gives this case back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "engine={} variant={}", self.engine.name(), self.variant_name)?;
+        if let Some(ms) = self.drain_ms {
+            write!(f, " drain_ms={ms}")?;
+        }
+        write!(f, " workload={}", self.workload.name())?;
+        match &self.workload {
+            Workload::Deepep { qps } if *qps != 24 => write!(f, " qps={qps}")?,
+            Workload::NvshmemInit { qps } if *qps != 2 => write!(f, " qps={qps}")?,
+            Workload::QpCreate { k } if *k != 4 => write!(f, " k={k}")?,
+            Workload::Churn { len } if *len != 12 => write!(f, " len={len}")?,
+            Workload::Custom(ops) => write!(f, " ops={}", format_ops(ops))?,
+            _ => {}
+        }
+        write!(f, " ranks={} adversary={} seed={}", self.ranks, self.adversary, self.seed)?;
+        if self.deadline != Case::default().deadline {
+            write!(f, " deadline_ms={}", self.deadline.as_millis())?;
+        }
+        for (k, v) in &self.knobs {
+            write!(f, " {k}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        for s in [
+            "engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=7",
+            "engine=fast variant=pr97 drain_ms=5 workload=custom ops=allgather:8,barrier ranks=3 adversary=lossy seed=1 backlog=2",
+            "engine=fast variant=seq workload=qp-create k=9 ranks=16 adversary=swarm seed=18446744073709551615 deadline_ms=5000",
+        ] {
+            let c = Case::parse(s).unwrap();
+            assert_eq!(c.to_string(), s);
+            assert_eq!(Case::parse(&c.to_string()).unwrap(), c);
+        }
+        assert_eq!(
+            Case::parse("").unwrap().to_string(),
+            "engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=0"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_accepted_values() {
+        let e = |s: &str| Case::parse(s).unwrap_err().to_string();
+        assert!(e("variant=nvshmem-9")
+            .contains("accepted: nvshmem-3.4, nvshmem-3.7, drain, disjoint, pr97, seq, persistent"));
+        assert!(e("ranks=0").contains("ranks=0: must be 1..=65536"));
+        assert!(e("ranks=65537").contains("must be 1..=65536"));
+        assert!(e("ranks=two").contains("ranks=`two`"));
+        assert!(e("colour=blue").contains("unknown key `colour`"));
+        assert!(e("seed=1 seed=2").contains("`seed` given twice"));
+        assert!(e("adversary=chaos").contains("accepted: fifo, rss"));
+        assert!(e("backlog=0").contains("backlog"));
+        assert!(e("workload=custom").contains("needs ops="));
+        assert!(e("k=3").contains("qp-create only"));
+        assert!(e("nonsense").contains("not key=value"));
+    }
+
+    #[test]
+    fn drain_ms_overrides_the_preset() {
+        let c = Case::parse("variant=pr97 drain_ms=0").unwrap();
+        assert_eq!(c.variant.drain, None);
+        assert_eq!(Case::parse("variant=drain").unwrap().variant.drain, Some(Duration::from_millis(1000)));
+    }
+}

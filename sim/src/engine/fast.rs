@@ -1,0 +1,534 @@
+//! The fast engine: one thread, one event loop ordered by (time, sequence number), driving the
+//! root and N core ranks through the kernel model. No tokio, no wall clock; its cost grows with
+//! the number of packets, not with the number of ranks cubed.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+use bootsim_core::{
+    Completion, ConnId, Input, Instant, Limits, Listener, Op, OpId, Output, Rank, RankConfig, Root, RootConfig,
+    UniqueId,
+};
+
+use super::outcome::{Node, Outcome, RankEnd, TraceSink};
+use crate::case::Case;
+use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
+use crate::seed::derive;
+use crate::workload::build_op;
+
+/// NVSHMEM's connect retry: every 1 ms on "refused", up to 20 000 times; 3 times on timeout.
+const REFUSED_INTERVAL: Duration = Duration::from_millis(1);
+const REFUSED_MAX: u32 = 20_000;
+const TIMEDOUT_MAX: u32 = 3;
+/// The drain's poll interval in the proposed fix.
+const DRAIN_POLL: Duration = Duration::from_micros(200);
+const ROOT_PORT: u16 = 5000;
+const PEERS_PORT: u16 = 7000;
+const FROM_ROOT_PORT: u16 = 7001;
+
+/// The simulated address of host `h`: 10.0.0.1 for host 0, and so on.
+pub fn host_addr(h: u32, port: u16) -> SocketAddr {
+    let x = h + 1;
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, (x >> 16) as u8, (x >> 8) as u8, x as u8), port))
+}
+
+fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
+    match addr {
+        SocketAddr::V4(a) => {
+            let [ten, a1, a2, a3] = a.ip().octets();
+            let x = u32::from(a1) << 16 | u32::from(a2) << 8 | u32::from(a3);
+            (ten == 10 && x > 0).then_some((x - 1, a.port()))
+        }
+        SocketAddr::V6(_) => None,
+    }
+}
+
+/// Engine-level timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    /// A node's own timeout (stagger, header and op timeouts).
+    Node(Node),
+    /// Retry a refused connect.
+    Retry { node: Node, conn: ConnId },
+    /// A drain poll found SIOCOUTQ at zero.
+    DrainDone { sock: SockId },
+    /// A drain's deadline.
+    DrainDeadline { sock: SockId },
+}
+
+/// An input waiting to be delivered to a node.
+#[derive(Debug)]
+enum Delivery {
+    Listening(Listener, SocketAddr),
+    Accepted(ConnId, SocketAddr),
+    Connected(ConnId),
+    ConnectFailed(ConnId, String),
+    Received(ConnId, Vec<u8>),
+    PeerClosed(ConnId),
+    Drained(ConnId, Duration),
+    DrainTimedOut(ConnId, Duration, usize),
+}
+
+struct Dialing {
+    addr: SocketAddr,
+    refused: u32,
+    timed_out: u32,
+}
+
+struct Drain {
+    node: Node,
+    conn: ConnId,
+    start: Instant,
+    deadline: Instant,
+}
+
+/// The fast engine's whole world.
+struct World<'a> {
+    case: &'a Case,
+    now: Instant,
+    kernel: Kernel,
+    root: Root,
+    ranks: Vec<Rank>,
+    ops: Vec<VecDeque<Op>>,
+    sock_of: BTreeMap<(Node, ConnId), SockId>,
+    owner: BTreeMap<SockId, (Node, ConnId)>,
+    listeners: BTreeMap<(Node, Listener), ListenerId>,
+    listener_owner: BTreeMap<ListenerId, (Node, Listener)>,
+    pending_accept: BTreeMap<ListenerId, ConnId>,
+    dialing: BTreeMap<(Node, ConnId), Dialing>,
+    drains: BTreeMap<SockId, Drain>,
+    timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
+    timer_seq: u64,
+    node_timer: BTreeMap<Node, Instant>,
+    work: VecDeque<(Node, Delivery)>,
+    out: Outcome,
+    sink: TraceSink,
+    buf: Vec<u8>,
+    remaining: usize,
+}
+
+/// Runs a case on the fast engine; `trace` keeps the full trace (otherwise only counters).
+pub fn run(case: &Case, trace: bool) -> Outcome {
+    let n = case.ranks;
+    let cfg = case.kernel_config();
+    let kernel = Kernel::new(cfg, derive(case.seed, "kernel", 0), n);
+    let uid = UniqueId {
+        version: case.variant.uid_version(),
+        root: host_addr(0, ROOT_PORT),
+        magic: derive(case.seed, "magic", 0),
+    };
+    let limits = Limits::default();
+    let now = Instant::ZERO;
+    let spec = case.workload.ops(case.seed);
+    let ops: Vec<VecDeque<Op>> = (0..n)
+        .map(|r| spec.iter().enumerate().map(|(i, s)| build_op(*s, case.seed, i as u32, r, n)).collect())
+        .collect();
+    let mut w = World {
+        case,
+        now,
+        kernel,
+        root: Root::new(RootConfig { uid, nranks: None, limits }, now),
+        ranks: (0..n)
+            .map(|rank| Rank::new(RankConfig { rank, nranks: n, uid, variant: case.variant, limits }, now))
+            .collect(),
+        ops,
+        sock_of: BTreeMap::new(),
+        owner: BTreeMap::new(),
+        listeners: BTreeMap::new(),
+        listener_owner: BTreeMap::new(),
+        pending_accept: BTreeMap::new(),
+        dialing: BTreeMap::new(),
+        drains: BTreeMap::new(),
+        timers: BinaryHeap::new(),
+        timer_seq: 0,
+        node_timer: BTreeMap::new(),
+        work: VecDeque::new(),
+        out: Outcome::new(n as usize),
+        sink: TraceSink::new(trace),
+        buf: vec![0u8; 64 << 10],
+        remaining: n as usize + 1,
+    };
+    w.sink.line(now, "world", format_args!("case {case}"));
+    w.sink.line(now, "world", format_args!("kernel {}", w.kernel.config()));
+    w.collect(Node::Root);
+    for r in 0..n {
+        w.collect(Node::Rank(r));
+    }
+    w.run_loop();
+    w.finish()
+}
+
+impl World<'_> {
+    fn run_loop(&mut self) {
+        let deadline = Instant::ZERO + self.case.deadline;
+        loop {
+            while let Some((node, d)) = self.work.pop_front() {
+                self.deliver(node, d);
+            }
+            if self.remaining == 0 {
+                return;
+            }
+            let next_kernel = self.kernel.poll_timeout();
+            let next_timer = self.timers.peek().map(|Reverse((t, _, _))| *t);
+            let Some(next) = [next_kernel, next_timer].into_iter().flatten().min() else { return };
+            if next > deadline {
+                self.now = deadline;
+                return;
+            }
+            self.now = self.now.max(next);
+            self.kernel.handle_timeout(self.now);
+            self.kernel_events();
+            while let Some(Reverse((t, _, timer))) = self.timers.peek().copied() {
+                if t > self.now {
+                    break;
+                }
+                self.timers.pop();
+                self.fire(timer);
+            }
+        }
+    }
+
+    fn finish(mut self) -> Outcome {
+        self.out.end = self.now;
+        self.out.kernel = self.kernel.stats();
+        for (r, rank) in self.ranks.iter().enumerate() {
+            let end = &mut self.out.ranks[r];
+            end.waiting_for = rank.waiting_for();
+            end.unexpected = rank.unexpected();
+            end.ops_left = self.ops[r].len() + usize::from(rank.is_busy());
+        }
+        self.out.root_waiting = self.root.waiting_for();
+        self.out.trace = self.sink.finish();
+        self.out
+    }
+
+    fn schedule(&mut self, at: Instant, timer: Timer) {
+        self.timer_seq += 1;
+        self.timers.push(Reverse((at, self.timer_seq, timer)));
+    }
+
+    fn fire(&mut self, timer: Timer) {
+        match timer {
+            Timer::Node(node) => {
+                if self.node_timer.get(&node) == Some(&self.now) {
+                    self.node_timer.remove(&node);
+                }
+                match node {
+                    Node::Root => self.root.handle_timeout(self.now),
+                    Node::Rank(r) => self.ranks[r as usize].handle_timeout(self.now),
+                }
+                self.collect(node);
+            }
+            Timer::Retry { node, conn } => {
+                if let Some(d) = self.dialing.get(&(node, conn)) {
+                    let addr = d.addr;
+                    self.dial(node, conn, addr);
+                }
+            }
+            Timer::DrainDone { sock } => {
+                if let Some(d) = self.drains.remove(&sock) {
+                    let waited = self.now - d.start;
+                    self.sink.line(
+                        self.now,
+                        node_name(d.node),
+                        format_args!("drain {} done after {:?}", d.conn, waited),
+                    );
+                    self.work.push_back((d.node, Delivery::Drained(d.conn, waited)));
+                }
+            }
+            Timer::DrainDeadline { sock } => {
+                if let Some(d) = self.drains.remove(&sock) {
+                    let waited = self.now - d.start;
+                    let unacked = self.kernel.outq(sock);
+                    self.sink.line(
+                        self.now,
+                        node_name(d.node),
+                        format_args!("drain {} gave up after {:?} with {unacked} bytes unacked", d.conn, waited),
+                    );
+                    self.work.push_back((d.node, Delivery::DrainTimedOut(d.conn, waited, unacked)));
+                }
+            }
+        }
+    }
+
+    fn host(node: Node) -> u32 {
+        match node {
+            Node::Root => 0,
+            Node::Rank(r) => r,
+        }
+    }
+
+    fn deliver(&mut self, node: Node, d: Delivery) {
+        let now = self.now;
+        let input = match &d {
+            Delivery::Listening(l, a) => Input::Listening { listener: *l, addr: *a },
+            Delivery::Accepted(c, from) => Input::Accepted { conn: *c, from: *from },
+            Delivery::Connected(c) => Input::Connected { conn: *c },
+            Delivery::ConnectFailed(c, reason) => Input::ConnectFailed { conn: *c, reason: reason.clone() },
+            Delivery::Received(c, b) => Input::Received { conn: *c, bytes: b },
+            Delivery::PeerClosed(c) => Input::PeerClosed { conn: *c },
+            Delivery::Drained(c, w) => Input::Drained { conn: *c, waited: *w },
+            Delivery::DrainTimedOut(c, w, u) => Input::DrainTimedOut { conn: *c, waited: *w, unacked: *u },
+        };
+        match node {
+            Node::Root => self.root.handle(now, input),
+            Node::Rank(r) => self.ranks[r as usize].handle(now, input),
+        }
+        self.collect(node);
+    }
+
+    /// Drains a node's outputs, carries them out, and re-arms its timer.
+    fn collect(&mut self, node: Node) {
+        loop {
+            let out = match node {
+                Node::Root => self.root.poll_output(),
+                Node::Rank(r) => self.ranks[r as usize].poll_output(),
+            };
+            let Some(out) = out else { break };
+            self.execute(node, out);
+        }
+        let next = match node {
+            Node::Root => self.root.poll_timeout(),
+            Node::Rank(r) => self.ranks[r as usize].poll_timeout(),
+        };
+        if let Some(t) = next {
+            if self.node_timer.get(&node) != Some(&t) {
+                self.node_timer.insert(node, t);
+                self.schedule(t.max(self.now), Timer::Node(node));
+            }
+        }
+    }
+
+    fn execute(&mut self, node: Node, out: Output) {
+        let now = self.now;
+        let host = Self::host(node);
+        let name = node_name(node);
+        match out {
+            Output::Listen { listener } => {
+                let port = match listener {
+                    Listener::Rendezvous => ROOT_PORT,
+                    Listener::Peers => PEERS_PORT,
+                    Listener::FromRoot => FROM_ROOT_PORT,
+                };
+                match self.kernel.listen(now, HostId(host), port) {
+                    Ok(l) => {
+                        self.listeners.insert((node, listener), l);
+                        self.listener_owner.insert(l, (node, listener));
+                        let addr = host_addr(host, port);
+                        self.sink.line(now, name, format_args!("listen {listener:?} at {addr}"));
+                        self.work.push_back((node, Delivery::Listening(listener, addr)));
+                    }
+                    Err(e) => self.sink.line(now, name, format_args!("listen {listener:?} failed: {e}")),
+                }
+            }
+            Output::Accept { listener, conn } => {
+                let Some(&l) = self.listeners.get(&(node, listener)) else { return };
+                self.pending_accept.insert(l, conn);
+                self.try_accept(l);
+            }
+            Output::CloseListener { listener } => {
+                if let Some(l) = self.listeners.remove(&(node, listener)) {
+                    self.pending_accept.remove(&l);
+                    self.kernel.close_listener(now, l);
+                }
+            }
+            Output::Connect { conn, addr } => {
+                self.dialing.insert((node, conn), Dialing { addr, refused: 0, timed_out: 0 });
+                self.dial(node, conn, addr);
+            }
+            Output::Write { conn, bytes } => {
+                if let Some(&sock) = self.sock_of.get(&(node, conn)) {
+                    self.sink.line(now, name, format_args!("write {conn} ({sock}) {} bytes", bytes.len()));
+                    if let Err(e) = self.kernel.write(now, sock, &bytes) {
+                        self.sink.line(now, name, format_args!("write {conn} failed: {e}"));
+                    }
+                }
+            }
+            Output::Drain { conn, deadline } => {
+                let Some(&sock) = self.sock_of.get(&(node, conn)) else { return };
+                if self.kernel.outq(sock) == 0 {
+                    self.work.push_back((node, Delivery::Drained(conn, Duration::ZERO)));
+                } else {
+                    self.drains.insert(sock, Drain { node, conn, start: now, deadline });
+                    self.schedule(deadline, Timer::DrainDeadline { sock });
+                }
+            }
+            Output::Close { conn } => {
+                if let Some(sock) = self.sock_of.remove(&(node, conn)) {
+                    self.owner.remove(&sock);
+                    self.kernel.close(now, sock);
+                    self.sink.line(now, name, format_args!("close {conn} ({sock})"));
+                }
+                self.dialing.remove(&(node, conn));
+            }
+            Output::Completed(c) => self.completed(node, c),
+            Output::Event(e) => {
+                self.sink.line(now, name, format_args!("{e:?}"));
+                let sock = super::outcome::event_conn(&e).and_then(|c| self.sock_of.get(&(node, c)).copied());
+                self.out.record_event(now, node, e, sock.map(SockId::conn));
+            }
+        }
+    }
+
+    fn completed(&mut self, node: Node, c: Completion) {
+        let now = self.now;
+        let name = node_name(node);
+        match &c.result {
+            Ok(bytes) => self.sink.line(now, name, format_args!("{} #{} ok ({} bytes)", c.kind, c.op.0, bytes.len())),
+            Err(e) => self.sink.line(now, name, format_args!("{} #{} failed: {e}", c.kind, c.op.0)),
+        }
+        let ok = c.result.is_ok();
+        match node {
+            Node::Root => {
+                self.remaining -= 1;
+                self.out.root_result = Some(c.result);
+            }
+            Node::Rank(r) => {
+                let ri = r as usize;
+                self.out.ranks[ri].completions.push((now, c));
+                let rank = &mut self.ranks[ri];
+                let next = if ok { self.ops[ri].pop_front() } else { None };
+                match next {
+                    Some(op) => {
+                        if let Err(e) = rank.start(now, op) {
+                            self.sink.line(now, name, format_args!("cannot start op: {e}"));
+                            self.ops[ri].clear();
+                            self.out.ranks[ri].completions.push((
+                                now,
+                                Completion { op: OpId(u32::MAX), kind: bootsim_core::OpKind::Init, result: Err(e) },
+                            ));
+                            self.rank_done(r);
+                        }
+                        self.collect(node);
+                    }
+                    None => {
+                        if !ok {
+                            self.ops[ri].clear();
+                        }
+                        self.rank_done(r);
+                    }
+                }
+            }
+        }
+    }
+
+    fn rank_done(&mut self, r: u32) {
+        let end: &mut RankEnd = &mut self.out.ranks[r as usize];
+        if end.finished.is_none() {
+            end.finished = Some(self.now);
+            self.remaining -= 1;
+        }
+    }
+
+    fn dial(&mut self, node: Node, conn: ConnId, addr: SocketAddr) {
+        let now = self.now;
+        let Some((to, port)) = addr_host(addr).filter(|(h, _)| *h < self.case.ranks) else {
+            self.work.push_back((node, Delivery::ConnectFailed(conn, format!("no route to {addr}"))));
+            return;
+        };
+        if let Some(old) = self.sock_of.remove(&(node, conn)) {
+            self.owner.remove(&old);
+        }
+        let sock = self.kernel.connect(now, HostId(Self::host(node)), HostId(to), port);
+        self.sink.line(now, node_name(node), format_args!("connect {conn} ({sock}) to {addr}"));
+        self.sock_of.insert((node, conn), sock);
+        self.owner.insert(sock, (node, conn));
+    }
+
+    fn try_accept(&mut self, l: ListenerId) {
+        let Some(&conn) = self.pending_accept.get(&l) else { return };
+        let Some((sock, flow)) = self.kernel.accept(self.now, l) else { return };
+        self.pending_accept.remove(&l);
+        let (node, _) = self.listener_owner[&l];
+        self.sock_of.insert((node, conn), sock);
+        self.owner.insert(sock, (node, conn));
+        let from = host_addr(flow.client.0, flow.client_port);
+        self.sink.line(self.now, node_name(node), format_args!("accept {conn} ({sock}) from {from}"));
+        self.work.push_back((node, Delivery::Accepted(conn, from)));
+        self.read_all(sock);
+    }
+
+    /// Reads everything readable on an owned socket and queues it for its node.
+    fn read_all(&mut self, sock: SockId) {
+        let Some(&(node, conn)) = self.owner.get(&sock) else { return };
+        loop {
+            match self.kernel.read(sock, &mut self.buf) {
+                ReadOutcome::Data(n) => {
+                    let bytes = self.buf[..n].to_vec();
+                    self.work.push_back((node, Delivery::Received(conn, bytes)));
+                }
+                ReadOutcome::WouldBlock => return,
+                ReadOutcome::Eof | ReadOutcome::Reset => {
+                    self.work.push_back((node, Delivery::PeerClosed(conn)));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn kernel_events(&mut self) {
+        while let Some(KernelEvent { at, kind }) = self.kernel.poll_event() {
+            if !kind.is_app() {
+                if self.sink.enabled() {
+                    self.sink.line(at, "kernel", format_args!("{kind:?}"));
+                }
+                self.out.record_kernel(at, kind);
+                continue;
+            }
+            match kind {
+                EventKind::Connected { sock } => {
+                    if let Some(&(node, conn)) = self.owner.get(&sock) {
+                        self.dialing.remove(&(node, conn));
+                        self.sink.line(at, node_name(node), format_args!("connected {conn} ({sock})"));
+                        self.work.push_back((node, Delivery::Connected(conn)));
+                    }
+                }
+                EventKind::Refused { sock } => {
+                    let Some(&(node, conn)) = self.owner.get(&sock) else { continue };
+                    let Some(d) = self.dialing.get_mut(&(node, conn)) else { continue };
+                    d.refused += 1;
+                    if d.refused >= REFUSED_MAX {
+                        let reason = format!("connection refused {} times", d.refused);
+                        self.work.push_back((node, Delivery::ConnectFailed(conn, reason)));
+                    } else {
+                        self.schedule(self.now + REFUSED_INTERVAL, Timer::Retry { node, conn });
+                    }
+                }
+                EventKind::ConnectTimedOut { sock } => {
+                    let Some(&(node, conn)) = self.owner.get(&sock) else { continue };
+                    let Some(d) = self.dialing.get_mut(&(node, conn)) else { continue };
+                    d.timed_out += 1;
+                    if d.timed_out >= TIMEDOUT_MAX {
+                        let reason = format!("connect timed out {} times", d.timed_out);
+                        self.work.push_back((node, Delivery::ConnectFailed(conn, reason)));
+                    } else {
+                        let addr = d.addr;
+                        self.dial(node, conn, addr);
+                    }
+                }
+                EventKind::Acceptable { listener } => self.try_accept(listener),
+                EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
+                    self.read_all(sock)
+                }
+                EventKind::AllAcked { sock } => {
+                    if let Some(d) = self.drains.get(&sock) {
+                        // The drain polls every 200 µs from its start: it sees zero at the next poll.
+                        let since = (at - d.start).as_nanos();
+                        let poll = DRAIN_POLL.as_nanos();
+                        let seen = d.start + Duration::from_nanos((since.div_ceil(poll) * poll) as u64);
+                        if seen < d.deadline {
+                            self.schedule(seen, Timer::DrainDone { sock });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn node_name(node: Node) -> Node {
+    node
+}

@@ -1,0 +1,6 @@
+//! Engines that run a case: they differ in how the world is simulated, not in the protocol.
+
+pub mod fast;
+pub mod outcome;
+
+pub use outcome::{Node, Outcome, Trace};

@@ -1,0 +1,268 @@
+//! A seeded, sans-IO model of the Linux TCP path between hosts, from `connect()` to `accept()`.
+//!
+//! Accept-order reordering is not injected: it emerges. Each flow is hashed (RSS) onto one of
+//! the receiving host's RX queues; each queue is a FIFO softirq server whose CPU background load
+//! steals for heavy-tailed stretches; packets are lost in bursts and retransmitted on Linux's
+//! timers; accept queues overflow. A child joins its listener's FIFO accept queue when the
+//! server host *processes* the handshake-completing ACK (or the first data segment), so
+//! connection N+1 from one sender can be accepted before N, unless the sender waited for
+//! N's data to be acknowledged (SIOCOUTQ == 0) before sending N+1's SYN.
+//!
+//! Shaped like str0m: feed inputs with `now`, then drain [`Kernel::poll_event`], sleep until
+//! [`Kernel::poll_timeout`] and call [`Kernel::handle_timeout`]. Same seed and same calls give
+//! the same events.
+
+mod config;
+mod events;
+mod loss;
+mod rng;
+mod rss;
+mod softirq;
+mod tcp;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use bootsim_core::Instant;
+
+pub use config::{KernelConfig, KnobError, UnknownProfile, PROFILES};
+pub use events::{
+    Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, ListenerId, Overflow, ReadOutcome, Seg, SockId,
+};
+
+use tcp::{Conn, Ctx, Listener, Listeners};
+use wire::{Net, Work};
+
+/// Socket-call failures.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KernelError {
+    /// Another open listener is bound to this host and port (`EADDRINUSE`).
+    #[error("{host}:{port} is already in use")]
+    AddrInUse {
+        /// Host.
+        host: HostId,
+        /// Port.
+        port: u16,
+    },
+    /// The host number is outside `0..hosts`.
+    #[error("no host {0}")]
+    NoSuchHost(HostId),
+    /// The socket or listener does not exist (or was already forgotten).
+    #[error("unknown socket {0}")]
+    UnknownSocket(SockId),
+    /// The socket was closed by the application or failed (`EPIPE`).
+    #[error("socket {0} can no longer send")]
+    Closed(SockId),
+}
+
+/// The kernels of `hosts` hosts and the network between them.
+#[derive(Debug)]
+pub struct Kernel {
+    net: Net,
+    listeners: Listeners,
+    conns: BTreeMap<u64, Conn>,
+    next_conn: u64,
+    now: Instant,
+}
+
+impl Kernel {
+    /// Hosts `0..hosts` configured by `cfg`; every random draw derives from `seed`.
+    pub fn new(cfg: KernelConfig, seed: u64, hosts: u32) -> Kernel {
+        Kernel {
+            net: Net::new(cfg, seed, hosts),
+            listeners: Listeners::default(),
+            conns: BTreeMap::new(),
+            next_conn: 0,
+            now: Instant::ZERO,
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &KernelConfig {
+        &self.net.cfg
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> KernelStats {
+        self.net.stats
+    }
+
+    fn at(&mut self, now: Instant) -> Instant {
+        debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
+        self.now = self.now.max(now);
+        self.now
+    }
+
+    fn check_host(&self, host: HostId) -> Result<(), KernelError> {
+        if (host.0 as usize) < self.net.hosts.len() {
+            Ok(())
+        } else {
+            Err(KernelError::NoSuchHost(host))
+        }
+    }
+
+    /// Bind and listen on `host:port` with the configured backlog.
+    pub fn listen(&mut self, now: Instant, host: HostId, port: u16) -> Result<ListenerId, KernelError> {
+        self.at(now);
+        self.check_host(host)?;
+        if self.listeners.bound.contains_key(&(host.0, port)) {
+            return Err(KernelError::AddrInUse { host, port });
+        }
+        let id = ListenerId(self.listeners.all.len() as u32);
+        self.listeners.all.push(Listener { host: host.0, port, open: true, queue: Default::default() });
+        self.listeners.bound.insert((host.0, port), id);
+        Ok(id)
+    }
+
+    /// Close a listener: children still in its accept queue are reset, half-open connections
+    /// are reset when they next speak, and the port is free again.
+    pub fn close_listener(&mut self, now: Instant, l: ListenerId) {
+        let now = self.at(now);
+        let Some(lis) = self.listeners.get_mut(l) else {
+            return;
+        };
+        if !lis.open {
+            return;
+        }
+        lis.open = false;
+        let key = (lis.host, lis.port);
+        let pending = std::mem::take(&mut lis.queue);
+        self.listeners.bound.remove(&key);
+        for child in pending {
+            self.with_conn(now, child.conn(), |c, cx| c.orphan_child(cx));
+        }
+    }
+
+    /// Start connecting from `from` to `to:port` (non-blocking): the SYN leaves now. Expect
+    /// `Connected`, `Refused` or `ConnectTimedOut` for the returned client socket.
+    ///
+    /// # Panics
+    /// If either host is outside `0..hosts`.
+    pub fn connect(&mut self, now: Instant, from: HostId, to: HostId, port: u16) -> SockId {
+        let now = self.at(now);
+        for h in [from, to] {
+            if let Err(e) = self.check_host(h) {
+                panic!("connect({from}, {to}:{port}): {e}");
+            }
+        }
+        let id = self.next_conn;
+        self.next_conn += 1;
+        let client_port = self.net.ephemeral_port(from.0);
+        let flow = Flow { client: from, client_port, server: to, server_port: port };
+        let q = [
+            self.net.hosts[from.0 as usize].rss.queue(to.0, port, from.0, client_port),
+            self.net.hosts[to.0 as usize].rss.queue(from.0, client_port, to.0, port),
+        ];
+        let sock = SockId::client(id);
+        self.net.trace(now, EventKind::SynSent { sock, flow, server_queue: q[1], client_queue: q[0] });
+        self.conns.insert(id, Conn::new(flow, q));
+        self.with_conn(now, id, |c, cx| c.start(cx));
+        sock
+    }
+
+    /// Take the oldest child from `l`'s accept queue, with its 4-tuple.
+    pub fn accept(&mut self, now: Instant, l: ListenerId) -> Option<(SockId, Flow)> {
+        let now = self.at(now);
+        let child = self.listeners.get_mut(l)?.queue.pop_front()?;
+        let c = self.conns.get_mut(&child.conn())?;
+        c.in_accept_queue = false;
+        let flow = c.flow;
+        self.net.trace(now, EventKind::Accepted { listener: l, sock: child, flow });
+        Some((child, flow))
+    }
+
+    /// Number of children waiting in `l`'s accept queue.
+    pub fn accept_queue_len(&self, l: ListenerId) -> usize {
+        self.listeners.all.get(l.0 as usize).map_or(0, |x| x.queue.len())
+    }
+
+    /// Write `bytes` as one segment. Before the handshake completes it is held and sent on
+    /// `Connected`.
+    pub fn write(&mut self, now: Instant, s: SockId, bytes: &[u8]) -> Result<(), KernelError> {
+        let now = self.at(now);
+        let ok =
+            self.with_conn(now, s.conn(), |c, cx| c.write(cx, s.side(), bytes)).ok_or(KernelError::UnknownSocket(s))?;
+        if ok {
+            Ok(())
+        } else {
+            Err(KernelError::Closed(s))
+        }
+    }
+
+    /// Close the application's end: FIN after any data (the kernel keeps the connection and
+    /// retransmits until acknowledged), RST instead if received bytes are unread.
+    pub fn close(&mut self, now: Instant, s: SockId) {
+        let now = self.at(now);
+        self.with_conn(now, s.conn(), |c, cx| c.close(cx, s.side()));
+    }
+
+    /// Copy readable bytes into `buf`.
+    pub fn read(&mut self, s: SockId, buf: &mut [u8]) -> ReadOutcome {
+        match self.conns.get_mut(&s.conn()) {
+            Some(c) => c.read(s.side(), buf),
+            None => ReadOutcome::Reset,
+        }
+    }
+
+    /// Bytes readable now on `s`.
+    pub fn readable(&self, s: SockId) -> usize {
+        self.conns.get(&s.conn()).map_or(0, |c| c.readable(s.side()))
+    }
+
+    /// SIOCOUTQ: bytes written on `s` and not yet acknowledged by the peer's kernel.
+    pub fn outq(&self, s: SockId) -> usize {
+        self.conns.get(&s.conn()).map_or(0, |c| c.outq(s.side()))
+    }
+
+    /// When `handle_timeout` next has work (packets in flight, timers).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.net.next_due()
+    }
+
+    /// Process everything due at or before `now`, in (time, scheduling order).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.at(now);
+        while let Some((at, work)) = self.net.pop_due(now) {
+            match work {
+                Work::Arrive(pkt) => {
+                    let Some(c) = self.conns.get(&pkt.conn) else {
+                        self.net.stats.orphans += 1;
+                        continue;
+                    };
+                    let side = pkt.dir.receiver();
+                    let (host, queue, flow) = (c.host(side), c.q[side], c.flow);
+                    self.net.arrive(at, pkt, host, queue, flow);
+                }
+                Work::Deliver(pkt) => {
+                    if self.conns.contains_key(&pkt.conn) {
+                        self.with_conn(at, pkt.conn, |c, cx| c.on_segment(cx, pkt.dir, pkt.seg));
+                    } else {
+                        self.net.stats.orphans += 1;
+                    }
+                }
+                Work::Timer { conn, side, gen } => {
+                    self.with_conn(at, conn, |c, cx| c.on_timer(cx, usize::from(side), gen));
+                }
+            }
+        }
+    }
+
+    /// The next event, oldest first.
+    pub fn poll_event(&mut self) -> Option<KernelEvent> {
+        self.net.events.pop_front()
+    }
+
+    /// Run `f` on connection `id` (if it still exists), then forget it if it is finished.
+    fn with_conn<R>(&mut self, now: Instant, id: u64, f: impl FnOnce(&mut Conn, &mut Ctx<'_>) -> R) -> Option<R> {
+        let c = self.conns.get_mut(&id)?;
+        let mut cx = Ctx { net: &mut self.net, listeners: &mut self.listeners, id, now };
+        let r = f(c, &mut cx);
+        if c.finished() {
+            self.conns.remove(&id);
+        }
+        Some(r)
+    }
+}

@@ -1,0 +1,128 @@
+//! Seeded random sub-streams: one ChaCha8 stream per purpose and owner, so a draw added in one
+//! place (one RX queue, one host's loss process) never shifts the draws anywhere else.
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+
+/// What a stream is for; part of the ChaCha stream id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// Per host: RSS key and first ephemeral port.
+    Setup = 1,
+    /// Per (host, RX queue): the softirq busy/free renewal process.
+    Stall = 2,
+    /// Per receiving host: the Gilbert–Elliott loss chain.
+    Loss = 3,
+    /// Per sending host: wire-latency jitter.
+    Jitter = 4,
+    /// The swarm profile's knob draws.
+    Swarm = 5,
+}
+
+/// The stream for `purpose` owned by `(owner, sub)`, e.g. (host, queue), under `seed`.
+pub(crate) fn stream(seed: u64, purpose: Purpose, owner: u32, sub: u16) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(((purpose as u64) << 48) | (u64::from(owner) << 16) | u64::from(sub));
+    rng
+}
+
+const TWO_POW_M53: f64 = 1.0 / (1u64 << 53) as f64;
+
+/// Uniform in `[0, 1)`.
+pub(crate) fn unit(rng: &mut ChaCha8Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 * TWO_POW_M53
+}
+
+/// Uniform in `(0, 1)`, safe to take the logarithm of.
+pub(crate) fn open_unit(rng: &mut ChaCha8Rng) -> f64 {
+    ((rng.next_u64() >> 11) as f64 + 0.5) * TWO_POW_M53
+}
+
+/// Uniform in `0..n` (`n > 0`), by widening multiplication.
+pub(crate) fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
+    ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as u64
+}
+
+/// True with probability `p`; draws nothing when `p` is 0 or 1.
+pub(crate) fn chance(rng: &mut ChaCha8Rng, p: f64) -> bool {
+    if p <= 0.0 {
+        false
+    } else if p >= 1.0 {
+        true
+    } else {
+        unit(rng) < p
+    }
+}
+
+/// Exponential with the given mean (nanoseconds, rounded down).
+pub(crate) fn exp_ns(rng: &mut ChaCha8Rng, mean_ns: f64) -> u64 {
+    (-mean_ns * open_unit(rng).ln()) as u64
+}
+
+/// Pareto(`xm`, `alpha`) capped at `cap` (nanoseconds).
+pub(crate) fn pareto_ns(rng: &mut ChaCha8Rng, xm_ns: f64, alpha: f64, cap_ns: u64) -> u64 {
+    let x = xm_ns * open_unit(rng).powf(-1.0 / alpha);
+    if x >= cap_ns as f64 {
+        cap_ns
+    } else {
+        x as u64
+    }
+}
+
+/// Log-uniform in `[lo, hi]`.
+pub(crate) fn log_uniform(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
+    (lo.ln() + unit(rng) * (hi.ln() - lo.ln())).exp()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_are_reproducible_and_independent() {
+        let a1: Vec<u64> = (0..4)
+            .map({
+                let mut r = stream(9, Purpose::Stall, 3, 1);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let a2: Vec<u64> = (0..4)
+            .map({
+                let mut r = stream(9, Purpose::Stall, 3, 1);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map({
+                let mut r = stream(9, Purpose::Stall, 3, 2);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let c: Vec<u64> = (0..4)
+            .map({
+                let mut r = stream(9, Purpose::Loss, 3, 1);
+                move |_| r.next_u64()
+            })
+            .collect();
+        assert_eq!(a1, a2);
+        assert_ne!(a1, b);
+        assert_ne!(a1, c);
+    }
+
+    #[test]
+    fn distributions_stay_in_range() {
+        let mut r = stream(1, Purpose::Setup, 0, 0);
+        for _ in 0..10_000 {
+            let u = unit(&mut r);
+            assert!((0.0..1.0).contains(&u));
+            assert!(below(&mut r, 7) < 7);
+            let p = pareto_ns(&mut r, 50_000.0, 1.2, 20_000_000);
+            assert!((50_000..=20_000_000).contains(&p));
+            let l = log_uniform(&mut r, 2.0, 8.0);
+            assert!((2.0..=8.0 + 1e-9).contains(&l));
+        }
+        let mean = (0..20_000).map(|_| exp_ns(&mut r, 1000.0)).sum::<u64>() as f64 / 20_000.0;
+        assert!((900.0..1100.0).contains(&mean), "exp mean {mean}");
+        assert!(!chance(&mut r, 0.0) && chance(&mut r, 1.0));
+    }
+}

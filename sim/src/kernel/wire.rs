@@ -1,0 +1,227 @@
+//! The packet path between hosts: wire latency (FIFO per connection and direction), loss at the
+//! receiving NIC, the RSS-chosen RX queue and its softirq, and the (time, seq)-ordered agenda.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+use std::time::Duration;
+
+use bootsim_core::Instant;
+use rand_chacha::ChaCha8Rng;
+
+use super::config::KernelConfig;
+use super::events::{Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, Seg};
+use super::loss::{GilbertElliott, LossParams};
+use super::rng::{self, Purpose};
+use super::rss::Rss;
+use super::softirq::{RxQueue, StallParams};
+
+/// First and last Linux ephemeral port (`ip_local_port_range` default).
+const EPHEMERAL: (u16, u16) = (32768, 60999);
+
+/// One host's NIC and softirq state.
+#[derive(Clone, Debug)]
+pub(crate) struct Host {
+    pub(crate) rss: Rss,
+    next_port: u16,
+    queues: Vec<RxQueue>,
+    loss: GilbertElliott,
+    jitter: ChaCha8Rng,
+}
+
+/// A packet in flight: which connection, which way, what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pkt {
+    pub(crate) conn: u64,
+    pub(crate) dir: Dir,
+    pub(crate) seg: Seg,
+}
+
+/// Something due at a given time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// The packet reaches the receiving host's NIC.
+    Arrive(Pkt),
+    /// The receiving host's softirq finished with the packet: TCP handles it.
+    Deliver(Pkt),
+    /// A connection side's retransmission timer (stale if `gen` moved on).
+    Timer { conn: u64, side: u8, gen: u32 },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Scheduled {
+    at: Instant,
+    seq: u64,
+    work: Work,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+/// Everything but the sockets: hosts, the agenda, the event outbox and counters.
+#[derive(Debug)]
+pub(crate) struct Net {
+    pub(crate) cfg: KernelConfig,
+    stall: StallParams,
+    loss: LossParams,
+    latency_ns: u64,
+    jitter_ns: u64,
+    /// Packets in flight (short-lived, dense).
+    agenda: BinaryHeap<Reverse<Scheduled>>,
+    /// Retransmission timers (long, mostly stale by the time they fire); kept apart so the
+    /// packet heap stays small. Both heaps share one sequence counter.
+    timers: BinaryHeap<Reverse<Scheduled>>,
+    seq: u64,
+    pub(crate) hosts: Vec<Host>,
+    pub(crate) events: VecDeque<KernelEvent>,
+    pub(crate) stats: KernelStats,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Net {
+    pub(crate) fn new(cfg: KernelConfig, seed: u64, hosts: u32) -> Net {
+        let stall = StallParams::new(&cfg);
+        let loss = LossParams::new(&cfg);
+        let queues = cfg.rx_queues.clamp(1, 128);
+        let hosts = (0..hosts)
+            .map(|h| {
+                let mut setup = rng::stream(seed, Purpose::Setup, h, 0);
+                let rss = Rss::new(&mut setup, queues);
+                let span = u64::from(EPHEMERAL.1 - EPHEMERAL.0) + 1;
+                let next_port = EPHEMERAL.0 + rng::below(&mut setup, span) as u16;
+                Host {
+                    rss,
+                    next_port,
+                    queues: (0..queues)
+                        .map(|q| RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall))
+                        .collect(),
+                    loss: GilbertElliott::new(rng::stream(seed, Purpose::Loss, h, 0)),
+                    jitter: rng::stream(seed, Purpose::Jitter, h, 0),
+                }
+            })
+            .collect();
+        Net {
+            latency_ns: nanos(cfg.latency),
+            jitter_ns: nanos(cfg.jitter),
+            cfg,
+            stall,
+            loss,
+            agenda: BinaryHeap::new(),
+            timers: BinaryHeap::new(),
+            seq: 0,
+            hosts,
+            events: VecDeque::new(),
+            stats: KernelStats::default(),
+        }
+    }
+
+    /// Put `work` on the agenda at `at` (ties run in scheduling order).
+    pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
+        self.seq += 1;
+        let entry = Reverse(Scheduled { at, seq: self.seq, work });
+        match work {
+            Work::Timer { .. } => self.timers.push(entry),
+            Work::Arrive(_) | Work::Deliver(_) => self.agenda.push(entry),
+        }
+    }
+
+    /// The heap holding the earliest entry overall, by (time, seq).
+    fn earliest(&mut self) -> Option<&mut BinaryHeap<Reverse<Scheduled>>> {
+        match (self.agenda.peek(), self.timers.peek()) {
+            (None, None) => None,
+            (Some(_), None) => Some(&mut self.agenda),
+            (None, Some(_)) => Some(&mut self.timers),
+            (Some(Reverse(a)), Some(Reverse(t))) => Some(if a <= t { &mut self.agenda } else { &mut self.timers }),
+        }
+    }
+
+    /// Time of the earliest agenda entry.
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        let a = self.agenda.peek().map(|Reverse(s)| s.at);
+        let t = self.timers.peek().map(|Reverse(s)| s.at);
+        match (a, t) {
+            (Some(a), Some(t)) => Some(a.min(t)),
+            (a, t) => a.or(t),
+        }
+    }
+
+    /// Take the earliest agenda entry if it is due at or before `now`.
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, Work)> {
+        let heap = self.earliest()?;
+        if heap.peek()?.0.at > now {
+            return None;
+        }
+        heap.pop().map(|Reverse(s)| (s.at, s.work))
+    }
+
+    /// Report an application event.
+    pub(crate) fn emit(&mut self, at: Instant, kind: EventKind) {
+        self.events.push_back(KernelEvent { at, kind });
+    }
+
+    /// Report a trace event, if tracing is on.
+    pub(crate) fn trace(&mut self, at: Instant, kind: EventKind) {
+        if self.cfg.trace {
+            self.events.push_back(KernelEvent { at, kind });
+        }
+    }
+
+    /// The next ephemeral port of `host` (sequential from a seeded start, wrapping).
+    pub(crate) fn ephemeral_port(&mut self, host: u32) -> u16 {
+        let h = &mut self.hosts[host as usize];
+        let port = h.next_port;
+        h.next_port = if port >= EPHEMERAL.1 { EPHEMERAL.0 } else { port + 1 };
+        port
+    }
+
+    /// Put a packet on the wire at `now` from `from_host`. `last_arrival` is the connection's
+    /// latest arrival in this direction: the packet cannot overtake it.
+    pub(crate) fn transmit(&mut self, now: Instant, from_host: u32, last_arrival: &mut Instant, pkt: Pkt) {
+        self.stats.packets += 1;
+        let mut lat = self.latency_ns;
+        if self.jitter_ns > 0 {
+            let j = &mut self.hosts[from_host as usize].jitter;
+            lat += rng::below(j, self.jitter_ns + 1);
+        }
+        let at = (*last_arrival).max(now + Duration::from_nanos(lat));
+        *last_arrival = at;
+        self.schedule(at, Work::Arrive(pkt));
+    }
+
+    /// The packet reaches `host`'s NIC at `at`: it is lost, or waits for RX queue `queue`'s
+    /// softirq and is delivered to TCP when processed.
+    pub(crate) fn arrive(&mut self, at: Instant, pkt: Pkt, host: u32, queue: u16, flow: Flow) {
+        let h = &mut self.hosts[host as usize];
+        if h.loss.lose(&self.loss) {
+            self.stats.lost += 1;
+            let (dir, seg) = (pkt.dir, pkt.seg);
+            self.trace(at, EventKind::PacketLost { host: HostId(host), queue, flow, dir, seg });
+            return;
+        }
+        let admitted = h.queues[usize::from(queue)].admit(at, self.cfg.service, &self.stall);
+        if let Some((from, until)) = admitted.stall {
+            self.stats.stalled += 1;
+            self.trace(
+                at,
+                EventKind::RxStall { host: HostId(host), queue, flow, dir: pkt.dir, seg: pkt.seg, from, until },
+            );
+        }
+        self.schedule(admitted.done, Work::Deliver(pkt));
+    }
+}

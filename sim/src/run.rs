@@ -1,0 +1,84 @@
+//! One run of a case: engine, then oracles, into a report.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::case::{Case, EngineKind};
+use crate::engine::{fast, Outcome, Trace};
+use crate::kernel::KernelStats;
+use crate::oracle::{judge, Finding, Verdict};
+
+/// The result of one run.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The case that ran.
+    pub case: Case,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// What the oracles found, in the order they looked.
+    pub findings: Vec<Finding>,
+    /// Simulated time until the last rank finished (or the run stopped).
+    pub bootstrap_time: Duration,
+    /// Point-to-point messages sent.
+    pub messages: usize,
+    /// Kernel counters.
+    pub kernel: KernelStats,
+    /// The full trace, when asked for.
+    pub trace: Option<Trace>,
+    /// The raw outcome, for explanations.
+    pub outcome: Outcome,
+}
+
+/// Runs a case; `trace` keeps every event line and the digest.
+pub fn run_case(case: &Case, trace: bool) -> RunReport {
+    let mut outcome = match case.engine {
+        EngineKind::Fast => fast::run(case, trace),
+    };
+    let (verdict, findings) = judge(case, &outcome);
+    let finished = outcome.ranks.iter().filter_map(|r| r.finished).max();
+    let bootstrap_time = finished.unwrap_or(outcome.end) - bootsim_core::Instant::ZERO;
+    RunReport {
+        case: case.clone(),
+        verdict,
+        findings,
+        bootstrap_time,
+        messages: outcome.sent.len(),
+        kernel: outcome.kernel,
+        trace: outcome.trace.take(),
+        outcome,
+    }
+}
+
+impl RunReport {
+    /// The line that reproduces this run.
+    pub fn replay_line(&self) -> String {
+        format!("replay: bootsim replay '{}'", self.case)
+    }
+}
+
+impl fmt::Display for RunReport {
+    /// The verdict and a short summary.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "verdict: {}", self.verdict)?;
+        writeln!(f, "case: {}", self.case)?;
+        let k = &self.kernel;
+        writeln!(
+            f,
+            "bootstrap: {:.3} ms simulated, {} messages, {} packets ({} stalled, {} lost, {} retransmitted, {} backlog drops)",
+            self.bootstrap_time.as_secs_f64() * 1e3,
+            self.messages,
+            k.packets,
+            k.stalled,
+            k.lost,
+            k.retransmits,
+            k.backlog_drops
+        )?;
+        for finding in &self.findings {
+            writeln!(f, "  {finding}")?;
+        }
+        if !self.verdict.is_ok() {
+            writeln!(f, "{}", self.replay_line())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,256 @@
+//! Workloads: the sequences of collectives NVSHMEM really issues, with checkable payloads.
+//!
+//! Every payload is a pure function of (seed, sender, receiver, index), so the oracle knows
+//! every byte that should arrive and, for a wrong one, where it came from.
+
+use bootsim_core::{Op, QpHandle};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+
+use crate::seed::derive;
+
+/// One collective of a workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpSpec {
+    /// Allgather of `len` bytes per rank.
+    Allgather(usize),
+    /// Alltoall of `len` bytes per peer (a multiple of 24 carries QP handles).
+    Alltoall(usize),
+    /// Barrier.
+    Barrier,
+}
+
+/// A named workload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// The report's case: allgather(28), alltoall of `qps` handles per peer, barrier.
+    Deepep { qps: u32 },
+    /// The sequence of collectives NVSHMEM's init makes (IBGDA transport, `qps` RC QPs per peer).
+    NvshmemInit { qps: u32 },
+    /// `nvshmemx_qp_create(k)`: k back-to-back alltoalls of one handle per peer, then a barrier.
+    QpCreate { k: u32 },
+    /// A seeded random sequence of `len` collectives and sizes.
+    Churn { len: u32 },
+    /// An explicit list, e.g. `allgather:8,alltoall:576,barrier`.
+    Custom(Vec<OpSpec>),
+}
+
+/// Names `Workload::parse` accepts.
+pub const WORKLOADS: [&str; 5] = ["deepep", "nvshmem-init", "qp-create", "churn", "custom"];
+
+impl Workload {
+    /// The workload's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::Deepep { .. } => "deepep",
+            Workload::NvshmemInit { .. } => "nvshmem-init",
+            Workload::QpCreate { .. } => "qp-create",
+            Workload::Churn { .. } => "churn",
+            Workload::Custom(_) => "custom",
+        }
+    }
+
+    /// The collectives every rank runs, in order.
+    pub fn ops(&self, seed: u64) -> Vec<OpSpec> {
+        use OpSpec::*;
+        match self {
+            Workload::Deepep { qps } => vec![Allgather(28), Alltoall(24 * *qps as usize), Barrier],
+            Workload::NvshmemInit { qps } => {
+                let mut v = vec![
+                    Allgather(8),  // hostHash (init.cu:328)
+                    Allgather(4),  // npes_node
+                    Allgather(4),  // MPS: float (init.cu:817)
+                    Allgather(1),  // MPS: bool
+                    Allgather(8),  // symmetric heap base (mem_heap.cpp)
+                    Allgather(64), // heap handles
+                    Allgather(4),  // pids (mem_transport.cpp:70)
+                    Allgather(64), // fabric info
+                    Allgather(64), // gpu_info (topo.cpp:225)
+                    Allgather(4),  // transport_map
+                    Allgather(32), // pe_info
+                    // IBGDA connect_endpoints: DCT handles, then the RC alltoall, then a barrier.
+                    Allgather(2 * 56),
+                    Alltoall(24 * *qps as usize),
+                    Barrier,       // transport.cpp:435
+                    Barrier,       // proxy (proxy.cpp:242)
+                    Barrier,       // init.cu:1158
+                    Allgather(16), // team init
+                    Allgather(16),
+                    Barrier, // team_internal.cpp:1372-1416
+                    Barrier,
+                    Barrier,
+                    Barrier, // init.cu:1162
+                    Barrier, // init.cu:1174
+                ];
+                v.shrink_to_fit();
+                v
+            }
+            Workload::QpCreate { k } => {
+                let mut v: Vec<OpSpec> = (0..*k).map(|_| Alltoall(24)).collect();
+                v.push(Barrier);
+                v
+            }
+            Workload::Churn { len } => {
+                let mut rng = ChaCha8Rng::seed_from_u64(derive(seed, "churn", 0));
+                (0..*len)
+                    .map(|_| match rng.next_u32() % 3 {
+                        0 => Allgather(1 + (rng.next_u32() % 64) as usize),
+                        1 => Alltoall(24 * (1 + (rng.next_u32() % 24) as usize)),
+                        _ => Barrier,
+                    })
+                    .collect()
+            }
+            Workload::Custom(ops) => ops.clone(),
+        }
+    }
+}
+
+/// Parses `allgather:8,alltoall:576,barrier`.
+pub fn parse_ops(s: &str) -> Result<Vec<OpSpec>, String> {
+    let mut ops = Vec::new();
+    for item in s.split(',').filter(|i| !i.is_empty()) {
+        let (name, size) = match item.split_once(':') {
+            Some((n, l)) => (n, Some(l)),
+            None => (item, None),
+        };
+        let len = |what: &str| -> Result<usize, String> {
+            let l = size.ok_or_else(|| format!("`{item}`: {what} needs a size, e.g. {what}:8"))?;
+            l.parse::<usize>()
+                .ok()
+                .filter(|&l| l > 0 && l <= 1 << 20)
+                .ok_or_else(|| format!("`{item}`: size must be 1..=1048576"))
+        };
+        ops.push(match name {
+            "allgather" => OpSpec::Allgather(len("allgather")?),
+            "alltoall" => OpSpec::Alltoall(len("alltoall")?),
+            "barrier" if size.is_none() => OpSpec::Barrier,
+            _ => return Err(format!("`{item}`: accepted: allgather:N, alltoall:N, barrier")),
+        });
+    }
+    if ops.is_empty() {
+        return Err("ops= needs at least one operation".into());
+    }
+    Ok(ops)
+}
+
+/// Formats ops back as `parse_ops` reads them.
+pub fn format_ops(ops: &[OpSpec]) -> String {
+    ops.iter()
+        .map(|o| match o {
+            OpSpec::Allgather(l) => format!("allgather:{l}"),
+            OpSpec::Alltoall(l) => format!("alltoall:{l}"),
+            OpSpec::Barrier => "barrier".into(),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// splitmix64: a pure mixing function (payload derivation, not a random stream).
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn key(seed: u64, a: u64, b: u64, c: u64) -> u64 {
+    mix(mix(mix(seed ^ a.wrapping_mul(0x1000_0001)) ^ b) ^ c)
+}
+
+/// The QP handle rank `from` sends rank `to` for its `qp`-th QP: a non-zero 24-bit QPN and a
+/// RoCE v2 IPv4-mapped GID (::ffff:10.x.y.z) of `from`'s NIC, lid 0.
+pub fn qp_handle(seed: u64, from: u32, to: u32, qp: u32) -> QpHandle {
+    let h = key(seed, 1, u64::from(from) << 32 | u64::from(to), u64::from(qp));
+    let qpn = 0x100 + (h as u32 & 0x00ff_fe00) + qp % 0x100;
+    let ip = 0x0a00_0000u32 | (from + 1);
+    let gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, (ip >> 24) as u8, (ip >> 16) as u8, (ip >> 8) as u8, ip as u8];
+    QpHandle {
+        qpn,
+        lid: 0,
+        spn: u64::from_le_bytes(gid[..8].try_into().expect("8")),
+        iid: u64::from_le_bytes(gid[8..].try_into().expect("8")),
+    }
+}
+
+/// The chunk `from` sends `to` in the `index`-th operation (an alltoall of `len` bytes per peer).
+pub fn alltoall_chunk(seed: u64, index: u32, from: u32, to: u32, len: usize) -> Vec<u8> {
+    if len.is_multiple_of(QpHandle::SIZE) {
+        (0..(len / QpHandle::SIZE) as u32)
+            .flat_map(|qp| qp_handle(seed ^ u64::from(index) << 48, from, to, qp).to_bytes())
+            .collect()
+    } else {
+        bytes(key(seed, 2, u64::from(index) << 32 | u64::from(from), u64::from(to)), len)
+    }
+}
+
+/// What rank `from` contributes to the `index`-th operation (an allgather of `len` bytes).
+pub fn allgather_slice(seed: u64, index: u32, from: u32, len: usize) -> Vec<u8> {
+    bytes(key(seed, 3, u64::from(index), u64::from(from)), len)
+}
+
+/// The 4 bytes rank `from` passes to the `index`-th operation (a barrier): non-zero, and
+/// recognisable ("BA" then the rank and op index).
+pub fn barrier_word(from: u32, index: u32) -> [u8; 4] {
+    [0xba, (from & 0xff) as u8, ((from >> 8) & 0xff) as u8, (index & 0x7f) as u8 | 0x80]
+}
+
+fn bytes(k: u64, len: usize) -> Vec<u8> {
+    (0..len.div_ceil(8) as u64).flat_map(|i| mix(k ^ i).to_le_bytes()).take(len).collect()
+}
+
+/// The core operation rank `r` of `n` starts for workload op `index`.
+pub fn build_op(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Op {
+    match spec {
+        OpSpec::Allgather(len) => Op::Allgather { mine: allgather_slice(seed, index, r, len) },
+        OpSpec::Alltoall(len) => {
+            Op::Alltoall { chunks: (0..n).flat_map(|p| alltoall_chunk(seed, index, r, p, len)).collect() }
+        }
+        OpSpec::Barrier => Op::Barrier { word: barrier_word(r, index) },
+    }
+}
+
+/// The result rank `r` must get from workload op `index`; `None` for a barrier (its bytes are unused).
+pub fn expected_result(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Option<Vec<u8>> {
+    match spec {
+        OpSpec::Allgather(len) => Some((0..n).flat_map(|p| allgather_slice(seed, index, p, len)).collect()),
+        OpSpec::Alltoall(len) => Some((0..n).flat_map(|p| alltoall_chunk(seed, index, p, r, len)).collect()),
+        OpSpec::Barrier => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_are_distinct_nonzero_and_roce() {
+        let mut seen = std::collections::BTreeSet::new();
+        for from in 0..8 {
+            for to in 0..8 {
+                for qp in 0..24 {
+                    let h = qp_handle(7, from, to, qp);
+                    assert!(h.qpn != 0 && h.qpn < 1 << 24 && !h.gid_is_zero() && h.lid == 0);
+                    assert_eq!(h.gid()[10..12], [0xff, 0xff]);
+                    assert!(seen.insert(h), "duplicate handle");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ops_parse_and_print() {
+        let ops = parse_ops("allgather:8,alltoall:576,barrier").unwrap();
+        assert_eq!(ops, vec![OpSpec::Allgather(8), OpSpec::Alltoall(576), OpSpec::Barrier]);
+        assert_eq!(format_ops(&ops), "allgather:8,alltoall:576,barrier");
+        assert!(parse_ops("gather:3").unwrap_err().contains("accepted"));
+        assert!(parse_ops("alltoall").unwrap_err().contains("needs a size"));
+        assert!(parse_ops("").is_err());
+    }
+
+    #[test]
+    fn churn_is_seeded() {
+        let w = Workload::Churn { len: 20 };
+        assert_eq!(w.ops(1), w.ops(1));
+        assert_ne!(w.ops(1), w.ops(2));
+    }
+}

@@ -1,0 +1,86 @@
+//! The simulator finds the reported bug on its own, and the robust variants never fail.
+
+use bootsim_sim::sweep::sweep;
+use bootsim_sim::{run_case, Case, Finding, Verdict};
+
+fn case(s: &str) -> Case {
+    Case::parse(s).unwrap()
+}
+
+fn seeds(n: u64) -> Vec<u64> {
+    (0..n).collect()
+}
+
+#[test]
+fn nvshmem_3_4_corrupts_with_the_reports_symptoms_within_100_seeds() {
+    let c = case("variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss");
+    let s = sweep(&c, &seeds(100), 2, &|_, _| {});
+    let first = s.first_failure().expect("3.4 fails within 100 seeds under rss");
+    assert_eq!(first.verdict, Verdict::Corruption);
+    let report = run_case(&c.with_seed(first.seed), false);
+    let corruption = report.findings.iter().find_map(|f| match f {
+        Finding::Corruption { received_qp, verbs, source, .. } => {
+            Some((received_qp.clone(), verbs.clone(), source.clone()))
+        }
+        _ => None,
+    });
+    let (received, verbs, source) = corruption.expect("a corruption finding");
+    assert!(received.unwrap().ends_with("GID 0000:0000:0000:0000:0000:0000:0000:0000"), "the GID arrives zeroed");
+    assert!(verbs.unwrap().contains("ibv_modify_qp(RTR) with a zero GID: EINVAL"));
+    assert!(source.starts_with("barrier #2 round 1 from rank"), "{source}");
+    assert!(report.findings.iter().any(|f| matches!(f, Finding::Error { error, .. } if error.contains("message truncated: received 576 bytes instead of 4"))));
+}
+
+#[test]
+fn nvshmem_3_7_fails_with_a_size_mismatch_within_100_seeds() {
+    let c = case("variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss");
+    let s = sweep(&c, &seeds(100), 2, &|_, _| {});
+    let first = s.first_failure().expect("3.7 fails within 100 seeds under rss");
+    assert_eq!(first.verdict, Verdict::Error);
+    assert!(first.first_finding.as_ref().unwrap().contains("message size mismatch: received 4 bytes instead of 576"));
+}
+
+#[test]
+fn robust_variants_never_fail_under_any_profile() {
+    for variant in ["seq", "persistent"] {
+        for adversary in ["fifo", "rss", "lossy", "overflow", "swarm"] {
+            for (workload, ranks) in [("deepep", 2), ("nvshmem-init", 5), ("qp-create", 3)] {
+                let c = case(&format!("variant={variant} workload={workload} ranks={ranks} adversary={adversary}"));
+                let s = sweep(&c, &seeds(20), 2, &|_, _| {});
+                assert_eq!(s.failures(), 0, "{c}: {:?}", s.first_failure());
+            }
+        }
+    }
+}
+
+#[test]
+fn no_variant_fails_under_fifo() {
+    for variant in bootsim_core::PRESETS {
+        for (workload, ranks) in [("deepep", 2), ("nvshmem-init", 4), ("churn", 3)] {
+            let c = case(&format!("variant={variant} workload={workload} ranks={ranks} adversary=fifo"));
+            let s = sweep(&c, &seeds(10), 2, &|_, _| {});
+            assert_eq!(s.failures(), 0, "{c}: {:?}", s.first_failure());
+            assert_eq!(s.count(Verdict::Pass), 10, "{c}: fifo never even reorders benignly");
+        }
+    }
+}
+
+#[test]
+fn same_case_same_digest_and_jobs_do_not_matter() {
+    let c = case("variant=nvshmem-3.4 workload=nvshmem-init ranks=6 adversary=lossy seed=11");
+    let a = run_case(&c, true).trace.unwrap();
+    let b = run_case(&c, true).trace.unwrap();
+    assert_eq!(a.digest, b.digest);
+    assert_eq!(a.lines, b.lines);
+    assert_ne!(a.digest, run_case(&c.with_seed(12), true).trace.unwrap().digest);
+    let c = case("variant=nvshmem-3.7 workload=deepep ranks=2 adversary=swarm");
+    assert_eq!(sweep(&c, &seeds(40), 1, &|_, _| {}), sweep(&c, &seeds(40), 2, &|_, _| {}));
+}
+
+#[test]
+fn a_bigger_world_runs() {
+    let c = case("variant=nvshmem-3.7 workload=nvshmem-init ranks=64 adversary=rss seed=1");
+    let r = run_case(&c, false);
+    assert!(matches!(r.verdict, Verdict::Pass | Verdict::Benign | Verdict::Error), "{r}");
+    assert!(r.messages > 64 * 63);
+}

@@ -1,0 +1,57 @@
+//! `bootsim compare`: the headline table.
+
+use std::process::ExitCode;
+
+use bootsim_core::PRESETS;
+use bootsim_sim::Verdict;
+
+use super::sweep::{sweep_all, Filters};
+
+/// Arguments of `bootsim compare`.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    filters: Filters,
+}
+
+/// Every variant side by side.
+pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
+    let variants: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
+    let summaries = sweep_all(&variants, &a.filters)?;
+    let f = &a.filters;
+    println!(
+        "workload={} ranks={} adversary={} engine={} seeds {}..{}",
+        f.workload,
+        f.ranks,
+        f.adversary,
+        f.engine,
+        f.start,
+        f.start + f.seeds
+    );
+    println!(
+        "{:<12} {:>6} {:>6} {:>7} {:>11} {:>6} {:>5} {:>14} {:>16}",
+        "variant", "runs", "pass", "benign", "corruption", "error", "hang", "first failure", "median boot ms"
+    );
+    for s in &summaries {
+        let first = s.seeds_to_first_failure().map_or("-".to_string(), |n| format!("seed #{n}"));
+        let median = s.median_bootstrap().map_or("-".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3));
+        println!(
+            "{:<12} {:>6} {:>6} {:>7} {:>11} {:>6} {:>5} {:>14} {:>16}",
+            s.case.variant_name,
+            s.results.len(),
+            s.count(Verdict::Pass),
+            s.count(Verdict::Benign),
+            s.count(Verdict::Corruption),
+            s.count(Verdict::Error),
+            s.count(Verdict::Hang),
+            first,
+            median
+        );
+    }
+    for s in &summaries {
+        if let Some(first) = s.first_failure() {
+            println!("{}: bootsim replay '{}'", s.case.variant_name, s.case.with_seed(first.seed));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,39 @@
+//! The command line: clap definitions and dispatch to one file per subcommand.
+
+mod compare;
+mod run;
+mod sweep;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Deterministic simulation testing of NVSHMEM's TCP UID bootstrap and its variants.
+#[derive(Parser, Debug)]
+#[command(name = "bootsim", version, about)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// One run of a case string: the verdict and a short summary (exit 1 on a violation).
+    Run(run::RunArgs),
+    /// The same run with the full trace, ending with `trace-digest: <hex>`.
+    Replay(run::ReplayArgs),
+    /// Many seeds per variant; per variant, runs and violations by verdict (exit 1 on any failure).
+    Sweep(sweep::SweepArgs),
+    /// Every variant side by side on one workload and adversary (the headline table).
+    Compare(compare::CompareArgs),
+}
+
+/// Runs the chosen subcommand; `Err` is bad usage (exit 2).
+pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Command::Run(a) => run::run(a),
+        Command::Replay(a) => run::replay(a),
+        Command::Sweep(a) => sweep::sweep(a),
+        Command::Compare(a) => compare::compare(a),
+    }
+}
