@@ -1,0 +1,83 @@
+//! End-to-end tests of the `bootsim` command as a user runs it.
+
+use std::process::{Command, Output};
+
+fn bootsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bootsim")).args(args).output().expect("bootsim runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_failing_run_exits_1_and_prints_its_replay_line() {
+    let o = bootsim(&["run", "variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("verdict: corruption"), "{out}");
+    assert!(out.contains("replay: bootsim replay 'engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3'"));
+}
+
+#[test]
+fn a_passing_run_exits_0() {
+    let o = bootsim(&["run", "variant=seq seed=3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).starts_with("verdict: pass"));
+}
+
+#[test]
+fn replay_twice_prints_the_same_digest() {
+    let case = "variant=nvshmem-3.7 workload=nvshmem-init ranks=4 adversary=lossy seed=5";
+    let digest = |o: Output| stdout(&o).lines().find_map(|l| l.strip_prefix("trace-digest: ").map(String::from)).expect("digest line");
+    let a = digest(bootsim(&["replay", case]));
+    assert_eq!(a.len(), 64);
+    assert_eq!(a, digest(bootsim(&["replay", case])));
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    for (args, needle) in [
+        (vec!["run", "ranks=0"], "ranks=0: must be 1..=65536"),
+        (vec!["run", "ranks=70000"], "must be 1..=65536"),
+        (vec!["run", "variant=nvshmem-9"], "accepted: nvshmem-3.4"),
+        (vec!["run", "garbage"], "not key=value"),
+        (vec!["sweep", "--variant", "nope", "--seeds", "1"], "unknown variant `nope`"),
+        (vec!["sweep", "--variant", "seq", "--adversary", "chaos", "--seeds", "1"], "adversary=`chaos`"),
+    ] {
+        let o = bootsim(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn sweep_results_do_not_depend_on_jobs() {
+    let run = |jobs: &str| {
+        let o = bootsim(&["sweep", "--variant", "nvshmem-3.4,seq", "--seeds", "60", "--jobs", jobs]);
+        assert_eq!(o.status.code(), Some(1));
+        stdout(&o)
+    };
+    let one = run("1");
+    assert_eq!(one, run("2"));
+    assert!(one.contains("nvshmem-3.4"), "{one}");
+    assert!(one.lines().any(|l| l.starts_with("seq") && l.contains("corruption=0 error=0 hang=0")), "{one}");
+}
+
+#[test]
+fn compare_prints_the_headline_table() {
+    let o = bootsim(&["compare", "--seeds", "50"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    for v in bootsim_core::PRESETS {
+        assert!(out.lines().any(|l| l.starts_with(v)), "{v} missing: {out}");
+    }
+    let row = |v: &str| out.lines().find(|l| l.starts_with(&format!("{v} "))).unwrap().split_whitespace().map(String::from).collect::<Vec<_>>();
+    assert_ne!(row("nvshmem-3.4")[4], "0", "3.4 corrupts under rss: {out}");
+    assert_ne!(row("nvshmem-3.7")[5], "0", "3.7 errors under rss: {out}");
+    assert_eq!(row("seq")[2], "50");
+}
