@@ -1,1 +1,10 @@
+//! bootsim-adapters: the async driver that runs bootsim-core over any sockets,
+//! real tokio sockets with the SIOCOUTQ drain, and the ibverbs check.
+//!
+//! - [`net`]: leaf utilities for the real-socket backend (TX drain, connect
+//!   retry, interface selection, launcher rank/size).
 
+pub mod net;
+pub mod probe;
+pub mod rdma;
+pub mod wire;

@@ -1,6 +1,7 @@
 //! The command line: clap definitions and dispatch to one file per subcommand.
 
 mod compare;
+mod probe;
 mod run;
 mod sweep;
 
@@ -26,6 +27,8 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Every variant side by side on one workload and adversary (the headline table).
     Compare(compare::CompareArgs),
+    /// Measure the real kernel: `probe accept-order`, the report's standalone reproducer.
+    Probe(probe::ProbeArgs),
 }
 
 /// Runs the chosen subcommand; `Err` is bad usage (exit 2).
@@ -35,5 +38,6 @@ pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Replay(a) => run::replay(a),
         Command::Sweep(a) => sweep::sweep(a),
         Command::Compare(a) => compare::compare(a),
+        Command::Probe(a) => probe::probe(a),
     }
 }

@@ -1,0 +1,237 @@
+//! The effects side of a driver: carries out outputs and turns task reports into inputs.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bootsim_core::{ConnId, Input, Instant, Listener, Output};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::task::{AbortHandle, JoinSet};
+
+use super::conn::{accept_task, reader_task, writer_task, Cmd, Report, Start};
+use super::{Backend, DrainResult, FLUSH_BOUND};
+
+/// An input with owned bytes, waiting to be fed.
+#[derive(Debug)]
+pub(super) enum Delivery {
+    Listening(Listener, SocketAddr),
+    ListenFailed(Listener, String),
+    Accepted(ConnId, SocketAddr),
+    Connected(ConnId),
+    ConnectFailed(ConnId, String),
+    Received(ConnId, Vec<u8>),
+    PeerClosed(ConnId),
+    Drain(ConnId, DrainResult),
+}
+
+impl Delivery {
+    /// The borrowed [`Input`] the state machine takes.
+    pub(super) fn input(&self) -> Input<'_> {
+        match self {
+            Delivery::Listening(l, a) => Input::Listening { listener: *l, addr: *a },
+            Delivery::ListenFailed(l, r) => Input::ListenFailed { listener: *l, reason: r.clone() },
+            Delivery::Accepted(c, from) => Input::Accepted { conn: *c, from: *from },
+            Delivery::Connected(c) => Input::Connected { conn: *c },
+            Delivery::ConnectFailed(c, r) => Input::ConnectFailed { conn: *c, reason: r.clone() },
+            Delivery::Received(c, b) => Input::Received { conn: *c, bytes: b },
+            Delivery::PeerClosed(c) => Input::PeerClosed { conn: *c },
+            Delivery::Drain(c, DrainResult::Drained { waited }) => Input::Drained { conn: *c, waited: *waited },
+            Delivery::Drain(c, DrainResult::TimedOut { waited, unacked }) => {
+                Input::DrainTimedOut { conn: *c, waited: *waited, unacked: *unacked }
+            }
+        }
+    }
+}
+
+/// An open connection: its writer's command queue and its reader, once started.
+struct Conn {
+    cmds: UnboundedSender<Cmd>,
+    reader: Option<AbortHandle>,
+}
+
+/// Sockets, tasks and the clock of one state machine.
+pub(super) struct Io<B: Backend> {
+    backend: B,
+    who: String,
+    epoch: tokio::time::Instant,
+    tx: UnboundedSender<Report<B>>,
+    rx: UnboundedReceiver<Report<B>>,
+    listeners: BTreeMap<Listener, Arc<B::Listener>>,
+    accepts: BTreeMap<Listener, AbortHandle>,
+    conns: BTreeMap<ConnId, Conn>,
+    /// Accept and reader tasks: aborted at the end.
+    tasks: JoinSet<()>,
+    /// Writer tasks: awaited at the end so queued bytes are not lost.
+    writers: JoinSet<()>,
+    pending: VecDeque<Delivery>,
+}
+
+impl<B: Backend> Io<B> {
+    /// A driver whose epoch is now; `who` names it in traces.
+    pub(super) fn new(backend: B, who: String) -> Self {
+        let (tx, rx) = unbounded_channel();
+        Io {
+            backend,
+            who,
+            epoch: tokio::time::Instant::now(),
+            tx,
+            rx,
+            listeners: BTreeMap::new(),
+            accepts: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            tasks: JoinSet::new(),
+            writers: JoinSet::new(),
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// The current time as a core instant.
+    pub(super) fn now(&self) -> Instant {
+        let d = tokio::time::Instant::now().saturating_duration_since(self.epoch);
+        Instant::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// Carries out one output (`Completed` and `Event` are the caller's).
+    pub(super) async fn execute(&mut self, out: Output) {
+        tracing::trace!(who = %self.who, ?out, "output");
+        match out {
+            Output::Listen { listener } => match self.backend.listen(listener).await {
+                Ok((l, addr)) => {
+                    tracing::debug!(who = %self.who, ?listener, %addr, "listening");
+                    self.listeners.insert(listener, Arc::new(l));
+                    self.pending.push_back(Delivery::Listening(listener, addr));
+                }
+                Err(e) => self.pending.push_back(Delivery::ListenFailed(listener, e.to_string())),
+            },
+            Output::Accept { listener, conn } => {
+                let Some(l) = self.listeners.get(&listener) else {
+                    tracing::warn!(who = %self.who, ?listener, %conn, "accept on a listener that is not open");
+                    return;
+                };
+                let task = accept_task(self.backend.clone(), l.clone(), listener, conn, self.tx.clone());
+                let handle = self.tasks.spawn(task);
+                if let Some(old) = self.accepts.insert(listener, handle) {
+                    old.abort();
+                }
+            }
+            Output::CloseListener { listener } => {
+                self.listeners.remove(&listener);
+                if let Some(a) = self.accepts.remove(&listener) {
+                    a.abort();
+                }
+            }
+            Output::Connect { conn, addr } => self.open(conn, Start::Connect(addr)),
+            Output::Write { conn, bytes } => self.command(conn, Cmd::Write(bytes)),
+            Output::Drain { conn, deadline } => {
+                let bound = deadline.saturating_since(self.now());
+                self.command(conn, Cmd::Drain(bound));
+            }
+            Output::Close { conn } => {
+                if let Some(c) = self.conns.remove(&conn) {
+                    let _ = c.cmds.send(Cmd::Close);
+                    if let Some(r) = c.reader {
+                        r.abort();
+                    }
+                }
+            }
+            Output::Completed(_) | Output::Event(_) => {}
+        }
+    }
+
+    /// The next input, or `None` once `deadline` (core time) has come.
+    pub(super) async fn next(&mut self, deadline: Option<Instant>) -> Option<Delivery> {
+        let wake = deadline.map(|d| self.epoch + Duration::from_nanos(d.as_nanos()));
+        loop {
+            if let Some(d) = self.pending.pop_front() {
+                return Some(d);
+            }
+            let report = tokio::select! {
+                biased;
+                r = self.rx.recv() => r?,
+                () = sleep_until(wake) => return None,
+            };
+            self.on_report(report);
+        }
+    }
+
+    /// Stops accepting and reading, lets writers flush queued bytes (bounded), then ends.
+    pub(super) async fn finish(mut self) {
+        self.tasks.abort_all();
+        self.listeners.clear();
+        for (_, c) in std::mem::take(&mut self.conns) {
+            if let Some(r) = c.reader {
+                r.abort();
+            }
+        }
+        let flushed = tokio::time::timeout(FLUSH_BOUND, async {
+            while self.writers.join_next().await.is_some() {}
+        })
+        .await;
+        if flushed.is_err() {
+            tracing::warn!(who = %self.who, "writers did not flush within {FLUSH_BOUND:?}; aborted");
+        }
+    }
+
+    fn open(&mut self, conn: ConnId, start: Start<B>) {
+        let (cmds, rx) = unbounded_channel();
+        self.writers.spawn(writer_task(self.backend.clone(), conn, start, rx, self.tx.clone()));
+        self.conns.insert(conn, Conn { cmds, reader: None });
+    }
+
+    fn start_reader(&mut self, conn: ConnId, reader: B::Reader) {
+        let handle = self.tasks.spawn(reader_task::<B>(conn, reader, self.tx.clone()));
+        match self.conns.get_mut(&conn) {
+            Some(c) => c.reader = Some(handle),
+            None => handle.abort(),
+        }
+    }
+
+    fn command(&mut self, conn: ConnId, cmd: Cmd) {
+        match self.conns.get(&conn) {
+            Some(c) => {
+                let _ = c.cmds.send(cmd);
+            }
+            None => tracing::debug!(who = %self.who, %conn, ?cmd, "command for a closed connection dropped"),
+        }
+    }
+
+    fn on_report(&mut self, report: Report<B>) {
+        while self.tasks.try_join_next().is_some() {}
+        while self.writers.try_join_next().is_some() {}
+        let known = |conns: &BTreeMap<ConnId, Conn>, c: &ConnId| conns.contains_key(c);
+        let delivery = match report {
+            Report::Accepted { listener, conn, stream, from } => {
+                self.accepts.remove(&listener);
+                let (reader, writer) = self.backend.split(stream);
+                self.open(conn, Start::Ready(writer));
+                self.start_reader(conn, reader);
+                Delivery::Accepted(conn, from)
+            }
+            Report::Connected { conn, reader } => {
+                if !known(&self.conns, &conn) {
+                    return;
+                }
+                self.start_reader(conn, reader);
+                Delivery::Connected(conn)
+            }
+            Report::ConnectFailed { conn, reason } => {
+                self.conns.remove(&conn);
+                Delivery::ConnectFailed(conn, reason)
+            }
+            Report::Received { conn, bytes } if known(&self.conns, &conn) => Delivery::Received(conn, bytes),
+            Report::PeerClosed { conn } if known(&self.conns, &conn) => Delivery::PeerClosed(conn),
+            Report::Drain { conn, result } if known(&self.conns, &conn) => Delivery::Drain(conn, result),
+            Report::Received { .. } | Report::PeerClosed { .. } | Report::Drain { .. } => return,
+        };
+        self.pending.push_back(delivery);
+    }
+}
+
+/// Sleeps until `wake`, or forever without one.
+async fn sleep_until(wake: Option<tokio::time::Instant>) {
+    match wake {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}

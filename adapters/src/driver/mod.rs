@@ -1,0 +1,92 @@
+//! The async driver: runs a core [`Rank`](bootsim_core::Rank) or [`Root`](bootsim_core::Root)
+//! over any socket [`Backend`], carrying out each [`Output`](bootsim_core::Output) in order and
+//! feeding back every [`Input`](bootsim_core::Input). Nothing of the protocol lives here.
+//!
+//! Per connection, one task owns the write half and executes writes, drains and the close in
+//! the order the state machine asked for them; another task reads and forwards bytes. Time is
+//! `tokio::time`, converted to core [`Instant`](bootsim_core::Instant)s from an epoch taken at
+//! driver start, so the same code runs under tokio's paused clock or a turmoil simulation.
+
+mod conn;
+mod io;
+mod run;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bootsim_core::{BootstrapError, Completion, Event, Listener};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+pub use run::{run_rank, run_root, run_root_notify};
+
+/// How long the driver waits, once finished, for queued writes to reach the kernel.
+pub const FLUSH_BOUND: Duration = Duration::from_secs(5);
+
+/// A socket implementation: real tokio sockets, or a simulated network.
+pub trait Backend: Clone + Send + Sync + 'static {
+    /// A listening socket.
+    type Listener: Send + Sync + 'static;
+    /// An established connection.
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// The read half of a [`Backend::Stream`].
+    type Reader: AsyncRead + Unpin + Send + 'static;
+    /// The write half of a [`Backend::Stream`] (drains are asked of it).
+    type Writer: AsyncWrite + Unpin + Send + 'static;
+
+    /// Opens `which` listener; returns it and the address peers must dial.
+    fn listen(&self, which: Listener) -> impl Future<Output = std::io::Result<(Self::Listener, SocketAddr)>> + Send;
+    /// Takes the next connection from the accept queue.
+    fn accept(&self, l: &Self::Listener) -> impl Future<Output = std::io::Result<(Self::Stream, SocketAddr)>> + Send;
+    /// Connects to `addr`, retrying as NVSHMEM does (refused and timed-out attempts).
+    fn connect(&self, addr: SocketAddr) -> impl Future<Output = std::io::Result<Self::Stream>> + Send;
+    /// Splits a stream into halves that can be used from two tasks.
+    fn split(&self, s: Self::Stream) -> (Self::Reader, Self::Writer);
+    /// Waits until the peer's kernel acknowledged every byte written, for at most `timeout`.
+    fn drain(&self, w: &Self::Writer, timeout: Duration) -> impl Future<Output = DrainResult> + Send;
+}
+
+/// How a [`Backend::drain`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrainResult {
+    /// Nothing left unacknowledged.
+    Drained {
+        /// Time spent waiting.
+        waited: Duration,
+    },
+    /// The bound passed (or the drain is unsupported, then `unacked` is 0).
+    TimedOut {
+        /// Time spent waiting.
+        waited: Duration,
+        /// Bytes still unacknowledged at the last poll.
+        unacked: usize,
+    },
+}
+
+/// What a rank did: every completion (init first) and every protocol event, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RankRun {
+    /// Completions in order; init is the first.
+    pub completions: Vec<Completion>,
+    /// Protocol events in order.
+    pub events: Vec<Event>,
+}
+
+/// Why a driver run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// An operation (init included) failed; the core's error names rank, operation and step.
+    #[error("{error}")]
+    Failed {
+        /// The core's error.
+        error: BootstrapError,
+        /// Operations that completed before it (init counts).
+        completed: usize,
+    },
+    /// The root failed (its error names what it was waiting for).
+    #[error("{0}")]
+    Root(BootstrapError),
+    /// Setting up the run failed (runtime, unique-ID exchange).
+    #[error("{0}")]
+    Setup(String),
+}

@@ -1,0 +1,199 @@
+//! NVSHMEM's blocking-connect retry loop (`socketStartConnect`), as async.
+//!
+//! Upstream retries `ECONNREFUSED` every 1 ms up to 20 000 times (about 20 s,
+//! the window a peer has to start listening) and `ETIMEDOUT` up to 3 times;
+//! any other errno is fatal. The two counters are independent. Here every
+//! attempt uses a fresh socket, and `TCP_NODELAY` is set on success as
+//! upstream does on both ends.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+/// Upstream retry limits; see [`RetryPolicy::default`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Sleep after a refused or timed-out attempt (upstream `SLEEP_INT`, 1 ms).
+    pub refused_interval: Duration,
+    /// Refused attempts allowed in total (upstream `RETRY_REFUSED_TIMES`, 20 000).
+    /// 0 behaves like 1.
+    pub refused_max: u32,
+    /// Timed-out attempts allowed in total (upstream `RETRY_TIMEDOUT_TIMES`, 3).
+    /// 0 behaves like 1.
+    pub timedout_max: u32,
+}
+
+impl Default for RetryPolicy {
+    /// 1 ms, 20 000 refusals, 3 timeouts: NVSHMEM's compiled-in constants.
+    fn default() -> Self {
+        Self { refused_interval: Duration::from_millis(1), refused_max: 20_000, timedout_max: 3 }
+    }
+}
+
+/// Why [`connect_with_retry`] gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GiveUp {
+    /// `refused_max` attempts were refused.
+    RefusedExhausted,
+    /// `timedout_max` attempts timed out.
+    TimedOutExhausted,
+    /// An errno that is never retried.
+    Fatal,
+    /// Connected, but setting `TCP_NODELAY` failed.
+    NoDelay,
+}
+
+impl std::fmt::Display for GiveUp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::RefusedExhausted => "refused-retry limit reached",
+            Self::TimedOutExhausted => "timed-out-retry limit reached",
+            Self::Fatal => "non-retryable error",
+            Self::NoDelay => "setting TCP_NODELAY failed",
+        })
+    }
+}
+
+/// A failed [`connect_with_retry`]: the address, how many attempts were made
+/// and the last OS error.
+#[derive(Debug, thiserror::Error)]
+#[error("connect to {addr} failed after {attempts} attempts ({reason}): {last}")]
+pub struct ConnectError {
+    /// The address being connected to.
+    pub addr: SocketAddr,
+    /// Connect attempts made, refused, timed-out and the final one included.
+    pub attempts: u32,
+    /// Which limit or error ended the loop.
+    pub reason: GiveUp,
+    /// The last error; its text is part of the message.
+    pub last: io::Error,
+}
+
+/// How one failed attempt is handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Refused,
+    TimedOut,
+    Fatal,
+}
+
+fn classify(err: &io::Error) -> Class {
+    match err.raw_os_error() {
+        Some(libc::ECONNREFUSED) => Class::Refused,
+        Some(libc::ETIMEDOUT) => Class::TimedOut,
+        Some(_) => Class::Fatal,
+        None => match err.kind() {
+            io::ErrorKind::ConnectionRefused => Class::Refused,
+            io::ErrorKind::TimedOut => Class::TimedOut,
+            _ => Class::Fatal,
+        },
+    }
+}
+
+/// Connects to `addr`, retrying `ECONNREFUSED` and `ETIMEDOUT` per `policy`
+/// and failing at once on any other error. Sets `TCP_NODELAY`.
+///
+/// Cancel-safe: dropping the future drops any half-open socket.
+pub async fn connect_with_retry(addr: SocketAddr, policy: &RetryPolicy) -> Result<TcpStream, ConnectError> {
+    let mut attempts: u32 = 0;
+    let mut refused: u32 = 0;
+    let mut timed_out: u32 = 0;
+    loop {
+        attempts = attempts.saturating_add(1);
+        let err = match TcpStream::connect(addr).await {
+            Ok(stream) => {
+                return match stream.set_nodelay(true) {
+                    Ok(()) => Ok(stream),
+                    Err(last) => Err(ConnectError { addr, attempts, reason: GiveUp::NoDelay, last }),
+                };
+            }
+            Err(e) => e,
+        };
+        let exhausted = match classify(&err) {
+            Class::Refused => {
+                refused = refused.saturating_add(1);
+                if refused.is_multiple_of(1000) {
+                    tracing::info!(%addr, refused, "connect refused, retrying");
+                }
+                (refused >= policy.refused_max).then_some(GiveUp::RefusedExhausted)
+            }
+            Class::TimedOut => {
+                timed_out = timed_out.saturating_add(1);
+                tracing::info!(%addr, timed_out, "connect timed out, retrying");
+                (timed_out >= policy.timedout_max).then_some(GiveUp::TimedOutExhausted)
+            }
+            Class::Fatal => Some(GiveUp::Fatal),
+        };
+        if let Some(reason) = exhausted {
+            tracing::warn!(%addr, attempts, %reason, error = %err, "connect failed");
+            return Err(ConnectError { addr, attempts, reason, last: err });
+        }
+        tokio::time::sleep(policy.refused_interval).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// A loopback port that was free a moment ago (nothing listens on it).
+    fn free_port() -> SocketAddr {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    }
+
+    #[test]
+    fn default_policy_is_upstream() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.refused_interval, Duration::from_millis(1));
+        assert_eq!((p.refused_max, p.timedout_max), (20_000, 3));
+    }
+
+    #[test]
+    fn classification_follows_upstream() {
+        let os = io::Error::from_raw_os_error;
+        assert_eq!(classify(&os(libc::ECONNREFUSED)), Class::Refused);
+        assert_eq!(classify(&os(libc::ETIMEDOUT)), Class::TimedOut);
+        assert_eq!(classify(&os(libc::ENETUNREACH)), Class::Fatal);
+        assert_eq!(classify(&os(libc::EHOSTUNREACH)), Class::Fatal);
+        assert_eq!(classify(&io::ErrorKind::TimedOut.into()), Class::TimedOut);
+        assert_eq!(classify(&io::ErrorKind::Other.into()), Class::Fatal);
+    }
+
+    #[tokio::test]
+    async fn listener_that_appears_late_is_reached() {
+        let addr = free_port();
+        let late = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let l = TcpListener::bind(addr).await.unwrap();
+            l.accept().await.unwrap().0
+        });
+        let stream = connect_with_retry(addr, &RetryPolicy::default()).await.unwrap();
+        assert!(stream.nodelay().unwrap());
+        assert_eq!(stream.peer_addr().unwrap(), addr);
+        late.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn nothing_listening_gives_up_after_refused_max() {
+        let addr = free_port();
+        let policy = RetryPolicy { refused_max: 5, ..RetryPolicy::default() };
+        let err = connect_with_retry(addr, &policy).await.unwrap_err();
+        assert_eq!(err.attempts, 5);
+        assert_eq!(err.reason, GiveUp::RefusedExhausted);
+        let msg = err.to_string();
+        assert!(msg.contains(&addr.to_string()), "{msg}");
+        assert!(msg.contains("5 attempts"), "{msg}");
+        assert!(msg.to_lowercase().contains("refused"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn zero_limit_still_tries_once() {
+        let policy = RetryPolicy { refused_max: 0, ..RetryPolicy::default() };
+        let err = connect_with_retry(free_port(), &policy).await.unwrap_err();
+        assert_eq!(err.attempts, 1);
+    }
+}

@@ -1,0 +1,24 @@
+//! Leaf utilities for the real-socket (tokio) backend: the SIOCOUTQ TX drain,
+//! NVSHMEM's connect retry, interface selection and launcher rank/size.
+//! Linux only (`SIOCOUTQ`, `getifaddrs`).
+
+mod connect;
+mod drain;
+mod ifaddr;
+mod launcher;
+
+/// Connect with NVSHMEM's retry policy: [`connect_with_retry`] under a
+/// [`RetryPolicy`], failing with a [`ConnectError`] whose [`GiveUp`] says why.
+pub use connect::{connect_with_retry, ConnectError, GiveUp, RetryPolicy};
+/// Wait for the peer to ACK everything sent: [`drain`] polls [`outq`] and
+/// returns a [`DrainReport`] with a [`DrainOutcome`]; [`outq_not_sent`] is the
+/// never-sent part. Defaults: [`DEFAULT_POLL_INTERVAL`], [`DEFAULT_DRAIN_TIMEOUT`].
+pub use drain::{drain, outq, outq_not_sent, DrainOutcome, DrainReport, DEFAULT_DRAIN_TIMEOUT, DEFAULT_POLL_INTERVAL};
+/// Pick the bootstrap interface: [`list_interfaces`] reads the host's
+/// [`Interface`]s, [`select`] picks one of a [`Family`], optionally through an
+/// [`IfFilter`] parsed from `NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME`.
+pub use ifaddr::{list_interfaces, select, Family, IfFilter, Interface};
+/// Rank and size from the launcher: [`from_env`] / [`from_process_env`] try
+/// each [`Launcher`] in [`LAUNCHERS`] and give a [`LaunchInfo`] or a
+/// [`LaunchError`].
+pub use launcher::{from_env, from_process_env, LaunchError, LaunchInfo, Launcher, LAUNCHERS};

@@ -1,0 +1,113 @@
+//! The receiving half: accept K connections and read each one's index, in accept order.
+
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::stats::AcceptOrderStats;
+use super::ProbeError;
+
+/// How long the receiver waits for the next connection, or for a connection's bytes.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest frame payload the receiver accepts.
+const MAX_PAYLOAD: u32 = 1 << 20;
+
+/// What the receiving half saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ListenReport {
+    /// Connection indices in accept order.
+    pub order: Vec<u32>,
+    /// That order compared with connect order.
+    pub stats: AcceptOrderStats,
+    /// From the start of accepting to the last frame read, in microseconds.
+    pub elapsed_us: u64,
+}
+
+impl std::fmt::Display for ListenReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "accepted {} in {:.1} ms: {}",
+            self.order.len(),
+            self.elapsed_us as f64 / 1e3,
+            super::report::StatsLine(&self.stats, &self.order)
+        )
+    }
+}
+
+/// A bound listening socket, so a caller can signal readiness before accepting.
+#[derive(Debug)]
+pub struct ProbeListener {
+    listener: TcpListener,
+}
+
+impl ProbeListener {
+    /// Binds and listens on `addr`.
+    pub fn bind(addr: SocketAddr) -> Result<Self, ProbeError> {
+        let listener = TcpListener::bind(addr).map_err(|e| ProbeError::io(format!("binding {addr}"), e))?;
+        listener.set_nonblocking(true).map_err(|e| ProbeError::io("making the listener non-blocking", e))?;
+        Ok(ProbeListener { listener })
+    }
+
+    /// Accepts `k` connections, reading each one's frame right away; fails when nothing
+    /// arrives for `idle`.
+    pub fn accept_k(&self, k: u32, idle: Duration) -> Result<ListenReport, ProbeError> {
+        let start = Instant::now();
+        let mut order = Vec::with_capacity(k as usize);
+        for i in 0..k {
+            wait_readable(self.listener.as_raw_fd(), idle).map_err(|e| match e.kind() {
+                io::ErrorKind::TimedOut => {
+                    ProbeError::Timeout(format!("accepted {i} of {k} connections; none more for {idle:?}"))
+                }
+                _ => ProbeError::io("polling the listener", e),
+            })?;
+            let (mut stream, peer) = self.listener.accept().map_err(|e| ProbeError::io(format!("accept #{i}"), e))?;
+            let ctx = |what: &'static str| move |e| ProbeError::io(format!("accepted #{i} from {peer}: {what}"), e);
+            stream.set_nonblocking(false).map_err(ctx("set blocking"))?;
+            stream.set_read_timeout(Some(idle)).map_err(ctx("set read timeout"))?;
+            let mut head = [0u8; 8];
+            stream.read_exact(&mut head).map_err(ctx("reading the frame header"))?;
+            let [i0, i1, i2, i3, l0, l1, l2, l3] = head;
+            let (idx, len) = (u32::from_le_bytes([i0, i1, i2, i3]), u32::from_le_bytes([l0, l1, l2, l3]));
+            if len > MAX_PAYLOAD {
+                return Err(ProbeError::Protocol(format!("accepted #{i} from {peer}: frame length {len} too large")));
+            }
+            io::copy(&mut (&mut stream).take(u64::from(len)), &mut io::sink()).map_err(ctx("reading the payload"))?;
+            order.push(idx);
+        }
+        Ok(ListenReport {
+            stats: AcceptOrderStats::from_order(&order),
+            order,
+            elapsed_us: start.elapsed().as_micros() as u64,
+        })
+    }
+}
+
+/// Binds `addr`, accepts `k` connections and reports their order.
+pub fn listen(addr: SocketAddr, k: u32) -> Result<ListenReport, ProbeError> {
+    ProbeListener::bind(addr)?.accept_k(k, DEFAULT_IDLE_TIMEOUT)
+}
+
+fn wait_readable(fd: std::os::fd::RawFd, timeout: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: polls one live pollfd.
+        match unsafe { libc::poll(&mut pfd, 1, ms) } {
+            n if n > 0 => return Ok(()),
+            0 if left.is_zero() || ms == 0 => return Err(io::ErrorKind::TimedOut.into()),
+            0 => continue,
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
