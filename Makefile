@@ -3,7 +3,7 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: run test fmt fmt-check lint unit bench
+.PHONY: run test fmt fmt-check lint unit bench rdma-build
 
 run:
 	$(CARGO) run --release --quiet -- $(RUN_ARGS)
@@ -24,3 +24,9 @@ unit:
 
 bench:
 	$(CARGO) run --release --quiet -- bench
+
+# The ibverbs check compiles against Debian's rdma-core headers (feature `rdma`).
+rdma-build:
+	bash scripts/install-rdma-deps.sh
+	$(CARGO) build -p bootsim-adapters --features rdma
+	$(CARGO) test -p bootsim-adapters --features rdma --lib rdma

@@ -20,7 +20,9 @@ fn a_failing_run_exits_1_and_prints_its_replay_line() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     let out = stdout(&o);
     assert!(out.starts_with("verdict: corruption"), "{out}");
-    assert!(out.contains("replay: bootsim replay 'engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3'"));
+    assert!(out.contains(
+        "replay: bootsim replay 'engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3'"
+    ));
 }
 
 #[test]
@@ -33,7 +35,9 @@ fn a_passing_run_exits_0() {
 #[test]
 fn replay_twice_prints_the_same_digest() {
     let case = "variant=nvshmem-3.7 workload=nvshmem-init ranks=4 adversary=lossy seed=5";
-    let digest = |o: Output| stdout(&o).lines().find_map(|l| l.strip_prefix("trace-digest: ").map(String::from)).expect("digest line");
+    let digest = |o: Output| {
+        stdout(&o).lines().find_map(|l| l.strip_prefix("trace-digest: ").map(String::from)).expect("digest line")
+    };
     let a = digest(bootsim(&["replay", case]));
     assert_eq!(a.len(), 64);
     assert_eq!(a, digest(bootsim(&["replay", case])));
@@ -76,7 +80,14 @@ fn compare_prints_the_headline_table() {
     for v in bootsim_core::PRESETS {
         assert!(out.lines().any(|l| l.starts_with(v)), "{v} missing: {out}");
     }
-    let row = |v: &str| out.lines().find(|l| l.starts_with(&format!("{v} "))).unwrap().split_whitespace().map(String::from).collect::<Vec<_>>();
+    let row = |v: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{v} ")))
+            .unwrap()
+            .split_whitespace()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
     assert_ne!(row("nvshmem-3.4")[4], "0", "3.4 corrupts under rss: {out}");
     assert_ne!(row("nvshmem-3.7")[5], "0", "3.7 errors under rss: {out}");
     assert_eq!(row("seq")[2], "50");

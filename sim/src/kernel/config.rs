@@ -195,19 +195,20 @@ impl KernelConfig {
         } else {
             us(rng::unit(r) * cfg.latency.as_nanos() as f64 / 1000.0)
         };
+        // Ranges stay adversarial but allow progress: stalls up to 100 ms, mean loss below ~7%.
         if rng::chance(r, 0.8) {
-            cfg.stall_gap = Some(us(rng::log_uniform(r, 50.0, 20_000.0)));
+            cfg.stall_gap = Some(us(rng::log_uniform(r, 20.0, 20_000.0)));
             cfg.stall_skew =
                 if rng::chance(r, 0.3) { 1.0 } else { (rng::log_uniform(r, 1.0, 1000.0) * 10.0).round() / 10.0 };
-            cfg.stall_xm = us(rng::log_uniform(r, 5.0, 500.0));
+            cfg.stall_xm = us(rng::log_uniform(r, 5.0, 200.0));
             cfg.stall_alpha = (rng::log_uniform(r, 0.7, 2.5) * 100.0).round() / 100.0;
-            cfg.stall_cap = cfg.stall_xm.mul_f64(rng::log_uniform(r, 2.0, 2000.0));
+            cfg.stall_cap = cfg.stall_xm.mul_f64(rng::log_uniform(r, 2.0, 1000.0)).min(Duration::from_millis(100));
         }
         if rng::chance(r, 0.5) {
-            cfg.loss_gb = rng::log_uniform(r, 0.001, 0.1);
-            cfg.loss_bg = rng::log_uniform(r, 0.05, 0.9);
-            cfg.loss_good = if rng::chance(r, 0.5) { 0.0 } else { rng::log_uniform(r, 1e-4, 0.01) };
-            cfg.loss_bad = rng::log_uniform(r, 0.1, 0.9);
+            cfg.loss_gb = rng::log_uniform(r, 0.001, 0.03);
+            cfg.loss_bg = rng::log_uniform(r, 0.2, 0.9);
+            cfg.loss_good = if rng::chance(r, 0.5) { 0.0 } else { rng::log_uniform(r, 1e-4, 2e-3) };
+            cfg.loss_bad = rng::log_uniform(r, 0.1, 0.7);
         }
         cfg.backlog = [1u32, 2, 4, 16, 128, 4096][rng::below(r, 6) as usize];
         cfg
@@ -335,7 +336,7 @@ impl FmtDuration {
     fn show(&self, d: Duration) -> String {
         let ns = d.as_nanos();
         for (unit, scale) in [("s", 1_000_000_000u128), ("ms", 1_000_000), ("us", 1_000)] {
-            if ns % scale == 0 {
+            if ns.is_multiple_of(scale) {
                 return format!("{}{unit}", ns / scale);
             }
         }
@@ -356,7 +357,7 @@ fn parse_duration(s: &str) -> Option<Duration> {
         _ => return None,
     };
     let ns = x * scale;
-    (ns.is_finite() && ns >= 0.0 && ns < 1e19).then(|| Duration::from_nanos(ns.round() as u64))
+    (0.0..1e19).contains(&ns).then(|| Duration::from_nanos(ns.round() as u64))
 }
 
 #[cfg(test)]

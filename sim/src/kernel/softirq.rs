@@ -180,12 +180,13 @@ mod tests {
     use crate::kernel::rng::{stream, Purpose};
 
     fn params(gap_us: u64) -> StallParams {
-        let mut cfg = KernelConfig::default();
-        cfg.stall_gap = Some(Duration::from_micros(gap_us));
-        cfg.stall_xm = Duration::from_micros(50);
-        cfg.stall_alpha = 1.2;
-        cfg.stall_cap = Duration::from_millis(20);
-        StallParams::new(&cfg)
+        StallParams::new(&KernelConfig {
+            stall_gap: Some(Duration::from_micros(gap_us)),
+            stall_xm: Duration::from_micros(50),
+            stall_alpha: 1.2,
+            stall_cap: Duration::from_millis(20),
+            ..KernelConfig::default()
+        })
     }
 
     #[test]

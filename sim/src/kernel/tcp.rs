@@ -509,6 +509,9 @@ impl Conn {
         }
         let (upto, unread, after, eof) = (h.rcv_nxt, h.unread(), h.delivered(), h.eof());
         self.send(cx, from, Seg::DataAck { upto });
+        if self.app_closed[me] {
+            return;
+        }
         if after > before {
             let sock = sock(cx.id, me);
             cx.net.emit(cx.now, EventKind::Readable { sock, unread });

@@ -386,6 +386,58 @@ fn unread_data_at_close_resets_the_peer() {
     assert!(acked && reset);
 }
 
+#[test]
+fn extreme_loss_ends_every_connection_one_way_or_another() {
+    // 78% mean loss in long bursts: every connect must still end in a verdict (data fully
+    // acknowledged, connect timeout, or abort) and the kernel must go quiet.
+    let mut cfg = KernelConfig::profile("rss").unwrap();
+    cfg.apply_words("loss_gb=0.2 loss_bg=0.02 loss_good=0.05 loss_bad=0.85 trace=false").unwrap();
+    let mut all = Vec::new();
+    for seed in seeds(4) {
+        let mut k = Kernel::new(cfg.clone(), seed, 2);
+        let l = k.listen(Instant::ZERO, HostId(1), PORT).unwrap();
+        let mut ended: BTreeMap<SockId, &str> = BTreeMap::new();
+        let mut started = vec![k.connect(Instant::ZERO, HostId(0), HostId(1), PORT)];
+        while let Some(t) = k.poll_timeout() {
+            k.handle_timeout(t);
+            while let Some(ev) = k.poll_event() {
+                let (sock, verdict) = match ev.kind {
+                    EventKind::Connected { sock } => {
+                        k.write(t, sock, &[7; 300]).unwrap();
+                        k.close(t, sock);
+                        if started.len() < 10 {
+                            started.push(k.connect(t, HostId(0), HostId(1), PORT));
+                        }
+                        continue;
+                    }
+                    EventKind::Acceptable { .. } => {
+                        while k.accept(t, l).is_some() {}
+                        continue;
+                    }
+                    EventKind::AllAcked { sock } => (sock, "acked"),
+                    EventKind::ConnectTimedOut { sock } => (sock, "timed out"),
+                    EventKind::Aborted { sock } => (sock, "aborted"),
+                    EventKind::Reset { sock } if sock.is_client() => (sock, "reset"),
+                    _ => continue,
+                };
+                ended.entry(sock).or_insert(verdict);
+                if verdict != "acked" && started.len() < 10 {
+                    started.push(k.connect(t, HostId(0), HostId(1), PORT));
+                }
+            }
+            assert!(t < Instant::ZERO + Duration::from_secs(3 * 3600), "seed {seed}: still busy");
+        }
+        all.extend(ended.values().copied());
+        assert_eq!(started.len(), 10, "seed {seed}: {ended:?}");
+        for s in &started {
+            assert!(ended.contains_key(s), "seed {seed}: {s} never ended: {ended:?}");
+        }
+    }
+    for verdict in ["acked", "timed out", "aborted"] {
+        assert!(all.contains(&verdict), "no connection {verdict}: {all:?}");
+    }
+}
+
 fn dump(profile: &str, seed: u64) -> String {
     let mut sc = Scenario::new(profile, seed, 30, Pace::NoWait);
     sc.senders = 3;
@@ -503,7 +555,8 @@ fn report_rates() {
     }
 }
 
-/// Not a check: rough throughput (`--release -- --ignored --nocapture`).
+/// Not a check: rough throughput (`--release -- --ignored --nocapture`); `KPROF` picks the
+/// profile (default lossy), `KSEND` the number of senders (default 127, 100 connections each).
 #[test]
 #[ignore]
 fn throughput() {
