@@ -25,6 +25,8 @@ pub enum Node {
     Root,
     /// Rank `r`.
     Rank(u32),
+    /// A process outside the session (strays injected by tests).
+    Stranger,
 }
 
 /// Keep one connection out of the accept queue for a while.
@@ -97,6 +99,7 @@ enum Delivery {
 pub fn listener_addr(node: Node, listener: Listener) -> SocketAddr {
     match node {
         Node::Root => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 5000)),
+        Node::Stranger => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 1)),
         Node::Rank(r) => {
             let port = if listener == Listener::Peers { 7000 } else { 7001 };
             SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 1 + (r >> 16) as u8, (r >> 8) as u8, r as u8), port))
@@ -154,6 +157,18 @@ impl MemNet {
     pub fn queue_ops(&mut self, r: u32, ops: impl IntoIterator<Item = Op>) {
         self.ops[r as usize].extend(ops);
         self.start_next(r);
+    }
+
+    /// Connects a stranger to rank `to`'s peer listener, sends `bytes`, and closes if `close`
+    /// (otherwise the connection stays half-open). It queues behind what is already queued.
+    pub fn inject(&mut self, to: u32, bytes: Vec<u8>, close: bool) {
+        let conn = ConnId(1_000_000 + self.links.len() as u64);
+        let addr = listener_addr(Node::Rank(to), Listener::Peers);
+        self.connect(Node::Stranger, conn, addr);
+        self.execute(Node::Stranger, Output::Write { conn, bytes });
+        if close {
+            self.execute(Node::Stranger, Output::Close { conn });
+        }
     }
 
     /// Rank `r`'s state machine.
@@ -228,6 +243,7 @@ impl MemNet {
         match node {
             Node::Root => self.root.handle(now, input),
             Node::Rank(r) => self.ranks[r as usize].handle(now, input),
+            Node::Stranger => return,
         }
         self.collect(node);
     }
@@ -256,6 +272,7 @@ impl MemNet {
             let out = match node {
                 Node::Root => self.root.poll_output(),
                 Node::Rank(r) => self.ranks[r as usize].poll_output(),
+                Node::Stranger => None,
             };
             let Some(out) = out else { return };
             self.execute(node, out);
@@ -340,7 +357,7 @@ impl MemNet {
         let (server, _) = self.listeners[&addr];
         let i = self.links.len();
         let client_addr = match client {
-            Node::Root => SocketAddr::from(([10, 0, 0, 1], 40000 + i as u16)),
+            Node::Root | Node::Stranger => SocketAddr::from(([10, 0, 0, 1], 40000u16.wrapping_add(i as u16))),
             Node::Rank(_) => {
                 SocketAddr::new(listener_addr(client, Listener::Peers).ip(), 40000u16.wrapping_add(i as u16))
             }
@@ -367,7 +384,7 @@ impl MemNet {
                     })
                     .copied()
             }
-            Node::Root => None,
+            Node::Root | Node::Stranger => None,
         };
         if let Some(h) = held {
             self.links[i].hold_until = Some(self.now + h.fallback);

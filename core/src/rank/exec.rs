@@ -548,25 +548,20 @@ impl Rank {
             }
             _ => {
                 let Some(conn) = self.stream_in[p] else { return Ok(Progress::Blocked) };
-                let c = self.conns.get_mut(conn).expect("stream");
-                let seq = c.taken;
-                // The tag frame is consumed only together with its payload frame below.
-                let mut probe = c.reader.clone();
-                let got_tag = match probe.read_i32("tag") {
+                let c = self.conns.get(conn).expect("stream");
+                let got_tag = match c.reader.peek_i32("tag") {
                     Ok(Some(t)) => t,
                     Ok(None) => return Ok(Progress::Blocked),
                     Err(e) => return Err(self.wire_error(format!("rank {peer}"), e)),
                 };
-                (conn, seq, got_tag)
+                (conn, c.taken, got_tag)
             }
         };
         let persistent = self.cfg.variant.transport == Transport::Persistent;
+        // On a persistent stream the payload frame follows the 8-byte tag frame.
+        let offset = if persistent { 8 } else { 0 };
         let c = self.conns.get_mut(conn).expect("connection");
-        let mut reader = c.reader.clone();
-        if persistent {
-            reader.read_i32("tag").expect("probed").expect("probed");
-        }
-        let len = match reader.peek_frame_len(max) {
+        let len = match c.reader.peek_frame_len_at(offset, max) {
             Ok(Some(len)) => len,
             Ok(None) => return Ok(Progress::Blocked),
             Err(e) => return Err(self.wire_error(format!("rank {peer}"), e)),
@@ -583,12 +578,23 @@ impl Rank {
                 got_size: len,
             });
         }
-        let bytes = match reader.read_frame("payload", max) {
+        if c.reader.buffered() < offset + 4 + len {
+            if c.reader.is_eof() {
+                let error =
+                    WireError::Truncated { what: "payload", needed: offset + 4 + len, have: c.reader.buffered() };
+                return Err(self.wire_error(format!("rank {peer}"), error));
+            }
+            return Ok(Progress::Blocked);
+        }
+        if persistent {
+            c.reader.read_i32("tag").map_err(|e| self.wire_error(format!("rank {peer}"), e))?;
+        }
+        let c = self.conns.get_mut(conn).expect("connection");
+        let bytes = match c.reader.read_frame("payload", max) {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(Progress::Blocked),
             Err(e) => return Err(self.wire_error(format!("rank {peer}"), e)),
         };
-        c.reader = reader;
         c.taken += 1;
         self.take(conn, peer, tag, step, into, &bytes);
         if persistent {

@@ -140,7 +140,6 @@ impl Rank {
             last_progress: now,
             cfg,
         };
-        let mut result = vec![0u8; n * SOCKADDR_LEN];
         if rank.cfg.rank >= rank.cfg.nranks {
             let reason = format!("rank {} outside a world of {} ranks", rank.cfg.rank, rank.cfg.nranks);
             rank.failed = true;
@@ -151,7 +150,7 @@ impl Rank {
             }));
             return rank;
         }
-        result.truncate(n * SOCKADDR_LEN);
+        let result = vec![0u8; n * SOCKADDR_LEN];
         rank.op = Some(Running {
             id: OpId(0),
             kind: OpKind::Init,

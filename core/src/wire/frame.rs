@@ -71,7 +71,12 @@ impl FrameReader {
 
     /// The length of the next frame once its 4 bytes are here, validated against `max`.
     pub fn peek_frame_len(&self, max: usize) -> Result<Option<usize>, WireError> {
-        let have = self.buffered();
+        self.peek_frame_len_at(0, max)
+    }
+
+    /// The length of the frame starting `offset` bytes into the unconsumed input.
+    pub fn peek_frame_len_at(&self, offset: usize, max: usize) -> Result<Option<usize>, WireError> {
+        let have = self.buffered().saturating_sub(offset);
         if have < 4 {
             return if self.eof {
                 Err(WireError::Truncated { what: "frame length", needed: 4, have })
@@ -79,7 +84,8 @@ impl FrameReader {
                 Ok(None)
             };
         }
-        let raw = i32::from_le_bytes(self.buf[self.pos..self.pos + 4].try_into().expect("4 bytes"));
+        let at = self.pos + offset;
+        let raw = i32::from_le_bytes(self.buf[at..at + 4].try_into().expect("4 bytes"));
         let len = usize::try_from(raw).map_err(|_| WireError::NegativeLength { len: raw })?;
         if len > max {
             return Err(WireError::TooLarge { len, max });
@@ -108,6 +114,22 @@ impl FrameReader {
             return Err(WireError::WrongLength { what, expected: N, got: len });
         }
         Ok(self.read_frame(what, N)?.map(|v| v.try_into().expect("length checked")))
+    }
+
+    /// The `i32` of the next frame without consuming it (the frame must be exactly 4 bytes).
+    pub fn peek_i32(&self, what: &'static str) -> Result<Option<i32>, WireError> {
+        let Some(len) = self.peek_frame_len(usize::MAX)? else { return Ok(None) };
+        if len != 4 {
+            return Err(WireError::WrongLength { what, expected: 4, got: len });
+        }
+        if self.buffered() < 8 {
+            return if self.eof {
+                Err(WireError::Truncated { what, needed: 8, have: self.buffered() })
+            } else {
+                Ok(None)
+            };
+        }
+        Ok(Some(i32::from_le_bytes(self.buf[self.pos + 4..self.pos + 8].try_into().expect("4 bytes"))))
     }
 
     /// Reads one frame holding a single host-order `i32`.

@@ -1,0 +1,72 @@
+//! Connections that are not part of the session are dropped without disturbing the bootstrap.
+
+use std::time::Duration;
+
+use bootsim_core::memnet::{MemNet, Node};
+use bootsim_core::wire::{encode_frame, Preamble};
+use bootsim_core::{Event, Limits, Op, Variant, PRESETS};
+
+/// Strangers: they do not know the session's magic.
+fn strangers() -> Vec<(Vec<u8>, bool)> {
+    vec![
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(), true),
+        (Preamble::bootstrap(0xbad).encode().to_vec(), true),
+        (vec![0x01, 0x02], true),
+        (vec![0xff; 4096], true),
+    ]
+}
+
+/// Malformed connections that carry the session's magic (a buggy peer). The ring connection
+/// has no header beyond the preamble, so, as in NVSHMEM, these are injected after init.
+fn malformed() -> Vec<(Vec<u8>, bool)> {
+    let magic = 0x5eed_0000_b007_51a1u64; // memnet's session magic
+    let mut oversize = Preamble::bootstrap(magic).encode().to_vec();
+    oversize.extend_from_slice(&i32::MAX.to_le_bytes());
+    let mut negative = Preamble::bootstrap(magic).encode().to_vec();
+    negative.extend_from_slice(&(-1i32).to_le_bytes());
+    let mut wrong_type = Preamble { magic, kind: 7 }.encode().to_vec();
+    encode_frame(&mut wrong_type, &0i32.to_le_bytes());
+    vec![
+        (oversize, true),
+        (negative, true),
+        (wrong_type, true),
+        (Preamble::bootstrap(magic).encode()[..6].to_vec(), false), // stalls in the middle of its header
+    ]
+}
+
+#[test]
+fn strays_are_dropped_and_the_bootstrap_completes() {
+    let limits = Limits { header_timeout: Some(Duration::from_millis(500)), ..Limits::default() };
+    for name in PRESETS {
+        let variant = Variant::preset(name).unwrap();
+        let mut net = MemNet::with_limits(3, variant, limits);
+        for to in 0..3 {
+            for (bytes, close) in strangers() {
+                net.inject(to, bytes, close);
+            }
+        }
+        net.run(Duration::from_secs(60));
+        for to in 0..3 {
+            assert!(net.rank(to).is_ready(), "{name}: rank {to} init despite strangers: {:?}", net.completions);
+            for (bytes, close) in malformed() {
+                net.inject(to, bytes, close);
+            }
+        }
+        for r in 0..3 {
+            let chunks: Vec<u8> = (0..3).flat_map(|p| vec![(r * 3 + p) as u8; 24]).collect();
+            net.queue_ops(r, [Op::Alltoall { chunks }, Op::Barrier { word: [1, 2, 3, 4] }]);
+        }
+        net.run(Duration::from_secs(60));
+        for r in 0..3u32 {
+            let res = net.results(r);
+            assert_eq!(res.len(), 2, "{name}: rank {r}: {res:?} waiting {:?}", net.rank(r).waiting_for());
+            let expected: Vec<u8> = (0..3u32).flat_map(|p| vec![(p * 3 + r) as u8; 24]).collect();
+            assert_eq!(res[0].result, Ok(expected), "{name}: rank {r}");
+        }
+        let dropped =
+            net.events.iter().filter(|(_, n, e)| *n != Node::Root && matches!(e, Event::StrayDropped { .. })).count();
+        let stalled = net.events.iter().filter(|(_, _, e)| matches!(e, Event::StalledDropped { .. })).count();
+        assert_eq!(dropped, 3 * 7, "{name}: every garbage stray logged");
+        assert_eq!(stalled, 3, "{name}: every half-open stray dropped after the header timeout");
+    }
+}
