@@ -3,12 +3,16 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: run test fmt fmt-check lint unit bench rdma-build
+.PHONY: run test deps fmt fmt-check lint unit bench rdma-build
 
 run:
 	$(CARGO) run --release --quiet -- $(RUN_ARGS)
 
-test: fmt-check lint unit
+test: deps fmt-check lint unit
+
+# System packages the tests need (headless Chromium for the timeline test); idempotent.
+deps:
+	bash scripts/install-chromium.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -4,7 +4,9 @@
 //! - [`net`]: leaf utilities for the real-socket backend (TX drain, connect
 //!   retry, interface selection, launcher rank/size).
 
+pub mod driver;
 pub mod net;
 pub mod probe;
 pub mod rdma;
+pub mod tokio_net;
 pub mod wire;

@@ -13,15 +13,19 @@ use crate::workload::{format_ops, parse_ops, Workload, WORKLOADS};
 pub enum EngineKind {
     /// The single-threaded discrete-event engine over the kernel model.
     Fast,
+    /// turmoil hosts running the async driver; the kernel model gates accepts and drains.
+    Turmoil,
 }
 
 impl EngineKind {
     /// Engine names the case string accepts.
-    pub const NAMES: [&'static str; 1] = ["fast"];
+    pub const NAMES: [&'static str; 2] = ["fast", "turmoil"];
 
-    fn name(self) -> &'static str {
+    /// The engine's name in case strings.
+    pub fn name(self) -> &'static str {
         match self {
             EngineKind::Fast => "fast",
+            EngineKind::Turmoil => "turmoil",
         }
     }
 }
@@ -96,6 +100,7 @@ impl Case {
                 "engine" => {
                     case.engine = match value {
                         "fast" => EngineKind::Fast,
+                        "turmoil" => EngineKind::Turmoil,
                         _ => return Err(err(format!("engine=`{value}`: accepted: {}", EngineKind::NAMES.join(", ")))),
                     }
                 }

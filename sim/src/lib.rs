@@ -6,13 +6,17 @@
 
 pub mod case;
 pub mod engine;
+pub mod explain;
 pub mod kernel;
 pub mod oracle;
 pub mod run;
 pub mod seed;
+pub mod shrink;
 pub mod sweep;
+pub mod timeline;
 pub mod workload;
 
 pub use case::{Case, CaseError};
+pub use explain::explain;
 pub use oracle::{Finding, Verdict};
 pub use run::{run_case, RunReport};

@@ -33,6 +33,7 @@ pub struct RunReport {
 pub fn run_case(case: &Case, trace: bool) -> RunReport {
     let mut outcome = match case.engine {
         EngineKind::Fast => fast::run(case, trace),
+        EngineKind::Turmoil => crate::engine::turmoil::run(case, trace, None),
     };
     let (verdict, findings) = judge(case, &outcome);
     let finished = outcome.ranks.iter().filter_map(|r| r.finished).max();

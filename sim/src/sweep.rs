@@ -95,3 +95,120 @@ pub fn sweep(case: &Case, seeds: &[u64], jobs: usize, progress: &(dyn Fn(usize, 
     let results = slots.into_inner().expect("threads joined").into_iter().map(|r| r.expect("every seed ran")).collect();
     SweepSummary { case: case.clone(), results }
 }
+
+/// A slice `index/count` of a seed range: seed `s` belongs to shard `s % count`, so the shards
+/// of one range are disjoint and together cover it, whatever `--start` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shard {
+    /// This shard, `0..count`.
+    pub index: u64,
+    /// How many shards.
+    pub count: u64,
+}
+
+impl Shard {
+    /// Everything in one shard.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Parses `I/N` with `I < N`.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let bad = || format!("shard `{s}`: expected I/N with 0 <= I < N, e.g. 3/64");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.parse::<u64>().map_err(|_| bad())?, n.parse::<u64>().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// The seeds of `start..start + n` in this shard, ascending.
+    pub fn seeds(&self, start: u64, n: u64) -> Vec<u64> {
+        (start..start.saturating_add(n)).filter(|s| s % self.count == self.index).collect()
+    }
+}
+
+/// One line of `bootsim sweep --json`: a failing seed, or a variant's summary (last).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JsonLine {
+    /// A seed that failed.
+    Failure {
+        /// The variant preset.
+        variant: String,
+        /// The full case string (replayable).
+        case: String,
+        /// Its seed.
+        seed: u64,
+        /// Its verdict name.
+        verdict: String,
+        /// The first finding of that verdict.
+        first_finding: Option<String>,
+    },
+    /// A variant's totals over this shard.
+    Summary {
+        /// The variant preset.
+        variant: String,
+        /// The sweep's case with the range's first seed (identifies the sweep across shards).
+        case: String,
+        /// First seed of the whole range.
+        start: u64,
+        /// Seeds in the whole range.
+        seeds: u64,
+        /// Which shard this is.
+        shard: Shard,
+        /// Runs in this shard.
+        runs: usize,
+        /// Runs per verdict name, in `Verdict::ALL` order.
+        counts: Vec<(String, usize)>,
+        /// The lowest failing seed of this shard.
+        first_failure_seed: Option<u64>,
+    },
+}
+
+impl JsonLine {
+    /// The failure lines (in seed order) and the summary line of one variant's sweep.
+    pub fn from_summary(s: &SweepSummary, start: u64, seeds: u64, shard: Shard) -> Vec<JsonLine> {
+        let variant = s.case.variant_name.clone();
+        let mut lines: Vec<JsonLine> = s
+            .results
+            .iter()
+            .filter(|r| !r.verdict.is_ok())
+            .map(|r| JsonLine::Failure {
+                variant: variant.clone(),
+                case: s.case.with_seed(r.seed).to_string(),
+                seed: r.seed,
+                verdict: r.verdict.name().to_string(),
+                first_finding: r.first_finding.clone(),
+            })
+            .collect();
+        lines.push(JsonLine::Summary {
+            variant,
+            case: s.case.with_seed(start).to_string(),
+            start,
+            seeds,
+            shard,
+            runs: s.results.len(),
+            counts: Verdict::ALL.iter().map(|v| (v.name().to_string(), s.count(*v))).collect(),
+            first_failure_seed: s.first_failure().map(|r| r.seed),
+        });
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_partition_the_range() {
+        let n = 5;
+        let mut all: Vec<u64> = (0..n).flat_map(|i| Shard { index: i, count: n }.seeds(7, 23)).collect();
+        all.sort_unstable();
+        assert_eq!(all, (7..30).collect::<Vec<_>>());
+        assert_eq!(Shard::WHOLE.seeds(3, 4), vec![3, 4, 5, 6]);
+        for bad in ["", "3", "4/4", "1/0", "a/2", "-1/2"] {
+            assert!(Shard::parse(bad).unwrap_err().contains("expected I/N"), "{bad}");
+        }
+        assert_eq!(Shard::parse("3/64"), Ok(Shard { index: 3, count: 64 }));
+    }
+}

@@ -3,7 +3,9 @@
 use std::process::ExitCode;
 
 use bootsim_core::PRESETS;
+use bootsim_sim::sweep::{Shard, SweepSummary};
 use bootsim_sim::Verdict;
+use serde::Serialize;
 
 use super::sweep::{sweep_all, Filters};
 
@@ -12,12 +14,55 @@ use super::sweep::{sweep_all, Filters};
 pub struct CompareArgs {
     #[command(flatten)]
     filters: Filters,
+    /// One JSON object per variant row instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One row of the table as JSON.
+#[derive(Serialize)]
+struct Row<'a> {
+    variant: &'a str,
+    case: String,
+    runs: usize,
+    pass: usize,
+    benign: usize,
+    corruption: usize,
+    error: usize,
+    hang: usize,
+    seeds_to_first_failure: Option<usize>,
+    first_failure_seed: Option<u64>,
+    median_boot_ms: Option<f64>,
+}
+
+impl<'a> Row<'a> {
+    fn of(s: &'a SweepSummary) -> Row<'a> {
+        Row {
+            variant: &s.case.variant_name,
+            case: s.case.to_string(),
+            runs: s.results.len(),
+            pass: s.count(Verdict::Pass),
+            benign: s.count(Verdict::Benign),
+            corruption: s.count(Verdict::Corruption),
+            error: s.count(Verdict::Error),
+            hang: s.count(Verdict::Hang),
+            seeds_to_first_failure: s.seeds_to_first_failure(),
+            first_failure_seed: s.first_failure().map(|r| r.seed),
+            median_boot_ms: s.median_bootstrap().map(|d| d.as_secs_f64() * 1e3),
+        }
+    }
 }
 
 /// Every variant side by side.
 pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let variants: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
-    let summaries = sweep_all(&variants, &a.filters)?;
+    let summaries = sweep_all(&variants, &a.filters, Shard::WHOLE)?;
+    if a.json {
+        for s in &summaries {
+            println!("{}", serde_json::to_string(&Row::of(s))?);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let f = &a.filters;
     println!(
         "workload={} ranks={} adversary={} engine={} seeds {}..{}",

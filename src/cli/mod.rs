@@ -1,8 +1,12 @@
 //! The command line: clap definitions and dispatch to one file per subcommand.
 
+mod bench;
 mod compare;
+mod merge;
 mod probe;
 mod run;
+mod shrink;
+mod smoke;
 mod sweep;
 
 use std::process::ExitCode;
@@ -27,6 +31,14 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Every variant side by side on one workload and adversary (the headline table).
     Compare(compare::CompareArgs),
+    /// Minimise a failing case, keeping its verdict; `--save seeds/NAME.toml` records it.
+    Shrink(shrink::ShrinkArgs),
+    /// Combine `sweep --shard I/N --json` outputs into the summary `sweep` prints.
+    Merge(merge::MergeArgs),
+    /// The bootstrap over real TCP sockets, one rank per process, with the integrity oracle.
+    Smoke(smoke::SmokeArgs),
+    /// The benchmark table: engine throughput, scale, time to detect the report's bug.
+    Bench(bench::BenchArgs),
     /// Measure the real kernel: `probe accept-order`, the report's standalone reproducer.
     Probe(probe::ProbeArgs),
 }
@@ -39,5 +51,9 @@ pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Sweep(a) => sweep::sweep(a),
         Command::Compare(a) => compare::compare(a),
         Command::Probe(a) => probe::probe(a),
+        Command::Bench(a) => bench::bench(a),
+        Command::Smoke(a) => smoke::smoke(a),
+        Command::Shrink(a) => shrink::shrink(a),
+        Command::Merge(a) => merge::merge(a),
     }
 }

@@ -1,9 +1,13 @@
-//! `bootsim run` and `bootsim replay`.
+//! `bootsim run` and `bootsim replay`: the verdict, an `explain:` block for failing runs,
+//! `--json` (schema in docs/json.md) and `replay --timeline out.html`.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use bootsim_sim::{run_case, Case};
+use bootsim_sim::{explain, run_case, timeline, Case, Finding, RunReport, Verdict};
+use serde::Serialize;
 
 /// Arguments of `bootsim run`.
 #[derive(clap::Args, Debug)]
@@ -13,6 +17,9 @@ pub struct RunArgs {
     /// Print the event trace (simulated time, host, event), one line each.
     #[arg(long)]
     trace: bool,
+    /// Print one JSON object instead of text (schema: docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `bootsim replay`.
@@ -20,6 +27,82 @@ pub struct RunArgs {
 pub struct ReplayArgs {
     /// The case string printed by a failing run.
     case: String,
+    /// Print one JSON object (with the trace digest) instead of the trace (schema: docs/json.md).
+    #[arg(long)]
+    json: bool,
+    /// Also write a self-contained HTML sequence diagram of the run to this file.
+    #[arg(long, value_name = "OUT.html")]
+    timeline: Option<PathBuf>,
+}
+
+/// Version of the `--json` object; bumped when a field changes meaning or disappears.
+pub const JSON_SCHEMA: u32 = 1;
+
+/// Kernel and message counters of a run, as JSON.
+#[derive(Serialize, Debug)]
+pub struct StatsJson {
+    messages: usize,
+    packets: u64,
+    stalled: u64,
+    lost: u64,
+    retransmits: u64,
+    backlog_drops: u64,
+    enqueued: u64,
+    orphans: u64,
+}
+
+/// One run as JSON: the stable output of `run --json` and `replay --json` (docs/json.md).
+#[derive(Serialize, Debug)]
+pub struct RunJson<'a> {
+    schema: u32,
+    command: &'static str,
+    case: String,
+    verdict: Verdict,
+    ok: bool,
+    findings: &'a [Finding],
+    explain: Vec<String>,
+    bootstrap_ms: f64,
+    bootstrap_ns: u64,
+    stats: StatsJson,
+    replay: String,
+    trace_digest: Option<&'a str>,
+    trace: Option<&'a [String]>,
+    timeline: Option<String>,
+}
+
+/// The JSON object of a report; `lines` includes the trace lines, `timeline` the file written.
+pub fn report_json<'a>(
+    command: &'static str,
+    report: &'a RunReport,
+    lines: bool,
+    timeline: Option<String>,
+) -> RunJson<'a> {
+    let k = &report.kernel;
+    RunJson {
+        schema: JSON_SCHEMA,
+        command,
+        case: report.case.to_string(),
+        verdict: report.verdict,
+        ok: report.verdict.is_ok(),
+        findings: &report.findings,
+        explain: explain(report),
+        bootstrap_ms: report.bootstrap_time.as_nanos() as f64 / 1e6,
+        bootstrap_ns: report.bootstrap_time.as_nanos() as u64,
+        stats: StatsJson {
+            messages: report.messages,
+            packets: k.packets,
+            stalled: k.stalled,
+            lost: k.lost,
+            retransmits: k.retransmits,
+            backlog_drops: k.backlog_drops,
+            enqueued: k.enqueued,
+            orphans: k.orphans,
+        },
+        replay: format!("bootsim replay '{}'", report.case),
+        trace_digest: report.trace.as_ref().map(|t| t.digest.as_str()),
+        trace: report.trace.as_ref().filter(|_| lines).map(|t| t.lines.as_slice()),
+        timeline,
+    }
 }
 
 fn parse(case: &str) -> anyhow::Result<Case> {
@@ -34,29 +117,77 @@ fn exit(ok: bool) -> ExitCode {
     }
 }
 
-/// One run: verdict and summary; the trace with `--trace`.
+/// Writes `text` to stdout; a closed pipe (`| head`, quitting `less`) is not an error.
+fn emit(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+fn print_json(j: &RunJson<'_>) -> anyhow::Result<()> {
+    emit(&(serde_json::to_string_pretty(j)? + "\n"))
+}
+
+/// The report, then an `explain:` block when the run failed.
+fn report_text(report: &RunReport) -> String {
+    let mut s = report.to_string();
+    let lines = explain(report);
+    if !lines.is_empty() {
+        s.push_str("explain:\n");
+        for l in lines {
+            s.push_str(&format!("  {l}\n"));
+        }
+    }
+    s
+}
+
+fn trace_text(lines: &[String]) -> String {
+    lines.iter().flat_map(|l| [l.as_str(), "\n"]).collect()
+}
+
+/// One run: verdict, summary and explanation; the trace with `--trace`.
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let case = parse(&a.case)?;
     let report = run_case(&case, a.trace);
+    if a.json {
+        print_json(&report_json("run", &report, a.trace, None))?;
+        return Ok(exit(report.verdict.is_ok()));
+    }
     if let Some(trace) = &report.trace {
         for line in &trace.lines {
             tracing::info!(target: "bootsim::trace", "{line}");
-            println!("{line}");
         }
+        emit(&trace_text(&trace.lines))?;
     }
-    print!("{report}");
+    emit(&report_text(&report))?;
     Ok(exit(report.verdict.is_ok()))
 }
 
-/// The same run with the full trace and its digest.
+/// The same run with the full trace and its digest; `--timeline` writes the picture.
 pub fn replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let case = parse(&a.case)?;
     let report = run_case(&case, true);
-    let trace = report.trace.as_ref().expect("replay keeps the trace");
-    for line in &trace.lines {
-        println!("{line}");
+    let written = match &a.timeline {
+        Some(path) => {
+            std::fs::write(path, timeline::render_html(&report))
+                .with_context(|| format!("writing the timeline to {}", path.display()))?;
+            Some(path.display().to_string())
+        }
+        None => None,
+    };
+    if a.json {
+        print_json(&report_json("replay", &report, false, written))?;
+        return Ok(exit(report.verdict.is_ok()));
     }
-    print!("{report}");
-    println!("trace-digest: {}", trace.digest);
+    let trace = report.trace.as_ref().context("replay keeps the trace")?;
+    let mut text = trace_text(&trace.lines);
+    text.push_str(&report_text(&report));
+    text.push_str(&format!("trace-digest: {}\n", trace.digest));
+    if let Some(p) = written {
+        text.push_str(&format!("timeline: {p}\n"));
+    }
+    emit(&text)?;
     Ok(exit(report.verdict.is_ok()))
 }

@@ -1,11 +1,14 @@
 //! `bootsim sweep`: K seeds per variant on J threads.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{bail, Context};
 use bootsim_core::PRESETS;
-use bootsim_sim::sweep::{sweep as run_sweep, SweepSummary};
+use bootsim_sim::sweep::{sweep as run_sweep, JsonLine, Shard, SweepSummary};
 use bootsim_sim::{Case, Verdict};
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// The filters shared by `sweep` and `compare`.
 #[derive(clap::Args, Debug, Clone)]
@@ -49,11 +52,6 @@ impl Filters {
         }
         Case::parse(&s).with_context(|| format!("in '{s}'"))
     }
-
-    /// The seeds this sweep runs.
-    pub fn seeds(&self) -> Vec<u64> {
-        (self.start..self.start.saturating_add(self.seeds)).collect()
-    }
 }
 
 /// Arguments of `bootsim sweep`.
@@ -64,34 +62,89 @@ pub struct SweepArgs {
     variant: Vec<String>,
     #[command(flatten)]
     filters: Filters,
+    /// Run only shard I of N: the seeds s of the range with s % N == I (see docs/sharding.md).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<Shard>,
+    /// One JSON line per failing seed, then one summary line per variant (for `bootsim merge`).
+    #[arg(long)]
+    json: bool,
 }
 
-/// Runs each variant's sweep.
-pub fn sweep_all(variants: &[String], f: &Filters) -> anyhow::Result<Vec<SweepSummary>> {
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    Shard::parse(s)
+}
+
+/// Runs each variant's sweep over the seeds of `shard`, with a progress bar on a terminal.
+pub fn sweep_all(variants: &[String], f: &Filters, shard: Shard) -> anyhow::Result<Vec<SweepSummary>> {
     for v in variants {
         if !PRESETS.contains(&v.as_str()) {
             bail!("unknown variant `{v}`; accepted: {}", PRESETS.join(", "));
         }
     }
     let cases = variants.iter().map(|v| f.case(v)).collect::<anyhow::Result<Vec<_>>>()?;
-    let seeds = f.seeds();
-    Ok(cases.iter().map(|c| run_sweep(c, &seeds, f.jobs, &|_, _| {})).collect())
+    let seeds = shard.seeds(f.start, f.seeds);
+    let bar = progress_bar((seeds.len() * cases.len()) as u64);
+    let (done_before, failed_before) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let report = |done: usize, failed: usize| {
+        if let Some(b) = &bar {
+            b.set_position((done_before.load(Ordering::Relaxed) + done) as u64);
+            b.set_message(format!("{} failures", failed_before.load(Ordering::Relaxed) + failed));
+        }
+    };
+    let summaries = cases
+        .iter()
+        .map(|c| {
+            let s = run_sweep(c, &seeds, f.jobs, &report);
+            done_before.fetch_add(s.results.len(), Ordering::Relaxed);
+            failed_before.fetch_add(s.failures(), Ordering::Relaxed);
+            s
+        })
+        .collect();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(summaries)
 }
 
-/// Prints, per variant, runs and violations by verdict and the first failing case's replay line.
+/// A progress bar (runs done, failures, rate) when stderr is a terminal; `None` otherwise.
+fn progress_bar(total: u64) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let style = ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {msg}, {per_sec} [{elapsed_precise}]")
+        .expect("static template");
+    Some(ProgressBar::new(total).with_style(style))
+}
+
+/// Prints, per variant, runs and violations by verdict and the first failing case's replay
+/// line; with `--json`, JSON lines instead.
 pub fn sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
-    let summaries = sweep_all(&a.variant, &a.filters)?;
-    let mut failed = false;
-    for s in &summaries {
-        let counts: Vec<String> = Verdict::ALL.iter().map(|v| format!("{v}={}", s.count(*v))).collect();
-        println!("{:<12} runs={} {}", s.case.variant_name, s.results.len(), counts.join(" "));
-        if let Some(first) = s.first_failure() {
-            failed = true;
-            if let Some(f) = &first.first_finding {
-                println!("  first failure: {f}");
+    let shard = a.shard.unwrap_or(Shard::WHOLE);
+    let summaries = sweep_all(&a.variant, &a.filters, shard)?;
+    let failed = summaries.iter().any(|s| s.failures() > 0);
+    if a.json {
+        for s in &summaries {
+            for line in JsonLine::from_summary(s, a.filters.start, a.filters.seeds, shard) {
+                println!("{}", serde_json::to_string(&line)?);
             }
-            println!("  replay: bootsim replay '{}'", s.case.with_seed(first.seed));
+        }
+    } else {
+        for s in &summaries {
+            let first = s.first_failure().map(|r| (r.seed, r.first_finding.clone()));
+            print_summary(&s.case, s.results.len(), |v| s.count(v), first);
         }
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// One variant's summary as `sweep` prints it (shared with `merge`).
+pub fn print_summary(case: &Case, runs: usize, count: impl Fn(Verdict) -> usize, first: Option<(u64, Option<String>)>) {
+    let counts: Vec<String> = Verdict::ALL.iter().map(|v| format!("{v}={}", count(*v))).collect();
+    println!("{:<12} runs={runs} {}", case.variant_name, counts.join(" "));
+    if let Some((seed, finding)) = first {
+        if let Some(f) = finding {
+            println!("  first failure: {f}");
+        }
+        println!("  replay: bootsim replay '{}'", case.with_seed(seed));
+    }
 }

@@ -164,10 +164,8 @@ impl<B: Backend> Io<B> {
                 r.abort();
             }
         }
-        let flushed = tokio::time::timeout(FLUSH_BOUND, async {
-            while self.writers.join_next().await.is_some() {}
-        })
-        .await;
+        let flushed =
+            tokio::time::timeout(FLUSH_BOUND, async { while self.writers.join_next().await.is_some() {} }).await;
         if flushed.is_err() {
             tracing::warn!(who = %self.who, "writers did not flush within {FLUSH_BOUND:?}; aborted");
         }

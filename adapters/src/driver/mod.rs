@@ -82,6 +82,8 @@ pub enum DriverError {
         error: BootstrapError,
         /// Operations that completed before it (init counts).
         completed: usize,
+        /// Everything the rank did, the failed completion last.
+        run: Box<RankRun>,
     },
     /// The root failed (its error names what it was waiting for).
     #[error("{0}")]

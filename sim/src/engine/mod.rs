@@ -2,5 +2,6 @@
 
 pub mod fast;
 pub mod outcome;
+pub mod turmoil;
 
 pub use outcome::{Node, Outcome, Trace};

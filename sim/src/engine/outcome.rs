@@ -7,7 +7,7 @@ use std::fmt;
 use bootsim_core::{BootstrapError, Completion, ConnId, Event, Instant, MsgOrigin};
 use sha2::{Digest, Sha256};
 
-use crate::kernel::{EventKind, KernelStats};
+use crate::kernel::{EventKind, Flow, KernelStats};
 
 /// A participant of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -80,6 +80,25 @@ pub struct RankEnd {
     pub ops_left: usize,
 }
 
+/// One drain before close: a sender polling SIOCOUTQ until its data is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrainNote {
+    /// When it started polling.
+    pub start: Instant,
+    /// When it completed or gave up.
+    pub end: Instant,
+    /// The sending rank.
+    pub rank: u32,
+    /// The destination rank.
+    pub to: u32,
+    /// The kernel connection it drained.
+    pub kconn: Option<u64>,
+    /// Whether it gave up at its deadline (fail-open).
+    pub gave_up: bool,
+    /// Bytes still unacknowledged when it ended.
+    pub unacked: usize,
+}
+
 /// Everything a run produced.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -99,8 +118,12 @@ pub struct Outcome {
     pub drain_gave_up: Vec<(Instant, u32, u32, i32, std::time::Duration, usize)>,
     /// Connections dropped as strays: (time, node, reason).
     pub strays: Vec<(Instant, Node, String)>,
-    /// Notable kernel events per kernel connection (only when tracing).
+    /// Notable kernel events per kernel connection (only when tracing): SYN sent, child
+    /// enqueued, accepted, RX stalls, losses, retransmissions, backlog drops.
     pub kernel_notes: BTreeMap<u64, Vec<(Instant, EventKind)>>,
+    flow_conn: BTreeMap<Flow, u64>,
+    /// Every drain that waited (completed or gave up), in order.
+    pub drains: Vec<DrainNote>,
     /// Kernel counters.
     pub kernel: KernelStats,
     /// Simulated time when the run stopped.
@@ -140,7 +163,13 @@ impl Outcome {
                 self.taken.push(TakenMsg { at, rank, from, tag, origin, size, expected_size, kconn });
             }
             Event::DrainGaveUp { to, tag, waited, unacked, .. } => {
+                let start = Instant::from_nanos(at.as_nanos().saturating_sub(waited.as_nanos() as u64));
+                self.drains.push(DrainNote { start, end: at, rank, to, kconn, gave_up: true, unacked });
                 self.drain_gave_up.push((at, rank, to, tag, waited, unacked))
+            }
+            Event::DrainCompleted { to, waited, .. } if !waited.is_zero() => {
+                let start = Instant::from_nanos(at.as_nanos().saturating_sub(waited.as_nanos() as u64));
+                self.drains.push(DrainNote { start, end: at, rank, to, kconn, gave_up: false, unacked: 0 });
             }
             Event::StrayDropped { error, .. } => self.strays.push((at, node, error.to_string())),
             _ => {}
@@ -150,15 +179,31 @@ impl Outcome {
     /// Records a kernel trace event under its connection.
     pub fn record_kernel(&mut self, at: Instant, kind: EventKind) {
         let conn = match kind {
-            EventKind::SynSent { sock, .. }
-            | EventKind::ChildEnqueued { sock, .. }
-            | EventKind::Accepted { sock, .. } => sock.conn(),
+            EventKind::SynSent { sock, flow, .. } => {
+                self.flow_conn.insert(flow, sock.conn());
+                sock.conn()
+            }
+            EventKind::ChildEnqueued { sock, .. } | EventKind::Accepted { sock, .. } => sock.conn(),
             _ => return self.record_flow_event(at, kind),
         };
         self.kernel_notes.entry(conn).or_default().push((at, kind));
     }
 
-    fn record_flow_event(&mut self, _at: Instant, _kind: EventKind) {}
+    /// Files a packet-level event (stall, loss, retransmission, backlog drop) under the
+    /// connection whose 4-tuple it names (the latest connection with that 4-tuple).
+    fn record_flow_event(&mut self, at: Instant, kind: EventKind) {
+        let flow = match kind {
+            EventKind::RxStall { flow, .. }
+            | EventKind::PacketLost { flow, .. }
+            | EventKind::Retransmit { flow, .. }
+            | EventKind::BacklogDrop { flow, .. }
+            | EventKind::SynAckExpired { flow } => flow,
+            _ => return,
+        };
+        if let Some(&conn) = self.flow_conn.get(&flow) {
+            self.kernel_notes.entry(conn).or_default().push((at, kind));
+        }
+    }
 }
 
 /// The connection a core event is about, if any.

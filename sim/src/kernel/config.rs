@@ -52,6 +52,108 @@ pub struct KernelConfig {
     pub data_retries: u8,
     /// Emit trace events (stalls, losses, retransmissions, enqueues) besides application events.
     pub trace: bool,
+    /// Forced RX-queue stalls, on top of (or, with `stall_gap=off`, instead of) random ones.
+    pub stalls: Vec<ScriptedStall>,
+}
+
+/// One forced RX-queue stall on `host`'s RX queue `queue`, written `HOST:QUEUE:START_US:DUR_US`
+/// (the queue's CPU is busy during `[START, START + DUR)`, microseconds with up to three
+/// decimals) or `HOST:QUEUE:pN:DUR_US` (packet N, counted from 0, reaching that queue finds
+/// its CPU busy for DUR from when it could first be processed). Several are joined by `;`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ScriptedStall {
+    /// Receiving host (rank number; the root shares rank 0's host).
+    pub host: u32,
+    /// RX queue on that host.
+    pub queue: u16,
+    /// What the stall is anchored to.
+    pub at: StallAt,
+    /// How long it lasts, in nanoseconds (at least 1).
+    pub dur: u64,
+}
+
+/// What a [`ScriptedStall`] is anchored to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StallAt {
+    /// An absolute simulated time, in nanoseconds.
+    Time(u64),
+    /// The n-th packet (from 0) reaching the queue: robust to earlier timing changes.
+    Packet(u64),
+}
+
+impl ScriptedStall {
+    /// Parses a `stalls=` value: `none`, or items joined by `;`.
+    pub fn parse_list(s: &str) -> Result<Vec<ScriptedStall>, String> {
+        if s.is_empty() || s == "none" {
+            return Ok(Vec::new());
+        }
+        s.split(';').filter(|i| !i.is_empty()).map(ScriptedStall::parse_one).collect()
+    }
+
+    fn parse_one(item: &str) -> Result<ScriptedStall, String> {
+        let parts: Vec<&str> = item.split(':').collect();
+        let [host, queue, at, dur] = parts[..] else {
+            return Err(format!("`{item}` is not HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US"));
+        };
+        let host = host.parse::<u32>().map_err(|_| format!("`{item}`: host `{host}` is not a rank number"))?;
+        let queue = queue
+            .parse::<u16>()
+            .ok()
+            .filter(|q| *q < 128)
+            .ok_or_else(|| format!("`{item}`: queue `{queue}` is not in 0..128"))?;
+        let at = match at.strip_prefix('p') {
+            Some(n) => StallAt::Packet(
+                n.parse::<u64>().map_err(|_| format!("`{item}`: packet `{at}` is not p followed by a number"))?,
+            ),
+            None => {
+                StallAt::Time(parse_micros(at).ok_or_else(|| format!("`{item}`: start `{at}` is not microseconds"))?)
+            }
+        };
+        let dur = parse_micros(dur)
+            .filter(|d| *d > 0)
+            .ok_or_else(|| format!("`{item}`: duration `{dur}` is not a positive number of microseconds"))?;
+        Ok(ScriptedStall { host, queue, at, dur })
+    }
+
+    /// Formats a list as `parse_list` reads it (`none` when empty).
+    pub fn format_list(list: &[ScriptedStall]) -> String {
+        if list.is_empty() {
+            return "none".into();
+        }
+        list.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(";")
+    }
+}
+
+impl fmt::Display for ScriptedStall {
+    /// `HOST:QUEUE:START_US:DUR_US` or `HOST:QUEUE:pN:DUR_US`, exact to the nanosecond.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = match self.at {
+            StallAt::Time(t) => show_micros(t),
+            StallAt::Packet(n) => format!("p{n}"),
+        };
+        write!(f, "{}:{}:{at}:{}", self.host, self.queue, show_micros(self.dur))
+    }
+}
+
+/// `12`, `12.5`, `12.345` microseconds as nanoseconds (at most three decimals).
+fn parse_micros(s: &str) -> Option<u64> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() || frac.len() > 3 || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let whole = int.parse::<u64>().ok()?.checked_mul(1000)?;
+    let frac = if frac.is_empty() { 0 } else { frac.parse::<u64>().ok()? * 10u64.pow(3 - frac.len() as u32) };
+    whole.checked_add(frac)
+}
+
+/// Nanoseconds as microseconds with only the decimals needed.
+fn show_micros(ns: u64) -> String {
+    let (us, rest) = (ns / 1000, ns % 1000);
+    if rest == 0 {
+        us.to_string()
+    } else {
+        format!("{us}.{}", format!("{rest:03}").trim_end_matches('0'))
+    }
 }
 
 impl Default for KernelConfig {
@@ -78,6 +180,7 @@ impl Default for KernelConfig {
             rto_max: Duration::from_secs(120),
             data_retries: 15,
             trace: true,
+            stalls: Vec::new(),
         }
     }
 }
@@ -108,6 +211,16 @@ pub enum KnobError {
         key: String,
         /// The value given.
         value: String,
+        /// What the knob accepts.
+        expected: &'static str,
+    },
+    /// A `stalls=` list does not parse.
+    #[error("bad value `{value}` for kernel knob `stalls`: {why}; expected {expected}")]
+    BadStalls {
+        /// The value given.
+        value: String,
+        /// Which item is wrong and why.
+        why: String,
         /// What the knob accepts.
         expected: &'static str,
     },
@@ -142,6 +255,7 @@ const KNOBS: &[(&str, &str)] = &[
     ("rto_max", "data retransmission timeout ceiling (duration)"),
     ("data_retries", "data retransmissions before abort (tcp_retries2)"),
     ("trace", "emit trace events: true or false"),
+    ("stalls", "forced RX-queue stalls HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US, `;`-joined, or none"),
 ];
 
 impl KernelConfig {
@@ -267,6 +381,14 @@ impl KernelConfig {
             "rto_min" => self.rto_min = dur()?,
             "rto_max" => self.rto_max = dur()?,
             "data_retries" => self.data_retries = small("an integer in 0..=255")?,
+            "stalls" => {
+                const E: &str = "HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US items joined by `;`, or none";
+                self.stalls = ScriptedStall::parse_list(value).map_err(|why| KnobError::BadStalls {
+                    value: value.to_string(),
+                    why,
+                    expected: E,
+                })?;
+            }
             "trace" => {
                 self.trace = match value {
                     "true" | "on" | "1" => true,
@@ -295,7 +417,8 @@ impl KernelConfig {
 }
 
 impl fmt::Display for KernelConfig {
-    /// Every knob as `key=value` words, parseable by `apply_words`.
+    /// Every knob as `key=value` words, parseable by `apply_words` (`stalls` only when set, so
+    /// traces of cases without scripted stalls do not change).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = FmtDuration;
         write!(
@@ -325,7 +448,11 @@ impl fmt::Display for KernelConfig {
             d.show(self.rto_max),
             self.data_retries,
             self.trace,
-        )
+        )?;
+        if !self.stalls.is_empty() {
+            write!(f, " stalls={}", ScriptedStall::format_list(&self.stalls))?;
+        }
+        Ok(())
     }
 }
 
@@ -404,9 +531,36 @@ mod tests {
         let words = cfg.to_string();
         for (key, doc) in KernelConfig::knobs() {
             assert!(!doc.is_empty());
-            assert!(words.contains(&format!("{key}=")), "{key} not printed");
+            assert!(*key == "stalls" || words.contains(&format!("{key}=")), "{key} not printed");
         }
-        assert_eq!(words.split_whitespace().count(), KernelConfig::knobs().len());
+        assert_eq!(words.split_whitespace().count(), KernelConfig::knobs().len() - 1);
+        let mut scripted = cfg.clone();
+        scripted.set("stalls", "0:4:10.153:48.5;1:7:p3:250").unwrap();
+        let mut back = KernelConfig::default();
+        back.apply_words(&scripted.to_string()).unwrap();
+        assert_eq!(back, scripted);
+        assert_eq!(back.stalls[0], ScriptedStall { host: 0, queue: 4, at: StallAt::Time(10_153), dur: 48_500 });
+        assert_eq!(back.stalls[1], ScriptedStall { host: 1, queue: 7, at: StallAt::Packet(3), dur: 250_000 });
+        assert!(scripted.to_string().ends_with(" stalls=0:4:10.153:48.5;1:7:p3:250"));
+    }
+
+    #[test]
+    fn stall_list_errors_name_the_item() {
+        let mut cfg = KernelConfig::default();
+        for (value, needle) in [
+            ("0:4:10", "`0:4:10` is not HOST:QUEUE:START_US:DUR_US"),
+            ("0:4:px:10", "packet `px`"),
+            ("x:4:10:5", "host `x`"),
+            ("0:200:10:5", "queue `200`"),
+            ("0:1:1.2345:5", "start `1.2345`"),
+            ("0:1:10:0", "duration `0`"),
+            ("0:1:10:-3", "duration `-3`"),
+        ] {
+            let e = cfg.set("stalls", value).unwrap_err().to_string();
+            assert!(e.contains(needle) && e.contains("`stalls`"), "{value}: {e}");
+        }
+        cfg.set("stalls", "none").unwrap();
+        assert!(cfg.stalls.is_empty());
     }
 
     #[test]

@@ -264,6 +264,8 @@ pub enum EventKind {
         from: Instant,
         /// When the stall ended.
         until: Instant,
+        /// The packet's index among those that reached this queue (from 0): `stalls=H:Q:pN:D`.
+        nth: u64,
     },
     /// Trace: a packet was lost before reaching the receiving host's RX queue.
     PacketLost {

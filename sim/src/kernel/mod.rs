@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use bootsim_core::Instant;
 
-pub use config::{KernelConfig, KnobError, UnknownProfile, PROFILES};
+pub use config::{KernelConfig, KnobError, ScriptedStall, StallAt, UnknownProfile, PROFILES};
 pub use events::{
     Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, ListenerId, Overflow, ReadOutcome, Seg, SockId,
 };

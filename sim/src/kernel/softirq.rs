@@ -83,6 +83,8 @@ pub(crate) struct Admitted {
     pub(crate) done: Instant,
     /// The busy stretch it waited for, if any: (when it would have started, when it started).
     pub(crate) stall: Option<(Instant, Instant)>,
+    /// Its index among the packets that reached this queue (from 0).
+    pub(crate) nth: u64,
 }
 
 /// One RX queue.
@@ -101,6 +103,12 @@ pub(crate) struct RxQueue {
     busy_start: u64,
     busy_end: u64,
     rng: ChaCha8Rng,
+    /// Forced busy periods `[start, end)` (the `stalls` knob), sorted.
+    script: Vec<(u64, u64)>,
+    /// Forced stalls of the n-th arriving packet: (n, duration), sorted.
+    kicks: Vec<(u64, u64)>,
+    /// Packets admitted so far.
+    arrivals: u64,
 }
 
 impl RxQueue {
@@ -119,11 +127,30 @@ impl RxQueue {
             busy_start: u64::MAX,
             busy_end: u64::MAX,
             rng,
+            script: Vec::new(),
+            kicks: Vec::new(),
+            arrivals: 0,
         };
         if p.mean_gap.is_some() {
             q.restart(0, p);
         }
         q
+    }
+
+    /// Adds forced busy periods `[start, end)` and forced stalls `(n, duration)` of the n-th
+    /// arriving packet; they draw nothing from the random stream.
+    pub(crate) fn with_script(mut self, mut script: Vec<(u64, u64)>, mut kicks: Vec<(u64, u64)>) -> RxQueue {
+        script.retain(|(s, e)| s < e);
+        script.sort_unstable();
+        kicks.sort_unstable();
+        self.script = script;
+        self.kicks = kicks;
+        self
+    }
+
+    /// The end of a forced busy period covering `t`, if any.
+    fn scripted_until(&self, t: u64) -> Option<u64> {
+        self.script.iter().take_while(|(s, _)| *s <= t).filter(|(_, e)| t < *e).map(|(_, e)| *e).max()
     }
 
     /// Put the process in its steady state at `t`: busy with probability `rho` (for the
@@ -157,10 +184,16 @@ impl RxQueue {
     pub(crate) fn admit(&mut self, arrival: Instant, service: Duration, p: &StallParams) -> Admitted {
         let mut t = arrival.as_nanos().max(self.free_at);
         let ready = t;
+        let nth = self.arrivals;
+        self.arrivals += 1;
+        let kick: u64 = self.kicks.iter().filter(|(n, _)| *n == nth).map(|(_, d)| *d).max().unwrap_or(0);
+        t = t.saturating_add(kick);
         loop {
             self.advance(t, p);
             if self.busy_start <= t && t < self.busy_end {
                 t = self.busy_end;
+            } else if let Some(end) = self.scripted_until(t) {
+                t = end;
             } else {
                 break;
             }
@@ -170,6 +203,7 @@ impl RxQueue {
         Admitted {
             done: Instant::from_nanos(done),
             stall: (t > ready).then(|| (Instant::from_nanos(ready), Instant::from_nanos(t))),
+            nth,
         }
     }
 }
@@ -248,6 +282,24 @@ mod tests {
             let walked = sum / f64::from(hits);
             assert!((inv / walked - 1.0).abs() < 0.15, "alpha {alpha}: inversion {inv}, walked {walked}");
         }
+    }
+
+    #[test]
+    fn scripted_stalls_delay_exactly_the_packets_inside_them() {
+        let p = StallParams::new(&KernelConfig::default());
+        let mut q = RxQueue::new(stream(1, Purpose::Stall, 0, 0), &p)
+            .with_script(vec![(5_000, 9_000), (8_000, 12_000)], vec![(3, 4_000)]);
+        let s = Duration::from_micros(1);
+        let a = q.admit(Instant::from_nanos(1_000), s, &p);
+        assert_eq!((a.done.as_nanos(), a.stall), (2_000, None));
+        let b = q.admit(Instant::from_nanos(6_000), s, &p);
+        assert_eq!(b.stall, Some((Instant::from_nanos(6_000), Instant::from_nanos(12_000))));
+        assert_eq!(b.done.as_nanos(), 13_000);
+        let c = q.admit(Instant::from_nanos(20_000), s, &p);
+        assert_eq!((c.stall, c.nth), (None, 2));
+        let d = q.admit(Instant::from_nanos(30_000), s, &p);
+        assert_eq!(d.stall, Some((Instant::from_nanos(30_000), Instant::from_nanos(34_000))));
+        assert_eq!(d.nth, 3);
     }
 
     #[test]

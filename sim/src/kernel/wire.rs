@@ -8,7 +8,7 @@ use std::time::Duration;
 use bootsim_core::Instant;
 use rand_chacha::ChaCha8Rng;
 
-use super::config::KernelConfig;
+use super::config::{KernelConfig, StallAt};
 use super::events::{Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, Seg};
 use super::loss::{GilbertElliott, LossParams};
 use super::rng::{self, Purpose};
@@ -109,7 +109,16 @@ impl Net {
                     rss,
                     next_port,
                     queues: (0..queues)
-                        .map(|q| RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall))
+                        .map(|q| {
+                            let (mut script, mut kicks) = (Vec::new(), Vec::new());
+                            for s in cfg.stalls.iter().filter(|s| s.host == h && s.queue == q) {
+                                match s.at {
+                                    StallAt::Time(t) => script.push((t, t.saturating_add(s.dur))),
+                                    StallAt::Packet(n) => kicks.push((n, s.dur)),
+                                }
+                            }
+                            RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall).with_script(script, kicks)
+                        })
                         .collect(),
                     loss: GilbertElliott::new(rng::stream(seed, Purpose::Loss, h, 0)),
                     jitter: rng::stream(seed, Purpose::Jitter, h, 0),
@@ -219,7 +228,16 @@ impl Net {
             self.stats.stalled += 1;
             self.trace(
                 at,
-                EventKind::RxStall { host: HostId(host), queue, flow, dir: pkt.dir, seg: pkt.seg, from, until },
+                EventKind::RxStall {
+                    host: HostId(host),
+                    queue,
+                    flow,
+                    dir: pkt.dir,
+                    seg: pkt.seg,
+                    from,
+                    until,
+                    nth: admitted.nth,
+                },
             );
         }
         self.schedule(admitted.done, Work::Deliver(pkt));

@@ -1,0 +1,109 @@
+//! The driver loops of a rank and of the root.
+
+use std::net::SocketAddr;
+
+use bootsim_core::{BootstrapError, Completion, Op, Output, Rank, RankConfig, Root, RootConfig};
+use tokio::sync::oneshot;
+
+use super::io::Io;
+use super::{Backend, DriverError, RankRun};
+
+/// Runs one rank: init, then `ops` in order, stopping at the first error; then closes every
+/// connection and listener and lets queued bytes flush.
+pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> Result<RankRun, DriverError> {
+    let who = format!("rank {}", cfg.rank);
+    let mut io = Io::new(backend, who.clone());
+    let mut rank = Rank::new(cfg, io.now());
+    let total = ops.len() + 1;
+    let mut ops = ops.into_iter();
+    let mut run = RankRun::default();
+    let mut failure: Option<BootstrapError> = None;
+    loop {
+        while let Some(out) = rank.poll_output() {
+            match out {
+                Output::Completed(c) => {
+                    tracing::debug!(%who, op = c.op.0, kind = %c.kind, ok = c.result.is_ok(), "completed");
+                    if let Err(e) = &c.result {
+                        failure.get_or_insert_with(|| e.clone());
+                    }
+                    run.completions.push(c);
+                    if failure.is_none() {
+                        if let Some(op) = ops.next() {
+                            if let Err(e) = rank.start(io.now(), op) {
+                                failure = Some(e);
+                            }
+                        }
+                    }
+                }
+                Output::Event(e) => {
+                    tracing::debug!(%who, event = ?e, "event");
+                    run.events.push(e);
+                }
+                other => io.execute(other).await,
+            }
+        }
+        if failure.is_some() || run.completions.len() == total {
+            break;
+        }
+        match io.next(rank.poll_timeout()).await {
+            Some(d) => rank.handle(io.now(), d.input()),
+            None => rank.handle_timeout(io.now()),
+        }
+    }
+    let leaked = rank.close(io.now());
+    if !leaked.is_empty() {
+        tracing::warn!(%who, ?leaked, "unexpected-list entries left at close");
+    }
+    while let Some(out) = rank.poll_output() {
+        io.execute(out).await;
+    }
+    io.finish().await;
+    match failure {
+        Some(error) => {
+            let completed = run.completions.iter().filter(|c| c.result.is_ok()).count();
+            Err(DriverError::Failed { error, completed, run: Box::new(run) })
+        }
+        None => Ok(run),
+    }
+}
+
+/// Runs the root until every rank was told its successor (or it failed).
+pub async fn run_root<B: Backend>(backend: B, cfg: RootConfig) -> Result<(), DriverError> {
+    run_root_notify(backend, cfg, None).await
+}
+
+/// [`run_root`], sending the rendezvous address on `notify` once the root listens (for writing
+/// the unique ID when the port is ephemeral).
+pub async fn run_root_notify<B: Backend>(
+    backend: B,
+    cfg: RootConfig,
+    mut notify: Option<oneshot::Sender<SocketAddr>>,
+) -> Result<(), DriverError> {
+    let mut io = Io::new(backend, "root".to_string());
+    let mut root = Root::new(cfg, io.now());
+    let mut result: Option<Completion> = None;
+    loop {
+        while let Some(out) = root.poll_output() {
+            match out {
+                Output::Completed(c) => result = Some(c),
+                Output::Event(e) => tracing::debug!(who = "root", event = ?e, "event"),
+                other => io.execute(other).await,
+            }
+        }
+        if let (Some(addr), Some(_)) = (root.addr(), notify.as_ref()) {
+            let _ = notify.take().map(|n| n.send(addr));
+        }
+        if result.is_some() {
+            break;
+        }
+        match io.next(root.poll_timeout()).await {
+            Some(d) => root.handle(io.now(), d.input()),
+            None => root.handle_timeout(io.now()),
+        }
+    }
+    io.finish().await;
+    match result.map(|c| c.result) {
+        Some(Err(e)) => Err(DriverError::Root(e)),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,135 @@
+//! One rank per process on real sockets: rendezvous through a session address or a unique-ID
+//! file, rank 0 also running the root.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bootsim_core::{Limits, Op, RankConfig, RootConfig, UniqueId, Variant};
+use tokio::sync::oneshot;
+
+use super::TokioNet;
+use crate::driver::{run_rank, run_root, run_root_notify, DriverError, RankRun};
+
+/// How the ranks find the root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rendezvous {
+    /// `NVSHMEM_BOOTSTRAP_UID_SESSION_ID` semantics: the root listens at this address (rank 0
+    /// runs it) and knows the world size up front.
+    Session(SocketAddr),
+    /// Rank 0 runs the root on an ephemeral port and writes the 128-byte unique ID to this path
+    /// (atomically); the other ranks poll for it. The root learns the world size at check-in.
+    UidFile(PathBuf),
+}
+
+/// Everything one rank process needs.
+#[derive(Clone, Debug)]
+pub struct SessionConfig {
+    /// This rank.
+    pub rank: u32,
+    /// World size.
+    pub nranks: u32,
+    /// Protocol variant.
+    pub variant: Variant,
+    /// Limits for the rank and, on rank 0, the root (see [`super::real_limits`]).
+    pub limits: Limits,
+    /// The session magic (with [`Rendezvous::UidFile`], only rank 0's is used: it is in the file).
+    pub magic: u64,
+    /// The address this rank's listeners bind.
+    pub ip: IpAddr,
+    /// How to find the root.
+    pub rendezvous: Rendezvous,
+    /// How long a rank other than 0 waits for the unique-ID file.
+    pub uid_wait: Duration,
+}
+
+/// [`run_process`] on a fresh current-thread tokio runtime.
+pub fn run_blocking(cfg: SessionConfig, ops: Vec<Op>) -> Result<RankRun, DriverError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| DriverError::Setup(format!("tokio runtime: {e}")))?;
+    rt.block_on(run_process(cfg, ops))
+}
+
+/// Runs this process's rank (and on rank 0 the root) through init and `ops`.
+pub async fn run_process(cfg: SessionConfig, ops: Vec<Op>) -> Result<RankRun, DriverError> {
+    let version = cfg.variant.uid_version();
+    let net = TokioNet::new(cfg.ip);
+    let rank_cfg =
+        |uid| RankConfig { rank: cfg.rank, nranks: cfg.nranks, uid, variant: cfg.variant, limits: cfg.limits };
+    match &cfg.rendezvous {
+        Rendezvous::Session(addr) => {
+            let uid = UniqueId { version, root: *addr, magic: cfg.magic };
+            let rank = run_rank(net, rank_cfg(uid), ops);
+            if cfg.rank != 0 {
+                return rank.await;
+            }
+            let root_net = TokioNet { rendezvous_port: addr.port(), ..TokioNet::new(addr.ip()) };
+            let root = run_root(root_net, RootConfig { uid, nranks: Some(cfg.nranks), limits: cfg.limits });
+            let (rank, root) = tokio::join!(rank, root);
+            combine(rank, root)
+        }
+        Rendezvous::UidFile(path) if cfg.rank != 0 => {
+            let uid = read_uid_file(path, cfg.uid_wait).await?;
+            run_rank(net, rank_cfg(uid), ops).await
+        }
+        Rendezvous::UidFile(path) => {
+            let placeholder = UniqueId { version, root: SocketAddr::new(cfg.ip, 0), magic: cfg.magic };
+            let (tx, rx) = oneshot::channel();
+            let root_cfg = RootConfig { uid: placeholder, nranks: None, limits: cfg.limits };
+            let root = run_root_notify(net.clone(), root_cfg, Some(tx));
+            let rank = async {
+                let addr = rx.await.map_err(|_| DriverError::Setup("the root did not open its listener".into()))?;
+                let uid = UniqueId { root: addr, ..placeholder };
+                write_uid_file(path, &uid).map_err(|e| DriverError::Setup(format!("{}: {e}", path.display())))?;
+                run_rank(net.clone(), rank_cfg(uid), ops).await
+            };
+            let (rank, root) = tokio::join!(rank, root);
+            combine(rank, root)
+        }
+    }
+}
+
+/// Rank 0's result: its own error first (the root's is logged), else the root's.
+fn combine(rank: Result<RankRun, DriverError>, root: Result<(), DriverError>) -> Result<RankRun, DriverError> {
+    match (rank, root) {
+        (Ok(run), Ok(())) => Ok(run),
+        (Ok(_) | Err(DriverError::Setup(_)), Err(root)) => Err(root),
+        (Err(e), root) => {
+            if let Err(r) = root {
+                tracing::error!("{r}");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Writes the 128-byte unique ID to `path` atomically (a temporary file, then a rename).
+pub fn write_uid_file(path: &Path, uid: &UniqueId) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp.{}", std::process::id()));
+    std::fs::write(&tmp, uid.encode())?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Polls `path` every 10 ms until it holds a unique ID, for at most `wait`.
+pub async fn read_uid_file(path: &Path, wait: Duration) -> Result<UniqueId, DriverError> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        if let Ok(bytes) = std::fs::read(path) {
+            if let Ok(b) = <[u8; UniqueId::LEN]>::try_from(bytes.as_slice()) {
+                return UniqueId::decode(&b)
+                    .map_err(|e| DriverError::Setup(format!("{}: bad unique ID: {e}", path.display())));
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let ms = wait.as_millis();
+            return Err(DriverError::Setup(format!(
+                "no unique ID in {} after {ms} ms (is rank 0 running?)",
+                path.display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -1,0 +1,199 @@
+//! The turmoil implementation of the driver's [`Backend`]: turmoil sockets, with accept order
+//! and send-queue drains decided by the kernel model through the [`GateHandle`].
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bootsim_adapters::driver::{Backend, DrainResult};
+use bootsim_core::Listener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+
+use super::gate::{sim_now, GateHandle};
+use crate::kernel::{ListenerId, SockId};
+
+/// Ports of the protocol's listeners (every host has its own address).
+pub const ROOT_PORT: u16 = 5000;
+const PEERS_PORT: u16 = 7000;
+const FROM_ROOT_PORT: u16 = 7001;
+/// How often blocked accepts look at the model's accept queue.
+const ACCEPT_POLL: Duration = Duration::from_micros(100);
+/// The drain's poll interval in the proposed fix.
+const DRAIN_POLL: Duration = Duration::from_micros(200);
+/// NVSHMEM's connect retry on "refused".
+const REFUSED_INTERVAL: Duration = Duration::from_millis(1);
+const REFUSED_MAX: u32 = 20_000;
+
+/// Host `h`'s address in the simulation (turmoil hosts are named `h0`, `h1`, ...).
+pub fn host_ip(h: u32) -> IpAddr {
+    turmoil::lookup(format!("h{h}"))
+}
+
+/// The turmoil backend of one host.
+#[derive(Clone)]
+pub struct TurmoilNet {
+    /// This host.
+    pub host: u32,
+    /// The shared kernel gate.
+    pub gate: GateHandle,
+}
+
+/// A listener: turmoil's, drained eagerly into the gate by a task, and the model's.
+pub struct GateListener {
+    model: ListenerId,
+    acceptor: tokio::task::AbortHandle,
+    gate: GateHandle,
+}
+
+impl Drop for GateListener {
+    /// Closing the listener stops the eager acceptor (dropping turmoil's listener) and closes
+    /// the model's.
+    fn drop(&mut self) {
+        self.acceptor.abort();
+        if turmoil::in_simulation() {
+            self.gate.lock().close_listener(self.model);
+        }
+    }
+}
+
+/// A connection: turmoil's stream plus its model socket (connector side only).
+pub struct GateStream {
+    inner: turmoil::net::TcpStream,
+    sock: Option<SockId>,
+}
+
+/// The write half: mirrors every write and the close into the model.
+pub struct GateWriter {
+    inner: OwnedWriteHalf,
+    sock: Option<SockId>,
+    gate: GateHandle,
+    closed: bool,
+}
+
+fn host_of(ip: IpAddr) -> Option<u32> {
+    let name = turmoil::reverse_lookup(ip)?;
+    name.strip_prefix('h')?.parse().ok()
+}
+
+impl Backend for TurmoilNet {
+    type Listener = GateListener;
+    type Stream = GateStream;
+    type Reader = OwnedReadHalf;
+    type Writer = GateWriter;
+
+    async fn listen(&self, which: Listener) -> io::Result<(GateListener, SocketAddr)> {
+        let port = match which {
+            Listener::Rendezvous => ROOT_PORT,
+            Listener::Peers => PEERS_PORT,
+            Listener::FromRoot => FROM_ROOT_PORT,
+        };
+        let tl = turmoil::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).await?;
+        let addr = SocketAddr::new(host_ip(self.host), port);
+        let model = self.gate.lock().listen(self.host, port)?;
+        let gate = self.gate.clone();
+        let acceptor = tokio::spawn(async move {
+            while let Ok((stream, client)) = tl.accept().await {
+                gate.lock().arrived(stream, client, addr);
+            }
+        })
+        .abort_handle();
+        Ok((GateListener { model, acceptor, gate: self.gate.clone() }, addr))
+    }
+
+    async fn accept(&self, l: &GateListener) -> io::Result<(GateStream, SocketAddr)> {
+        loop {
+            let got = self.gate.lock().try_accept(l.model);
+            if let Some((inner, from)) = got {
+                return Ok((GateStream { inner, sock: None }, from));
+            }
+            tokio::time::sleep(ACCEPT_POLL).await;
+        }
+    }
+
+    async fn connect(&self, addr: SocketAddr) -> io::Result<GateStream> {
+        let to = host_of(addr.ip()).ok_or_else(|| io::Error::other(format!("no simulated host at {addr}")))?;
+        let mut refused = 0;
+        let inner = loop {
+            match turmoil::net::TcpStream::connect(addr).await {
+                Ok(s) => break s,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && refused < REFUSED_MAX => {
+                    refused += 1;
+                    tokio::time::sleep(REFUSED_INTERVAL).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let local = inner.local_addr()?;
+        let sock = self.gate.lock().connected(self.host, to, addr.port(), local, addr);
+        Ok(GateStream { inner, sock: Some(sock) })
+    }
+
+    fn split(&self, s: GateStream) -> (OwnedReadHalf, GateWriter) {
+        let (r, w) = s.inner.into_split();
+        (r, GateWriter { inner: w, sock: s.sock, gate: self.gate.clone(), closed: false })
+    }
+
+    async fn drain(&self, w: &GateWriter, timeout: Duration) -> DrainResult {
+        let start = sim_now();
+        let Some(sock) = w.sock else { return DrainResult::Drained { waited: Duration::ZERO } };
+        loop {
+            let unacked = self.gate.lock().outq(sock);
+            let waited = sim_now() - start;
+            if unacked == 0 {
+                return DrainResult::Drained { waited };
+            }
+            if waited >= timeout {
+                return DrainResult::TimedOut { waited, unacked };
+            }
+            tokio::time::sleep(DRAIN_POLL.min(timeout - waited)).await;
+        }
+    }
+}
+
+impl AsyncWrite for GateWriter {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let (Poll::Ready(Ok(n)), Some(sock)) = (&r, self.sock) {
+            self.gate.lock().write(sock, *n);
+        }
+        r
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let r = Pin::new(&mut self.inner).poll_shutdown(cx);
+        if r.is_ready() && !self.closed {
+            self.closed = true;
+            if let Some(sock) = self.sock {
+                self.gate.lock().close(sock);
+            }
+        }
+        r
+    }
+}
+
+impl AsyncRead for GateStream {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for GateStream {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

@@ -1,0 +1,168 @@
+//! The kernel gate: turmoil carries the bytes, the seeded kernel model decides when each
+//! connection reaches the protocol's `accept()` and when a sender's send queue drains.
+//!
+//! turmoil completes `connect()` only inside the server's `accept()` and has no send-queue
+//! accounting (shared/notes/dst-anchors.md §1.4–1.5). So every listener is accepted eagerly (the
+//! kernel finishing the handshake), each connection is mirrored into the kernel model (connect,
+//! write, close), and the protocol's `accept()` takes connections in the order the model's
+//! accept queue releases them. `SIOCOUTQ` is the model's `outq`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bootsim_core::Instant;
+
+use crate::engine::outcome::TraceSink;
+use crate::kernel::{EventKind, HostId, Kernel, ListenerId, SockId};
+
+/// The world's time: turmoil's simulated clock as a core instant.
+pub fn sim_now() -> Instant {
+    let d = turmoil::sim_elapsed().unwrap_or_default();
+    Instant::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// State shared by every host's backend (turmoil runs all hosts on one thread).
+pub struct Gate {
+    kernel: Kernel,
+    /// Turmoil's view of a connection (client addr, server addr) → the model's client socket.
+    by_pair: BTreeMap<(SocketAddr, SocketAddr), SockId>,
+    /// Streams the eager acceptors took, waiting for the model to release them, by model child.
+    arrived: BTreeMap<SockId, (turmoil::net::TcpStream, SocketAddr)>,
+    /// Streams accepted before their connector registered the pair.
+    unmatched: BTreeMap<(SocketAddr, SocketAddr), turmoil::net::TcpStream>,
+    /// Model children released by the model's accept queue, in order, per model listener.
+    released: BTreeMap<ListenerId, Vec<SockId>>,
+    /// Closes the application made before the model's handshake completed (turmoil connects
+    /// sooner): carried out when the model reports the connection established.
+    pending_close: BTreeSet<SockId>,
+    /// Model client sockets established so far.
+    established: BTreeSet<SockId>,
+    /// The trace.
+    pub sink: TraceSink,
+}
+
+/// A shared handle on the gate.
+#[derive(Clone)]
+pub struct GateHandle(Arc<Mutex<Gate>>);
+
+impl GateHandle {
+    /// A gate over `kernel`.
+    pub fn new(kernel: Kernel, trace: bool) -> Self {
+        GateHandle(Arc::new(Mutex::new(Gate {
+            kernel,
+            by_pair: BTreeMap::new(),
+            arrived: BTreeMap::new(),
+            unmatched: BTreeMap::new(),
+            released: BTreeMap::new(),
+            pending_close: BTreeSet::new(),
+            established: BTreeSet::new(),
+            sink: TraceSink::new(trace),
+        })))
+    }
+
+    /// Locks the gate and brings the kernel model up to turmoil's clock.
+    pub fn lock(&self) -> MutexGuard<'_, Gate> {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        g.pump();
+        g
+    }
+
+    /// Takes the gate back after the simulation.
+    pub fn into_inner(self) -> Option<Gate> {
+        Arc::try_unwrap(self.0).ok().map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl Gate {
+    /// Advances the model to now and forgets its events (the gate asks it questions instead).
+    fn pump(&mut self) {
+        let now = sim_now();
+        self.kernel.handle_timeout(now);
+        while let Some(e) = self.kernel.poll_event() {
+            if self.sink.enabled() {
+                self.sink.line(e.at, "kernel", format_args!("{:?}", e.kind));
+            }
+            if let EventKind::Connected { sock } = e.kind {
+                self.established.insert(sock);
+                if self.pending_close.remove(&sock) {
+                    self.kernel.close(now, sock);
+                }
+            }
+        }
+    }
+
+    /// The kernel counters.
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// Opens the model's listener for `host:port`.
+    pub fn listen(&mut self, host: u32, port: u16) -> std::io::Result<ListenerId> {
+        self.kernel.listen(sim_now(), HostId(host), port).map_err(|e| std::io::Error::other(e.to_string()))
+    }
+
+    /// Closes the model's listener.
+    pub fn close_listener(&mut self, l: ListenerId) {
+        self.kernel.close_listener(sim_now(), l);
+    }
+
+    /// Mirrors a turmoil connect into the model; matches a stream the acceptor already took.
+    pub fn connected(&mut self, from: u32, to: u32, port: u16, local: SocketAddr, remote: SocketAddr) -> SockId {
+        let sock = self.kernel.connect(sim_now(), HostId(from), HostId(to), port);
+        self.sink.line(sim_now(), format_args!("h{from}"), format_args!("connect {local} -> {remote} is model {sock}"));
+        self.by_pair.insert((local, remote), sock);
+        if let Some(stream) = self.unmatched.remove(&(local, remote)) {
+            self.arrived.insert(sock.peer(), (stream, local));
+        }
+        sock
+    }
+
+    /// An eager acceptor took `stream` from `client` on `server`.
+    pub fn arrived(&mut self, stream: turmoil::net::TcpStream, client: SocketAddr, server: SocketAddr) {
+        self.sink.line(sim_now(), server, format_args!("handshake from {client} (turmoil)"));
+        match self.by_pair.get(&(client, server)) {
+            Some(sock) => {
+                self.arrived.insert(sock.peer(), (stream, client));
+            }
+            None => {
+                self.unmatched.insert((client, server), stream);
+            }
+        }
+    }
+
+    /// The next connection the model's accept queue releases on `l`, once turmoil has it too.
+    pub fn try_accept(&mut self, l: ListenerId) -> Option<(turmoil::net::TcpStream, SocketAddr)> {
+        let now = sim_now();
+        while let Some((child, _)) = self.kernel.accept(now, l) {
+            self.released.entry(l).or_default().push(child);
+        }
+        let queue = self.released.get_mut(&l)?;
+        let first = *queue.first()?;
+        let got = self.arrived.remove(&first)?;
+        queue.remove(0);
+        self.sink.line(now, got.1, format_args!("accepted as model {first}"));
+        Some(got)
+    }
+
+    /// Mirrors a write.
+    pub fn write(&mut self, sock: SockId, len: usize) {
+        // The model needs sizes, not contents.
+        let _ = self.kernel.write(sim_now(), sock, &vec![0u8; len]);
+    }
+
+    /// Mirrors a close; one made while the model still handshakes waits for it (a close in
+    /// SYN_SENT would abort the connection the application already saw established).
+    pub fn close(&mut self, sock: SockId) {
+        if self.established.contains(&sock) {
+            self.kernel.close(sim_now(), sock);
+        } else {
+            self.pending_close.insert(sock);
+        }
+    }
+
+    /// SIOCOUTQ in the model.
+    pub fn outq(&self, sock: SockId) -> usize {
+        self.kernel.outq(sock)
+    }
+}

@@ -1,0 +1,165 @@
+//! `engine=turmoil`: every rank and the root is a turmoil host running the same async driver
+//! as real sockets (`bootsim_adapters::driver`), over the [`backend::TurmoilNet`] backend whose
+//! accept order and drains come from the kernel model.
+
+mod backend;
+mod gate;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use bootsim_adapters::driver::{run_rank, run_root, DriverError, RankRun};
+use bootsim_core::{BootstrapError, Completion, Instant, Limits, Op, OpId, OpKind, RankConfig, RootConfig, UniqueId};
+
+use super::outcome::Outcome;
+use crate::case::Case;
+use crate::kernel::Kernel;
+use crate::seed::derive;
+use crate::workload::build_op;
+use backend::{TurmoilNet, ROOT_PORT};
+use gate::{sim_now, GateHandle};
+
+/// How long a rank may make no progress before it is reported as hung (simulated time).
+pub const NO_PROGRESS: Duration = Duration::from_secs(10);
+/// turmoil's tick: the resolution of every sleep and delivery in this engine. tokio's timer
+/// wheel rounds sleeps up to whole milliseconds, so a shorter tick would let each host's clock
+/// run ahead of turmoil's.
+const TICK: Duration = Duration::from_millis(1);
+
+type Slot = Arc<Mutex<Option<(Instant, Result<RankRun, DriverError>)>>>;
+
+/// Runs a case on turmoil. `crash` names a rank whose host crashes at that simulated time.
+pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome {
+    let n = case.ranks;
+    let kernel = Kernel::new(case.kernel_config(), derive(case.seed, "kernel", 0), n);
+    let gate = GateHandle::new(kernel, trace);
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(derive(case.seed, "turmoil", 0))
+        .epoch(UNIX_EPOCH)
+        .simulation_duration(case.deadline + NO_PROGRESS * 3)
+        .tick_duration(TICK)
+        .min_message_latency(Duration::ZERO)
+        .max_message_latency(Duration::ZERO)
+        .tcp_capacity(n as usize + 64)
+        .build();
+    let limits = Limits { op_timeout: Some(NO_PROGRESS), ..Limits::default() };
+    let magic = derive(case.seed, "magic", 0);
+    let spec = case.workload.ops(case.seed);
+    let slots: Vec<Slot> = (0..n).map(|_| Arc::new(Mutex::new(None))).collect();
+    let root_slot: Arc<Mutex<Option<Result<(), DriverError>>>> = Arc::new(Mutex::new(None));
+    for r in 0..n {
+        let ops: Vec<Op> = spec.iter().enumerate().map(|(i, s)| build_op(*s, case.seed, i as u32, r, n)).collect();
+        let (gate, slot, root_slot, variant) =
+            (gate.clone(), slots[r as usize].clone(), root_slot.clone(), case.variant);
+        // A host (not a client) so that it can be crashed; it is never restarted.
+        sim.host(format!("h{r}"), move || {
+            let (gate, slot, root_slot, ops) = (gate.clone(), slot.clone(), root_slot.clone(), ops.clone());
+            async move {
+                let net = TurmoilNet { host: r, gate };
+                let uid = UniqueId {
+                    version: variant.uid_version(),
+                    root: std::net::SocketAddr::new(backend::host_ip(0), ROOT_PORT),
+                    magic,
+                };
+                let root = (r == 0).then(|| {
+                    let net = net.clone();
+                    tokio::spawn(async move {
+                        let res = run_root(net, RootConfig { uid, nranks: None, limits }).await;
+                        *root_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(res);
+                    })
+                });
+                let cfg = RankConfig { rank: r, nranks: n, uid, variant, limits };
+                let res = run_rank(net, cfg, ops).await;
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((sim_now(), res));
+                if let Some(root) = root {
+                    let _ = root.await;
+                }
+                Ok(())
+            }
+        });
+    }
+    let mut crashed = None;
+    loop {
+        if let Some((rank, at)) = crash {
+            if crashed.is_none() && sim.elapsed() >= at {
+                sim.crash(format!("h{rank}"));
+                crashed = Some(rank);
+            }
+        }
+        let all = slots
+            .iter()
+            .enumerate()
+            .all(|(r, s)| Some(r as u32) == crashed || s.lock().unwrap_or_else(|p| p.into_inner()).is_some());
+        if all {
+            break;
+        }
+        if sim.elapsed() >= case.deadline + NO_PROGRESS * 2 {
+            break;
+        }
+        // Hosts (not clients) run the ranks, so step()'s "all clients done" means nothing here.
+        match sim.step() {
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "turmoil stopped");
+                break;
+            }
+        }
+    }
+    let end = Instant::from_nanos(sim.elapsed().as_nanos() as u64);
+    drop(sim);
+    collect(case, slots, root_slot, gate, end, crashed)
+}
+
+fn collect(
+    case: &Case,
+    slots: Vec<Slot>,
+    root_slot: Arc<Mutex<Option<Result<(), DriverError>>>>,
+    gate: GateHandle,
+    end: Instant,
+    crashed: Option<u32>,
+) -> Outcome {
+    let mut out = Outcome::new(case.ranks as usize);
+    for (r, slot) in slots.into_iter().enumerate() {
+        let end_state = &mut out.ranks[r];
+        let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let Some((at, res)) = taken else {
+            end_state.waiting_for = Some(match crashed {
+                Some(c) if c as usize == r => "nothing: its host crashed".to_string(),
+                _ => "(still running at the deadline)".to_string(),
+            });
+            end_state.ops_left = case.workload.ops(case.seed).len();
+            continue;
+        };
+        let completions: Vec<Completion> = match res {
+            Ok(run) => run.completions,
+            Err(DriverError::Failed { error: BootstrapError::Timeout { waiting, .. }, .. }) => {
+                // No progress for NO_PROGRESS: a hang, reported with what the rank waited for.
+                end_state.waiting_for = Some(waiting);
+                continue;
+            }
+            Err(DriverError::Failed { run, .. }) => run.completions,
+            Err(other) => vec![Completion {
+                op: OpId(u32::MAX),
+                kind: OpKind::Init,
+                result: Err(BootstrapError::InvalidOp { rank: r as u32, op: OpKind::Init, reason: other.to_string() }),
+            }],
+        };
+        end_state.completions = completions.into_iter().map(|c| (at, c)).collect();
+        end_state.finished = Some(at);
+    }
+    out.root_result = match root_slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(Ok(())) => Some(Ok(Vec::new())),
+        Some(Err(DriverError::Root(BootstrapError::RootTimeout { waiting, .. }))) => {
+            out.root_waiting = Some(waiting);
+            None
+        }
+        Some(Err(e)) => Some(Err(BootstrapError::InvalidOp { rank: 0, op: OpKind::Init, reason: e.to_string() })),
+        None => None,
+    };
+    out.end = end;
+    if let Some(g) = gate.into_inner() {
+        out.kernel = g.kernel().stats();
+        out.trace = g.sink.finish();
+    }
+    out
+}

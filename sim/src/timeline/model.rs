@@ -1,0 +1,316 @@
+//! What the timeline draws, extracted from a traced run: lanes, connections with their SYN,
+//! accept-queue entry, accept and read, RX stalls, drains, completions, and the mismatch.
+
+use bootsim_core::Instant;
+
+use crate::engine::outcome::{DrainNote, Node, Outcome};
+use crate::explain::{decisive_stall, find_overtake, seg_name, short_qp, step_name, Overtake};
+use crate::kernel::{Dir, EventKind};
+use crate::oracle::Finding;
+use crate::run::RunReport;
+
+/// Worlds up to this many ranks show every lane; larger ones only the violation's lanes.
+pub const MAX_LANES: u32 = 8;
+
+/// The listening port of the root's rendezvous and of a rank's from-root listener (fast engine).
+const ROOT_PORT: u16 = 5000;
+const FROM_ROOT_PORT: u16 = 7001;
+
+/// A connection's part in the violation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Not involved.
+    Plain,
+    /// Sent first, accepted late: its message was meant for the receive.
+    Overtaken,
+    /// Sent later, accepted first: the receive took its message.
+    Taken,
+}
+
+/// A packet that waited in a busy RX queue.
+#[derive(Clone, Debug)]
+pub struct Stall {
+    /// The lane of the node whose host received the packet.
+    pub lane: Node,
+    /// Host and RX queue.
+    pub host: u32,
+    /// RX queue number.
+    pub queue: u16,
+    /// Stall interval.
+    pub from: Instant,
+    /// End of the stall.
+    pub until: Instant,
+    /// The packet, in words.
+    pub what: String,
+    /// The stall that let the violation happen.
+    pub decisive: bool,
+}
+
+/// One kernel connection as drawn.
+#[derive(Clone, Debug)]
+pub struct Conn {
+    /// Kernel connection number (the trace's cN/sN).
+    pub id: u64,
+    /// Connecting node and accepting node.
+    pub client: Node,
+    /// Accepting node.
+    pub server: Node,
+    /// First SYN, child enqueued, accepted.
+    pub syn: Instant,
+    /// When the child entered the accept queue.
+    pub enq: Option<Instant>,
+    /// When accept() took it.
+    pub acc: Option<Instant>,
+    /// What it carried, e.g. `alltoall #1 step 1 (576 B, tag 0x1)`.
+    pub label: String,
+    /// When the sender wrote its message.
+    pub sent: Option<Instant>,
+    /// When a receive took its message, and for what.
+    pub taken: Option<(Instant, String)>,
+    /// Its part in the violation.
+    pub role: Role,
+    /// Packet losses and retransmissions: (time, lane, words).
+    pub marks: Vec<(Instant, Node, String)>,
+}
+
+/// A completed (or failed) operation on a lane.
+#[derive(Clone, Debug)]
+pub struct Done {
+    /// When.
+    pub at: Instant,
+    /// Which lane.
+    pub lane: Node,
+    /// `alltoall #1 ok`.
+    pub text: String,
+    /// Whether it failed.
+    pub failed: bool,
+}
+
+/// The highlighted violation.
+#[derive(Clone, Debug)]
+pub struct Mismatch {
+    /// The overtaking.
+    pub overtake: Overtake,
+    /// The receiver's lane and the time of the wrong take (or accept).
+    pub at: Instant,
+    /// Headline, e.g. `rank 0 alltoall #1 step 1 took barrier #2 round 1 (connection 8)`.
+    pub headline: String,
+    /// What the receive should have got (QPN/GID when known).
+    pub expected: String,
+    /// What it got.
+    pub received: String,
+    /// What follows (verbs or error).
+    pub symptom: Option<String>,
+}
+
+/// Everything the picture shows.
+#[derive(Clone, Debug)]
+pub struct Model {
+    /// Lanes left to right.
+    pub lanes: Vec<Node>,
+    /// Connections between shown lanes, in connect order.
+    pub conns: Vec<Conn>,
+    /// RX stalls of shown connections.
+    pub stalls: Vec<Stall>,
+    /// Drains of shown connections.
+    pub drains: Vec<DrainNote>,
+    /// Completions on shown lanes.
+    pub done: Vec<Done>,
+    /// The violation, if any.
+    pub mismatch: Option<Mismatch>,
+    /// Total ranks, to say when lanes were left out.
+    pub ranks: u32,
+}
+
+fn ends(flow_client: u32, flow_server: u32, server_port: u16) -> (Node, Node) {
+    match server_port {
+        ROOT_PORT => (Node::Rank(flow_client), Node::Root),
+        FROM_ROOT_PORT => (Node::Root, Node::Rank(flow_server)),
+        _ => (Node::Rank(flow_client), Node::Rank(flow_server)),
+    }
+}
+
+impl Model {
+    /// Extracts the model from a traced report (kernel notes present).
+    pub fn build(report: &RunReport) -> Model {
+        let out = &report.outcome;
+        let n = report.case.ranks;
+        let overtake = if report.verdict.is_ok() { None } else { find_overtake(out) };
+        let lanes: Vec<Node> = match &overtake {
+            _ if n <= MAX_LANES => std::iter::once(Node::Root).chain((0..n).map(Node::Rank)).collect(),
+            Some(o) => {
+                let mut v = vec![Node::Rank(o.peer.min(o.receiver)), Node::Rank(o.peer.max(o.receiver))];
+                v.dedup();
+                v
+            }
+            None => std::iter::once(Node::Root).chain((0..MAX_LANES).map(Node::Rank)).collect(),
+        };
+        let mut m = Model {
+            conns: Vec::new(),
+            stalls: Vec::new(),
+            drains: Vec::new(),
+            done: Vec::new(),
+            mismatch: None,
+            ranks: n,
+            lanes,
+        };
+        for (&k, notes) in &out.kernel_notes {
+            m.add_conn(out, k, notes, overtake.as_ref());
+        }
+        m.drains =
+            out.drains.iter().filter(|d| d.kconn.is_some_and(|k| m.conns.iter().any(|c| c.id == k))).copied().collect();
+        for (r, end) in out.ranks.iter().enumerate() {
+            let lane = Node::Rank(r as u32);
+            if !m.lanes.contains(&lane) {
+                continue;
+            }
+            for (at, c) in &end.completions {
+                let name = if c.op.0 == 0 || c.op.0 == u32::MAX {
+                    c.kind.to_string()
+                } else {
+                    format!("{} #{}", c.kind, c.op.0 - 1)
+                };
+                let failed = c.result.is_err();
+                let text = format!("{name} {}", if failed { "failed" } else { "ok" });
+                m.done.push(Done { at: *at, lane, text, failed });
+            }
+        }
+        m.mismatch = overtake.map(|o| mismatch(report, o));
+        m
+    }
+
+    fn add_conn(&mut self, out: &Outcome, k: u64, notes: &[(Instant, EventKind)], o: Option<&Overtake>) {
+        let Some((syn, flow)) = notes.iter().find_map(|(t, e)| match e {
+            EventKind::SynSent { flow, .. } => Some((*t, *flow)),
+            _ => None,
+        }) else {
+            return;
+        };
+        let (client, server) = ends(flow.client.0, flow.server.0, flow.server_port);
+        if !self.lanes.contains(&client) || !self.lanes.contains(&server) {
+            return;
+        }
+        let role = match o {
+            Some(o) if o.taken.0 == k => Role::Taken,
+            Some(o) if o.expected.is_some_and(|e| e.0 == k) => Role::Overtaken,
+            _ => Role::Plain,
+        };
+        let decisive = match (role, o) {
+            (Role::Overtaken, Some(o)) => decisive_stall(out, k, o.taken.0).map(|(i, _)| i),
+            _ => None,
+        };
+        let sent = out.sent.range((k, 0)..(k, u32::MAX)).next().map(|(_, s)| s);
+        let label = match (sent, flow.server_port) {
+            (Some(s), _) => format!("{} ({} B, tag {:#x})", step_name(&s.origin), s.size, s.tag),
+            (None, ROOT_PORT) => "check-in".to_string(),
+            (None, FROM_ROOT_PORT) => "peer addresses from root".to_string(),
+            (None, _) => "init exchange".to_string(),
+        };
+        let taken = out.taken.iter().find(|t| t.kconn.is_some_and(|(c, _)| c == k));
+        let mut conn = Conn {
+            id: k,
+            client,
+            server,
+            syn,
+            enq: None,
+            acc: None,
+            label,
+            sent: sent.map(|s| s.at),
+            taken: taken.map(|t| (t.at, format!("took for {}", step_name(&t.origin)))),
+            role,
+            marks: Vec::new(),
+        };
+        for (i, (at, e)) in notes.iter().enumerate() {
+            let lane_of = |dir: Dir| if dir == Dir::ToServer { server } else { client };
+            match *e {
+                EventKind::ChildEnqueued { .. } if conn.enq.is_none() => conn.enq = Some(*at),
+                EventKind::Accepted { .. } if conn.acc.is_none() => conn.acc = Some(*at),
+                EventKind::RxStall { host, queue, dir, seg, from, until, .. } => self.stalls.push(Stall {
+                    lane: lane_of(dir),
+                    host: host.0,
+                    queue,
+                    from,
+                    until,
+                    what: format!("connection {k}: {}", seg_name(seg, dir)),
+                    decisive: decisive == Some(i),
+                }),
+                EventKind::PacketLost { seg, dir, .. } => {
+                    conn.marks.push((*at, lane_of(dir), format!("lost {}", seg_name(seg, dir))))
+                }
+                EventKind::Retransmit { seg, dir, attempt, .. } => {
+                    let sender = if dir == Dir::ToServer { client } else { server };
+                    conn.marks.push((*at, sender, format!("retransmit {} ({attempt})", seg_name(seg, dir))))
+                }
+                EventKind::BacklogDrop { .. } => conn.marks.push((*at, server, "accept queue full: dropped".into())),
+                _ => {}
+            }
+        }
+        self.conns.push(conn);
+    }
+
+    /// Every instant the picture places, unsorted.
+    pub fn times(&self) -> Vec<Instant> {
+        let mut t = Vec::new();
+        for c in &self.conns {
+            t.push(c.syn);
+            t.extend(c.enq);
+            t.extend(c.acc);
+            t.extend(c.sent);
+            t.extend(c.taken.as_ref().map(|x| x.0));
+            t.extend(c.marks.iter().map(|m| m.0));
+        }
+        t.extend(self.drains.iter().flat_map(|d| [d.start, d.end]));
+        t.extend(self.done.iter().map(|d| d.at));
+        t.extend(self.stalls.iter().filter(|s| s.decisive).flat_map(|s| [s.from, s.until]));
+        t
+    }
+}
+
+fn mismatch(report: &RunReport, o: Overtake) -> Mismatch {
+    let out = &report.outcome;
+    let taken = &out.sent[&o.taken];
+    let expected = o.expected.and_then(|k| out.sent.get(&k));
+    let take = out.taken.iter().find(|t| t.kconn == Some(o.taken));
+    let at = take.map(|t| t.at).or_else(|| crate::explain::accepted_at(out, o.taken.0)).unwrap_or(taken.at);
+    let wanted = take.map(|t| step_name(&t.origin)).or(expected.map(|e| step_name(&e.origin))).unwrap_or_default();
+    let headline = format!(
+        "rank {} {wanted} took {} from rank {} (connection {})",
+        o.receiver,
+        step_name(&taken.origin),
+        o.peer,
+        o.taken.0
+    );
+    let qp = report.findings.iter().find_map(|f| match f {
+        Finding::Corruption { rank, peer, expected_qp: Some(e), received_qp: Some(g), verbs, .. }
+            if *rank == o.receiver && *peer == o.peer =>
+        {
+            Some((short_qp(e), short_qp(g), verbs.clone()))
+        }
+        _ => None,
+    });
+    let error = report.findings.iter().find_map(|f| match f {
+        Finding::Error { rank: Some(r), error } if *r == o.receiver => Some(error.clone()),
+        _ => None,
+    });
+    let exp_msg =
+        expected.map_or("its own message".to_string(), |e| format!("{} ({} B)", step_name(&e.origin), e.size));
+    let got_msg = format!("{} ({} B)", step_name(&taken.origin), take.map_or(taken.size, |t| t.size));
+    match qp {
+        Some((e, g, verbs)) => Mismatch {
+            overtake: o,
+            at,
+            headline,
+            expected: format!("expected {e} ({exp_msg})"),
+            received: format!("received {g} ({got_msg})"),
+            symptom: verbs,
+        },
+        None => Mismatch {
+            overtake: o,
+            at,
+            headline,
+            expected: format!("expected {exp_msg}"),
+            received: format!("received {got_msg}"),
+            symptom: error,
+        },
+    }
+}

@@ -1,0 +1,58 @@
+//! `bootsim smoke` over real loopback sockets, one rank per process.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bootsim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bootsim"))
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn four_local_ranks_pass_deepep_under_pr97() {
+    let o = bootsim().args(["smoke", "--local", "4", "--workload", "deepep", "--variant", "pr97"]).output().unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    for r in 0..4 {
+        assert!(out.contains(&format!("rank {r}/4 iter 0: ok: init + 3 ops verified")), "rank {r}: {out}");
+    }
+    assert!(out.contains("smoke --local 4: variant pr97 workload deepep x1: pass"), "{out}");
+}
+
+#[test]
+fn a_rank_that_never_comes_fails_the_others_with_rank_and_step() {
+    let dir = std::env::temp_dir().join(format!("bootsim-smoke-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let uid: PathBuf = dir.join("uid");
+    let started = Instant::now();
+    let children: Vec<_> = (0..2)
+        .map(|r| {
+            bootsim()
+                .args(["smoke", "--rank", &r.to_string(), "--ranks", "3", "--ip", "127.0.0.1"])
+                .arg("--uid-file")
+                .arg(&uid)
+                .args(["--op-timeout-ms", "2000", "--workload", "deepep", "--variant", "pr97"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let elapsed = started.elapsed();
+    let _ = std::fs::remove_dir_all(&dir);
+    for (r, o) in outputs.iter().enumerate() {
+        let out = text(o);
+        assert_eq!(o.status.code(), Some(1), "rank {r}: {out}");
+        let want = format!(
+            "rank {r}: init: no progress for 2000ms while init #0: waiting for the root to send the ring successor"
+        );
+        assert!(out.contains(&want), "rank {r}: {out}");
+    }
+    assert!(outputs[0].stdout.ends_with(b"\n") && text(&outputs[0]).contains("smoke: FAIL"), "{}", text(&outputs[0]));
+    assert!(elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(12), "{elapsed:?}");
+}
