@@ -3,7 +3,7 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: run test deps fmt fmt-check lint unit bench rdma-build
+.PHONY: timeline-screenshot run test deps fmt fmt-check lint unit bench rdma-build
 
 run:
 	$(CARGO) run --release --quiet -- $(RUN_ARGS)
@@ -34,3 +34,9 @@ rdma-build:
 	bash scripts/install-rdma-deps.sh
 	$(CARGO) build -p bootsim-adapters --features rdma
 	$(CARGO) test -p bootsim-adapters --features rdma --lib rdma
+
+# A PNG of the report case's replay timeline, for people (CASE=... OUT=... to override).
+timeline-screenshot:
+	bash scripts/install-chromium.sh
+	$(CARGO) build --release --quiet
+	bash scripts/timeline-screenshot.sh "$${CASE:-variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3}" "$${OUT:-target/timeline.png}"

@@ -471,10 +471,11 @@ impl World<'_> {
     fn kernel_events(&mut self) {
         while let Some(KernelEvent { at, kind }) = self.kernel.poll_event() {
             if !kind.is_app() {
+                // Trace-only records: sweeps run untraced, and explanations re-run traced.
                 if self.sink.enabled() {
                     self.sink.line(at, "kernel", format_args!("{kind:?}"));
+                    self.out.record_kernel(at, kind);
                 }
-                self.out.record_kernel(at, kind);
                 continue;
             }
             match kind {
