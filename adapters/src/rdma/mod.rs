@@ -26,6 +26,8 @@ pub mod gid;
 pub mod verdict;
 
 #[cfg(feature = "rdma")]
+pub mod check;
+#[cfg(feature = "rdma")]
 pub mod device;
 
 pub use canary::{Canary, Side};
