@@ -34,6 +34,7 @@ rdma-build:
 	bash scripts/install-rdma-deps.sh
 	$(CARGO) build -p bootsim-adapters --features rdma
 	$(CARGO) test -p bootsim-adapters --features rdma --lib rdma
+	$(CARGO) test --features rdma --test rdma_cli
 
 # A PNG of the report case's replay timeline, for people (CASE=... OUT=... to override).
 timeline-screenshot:

@@ -10,3 +10,4 @@ pub mod probe;
 pub mod rdma;
 pub mod tokio_net;
 pub mod wire;
+pub mod wire_run;

@@ -1,7 +1,16 @@
 //! `bootsim bench`: the figures a user asks for before adopting the tool, measured the same way
 //! every time, printed as one table (`make bench`; BENCHMARKS.md records the latest).
+//!
+//! Noise: on a small shared machine absolute rates drift by tens of percent between minutes, so
+//! every comparison is made between measurements taken side by side. Throughput cases run
+//! interleaved in rounds (each round gives every case the same slice of wall time) and a ratio is
+//! the median over rounds of the ratio within a round; real-socket variants are interleaved the
+//! same way against `nvshmem-3.7`. Progress goes to stderr, the table to stdout at the end.
 
-use std::process::{Command, ExitCode};
+mod bare_turmoil;
+mod real;
+
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -16,115 +25,439 @@ pub struct BenchArgs {
     /// Fresh seeds for the time-to-detect figures.
     #[arg(long, default_value_t = 200)]
     detect_seeds: u64,
-    /// Only the quick sections (throughput and detection), for a smoke check of the command.
+    /// Ranks of the real-socket runs (`bootsim smoke --local N`).
+    #[arg(long, default_value_t = 32)]
+    real_ranks: u32,
+    /// Repetitions of each real-socket run (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    real_reps: u32,
+    /// A smoke version of every section in a few seconds (short budgets, small worlds).
     #[arg(long)]
     quick: bool,
+    /// Internal: run one `nvshmem-init` world of this size and print its wall time (the scale
+    /// series runs each point in a child so that its peak memory is its own).
+    #[arg(long, hide = true)]
+    scale_child: Option<u32>,
 }
 
 fn case(s: &str) -> anyhow::Result<Case> {
     Case::parse(s).with_context(|| format!("in '{s}'"))
 }
 
-/// Runs `case` over consecutive seeds for at least `budget` of wall time; runs per second.
-fn throughput(c: &Case, budget: Duration) -> (u64, f64) {
-    let start = Instant::now();
-    let mut runs = 0u64;
-    while start.elapsed() < budget || runs < 3 {
-        run_case(&c.with_seed(runs), false);
-        runs += 1;
-    }
-    (runs, runs as f64 / start.elapsed().as_secs_f64())
-}
-
-/// Peak resident set of this process's finished children so far, in MiB.
-fn children_max_rss_mib() -> f64 {
-    // SAFETY: getrusage only writes the struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    if rc != 0 {
+fn median_f(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
         return f64::NAN;
     }
-    ru.ru_maxrss as f64 / 1024.0
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
 }
 
-/// Runs one case in a child `bootsim run` so its peak memory is its own.
-fn scale_point(ranks: u32) -> anyhow::Result<(Duration, f64)> {
-    let exe = std::env::current_exe().context("locating the bootsim binary")?;
-    let c = format!("variant=nvshmem-3.7 workload=nvshmem-init ranks={ranks} adversary=rss seed=1");
-    let start = Instant::now();
-    let status = Command::new(exe).args(["run", &c]).stdout(std::process::Stdio::null()).status()?;
-    let wall = start.elapsed();
-    anyhow::ensure!(status.code().is_some(), "bootsim run '{c}' was killed");
-    // Worlds are measured in increasing size, so the children's maximum is this one's peak.
-    Ok((wall, children_max_rss_mib()))
+/// The nearest-rank `q` quantile of `v`, sorted in place.
+fn quantile<T: Copy + Ord>(v: &mut [T], q: f64) -> Option<T> {
+    v.sort_unstable();
+    let i = ((v.len() as f64) * q).ceil() as usize;
+    v.get(i.saturating_sub(1).min(v.len().saturating_sub(1))).copied()
 }
 
-/// Seeds between consecutive failures over `seeds` fresh seeds: (median, p90, failures, first wall time).
-fn detection(c: &Case, seeds: u64) -> (Option<u64>, Option<u64>, usize, Option<Duration>) {
-    let start = Instant::now();
-    let mut first_wall = None;
-    let mut gaps = Vec::new();
-    let mut last = 0u64;
-    for s in 0..seeds {
-        if !run_case(&c.with_seed(s), false).verdict.is_ok() {
-            first_wall.get_or_insert(start.elapsed());
-            gaps.push(s + 1 - last);
-            last = s + 1;
+/// One line of the table.
+struct Row {
+    section: &'static str,
+    case: String,
+    figure: String,
+    ratio: String,
+    target: Option<(String, Option<bool>)>,
+}
+
+impl Row {
+    fn new(section: &'static str, case: impl Into<String>, figure: impl Into<String>) -> Self {
+        Row { section, case: case.into(), figure: figure.into(), ratio: String::new(), target: None }
+    }
+    fn ratio(mut self, r: impl Into<String>) -> Self {
+        self.ratio = r.into();
+        self
+    }
+    /// A target and whether it is met (`None`: not measured in this run).
+    fn target(mut self, t: impl Into<String>, met: Option<bool>) -> Self {
+        self.target = Some((t.into(), met));
+        self
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            let target = match &r.target {
+                None => String::new(),
+                Some((t, Some(true))) => format!("{t}: PASS"),
+                Some((t, Some(false))) => format!("{t}: MISS"),
+                Some((t, None)) => format!("{t}: not measured"),
+            };
+            [r.section.to_string(), r.case.clone(), r.figure.clone(), r.ratio.clone(), target]
+        })
+        .collect();
+    let head = ["section", "case", "figure", "ratio", "target"];
+    let mut w = head.map(str::len);
+    for c in &cells {
+        for (i, s) in c.iter().enumerate() {
+            w[i] = w[i].max(s.chars().count());
         }
     }
-    let failures = gaps.len();
-    gaps.sort_unstable();
-    let pick = |q: f64| gaps.get(((gaps.len() as f64 - 1.0) * q).round() as usize).copied();
-    (pick(0.5), pick(0.9), failures, first_wall)
+    let line = |c: [&str; 5]| {
+        let cols: Vec<String> = c.iter().zip(w).map(|(s, w)| format!("{s:<w$}")).collect();
+        println!("| {} |", cols.join(" | "));
+    };
+    line(head);
+    let dashes: Vec<String> = w.iter().map(|&w| "-".repeat(w)).collect();
+    println!("|-{}-|", dashes.join("-|-"));
+    for c in &cells {
+        line([&c[0], &c[1], &c[2], &c[3], &c[4]]);
+    }
+}
+
+fn progress(s: &str) {
+    eprintln!("bench: {s}");
+}
+
+/// What one run of a throughput subject did: connections, packets the kernel model carried
+/// (0 without the model), and simulated time.
+#[derive(Clone, Copy, Default)]
+struct Work {
+    conns: u64,
+    packets: u64,
+    sim: Duration,
+}
+
+/// A throughput subject: one run per call (argument: the seed).
+type Subject = Box<dyn FnMut(u64) -> Work>;
+
+/// Per subject and round: (runs/s, connections/s); per subject: the totals (runs, work, wall).
+struct Rates {
+    rounds: Vec<Vec<(f64, f64)>>,
+    totals: Vec<(u64, Work, Duration)>,
+}
+
+/// Runs every subject over `rounds` interleaved rounds of `slice` each.
+fn interleaved(subjects: &mut [(String, Subject)], rounds: u32, slice: Duration) -> Rates {
+    let mut r = Rates { rounds: vec![Vec::new(); subjects.len()], totals: vec![Default::default(); subjects.len()] };
+    for round in 0..rounds {
+        progress(&format!("throughput round {}/{rounds}", round + 1));
+        for (i, (_, run)) in subjects.iter_mut().enumerate() {
+            let start = Instant::now();
+            let (mut runs, mut conns) = (0u64, 0u64);
+            while start.elapsed() < slice || runs < 2 {
+                // Seeds continue across rounds: every run is a fresh seed.
+                let w = run(r.totals[i].0 + runs);
+                conns += w.conns;
+                let t = &mut r.totals[i].1;
+                (t.conns, t.packets, t.sim) = (t.conns + w.conns, t.packets + w.packets, t.sim + w.sim);
+                runs += 1;
+            }
+            let t = start.elapsed();
+            r.totals[i].0 += runs;
+            r.totals[i].2 += t;
+            r.rounds[i].push((runs as f64 / t.as_secs_f64(), conns as f64 / t.as_secs_f64()));
+        }
+    }
+    r
+}
+
+fn throughput_section(quick: bool, rows: &mut Vec<Row>) -> anyhow::Result<()> {
+    const SECTION: &str = "1 throughput";
+    let engine_case = |engine: &str, s: &str| case(&format!("engine={engine} variant=nvshmem-3.7 adversary=rss {s}"));
+    let (deepep, init) = ("workload=deepep ranks=2", "workload=nvshmem-init ranks=16");
+    let engine = |c: Case| -> Subject {
+        Box::new(move |seed| {
+            let r = run_case(&c.with_seed(seed), false);
+            Work { conns: r.kernel.enqueued, packets: r.kernel.packets, sim: r.bootstrap_time }
+        })
+    };
+    let bare: Subject = Box::new(|seed| {
+        let (conns, sim) = bare_turmoil::run(16, seed);
+        Work { conns, packets: 0, sim }
+    });
+    let mut subjects: Vec<(String, Subject)> = vec![
+        ("bare turmoil: 16 hosts all-to-all, 240 short connections".into(), bare),
+        (format!("turmoil {deepep}"), engine(engine_case("turmoil", deepep)?)),
+        (format!("turmoil {init}"), engine(engine_case("turmoil", init)?)),
+        (format!("fast {deepep}"), engine(engine_case("fast", deepep)?)),
+        (format!("fast {init}"), engine(engine_case("fast", init)?)),
+    ];
+    let hosts = [16u64, 2, 16, 2, 16];
+    let (rounds, slice) = if quick { (2, Duration::from_millis(100)) } else { (5, Duration::from_millis(800)) };
+    let rates = interleaved(&mut subjects, rounds, slice);
+    let median =
+        |i: usize, per_conn: bool| median_f(rates.rounds[i].iter().map(|r| if per_conn { r.1 } else { r.0 }).collect());
+    // Median over rounds of a / b within the round (runs/s or connections/s).
+    let ratio = |a: usize, b: usize, per_conn: bool| {
+        let pick = |r: &(f64, f64)| if per_conn { r.1 } else { r.0 };
+        median_f(rates.rounds[a].iter().zip(&rates.rounds[b]).map(|(x, y)| pick(x) / pick(y)).collect())
+    };
+    // The breakdown: turmoil's cost is per host per tick (1 ms of simulated time), the fast
+    // engine's per packet of the kernel model.
+    let figure = |i: usize| {
+        let (runs, w, wall) = rates.totals[i];
+        let per_run = |x: u64| x as f64 / runs as f64;
+        let ticks = w.sim.as_secs_f64() * 1e3;
+        let cost = if i <= 2 {
+            format!("{:.2} us per host-tick", wall.as_secs_f64() * 1e6 / (ticks * hosts[i] as f64).max(1.0))
+        } else {
+            format!("{:.0} ns per packet", wall.as_secs_f64() * 1e9 / (w.packets as f64).max(1.0))
+        };
+        format!(
+            "{:.1} runs/s, {:.0} conns/s; per run {:.0} conns, {:.0} packets, {:.0} sim ms; {cost}",
+            median(i, false),
+            median(i, true),
+            per_run(w.conns),
+            per_run(w.packets),
+            ticks / runs as f64,
+        )
+    };
+    let (bare, t_dee, t_init, f_dee, f_init) = (0, 1, 2, 3, 4);
+    rows.push(
+        Row::new(SECTION, subjects[bare].0.clone(), figure(bare))
+            .ratio(format!("fast nvshmem-init / this: {:.2}x runs/s", ratio(f_init, bare, false))),
+    );
+    rows.push(Row::new(SECTION, subjects[t_dee].0.clone(), figure(t_dee)));
+    rows.push(Row::new(SECTION, subjects[t_init].0.clone(), figure(t_init)).ratio(format!(
+        "bare turmoil / this: {:.1}x runs/s, {:.1}x conns/s",
+        ratio(bare, t_init, false),
+        ratio(bare, t_init, true)
+    )));
+    rows.push(
+        Row::new(SECTION, subjects[f_dee].0.clone(), figure(f_dee))
+            .ratio(format!("fast / turmoil: {:.0}x", ratio(f_dee, t_dee, false))),
+    );
+    let x = ratio(f_init, t_init, false);
+    // Both engines run the same kernel model, packet by packet: a turmoil run cannot take less
+    // than its packets at the fast engine's cost per packet, which caps the ratio.
+    let per_run = |i: usize| rates.totals[i].2.as_secs_f64() / rates.totals[i].0 as f64;
+    let per_packet = |i: usize| rates.totals[i].2.as_secs_f64() / (rates.totals[i].1.packets as f64).max(1.0);
+    let turmoil_packets = rates.totals[t_init].1.packets as f64 / rates.totals[t_init].0 as f64;
+    let ceiling = per_run(t_init) / (turmoil_packets * per_packet(f_init));
+    rows.push(
+        Row::new(SECTION, subjects[f_init].0.clone(), figure(f_init))
+            .ratio(format!("fast / turmoil: {x:.1}x (kernel-model ceiling {ceiling:.1}x)"))
+            .target("fast >= 50x turmoil", Some(x >= 50.0)),
+    );
+    Ok(())
+}
+
+/// The scale point the child runs: `nvshmem-init` at `ranks` on the fast engine.
+fn scale_case(ranks: u32) -> String {
+    format!("engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks={ranks} adversary=rss seed=1")
+}
+
+/// `--scale-child N`: the median wall time of the point (repeated while cheap), in seconds.
+fn scale_child(ranks: u32) -> anyhow::Result<ExitCode> {
+    let c = case(&scale_case(ranks))?;
+    let mut walls = Vec::new();
+    let start = Instant::now();
+    while walls.is_empty() || (walls.len() < 5 && start.elapsed() < Duration::from_secs(1)) {
+        let t = Instant::now();
+        let report = run_case(&c, false);
+        walls.push(t.elapsed().as_secs_f64());
+        std::hint::black_box(report);
+    }
+    println!("wall_s {}", median_f(walls));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs one scale point in a child `bootsim bench --scale-child N`: (wall s, peak RSS MiB).
+fn scale_point(ranks: u32) -> anyhow::Result<(f64, f64)> {
+    let exe = std::env::current_exe().context("locating the bootsim binary")?;
+    let child = Command::new(exe)
+        .args(["bench", "--scale-child", &ranks.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("spawning the scale child")?;
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.context("the child's stdout")?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut text)?;
+    // wait4 rather than Child::wait: it returns this child's own resource usage.
+    let mut status = 0;
+    // SAFETY: wait4 writes only the status and the rusage struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    anyhow::ensure!(rc == pid, "wait4 on the scale child failed");
+    anyhow::ensure!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "scale child at {ranks} ranks failed");
+    let wall = text
+        .lines()
+        .find_map(|l| l.strip_prefix("wall_s ")?.trim().parse::<f64>().ok())
+        .context("the scale child printed no wall time")?;
+    Ok((wall, ru.ru_maxrss as f64 / 1024.0))
+}
+
+/// Least-squares slope of ln(y) against ln(x).
+fn log_log_slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (xs, ys): (Vec<f64>, Vec<f64>) = points.iter().map(|&(x, y)| (x.ln(), y.ln())).unzip();
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+fn scale_section(max_ranks: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
+    const SECTION: &str = "2 scale";
+    let mut wall_pts = Vec::new();
+    let mut mem_pts = Vec::new();
+    let mut n = 16;
+    let mut reached_1024 = None;
+    while n <= max_ranks {
+        progress(&format!("scale: nvshmem-init at {n} ranks"));
+        let (wall, rss) = scale_point(n)?;
+        let mut row =
+            Row::new(SECTION, format!("fast nvshmem-init ranks={n}"), format!("{wall:.3} s, peak {rss:.1} MiB"));
+        if n == 1024 {
+            reached_1024 = Some(wall < 60.0);
+            row = row.target("1024 ranks < 60 s", Some(wall < 60.0));
+        }
+        rows.push(row);
+        wall_pts.push((n as f64, wall));
+        mem_pts.push((n as f64, rss));
+        n *= 4;
+    }
+    if reached_1024.is_none() {
+        rows.push(Row::new(SECTION, "fast nvshmem-init ranks=1024", "not run").target("1024 ranks < 60 s", None));
+    }
+    let show = |k: Option<f64>| k.map_or("-".to_string(), |k| format!("{k:.2}"));
+    // The smallest worlds are dominated by fixed costs; the exponent is fitted on n >= 64 when
+    // there are at least two such points.
+    let tail = |p: &[(f64, f64)]| if p.len() >= 3 { p[1..].to_vec() } else { p.to_vec() };
+    let from = if wall_pts.len() >= 3 { 64 } else { 16 };
+    rows.push(Row::new(
+        SECTION,
+        format!("growth exponent, fit over ranks >= {from}"),
+        format!(
+            "wall ~ ranks^{}, peak memory ~ ranks^{}",
+            show(log_log_slope(&tail(&wall_pts))),
+            show(log_log_slope(&tail(&mem_pts)))
+        ),
+    ));
+    Ok(())
+}
+
+/// Over `seeds` consecutive seeds: failures, and per failure the seeds and wall time since the
+/// previous failure (or the start): each is a sample of "seeds until the first failure" from a
+/// fresh start.
+fn detection(c: &Case, seeds: u64) -> (usize, Vec<u64>, Vec<Duration>) {
+    let (mut gaps, mut walls) = (Vec::new(), Vec::new());
+    let (mut last, mut since) = (0u64, Instant::now());
+    for s in 0..seeds {
+        if !run_case(&c.with_seed(s), false).verdict.is_ok() {
+            gaps.push(s + 1 - last);
+            walls.push(since.elapsed());
+            last = s + 1;
+            since = Instant::now();
+        }
+    }
+    (gaps.len(), gaps, walls)
+}
+
+fn detect_section(quick: bool, seeds: u64, rows: &mut Vec<Row>) -> anyhow::Result<()> {
+    const SECTION: &str = "3 time to detect";
+    for variant in ["nvshmem-3.4", "nvshmem-3.7"] {
+        for (s, report) in [("workload=deepep ranks=2", true), ("workload=nvshmem-init ranks=16", false)] {
+            let c = case(&format!("engine=fast variant={variant} adversary=rss {s}"))?;
+            let seeds = match (quick, report) {
+                (false, _) => seeds,
+                (true, true) => seeds.min(40),
+                (true, false) => seeds.min(10),
+            };
+            progress(&format!("detect: {variant} {s}, {seeds} seeds"));
+            let (failures, mut gaps, mut walls) = detection(&c, seeds);
+            let (median, p90) = (quantile(&mut gaps, 0.5), quantile(&mut gaps, 0.9));
+            let wall = quantile(&mut walls, 0.5);
+            let show = |x: Option<u64>| x.map_or("-".to_string(), |v| v.to_string());
+            let figure = format!(
+                "{failures}/{seeds} fail; seeds to first failure: median {}, p90 {}; wall median {}",
+                show(median),
+                show(p90),
+                wall.map_or("-".to_string(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3))
+            );
+            let mut row = Row::new(SECTION, format!("{variant} rss {s}"), figure);
+            if report {
+                row = row.target("median <= 10 seeds", Some(median.is_some_and(|m| m <= 10)));
+            }
+            rows.push(row);
+        }
+    }
+    Ok(())
+}
+
+fn real_section(n: u32, reps: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
+    const SECTION: &str = "4 real sockets";
+    let variants = bootsim_core::PRESETS;
+    let base = variants.iter().position(|v| *v == "nvshmem-3.7").context("nvshmem-3.7 is a preset")?;
+    // walls[v][rep]: wall time of `smoke --local n`, slowest[v][rep]: the slowest rank's own time.
+    let mut walls = vec![Vec::new(); variants.len()];
+    let mut slowest = vec![Vec::new(); variants.len()];
+    // Warm the page cache and the loopback path once before measuring.
+    real::smoke_local(n, "nvshmem-3.7")?;
+    for rep in 0..reps {
+        progress(&format!("real sockets: smoke --local {n}, round {}/{reps}", rep + 1));
+        for (i, v) in variants.iter().enumerate() {
+            let (wall, slow) = real::smoke_local(n, v)?;
+            walls[i].push(wall.as_secs_f64());
+            slowest[i].push(slow.unwrap_or(0) as f64);
+        }
+    }
+    for (i, v) in variants.iter().enumerate() {
+        progress(&format!("real sockets: {v} in process, drain waits"));
+        let drain = real::drain_in_process(n, v, 1)?;
+        let ratio = median_f(walls[i].iter().zip(&walls[base]).map(|(a, b)| a / b).collect());
+        let drain_figure = if drain.drains == 0 {
+            "no drain".to_string()
+        } else {
+            format!(
+                "drain {:.1} us/message ({} drains, {} gave up)",
+                drain.per_message().as_secs_f64() * 1e6,
+                drain.drains,
+                drain.gave_up
+            )
+        };
+        let figure = format!(
+            "{:.0} ms wall (slowest rank {:.0} ms), {drain_figure}",
+            median_f(walls[i].clone()) * 1e3,
+            median_f(slowest[i].clone())
+        );
+        let mut row = Row::new(SECTION, format!("smoke --local {n} nvshmem-init --variant {v}"), figure)
+            .ratio(format!("{ratio:.3}x nvshmem-3.7"));
+        if *v == "seq" {
+            row = row.target("seq <= 1.05x nvshmem-3.7", Some(ratio <= 1.05));
+        }
+        rows.push(row);
+    }
+    Ok(())
 }
 
 /// Prints the table.
 pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
-    let budget = if a.quick { Duration::from_millis(300) } else { Duration::from_secs(3) };
-    println!("## engine throughput (runs/s, one thread)");
-    println!("{:<40} {:>10} {:>8}", "case", "runs/s", "runs");
-    for s in ["workload=deepep ranks=2", "workload=nvshmem-init ranks=16"] {
-        let c = case(&format!("engine=fast variant=nvshmem-3.7 adversary=rss {s}"))?;
-        let (runs, rate) = throughput(&c, budget);
-        println!("{:<40} {:>10.1} {:>8}", format!("fast {s}"), rate, runs);
+    if let Some(n) = a.scale_child {
+        return scale_child(n);
     }
-
-    if !a.quick {
-        println!("\n## scale: nvshmem-init on the fast engine (one run each, child process)");
-        println!("{:>6} {:>10} {:>12}", "ranks", "wall s", "peak MiB");
-        let mut points = Vec::new();
-        let mut n = 16;
-        while n <= a.max_ranks {
-            let (wall, rss) = scale_point(n)?;
-            println!("{:>6} {:>10.2} {:>12.1}", n, wall.as_secs_f64(), rss);
-            points.push((n as f64, wall.as_secs_f64()));
-            n *= 4;
-        }
-        if let (Some(&(n0, t0)), Some(&(n1, t1))) = (points.first(), points.last()) {
-            if n1 > n0 && t0 > 0.0 {
-                println!("growth exponent (wall ~ ranks^k): k = {:.2}", (t1 / t0).ln() / (n1 / n0).ln());
-            }
-        }
-    }
-
-    println!("\n## time to detect the report's bug under rss ({} fresh seeds)", a.detect_seeds);
-    println!("{:<36} {:>9} {:>9} {:>9} {:>14}", "case", "failures", "median", "p90", "first (wall)");
-    for variant in ["nvshmem-3.4", "nvshmem-3.7"] {
-        for s in ["workload=deepep ranks=2", "workload=nvshmem-init ranks=16"] {
-            let c = case(&format!("engine=fast variant={variant} adversary=rss {s}"))?;
-            let seeds = if a.quick { a.detect_seeds.min(40) } else { a.detect_seeds };
-            let (median, p90, failures, first) = detection(&c, seeds);
-            let show = |x: Option<u64>| x.map_or("-".to_string(), |v| v.to_string());
-            let first = first.map_or("-".to_string(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3));
-            println!(
-                "{:<36} {:>9} {:>9} {:>9} {:>14}",
-                format!("{variant} {s}"),
-                failures,
-                show(median),
-                show(p90),
-                first
-            );
-        }
-    }
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    throughput_section(a.quick, &mut rows)?;
+    scale_section(if a.quick { a.max_ranks.min(64) } else { a.max_ranks }, &mut rows)?;
+    detect_section(a.quick, a.detect_seeds, &mut rows)?;
+    let (n, reps) = if a.quick { (a.real_ranks.min(8), 1) } else { (a.real_ranks, a.real_reps.max(1)) };
+    real_section(n, reps, &mut rows)?;
+    print_table(&rows);
+    println!(
+        "\nbootsim bench{}: {:.1} s; ratios are medians over interleaved rounds (see BENCHMARKS.md)",
+        if a.quick { " --quick" } else { "" },
+        started.elapsed().as_secs_f64()
+    );
     Ok(ExitCode::SUCCESS)
 }

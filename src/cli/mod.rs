@@ -4,6 +4,7 @@ mod bench;
 mod compare;
 mod merge;
 mod probe;
+mod rdma;
 mod run;
 mod shrink;
 mod smoke;

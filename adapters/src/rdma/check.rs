@@ -53,14 +53,19 @@ pub fn run_check(
     let qps = resources.create_qps()?;
     let extra = qps.extra_record();
     let exchange = vec![Op::Allgather { mine: extra.encode().to_vec() }, Op::Alltoall { chunks: qps.send_payload() }];
-    let results = bootstrap(exchange, "handle exchange").map_err(|error| CheckError::Bootstrap { step: "handle exchange", error })?;
+    let results = bootstrap(exchange, "handle exchange")
+        .map_err(|error| CheckError::Bootstrap { step: "handle exchange", error })?;
     let [extras, handles] = results.as_slice() else {
-        return Err(CheckError::Bootstrap { step: "handle exchange", error: format!("{} results for 2 operations", results.len()) });
+        return Err(CheckError::Bootstrap {
+            step: "handle exchange",
+            error: format!("{} results for 2 operations", results.len()),
+        });
     };
     ExtraRecord::decode_all(extras, &extra).map_err(RdmaError::from)?;
     let received = layout.decode(handles).map_err(RdmaError::from)?;
     let connected = qps.connect(&received)?;
-    bootstrap(vec![Op::Barrier { word: [0; 4] }], "barrier").map_err(|error| CheckError::Bootstrap { step: "barrier", error })?;
+    bootstrap(vec![Op::Barrier { word: [0; 4] }], "barrier")
+        .map_err(|error| CheckError::Bootstrap { step: "barrier", error })?;
     Ok(connected.exchange_canaries(DEFAULT_CANARY_DEADLINE)?)
 }
 

@@ -1,0 +1,22 @@
+//! `bootsim smoke --rdma` on a machine without an RDMA device: one clear line and exit code 2,
+//! never a panic; with the feature off, the same exit code and how to build it.
+
+use std::process::Command;
+
+#[test]
+fn smoke_rdma_without_a_device_exits_2_with_one_clear_line() {
+    let dir = std::env::temp_dir().join(format!("bootsim-rdma-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let uid = dir.join("uid");
+    let o = Command::new(env!("CARGO_BIN_EXE_bootsim"))
+        .args(["smoke", "--rank", "0", "--ranks", "1", "--rdma", "--op-timeout-ms", "3000"])
+        .arg("--uid-file")
+        .arg(&uid)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err} stdout: {}", String::from_utf8_lossy(&o.stdout));
+    assert!(err.contains("no RDMA device found"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
