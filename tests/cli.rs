@@ -16,7 +16,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn a_failing_run_exits_1_and_prints_its_replay_line() {
-    let o = bootsim(&["run", "variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3"]);
+    let o = bootsim(&["run", "engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3"]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     let out = stdout(&o);
     assert!(out.starts_with("verdict: corruption"), "{out}");
@@ -27,14 +27,14 @@ fn a_failing_run_exits_1_and_prints_its_replay_line() {
 
 #[test]
 fn a_passing_run_exits_0() {
-    let o = bootsim(&["run", "variant=seq seed=3"]);
+    let o = bootsim(&["run", "engine=fast variant=seq seed=3"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(stdout(&o).starts_with("verdict: pass"));
 }
 
 #[test]
 fn replay_twice_prints_the_same_digest() {
-    let case = "variant=nvshmem-3.7 workload=nvshmem-init ranks=4 adversary=lossy seed=5";
+    let case = "engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks=4 adversary=lossy seed=5";
     let digest = |o: Output| {
         stdout(&o).lines().find_map(|l| l.strip_prefix("trace-digest: ").map(String::from)).expect("digest line")
     };
@@ -48,7 +48,7 @@ fn bad_input_exits_2_with_a_clear_message() {
     for (args, needle) in [
         (vec!["run", "ranks=0"], "ranks=0: must be 1..=65536"),
         (vec!["run", "ranks=70000"], "must be 1..=65536"),
-        (vec!["run", "variant=nvshmem-9"], "accepted: nvshmem-3.4"),
+        (vec!["run", "engine=fast variant=nvshmem-9"], "accepted: nvshmem-3.4"),
         (vec!["run", "garbage"], "not key=value"),
         (vec!["sweep", "--variant", "nope", "--seeds", "1"], "unknown variant `nope`"),
         (vec!["sweep", "--variant", "seq", "--adversary", "chaos", "--seeds", "1"], "adversary=`chaos`"),
@@ -91,4 +91,13 @@ fn compare_prints_the_headline_table() {
     assert_ne!(row("nvshmem-3.4")[4], "0", "3.4 corrupts under rss: {out}");
     assert_ne!(row("nvshmem-3.7")[5], "0", "3.7 errors under rss: {out}");
     assert_eq!(row("seq")[2], "50");
+}
+
+#[test]
+fn without_an_engine_small_worlds_run_the_real_driver_on_turmoil() {
+    let o = bootsim(&["run", "variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=5"]);
+    let out = stdout(&o);
+    assert!(out.contains("case: engine=turmoil variant=nvshmem-3.4"), "{out}");
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("took barrier #2 round 1 from rank 0"), "{out}");
 }

@@ -56,7 +56,7 @@ fn stalls(ranks: u32) -> impl Strategy<Value = Vec<ScriptedStall>> {
 /// A case under a random adversary profile.
 fn random_case(variants: Vec<&'static str>, adversaries: Vec<&'static str>) -> impl Strategy<Value = String> {
     (prop::sample::select(variants), workload(), 2u32..=4, prop::sample::select(adversaries), any::<u64>())
-        .prop_map(|(v, w, r, a, s)| format!("variant={v} {w} ranks={r} adversary={a} seed={s}"))
+        .prop_map(|(v, w, r, a, s)| format!("engine=fast variant={v} {w} ranks={r} adversary={a} seed={s}"))
 }
 
 /// A case whose stalls proptest chose (random stalls off).
@@ -64,7 +64,7 @@ fn scripted_case(variants: Vec<&'static str>) -> impl Strategy<Value = String> {
     (prop::sample::select(variants), workload(), 2u32..=3, 0u64..1000).prop_flat_map(|(v, w, r, s)| {
         stalls(r).prop_map(move |list| {
             format!(
-                "variant={v} {w} ranks={r} adversary=rss seed={s} stall_gap=off stalls={}",
+                "engine=fast variant={v} {w} ranks={r} adversary=rss seed={s} stall_gap=off stalls={}",
                 ScriptedStall::format_list(&list)
             )
         })
@@ -108,7 +108,7 @@ proptest! {
     fn no_variant_violates_or_hangs_under_fifo(
         v in variant(), w in workload(), ranks in 1u32..=4, seed in any::<u64>()
     ) {
-        let (got, report) = verdict(&format!("variant={v} {w} ranks={ranks} adversary=fifo seed={seed}"));
+        let (got, report) = verdict(&format!("engine=fast variant={v} {w} ranks={ranks} adversary=fifo seed={seed}"));
         prop_assert_ne!(got, Verdict::Hang, "{}", report);
         prop_assert!(got.is_ok(), "{}", report);
     }
@@ -135,7 +135,7 @@ fn variant_list() -> Vec<&'static str> {
 /// The scripted adversary is strong enough to matter: the report's bug needs one forced stall.
 #[test]
 fn one_forced_stall_breaks_nvshmem_3_4_but_not_seq() {
-    let case = "variant=nvshmem-3.4 workload=custom ops=alltoall:24,barrier ranks=2 adversary=rss seed=3 \
+    let case = "engine=fast variant=nvshmem-3.4 workload=custom ops=alltoall:24,barrier ranks=2 adversary=rss seed=3 \
                 stall_gap=off stalls=1:3:p2:82";
     assert_eq!(verdict(case).0, Verdict::Corruption);
     assert!(verdict(&case.replace("nvshmem-3.4", "seq")).0.is_ok());

@@ -47,7 +47,7 @@ fn the_report_case_is_explained_in_plain_lines() {
 
 #[test]
 fn the_size_checked_variant_explains_its_error_and_hang() {
-    let case = Case::parse("variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=3").unwrap();
+    let case = Case::parse("engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=3").unwrap();
     let text = explain(&run_case(&case, false)).join("\n");
     assert!(text.contains("Connection 8 overtook connection 7"), "{text}");
     assert!(text.contains("message size mismatch: received 4 bytes instead of 576"), "{text}");
@@ -56,7 +56,7 @@ fn the_size_checked_variant_explains_its_error_and_hang() {
 
 #[test]
 fn passing_runs_need_no_explanation() {
-    let case = Case::parse("variant=seq seed=3").unwrap();
+    let case = Case::parse("engine=fast variant=seq seed=3").unwrap();
     assert!(explain(&run_case(&case, false)).is_empty());
 }
 
@@ -68,7 +68,7 @@ fn run_and_replay_print_an_explain_block_only_when_failing() {
         let block = out.split("\nexplain:\n").nth(1).unwrap_or_else(|| panic!("{cmd}: no explain block:\n{out}"));
         assert!(block.contains("RX queue 1 on host 0"), "{block}");
     }
-    assert!(!stdout(&bootsim(&["run", "variant=seq seed=3"])).contains("explain:"));
+    assert!(!stdout(&bootsim(&["run", "engine=fast variant=seq seed=3"])).contains("explain:"));
 }
 
 fn json(args: &[&str]) -> (Option<i32>, Value) {
@@ -110,7 +110,7 @@ fn replay_json_carries_the_digest_and_passing_runs_exit_0() {
     assert!(digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()));
     assert!(v["trace"].is_null());
 
-    let (code, v) = json(&["run", "variant=seq seed=3", "--json", "--trace"]);
+    let (code, v) = json(&["run", "engine=fast variant=seq seed=3", "--json", "--trace"]);
     assert_eq!(code, Some(0));
     assert_eq!((v["verdict"].as_str(), v["ok"].as_bool()), (Some("pass"), Some(true)));
     assert_eq!(v["explain"].as_array().map(Vec::len), Some(0));

@@ -15,7 +15,7 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-const REPORT: &str = "variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3";
+const REPORT: &str = "engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3";
 
 #[test]
 fn the_report_shrinks_to_two_ranks_few_ops_and_a_handful_of_stalls() {
@@ -59,7 +59,7 @@ fn shrink_prints_the_minimal_case_and_saves_a_seed_entry() {
 
 #[test]
 fn a_passing_case_is_refused_with_exit_2() {
-    let o = bootsim(&["shrink", "variant=seq workload=deepep ranks=2 adversary=rss seed=3"]);
+    let o = bootsim(&["shrink", "engine=fast variant=seq workload=deepep ranks=2 adversary=rss seed=3"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("does not fail (verdict pass)"), "{err}");

@@ -23,7 +23,8 @@ fn eight_local_ranks(workload: &str) {
     let started = Instant::now();
     for variant in PRESETS {
         let t0 = Instant::now();
-        let o = bootsim().args(["smoke", "--local", "8", "--workload", workload, "--variant", variant]).output().unwrap();
+        let o =
+            bootsim().args(["smoke", "--local", "8", "--workload", workload, "--variant", variant]).output().unwrap();
         let out = text(&o);
         assert_eq!(o.status.code(), Some(0), "{variant} {workload}: {out}");
         for r in 0..8 {

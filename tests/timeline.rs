@@ -120,7 +120,7 @@ fn the_timeline_is_a_pure_function_of_the_case() {
 
 #[test]
 fn a_passing_case_renders_without_a_highlight() {
-    let html = render_html(&run_case(&Case::parse("variant=seq seed=3").unwrap(), true));
+    let html = render_html(&run_case(&Case::parse("engine=fast variant=seq seed=3").unwrap(), true));
     assert!(html.contains(r#"id="lane-rank0""#) && html.contains(r#"id="lane-rank1""#));
     assert!(html.contains(r#"class="conn""#));
     assert!(!html.contains(r#"class="conn mismatch"#) && !html.contains(r#"id="mismatch""#));
@@ -129,10 +129,11 @@ fn a_passing_case_renders_without_a_highlight() {
 
 #[test]
 fn large_worlds_show_only_the_lanes_involved() {
-    let case = Case::parse("variant=nvshmem-3.4 workload=deepep ranks=16 adversary=overflow seed=5").unwrap();
+    let case =
+        Case::parse("engine=fast variant=nvshmem-3.4 workload=deepep ranks=16 adversary=overflow seed=5").unwrap();
     let html = render_html(&run_case(&case, false));
     assert!(html.contains(r#"id="filtered""#));
     assert!(html.contains(r#"id="lane-rank7""#) && !html.contains(r#"id="lane-rank8""#));
-    let one = render_html(&run_case(&Case::parse("variant=seq ranks=1 seed=1").unwrap(), true));
+    let one = render_html(&run_case(&Case::parse("engine=fast variant=seq ranks=1 seed=1").unwrap(), true));
     assert!(one.contains(r#"id="lane-rank0""#));
 }

@@ -60,6 +60,9 @@ pub struct Case {
 #[error("bad case string: {0}")]
 pub struct CaseError(pub String);
 
+/// Largest world that runs on turmoil when the case string names no engine.
+pub const TURMOIL_MAX_DEFAULT: u32 = 64;
+
 const KEYS: &str =
     "engine, variant, workload, ranks, adversary, seed, drain_ms, qps, k, len, ops, deadline_ms, or a kernel knob";
 
@@ -87,6 +90,7 @@ impl Case {
         let mut case = Case::default();
         let mut seen: Vec<&str> = Vec::new();
         let (mut workload, mut qps, mut k, mut len, mut ops) = (None, None, None, None, None);
+        let mut engine = None;
         for word in s.split_whitespace() {
             let (key, value) = word.split_once('=').ok_or_else(|| err(format!("`{word}` is not key=value")))?;
             if seen.contains(&key) {
@@ -98,11 +102,11 @@ impl Case {
             };
             match key {
                 "engine" => {
-                    case.engine = match value {
+                    engine = Some(match value {
                         "fast" => EngineKind::Fast,
                         "turmoil" => EngineKind::Turmoil,
                         _ => return Err(err(format!("engine=`{value}`: accepted: {}", EngineKind::NAMES.join(", ")))),
-                    }
+                    })
                 }
                 "variant" => {
                     case.variant = Variant::preset(value)
@@ -204,6 +208,9 @@ impl Case {
         if let Some(ms) = case.drain_ms {
             case.variant = case.variant.with_drain_ms(ms);
         }
+        // Unless told otherwise: the real driver on turmoil up to 64 ranks, the fast engine above.
+        case.engine =
+            engine.unwrap_or(if case.ranks <= TURMOIL_MAX_DEFAULT { EngineKind::Turmoil } else { EngineKind::Fast });
         Ok(case)
     }
 
@@ -267,8 +274,15 @@ mod tests {
         }
         assert_eq!(
             Case::parse("").unwrap().to_string(),
-            "engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=0"
+            "engine=turmoil variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=0"
         );
+    }
+
+    #[test]
+    fn the_engine_defaults_to_turmoil_up_to_64_ranks() {
+        assert_eq!(Case::parse("ranks=64").unwrap().engine, EngineKind::Turmoil);
+        assert_eq!(Case::parse("ranks=65").unwrap().engine, EngineKind::Fast);
+        assert_eq!(Case::parse("ranks=8 engine=fast").unwrap().engine, EngineKind::Fast);
     }
 
     #[test]

@@ -271,7 +271,7 @@ mod tests {
 
     #[test]
     fn a_passing_case_is_refused() {
-        let c = Case::parse("variant=seq seed=3").unwrap();
+        let c = Case::parse("engine=fast variant=seq seed=3").unwrap();
         assert_eq!(shrink(&c).unwrap_err(), ShrinkError::DoesNotFail(Verdict::Pass));
     }
 }

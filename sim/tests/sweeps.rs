@@ -13,7 +13,7 @@ fn seeds(n: u64) -> Vec<u64> {
 
 #[test]
 fn nvshmem_3_4_corrupts_with_the_reports_symptoms_within_100_seeds() {
-    let c = case("variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss");
+    let c = case("engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss");
     let s = sweep(&c, &seeds(100), 2, &|_, _| {});
     let first = s.first_failure().expect("3.4 fails within 100 seeds under rss");
     assert_eq!(first.verdict, Verdict::Corruption);
@@ -33,7 +33,7 @@ fn nvshmem_3_4_corrupts_with_the_reports_symptoms_within_100_seeds() {
 
 #[test]
 fn nvshmem_3_7_fails_with_a_size_mismatch_within_100_seeds() {
-    let c = case("variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss");
+    let c = case("engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss");
     let s = sweep(&c, &seeds(100), 2, &|_, _| {});
     let first = s.first_failure().expect("3.7 fails within 100 seeds under rss");
     assert_eq!(first.verdict, Verdict::Error);
@@ -45,7 +45,9 @@ fn robust_variants_never_fail_under_any_profile() {
     for variant in ["seq", "persistent"] {
         for adversary in ["fifo", "rss", "lossy", "overflow", "swarm"] {
             for (workload, ranks) in [("deepep", 2), ("nvshmem-init", 5), ("qp-create", 3)] {
-                let c = case(&format!("variant={variant} workload={workload} ranks={ranks} adversary={adversary}"));
+                let c = case(&format!(
+                    "engine=fast variant={variant} workload={workload} ranks={ranks} adversary={adversary}"
+                ));
                 let s = sweep(&c, &seeds(20), 2, &|_, _| {});
                 assert_eq!(s.failures(), 0, "{c}: {:?}", s.first_failure());
             }
@@ -57,7 +59,7 @@ fn robust_variants_never_fail_under_any_profile() {
 fn no_variant_fails_under_fifo() {
     for variant in bootsim_core::PRESETS {
         for (workload, ranks) in [("deepep", 2), ("nvshmem-init", 4), ("churn", 3)] {
-            let c = case(&format!("variant={variant} workload={workload} ranks={ranks} adversary=fifo"));
+            let c = case(&format!("engine=fast variant={variant} workload={workload} ranks={ranks} adversary=fifo"));
             let s = sweep(&c, &seeds(10), 2, &|_, _| {});
             assert_eq!(s.failures(), 0, "{c}: {:?}", s.first_failure());
             assert_eq!(s.count(Verdict::Pass), 10, "{c}: fifo never even reorders benignly");
@@ -67,19 +69,19 @@ fn no_variant_fails_under_fifo() {
 
 #[test]
 fn same_case_same_digest_and_jobs_do_not_matter() {
-    let c = case("variant=nvshmem-3.4 workload=nvshmem-init ranks=6 adversary=lossy seed=11");
+    let c = case("engine=fast variant=nvshmem-3.4 workload=nvshmem-init ranks=6 adversary=lossy seed=11");
     let a = run_case(&c, true).trace.unwrap();
     let b = run_case(&c, true).trace.unwrap();
     assert_eq!(a.digest, b.digest);
     assert_eq!(a.lines, b.lines);
     assert_ne!(a.digest, run_case(&c.with_seed(12), true).trace.unwrap().digest);
-    let c = case("variant=nvshmem-3.7 workload=deepep ranks=2 adversary=swarm");
+    let c = case("engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=swarm");
     assert_eq!(sweep(&c, &seeds(40), 1, &|_, _| {}), sweep(&c, &seeds(40), 2, &|_, _| {}));
 }
 
 #[test]
 fn a_bigger_world_runs() {
-    let c = case("variant=nvshmem-3.7 workload=nvshmem-init ranks=64 adversary=rss seed=1");
+    let c = case("engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks=64 adversary=rss seed=1");
     let r = run_case(&c, false);
     assert!(matches!(r.verdict, Verdict::Pass | Verdict::Benign | Verdict::Error), "{r}");
     assert!(r.messages > 64 * 63);

@@ -92,6 +92,7 @@ pub(super) async fn writer_task<B: Backend>(
             }
         },
     };
+    backend.identify(conn, &w);
     let mut broken = false;
     while let Some(cmd) = cmds.recv().await {
         match cmd {

@@ -42,6 +42,9 @@ pub trait Backend: Clone + Send + Sync + 'static {
     fn connect(&self, addr: SocketAddr) -> impl Future<Output = std::io::Result<Self::Stream>> + Send;
     /// Splits a stream into halves that can be used from two tasks.
     fn split(&self, s: Self::Stream) -> (Self::Reader, Self::Writer);
+    /// Tells the backend which state-machine connection a write half carries (a simulated
+    /// backend uses it to join protocol events with its own connection records). Optional.
+    fn identify(&self, _conn: bootsim_core::ConnId, _w: &Self::Writer) {}
     /// Waits until the peer's kernel acknowledged every byte written, for at most `timeout`.
     fn drain(&self, w: &Self::Writer, timeout: Duration) -> impl Future<Output = DrainResult> + Send;
 }
@@ -70,6 +73,10 @@ pub struct RankRun {
     pub completions: Vec<Completion>,
     /// Protocol events in order.
     pub events: Vec<Event>,
+    /// When each completion happened (driver clock, from the driver's start).
+    pub completed_at: Vec<bootsim_core::Instant>,
+    /// When each event happened (driver clock, from the driver's start).
+    pub events_at: Vec<bootsim_core::Instant>,
 }
 
 /// Why a driver run failed.

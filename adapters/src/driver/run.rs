@@ -27,6 +27,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                         failure.get_or_insert_with(|| e.clone());
                     }
                     run.completions.push(c);
+                    run.completed_at.push(io.now());
                     if failure.is_none() {
                         if let Some(op) = ops.next() {
                             if let Err(e) = rank.start(io.now(), op) {
@@ -38,6 +39,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                 Output::Event(e) => {
                     tracing::debug!(%who, event = ?e, "event");
                     run.events.push(e);
+                    run.events_at.push(io.now());
                 }
                 other => io.execute(other).await,
             }

@@ -59,16 +59,20 @@ impl Drop for GateListener {
     }
 }
 
-/// A connection: turmoil's stream plus its model socket (connector side only).
+/// A connection: turmoil's stream plus its model socket.
 pub struct GateStream {
     inner: turmoil::net::TcpStream,
+    /// The model's client socket, when this end dialed (writes are mirrored into the model).
     sock: Option<SockId>,
+    /// The model socket of this end (client or child), to join protocol events with the model.
+    id: Option<SockId>,
 }
 
-/// The write half: mirrors every write and the close into the model.
+/// The write half: mirrors every write and the close into the model (connector side).
 pub struct GateWriter {
     inner: OwnedWriteHalf,
     sock: Option<SockId>,
+    id: Option<SockId>,
     gate: GateHandle,
     closed: bool,
 }
@@ -106,8 +110,8 @@ impl Backend for TurmoilNet {
     async fn accept(&self, l: &GateListener) -> io::Result<(GateStream, SocketAddr)> {
         loop {
             let got = self.gate.lock().try_accept(l.model);
-            if let Some((inner, from)) = got {
-                return Ok((GateStream { inner, sock: None }, from));
+            if let Some((inner, from, child)) = got {
+                return Ok((GateStream { inner, sock: None, id: Some(child) }, from));
             }
             tokio::time::sleep(ACCEPT_POLL).await;
         }
@@ -128,12 +132,30 @@ impl Backend for TurmoilNet {
         };
         let local = inner.local_addr()?;
         let sock = self.gate.lock().connected(self.host, to, addr.port(), local, addr);
-        Ok(GateStream { inner, sock: Some(sock) })
+        // turmoil connected at once (the eager acceptor); the model decides when the kernel's
+        // handshake completes, as a blocking connect() would see it.
+        loop {
+            let state = self.gate.lock().handshake(sock);
+            match state {
+                Some(true) => break,
+                Some(false) => {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, format!("connect to {addr} timed out")))
+                }
+                None => tokio::time::sleep(ACCEPT_POLL).await,
+            }
+        }
+        Ok(GateStream { inner, sock: Some(sock), id: Some(sock) })
     }
 
     fn split(&self, s: GateStream) -> (OwnedReadHalf, GateWriter) {
         let (r, w) = s.inner.into_split();
-        (r, GateWriter { inner: w, sock: s.sock, gate: self.gate.clone(), closed: false })
+        (r, GateWriter { inner: w, sock: s.sock, id: s.id, gate: self.gate.clone(), closed: false })
+    }
+
+    fn identify(&self, conn: bootsim_core::ConnId, w: &GateWriter) {
+        if let Some(id) = w.id {
+            self.gate.lock().identify(self.host, conn, id);
+        }
     }
 
     async fn drain(&self, w: &GateWriter, timeout: Duration) -> DrainResult {

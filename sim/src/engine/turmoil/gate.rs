@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bootsim_core::Instant;
+use bootsim_core::{ConnId, Instant};
 
 use crate::engine::outcome::TraceSink;
 use crate::kernel::{EventKind, HostId, Kernel, ListenerId, SockId};
@@ -38,6 +38,12 @@ pub struct Gate {
     pending_close: BTreeSet<SockId>,
     /// Model client sockets established so far.
     established: BTreeSet<SockId>,
+    /// Model client sockets whose handshake failed (refused or timed out).
+    failed: BTreeSet<SockId>,
+    /// Which model socket each host's state-machine connection is.
+    pub conn_ids: BTreeMap<(u32, ConnId), SockId>,
+    /// The model's trace events (kept only when tracing), for explanations.
+    pub notes: Vec<(Instant, EventKind)>,
     /// The trace.
     pub sink: TraceSink,
 }
@@ -57,6 +63,9 @@ impl GateHandle {
             released: BTreeMap::new(),
             pending_close: BTreeSet::new(),
             established: BTreeSet::new(),
+            failed: BTreeSet::new(),
+            conn_ids: BTreeMap::new(),
+            notes: Vec::new(),
             sink: TraceSink::new(trace),
         })))
     }
@@ -82,12 +91,21 @@ impl Gate {
         while let Some(e) = self.kernel.poll_event() {
             if self.sink.enabled() {
                 self.sink.line(e.at, "kernel", format_args!("{:?}", e.kind));
-            }
-            if let EventKind::Connected { sock } = e.kind {
-                self.established.insert(sock);
-                if self.pending_close.remove(&sock) {
-                    self.kernel.close(now, sock);
+                if !e.kind.is_app() {
+                    self.notes.push((e.at, e.kind));
                 }
+            }
+            match e.kind {
+                EventKind::Connected { sock } => {
+                    self.established.insert(sock);
+                    if self.pending_close.remove(&sock) {
+                        self.kernel.close(now, sock);
+                    }
+                }
+                EventKind::Refused { sock } | EventKind::ConnectTimedOut { sock } => {
+                    self.failed.insert(sock);
+                }
+                _ => {}
             }
         }
     }
@@ -132,17 +150,34 @@ impl Gate {
     }
 
     /// The next connection the model's accept queue releases on `l`, once turmoil has it too.
-    pub fn try_accept(&mut self, l: ListenerId) -> Option<(turmoil::net::TcpStream, SocketAddr)> {
+    pub fn try_accept(&mut self, l: ListenerId) -> Option<(turmoil::net::TcpStream, SocketAddr, SockId)> {
         let now = sim_now();
         while let Some((child, _)) = self.kernel.accept(now, l) {
             self.released.entry(l).or_default().push(child);
         }
         let queue = self.released.get_mut(&l)?;
         let first = *queue.first()?;
-        let got = self.arrived.remove(&first)?;
+        let (stream, from) = self.arrived.remove(&first)?;
         queue.remove(0);
-        self.sink.line(now, got.1, format_args!("accepted as model {first}"));
-        Some(got)
+        self.sink.line(now, from, format_args!("accepted as model {first}"));
+        Some((stream, from, first))
+    }
+
+    /// The model's handshake of a client socket: `Some(true)` established, `Some(false)`
+    /// failed, `None` still in progress.
+    pub fn handshake(&self, sock: SockId) -> Option<bool> {
+        if self.established.contains(&sock) {
+            Some(true)
+        } else if self.failed.contains(&sock) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// Records that `conn` of the state machine on `host` is model socket `sock`.
+    pub fn identify(&mut self, host: u32, conn: ConnId, sock: SockId) {
+        self.conn_ids.insert((host, conn), sock);
     }
 
     /// Mirrors a write.

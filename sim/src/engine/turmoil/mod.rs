@@ -5,15 +5,18 @@
 mod backend;
 mod gate;
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use bootsim_adapters::driver::{run_rank, run_root, DriverError, RankRun};
-use bootsim_core::{BootstrapError, Completion, Instant, Limits, Op, OpId, OpKind, RankConfig, RootConfig, UniqueId};
+use bootsim_core::{
+    BootstrapError, Completion, ConnId, Instant, Limits, Op, OpId, OpKind, RankConfig, RootConfig, UniqueId,
+};
 
-use super::outcome::Outcome;
+use super::outcome::{event_conn, Node, Outcome};
 use crate::case::Case;
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, SockId};
 use crate::seed::derive;
 use crate::workload::build_op;
 use backend::{TurmoilNet, ROOT_PORT};
@@ -119,10 +122,12 @@ fn collect(
     crashed: Option<u32>,
 ) -> Outcome {
     let mut out = Outcome::new(case.ranks as usize);
+    let gate = gate.into_inner();
+    let conn_ids = gate.as_ref().map(|g| g.conn_ids.clone()).unwrap_or_default();
     for (r, slot) in slots.into_iter().enumerate() {
-        let end_state = &mut out.ranks[r];
         let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         let Some((at, res)) = taken else {
+            let end_state = &mut out.ranks[r];
             end_state.waiting_for = Some(match crashed {
                 Some(c) if c as usize == r => "nothing: its host crashed".to_string(),
                 _ => "(still running at the deadline)".to_string(),
@@ -130,22 +135,33 @@ fn collect(
             end_state.ops_left = case.workload.ops(case.seed).len();
             continue;
         };
-        let completions: Vec<Completion> = match res {
-            Ok(run) => run.completions,
-            Err(DriverError::Failed { error: BootstrapError::Timeout { waiting, .. }, .. }) => {
+        let run = match res {
+            Ok(run) => run,
+            Err(DriverError::Failed { error: BootstrapError::Timeout { waiting, .. }, run, .. }) => {
                 // No progress for NO_PROGRESS: a hang, reported with what the rank waited for.
-                end_state.waiting_for = Some(waiting);
+                record_events(&mut out, r as u32, &run, &conn_ids);
+                out.ranks[r].waiting_for = Some(waiting);
                 continue;
             }
-            Err(DriverError::Failed { run, .. }) => run.completions,
-            Err(other) => vec![Completion {
-                op: OpId(u32::MAX),
-                kind: OpKind::Init,
-                result: Err(BootstrapError::InvalidOp { rank: r as u32, op: OpKind::Init, reason: other.to_string() }),
-            }],
+            Err(DriverError::Failed { run, .. }) => *run,
+            Err(other) => RankRun {
+                completions: vec![Completion {
+                    op: OpId(u32::MAX),
+                    kind: OpKind::Init,
+                    result: Err(BootstrapError::InvalidOp {
+                        rank: r as u32,
+                        op: OpKind::Init,
+                        reason: other.to_string(),
+                    }),
+                }],
+                completed_at: vec![at],
+                ..RankRun::default()
+            },
         };
-        end_state.completions = completions.into_iter().map(|c| (at, c)).collect();
-        end_state.finished = Some(at);
+        record_events(&mut out, r as u32, &run, &conn_ids);
+        let times = run.completed_at.iter().copied().chain(std::iter::repeat(at));
+        out.ranks[r].completions = times.zip(run.completions.iter().cloned()).collect();
+        out.ranks[r].finished = Some(at);
     }
     out.root_result = match root_slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
         Some(Ok(())) => Some(Ok(Vec::new())),
@@ -157,9 +173,20 @@ fn collect(
         None => None,
     };
     out.end = end;
-    if let Some(g) = gate.into_inner() {
+    if let Some(g) = gate {
         out.kernel = g.kernel().stats();
+        for &(at, kind) in &g.notes {
+            out.record_kernel(at, kind);
+        }
         out.trace = g.sink.finish();
     }
     out
+}
+
+/// Records a rank's protocol events, joined to model connections through the gate's ids.
+fn record_events(out: &mut Outcome, rank: u32, run: &RankRun, ids: &BTreeMap<(u32, ConnId), SockId>) {
+    for (e, at) in run.events.iter().zip(&run.events_at) {
+        let kconn = event_conn(e).and_then(|c| ids.get(&(rank, c))).map(|s| s.conn());
+        out.record_event(*at, Node::Rank(rank), e.clone(), kconn);
+    }
 }
