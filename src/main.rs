@@ -1,12 +1,22 @@
-//! `bootsim`: run, replay, sweep and compare bootstrap protocol variants in simulation.
+//! `bootsim`: run, replay, sweep and compare bootstrap protocol variants in simulation, and run
+//! the same state machines over real sockets.
 
 mod cli;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
+    // Events go through `tracing` to stderr: warnings by default, more with RUST_LOG
+    // (e.g. RUST_LOG=bootsim::trace=info mirrors --trace lines, RUST_LOG=debug the drivers).
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .without_time()
+        .init();
     let args = cli::Args::parse();
     match cli::dispatch(args) {
         Ok(code) => code,
