@@ -367,14 +367,10 @@ async fn strangers_on_every_listener_are_dropped_and_logged_without_disturbing_t
 
 /// A stranger that stalls on a rank's peer listener while init's ring connect accepts there.
 ///
-/// Known core bug (bootsim-core, not the driver): `Rank::drop_stalled_headers` puts the op
-/// back to `Wait::Start`, and `step_ring_connect` treats `Start` as "dial the successor", so
-/// the rank dials its successor a second time and sends the ring data on that connection,
-/// which the successor never accepts: init hangs until the op timeout ("receiving from the ring
-/// predecessor"). Proposed fix, in `core/src/rank/exec.rs` `step_ring_connect`, before the
-/// `Wait::Start` arm: `Wait::Start if self.ring_send.is_some() => Ok(self.accept(Listener::Peers)),`.
+/// Regression: dropping the stalled stranger put init back to `Wait::Start`, which
+/// `step_ring_connect` took as "dial the successor" a second time; the ring data went on a
+/// connection the successor never accepted and init hung until the op timeout.
 #[tokio::test]
-#[ignore = "core bug: a stalled stranger during ring connect makes the rank dial its successor twice"]
 async fn a_stranger_stalling_during_ring_connect_is_dropped_and_init_completes() {
     let net = StrayNet { stall_ring_connect: true, ..StrayNet::new(0x5eed_b007_0000_1000) };
     let runs = stray_world(net, "nvshmem-3.7", 2, Workload::Deepep { qps: 1 }).await;

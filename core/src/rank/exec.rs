@@ -273,6 +273,9 @@ impl Rank {
 
     fn step_ring_connect(&mut self, wait: Wait) -> Result<Progress, BootstrapError> {
         match wait {
+            // Back to Start after a stalled stranger was dropped: the ring send side is already
+            // connected, so only accept again.
+            Wait::Start if self.ring_send.is_some() => Ok(self.accept(Listener::Peers)),
             Wait::Start => {
                 let succ = self.successor.expect("successor known before the ring");
                 let conn = self.dial(Role::RingSend, succ);
