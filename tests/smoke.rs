@@ -54,5 +54,6 @@ fn a_rank_that_never_comes_fails_the_others_with_rank_and_step() {
         assert!(out.contains(&want), "rank {r}: {out}");
     }
     assert!(outputs[0].stdout.ends_with(b"\n") && text(&outputs[0]).contains("smoke: FAIL"), "{}", text(&outputs[0]));
-    assert!(elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(12), "{elapsed:?}");
+    // A liveness bound (the issue: "within the timeout"), generous for a loaded 2-core box.
+    assert!(elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(30), "{elapsed:?}");
 }

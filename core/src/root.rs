@@ -11,6 +11,9 @@ use crate::time::Instant;
 use crate::uid::UniqueId;
 use crate::wire::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
 
+/// The largest world a root accepts (a check-in claiming more is refused before any allocation).
+pub const MAX_RANKS: u32 = 65536;
+
 /// What the root is told.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RootConfig {
@@ -245,17 +248,15 @@ impl Root {
                     Err(e) => self.drop_stray(c, e),
                 },
                 Phase::Info(c) => match self.reader.read_fixed::<{ ExtInfo::LEN }>("ext_info") {
-                    Ok(Some(b)) => {
-                        self.out.push_back(Output::Close { conn: c });
-                        match ExtInfo::decode(&b) {
-                            Ok(info) => {
-                                if let Err(e) = self.check_in(info) {
-                                    return self.fail(e);
-                                }
+                    Ok(Some(b)) => match ExtInfo::decode(&b) {
+                        Ok(info) => {
+                            self.out.push_back(Output::Close { conn: c });
+                            if let Err(e) = self.check_in(info) {
+                                return self.fail(e);
                             }
-                            Err(e) => self.drop_stray(c, e),
                         }
-                    }
+                        Err(e) => self.drop_stray(c, e),
+                    },
                     Ok(None) => return,
                     Err(e) => self.drop_stray(c, e),
                 },
@@ -269,7 +270,8 @@ impl Root {
 
     /// `bootstrap_validate_ext_info` plus the duplicate check; then the next check-in or the fan-out.
     fn check_in(&mut self, info: ExtInfo) -> Result<(), BootstrapError> {
-        if info.nranks <= 0 {
+        // Validated before it sizes anything: a check-in must not make the root allocate.
+        if info.nranks <= 0 || info.nranks as u32 > MAX_RANKS {
             return Err(BootstrapError::RankOutOfRange { rank: info.rank, nranks: info.nranks });
         }
         let n = match self.nranks {

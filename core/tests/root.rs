@@ -107,3 +107,10 @@ fn a_stranger_is_dropped_and_the_next_check_in_taken() {
     assert!(out.iter().any(|o| matches!(o, Output::Connect { .. })));
     assert_eq!(root.checked_in(), 1);
 }
+
+#[test]
+fn a_huge_nranks_is_refused_before_any_allocation() {
+    let (mut root, out) = new_root();
+    let out = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, 0, i32::MAX));
+    assert_eq!(error(&out), Some(BootstrapError::RankOutOfRange { rank: 0, nranks: i32::MAX }));
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 use bootsim_core::{Variant, PRESETS};
 
 use crate::kernel::{KernelConfig, PROFILES};
-use crate::workload::{format_ops, parse_ops, Workload, WORKLOADS};
+use crate::workload::{format_ops, parse_ops, OpSpec, Workload, WORKLOADS};
 
 /// Which engine runs the case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,6 +59,9 @@ pub struct Case {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("bad case string: {0}")]
 pub struct CaseError(pub String);
+
+/// The most payload bytes (all ranks' buffers) one run may need: 4 GiB.
+pub const PAYLOAD_BUDGET: u128 = 4 << 30;
 
 /// Largest world that runs on turmoil when the case string names no engine.
 pub const TURMOIL_MAX_DEFAULT: u32 = 64;
@@ -208,6 +211,17 @@ impl Case {
         if let Some(ms) = case.drain_ms {
             case.variant = case.variant.with_drain_ms(ms);
         }
+        let bytes = case.payload_bytes();
+        if bytes > PAYLOAD_BUDGET {
+            return Err(err(format!(
+                "ranks={} with workload={} moves {} MiB of payloads per run (every rank's send and \
+                 receive buffers), over the {} MiB budget: use fewer ranks or smaller operations",
+                case.ranks,
+                case.workload.name(),
+                bytes >> 20,
+                PAYLOAD_BUDGET >> 20
+            )));
+        }
         // Unless told otherwise: the real driver on turmoil up to 64 ranks, the fast engine above.
         case.engine =
             engine.unwrap_or(if case.ranks <= TURMOIL_MAX_DEFAULT { EngineKind::Turmoil } else { EngineKind::Fast });
@@ -222,6 +236,20 @@ impl Case {
             cfg.set(k, v).expect("validated at parse");
         }
         cfg
+    }
+
+    /// Bytes of send and receive buffers all ranks hold over the run (the memory a run needs).
+    pub fn payload_bytes(&self) -> u128 {
+        let n = u128::from(self.ranks);
+        self.workload
+            .ops(self.seed)
+            .iter()
+            .map(|op| match op {
+                OpSpec::Allgather(len) => 2 * *len as u128 * n * n,
+                OpSpec::Alltoall(len) => 2 * *len as u128 * n * n,
+                OpSpec::Barrier => 4 * n,
+            })
+            .sum()
     }
 
     /// The same case with another seed.
@@ -300,6 +328,8 @@ mod tests {
         assert!(e("workload=custom").contains("needs ops="));
         assert!(e("k=3").contains("qp-create only"));
         assert!(e("nonsense").contains("not key=value"));
+        assert!(e("workload=custom ops=alltoall:1048576 ranks=4096").contains("over the 4096 MiB budget"));
+        assert!(e("qps=1024 ranks=65536").contains("budget"));
     }
 
     #[test]

@@ -123,7 +123,10 @@ impl Shard {
 
     /// The seeds of `start..start + n` in this shard, ascending.
     pub fn seeds(&self, start: u64, n: u64) -> Vec<u64> {
-        (start..start.saturating_add(n)).filter(|s| s % self.count == self.index).collect()
+        if n == 0 {
+            return Vec::new();
+        }
+        (start..=start.saturating_add(n - 1)).filter(|s| s % self.count == self.index).collect()
     }
 }
 

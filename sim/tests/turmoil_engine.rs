@@ -52,7 +52,8 @@ fn same_case_same_digest_on_turmoil() {
 
 #[test]
 fn a_crashed_host_leaves_the_others_with_a_clear_liveness_report() {
-    let c = case("engine=turmoil variant=nvshmem-3.7 workload=nvshmem-init ranks=3 adversary=fifo seed=1");
+    let c =
+        case("engine=turmoil variant=nvshmem-3.7 workload=nvshmem-init ranks=3 adversary=fifo seed=1 deadline_ms=5000");
     let out = turmoil::run(&c, false, Some((1, Duration::from_millis(3))));
     let (verdict, findings) = judge(&c, &out);
     assert_eq!(verdict, Verdict::Hang, "{findings:?}");
@@ -85,5 +86,28 @@ fn engines_agree_on_which_variants_fail() {
             let turmoil = failing("turmoil", workload, ranks, adversary, n);
             assert_eq!(fast, turmoil, "{workload} ranks={ranks} adversary={adversary}");
         }
+    }
+}
+
+#[test]
+fn turmoil_honours_the_deadline() {
+    let r = run_case(
+        &case("engine=turmoil variant=nvshmem-3.7 workload=deepep ranks=2 adversary=fifo deadline_ms=1"),
+        false,
+    );
+    assert_eq!(r.verdict, Verdict::Hang, "{r}");
+    assert!(r.findings.iter().any(|f| f.to_string().contains("hang: rank 0 waits for init #0")), "{r}");
+}
+
+#[test]
+fn turmoil_retries_connects_the_model_times_out_as_nvshmem_does() {
+    // Heavy loss with one SYN retry: model handshakes time out often; NVSHMEM retries
+    // ETIMEDOUT three times, so the robust variants must still never fail.
+    for v in ["seq", "persistent"] {
+        let c = case(&format!(
+            "engine=turmoil variant={v} workload=deepep ranks=2 adversary=lossy syn_retries=1 loss_good=0.1"
+        ));
+        let s = sweep(&c, &seeds(20), 2, &|_, _| {});
+        assert_eq!(s.failures(), 0, "{v}: {:?}", s.first_failure());
     }
 }

@@ -58,6 +58,9 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if order.is_empty() {
+        bail!("no `bootsim sweep --json` lines in {} file(s): nothing to merge", a.files.len());
+    }
     let mut failed = false;
     for variant in &order {
         let m = &by_variant[variant];
@@ -68,10 +71,12 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
         let missing: Vec<String> =
             (0..count_of).filter(|i| !m.shards.contains_key(i)).map(|i| format!("{i}/{count_of}")).collect();
         if !missing.is_empty() {
+            // A shard that died must not look like a clean sweep: the merge fails (exit 1).
             eprintln!(
                 "bootsim merge: {variant}: shards missing: {} (the summary covers part of the range)",
                 missing.join(", ")
             );
+            failed = true;
         }
         let mut failures: Vec<&JsonLine> = m.failures.iter().collect();
         failures.sort_by_key(|f| match f {

@@ -32,6 +32,9 @@ use bootsim_adapters::tokio_net::{real_limits, run_blocking, Rendezvous, Session
 use bootsim_core::Variant;
 use bootsim_sim::workload::{build_op, expected_result, OpSpec, Workload};
 
+/// The most rank processes `--local` starts on one host.
+const LOCAL_MAX: u32 = 1024;
+
 /// Arguments of `bootsim smoke`.
 #[derive(clap::Args, Debug)]
 pub struct SmokeArgs {
@@ -108,6 +111,9 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             .map(|l| (l.rank, l.size))
             .ok_or_else(|| anyhow!("no --rank/--ranks and no launcher variables (SLURM_PROCID, RANK, ...)"))?,
     };
+    if nranks > bootsim_core::root::MAX_RANKS {
+        bail!("--ranks {nranks}: at most {} ranks", bootsim_core::root::MAX_RANKS);
+    }
     if rank >= nranks {
         bail!("rank {rank} is outside a world of {nranks} ranks");
     }
@@ -129,7 +135,13 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     for iter in 0..args.iterations {
         let (rendezvous, magic) = match (session, &args.uid_file) {
             (Some(s), _) => {
-                let addr = SocketAddr::new(s.ip(), s.port().checked_add(iter as u16).context("port overflow")?);
+                let addr = SocketAddr::new(
+                    s.ip(),
+                    u16::try_from(iter)
+                        .ok()
+                        .and_then(|i| s.port().checked_add(i))
+                        .context("--iterations run past port 65535")?,
+                );
                 (Rendezvous::Session(addr), magic.unwrap_or_else(|| fnv1a(addr.to_string().as_bytes())))
             }
             (None, Some(path)) => {
@@ -164,7 +176,10 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 cfg.rendezvous = match &cfg.rendezvous {
                     Rendezvous::Session(a) => Rendezvous::Session(SocketAddr::new(
                         a.ip(),
-                        a.port().wrapping_add(1000 + 2 * iter as u16 + sub as u16),
+                        u16::try_from(1000 + 2 * u64::from(iter) + u64::from(sub))
+                            .ok()
+                            .and_then(|off| a.port().checked_add(off))
+                            .unwrap_or(0),
                     )),
                     Rendezvous::UidFile(p) => {
                         let p = p.with_extension(format!("rdma.{iter}.{sub}"));
@@ -242,8 +257,8 @@ fn verify(run: &RankRun, specs: &[OpSpec], seed: u64, rank: u32, n: u32) -> Resu
 
 /// `--local N`: N child processes on loopback, a uid file in a fresh temporary directory.
 fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
-    if n == 0 {
-        bail!("--local needs at least 1 rank");
+    if n == 0 || n > LOCAL_MAX {
+        bail!("--local {n}: between 1 and {LOCAL_MAX} processes on one host");
     }
     let dir = std::env::temp_dir().join(format!(
         "bootsim-smoke-{}-{:x}",

@@ -42,6 +42,12 @@ pub struct Filters {
 impl Filters {
     /// The case for one variant.
     pub fn case(&self, variant: &str) -> anyhow::Result<Case> {
+        if self.seeds == 0 {
+            anyhow::bail!("--seeds must be at least 1");
+        }
+        if self.start.checked_add(self.seeds - 1).is_none() {
+            anyhow::bail!("--start {} --seeds {} runs past the last seed (2^64 - 1)", self.start, self.seeds);
+        }
         let mut s = format!(
             "engine={} variant={variant} workload={} ranks={} adversary={} seed={}",
             self.engine, self.workload, self.ranks, self.adversary, self.start

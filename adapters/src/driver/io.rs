@@ -86,6 +86,11 @@ impl<B: Backend> Io<B> {
         }
     }
 
+    /// The backend.
+    pub(super) fn backend(&self) -> &B {
+        &self.backend
+    }
+
     /// The current time as a core instant.
     pub(super) fn now(&self) -> Instant {
         let d = tokio::time::Instant::now().saturating_duration_since(self.epoch);

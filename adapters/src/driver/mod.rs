@@ -45,6 +45,9 @@ pub trait Backend: Clone + Send + Sync + 'static {
     /// Tells the backend which state-machine connection a write half carries (a simulated
     /// backend uses it to join protocol events with its own connection records). Optional.
     fn identify(&self, _conn: bootsim_core::ConnId, _w: &Self::Writer) {}
+    /// Told, before the rank blocks, what it waits for and what its unexpected list holds (a
+    /// simulated backend reports it if the run ends unfinished). Optional.
+    fn report_wait(&self, _waiting: Option<String>, _unexpected: Vec<(i32, i32)>) {}
     /// Waits until the peer's kernel acknowledged every byte written, for at most `timeout`.
     fn drain(&self, w: &Self::Writer, timeout: Duration) -> impl Future<Output = DrainResult> + Send;
 }

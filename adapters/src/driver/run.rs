@@ -47,6 +47,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
         if failure.is_some() || run.completions.len() == total {
             break;
         }
+        io.backend().report_wait(rank.waiting_for(), rank.unexpected());
         match io.next(rank.poll_timeout()).await {
             Some(d) => rank.handle(io.now(), d.input()),
             None => rank.handle_timeout(io.now()),

@@ -56,12 +56,12 @@ pub(crate) fn chance(rng: &mut ChaCha8Rng, p: f64) -> bool {
 
 /// Exponential with the given mean (nanoseconds, rounded down).
 pub(crate) fn exp_ns(rng: &mut ChaCha8Rng, mean_ns: f64) -> u64 {
-    (-mean_ns * open_unit(rng).ln()) as u64
+    (-mean_ns * libm::log(open_unit(rng))) as u64
 }
 
 /// Pareto(`xm`, `alpha`) capped at `cap` (nanoseconds).
 pub(crate) fn pareto_ns(rng: &mut ChaCha8Rng, xm_ns: f64, alpha: f64, cap_ns: u64) -> u64 {
-    let x = xm_ns * open_unit(rng).powf(-1.0 / alpha);
+    let x = xm_ns * libm::pow(open_unit(rng), -1.0 / alpha);
     if x >= cap_ns as f64 {
         cap_ns
     } else {
@@ -71,7 +71,7 @@ pub(crate) fn pareto_ns(rng: &mut ChaCha8Rng, xm_ns: f64, alpha: f64, cap_ns: u6
 
 /// Log-uniform in `[lo, hi]`.
 pub(crate) fn log_uniform(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
-    (lo.ln() + unit(rng) * (hi.ln() - lo.ln())).exp()
+    libm::exp(libm::log(lo) + unit(rng) * (libm::log(hi) - libm::log(lo)))
 }
 
 #[cfg(test)]

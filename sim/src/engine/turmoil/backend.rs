@@ -12,7 +12,7 @@ use bootsim_core::Listener;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
-use super::gate::{sim_now, GateHandle};
+use super::gate::{sim_now, GateHandle, Handshake};
 use crate::kernel::{ListenerId, SockId};
 
 /// Ports of the protocol's listeners (every host has its own address).
@@ -26,6 +26,7 @@ const DRAIN_POLL: Duration = Duration::from_micros(200);
 /// NVSHMEM's connect retry on "refused".
 const REFUSED_INTERVAL: Duration = Duration::from_millis(1);
 const REFUSED_MAX: u32 = 20_000;
+const TIMEDOUT_MAX: u32 = 3;
 
 /// Host `h`'s address in the simulation (turmoil hosts are named `h0`, `h1`, ...).
 pub fn host_ip(h: u32) -> IpAddr {
@@ -119,32 +120,50 @@ impl Backend for TurmoilNet {
 
     async fn connect(&self, addr: SocketAddr) -> io::Result<GateStream> {
         let to = host_of(addr.ip()).ok_or_else(|| io::Error::other(format!("no simulated host at {addr}")))?;
-        let mut refused = 0;
-        let inner = loop {
-            match turmoil::net::TcpStream::connect(addr).await {
-                Ok(s) => break s,
+        // NVSHMEM's blocking-connect retry (as the fast engine and the tokio backend do): every
+        // 1 ms on "refused" up to 20 000 times, up to 3 times on "timed out".
+        let (mut refused, mut timed_out) = (0u32, 0u32);
+        loop {
+            let inner = match turmoil::net::TcpStream::connect(addr).await {
+                Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && refused < REFUSED_MAX => {
                     refused += 1;
                     tokio::time::sleep(REFUSED_INTERVAL).await;
+                    continue;
                 }
                 Err(e) => return Err(e),
-            }
-        };
-        let local = inner.local_addr()?;
-        let sock = self.gate.lock().connected(self.host, to, addr.port(), local, addr);
-        // turmoil connected at once (the eager acceptor); the model decides when the kernel's
-        // handshake completes, as a blocking connect() would see it.
-        loop {
-            let state = self.gate.lock().handshake(sock);
-            match state {
-                Some(true) => break,
-                Some(false) => {
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, format!("connect to {addr} timed out")))
+            };
+            let local = inner.local_addr()?;
+            let sock = self.gate.lock().connected(self.host, to, addr.port(), local, addr);
+            // turmoil connected at once (the eager acceptor); the model decides when the
+            // kernel's handshake completes, as a blocking connect() would see it.
+            loop {
+                let state = self.gate.lock().handshake(sock);
+                match state {
+                    Handshake::Established => return Ok(GateStream { inner, sock: Some(sock), id: Some(sock) }),
+                    Handshake::Pending => tokio::time::sleep(ACCEPT_POLL).await,
+                    Handshake::Refused if refused < REFUSED_MAX => {
+                        refused += 1;
+                        tokio::time::sleep(REFUSED_INTERVAL).await;
+                        break;
+                    }
+                    Handshake::TimedOut if timed_out + 1 < TIMEDOUT_MAX => {
+                        timed_out += 1;
+                        break;
+                    }
+                    Handshake::Refused | Handshake::TimedOut => {
+                        let why = format!(
+                            "connect to {addr}: {state:?} after {refused} refused and {timed_out} timed-out retries"
+                        );
+                        return Err(io::Error::new(io::ErrorKind::TimedOut, why));
+                    }
                 }
-                None => tokio::time::sleep(ACCEPT_POLL).await,
             }
         }
-        Ok(GateStream { inner, sock: Some(sock), id: Some(sock) })
+    }
+
+    fn report_wait(&self, waiting: Option<String>, unexpected: Vec<(i32, i32)>) {
+        self.gate.lock().report_wait(self.host, waiting, unexpected);
     }
 
     fn split(&self, s: GateStream) -> (OwnedReadHalf, GateWriter) {

@@ -22,6 +22,22 @@ pub fn sim_now() -> Instant {
     Instant::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
+/// What a rank last said it waits for, and its unexpected list (peer, tag), head first.
+pub type RankWait = (Option<String>, Vec<(i32, i32)>);
+
+/// Where a connect's handshake stands in the kernel model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handshake {
+    /// Still in progress.
+    Pending,
+    /// The client end is ESTABLISHED.
+    Established,
+    /// The server answered RST (no listener).
+    Refused,
+    /// Every SYN retransmission went unanswered (ETIMEDOUT).
+    TimedOut,
+}
+
 /// State shared by every host's backend (turmoil runs all hosts on one thread).
 pub struct Gate {
     kernel: Kernel,
@@ -38,12 +54,14 @@ pub struct Gate {
     pending_close: BTreeSet<SockId>,
     /// Model client sockets established so far.
     established: BTreeSet<SockId>,
-    /// Model client sockets whose handshake failed (refused or timed out).
-    failed: BTreeSet<SockId>,
+    /// Model client sockets whose handshake failed, and how.
+    failed: BTreeMap<SockId, Handshake>,
     /// Which model socket each host's state-machine connection is.
     pub conn_ids: BTreeMap<(u32, ConnId), SockId>,
     /// The model's trace events (kept only when tracing), for explanations.
     pub notes: Vec<(Instant, EventKind)>,
+    /// The last wait each host's rank reported, with its unexpected list.
+    pub waits: BTreeMap<u32, RankWait>,
     /// The trace.
     pub sink: TraceSink,
 }
@@ -63,9 +81,10 @@ impl GateHandle {
             released: BTreeMap::new(),
             pending_close: BTreeSet::new(),
             established: BTreeSet::new(),
-            failed: BTreeSet::new(),
+            failed: BTreeMap::new(),
             conn_ids: BTreeMap::new(),
             notes: Vec::new(),
+            waits: BTreeMap::new(),
             sink: TraceSink::new(trace),
         })))
     }
@@ -102,8 +121,11 @@ impl Gate {
                         self.kernel.close(now, sock);
                     }
                 }
-                EventKind::Refused { sock } | EventKind::ConnectTimedOut { sock } => {
-                    self.failed.insert(sock);
+                EventKind::Refused { sock } => {
+                    self.failed.insert(sock, Handshake::Refused);
+                }
+                EventKind::ConnectTimedOut { sock } => {
+                    self.failed.insert(sock, Handshake::TimedOut);
                 }
                 _ => {}
             }
@@ -163,16 +185,18 @@ impl Gate {
         Some((stream, from, first))
     }
 
-    /// The model's handshake of a client socket: `Some(true)` established, `Some(false)`
-    /// failed, `None` still in progress.
-    pub fn handshake(&self, sock: SockId) -> Option<bool> {
+    /// Where the model's handshake of a client socket stands.
+    pub fn handshake(&self, sock: SockId) -> Handshake {
         if self.established.contains(&sock) {
-            Some(true)
-        } else if self.failed.contains(&sock) {
-            Some(false)
+            Handshake::Established
         } else {
-            None
+            self.failed.get(&sock).copied().unwrap_or(Handshake::Pending)
         }
+    }
+
+    /// Records what a rank's state machine waits for (shown when the run ends unfinished).
+    pub fn report_wait(&mut self, host: u32, waiting: Option<String>, unexpected: Vec<(i32, i32)>) {
+        self.waits.insert(host, (waiting, unexpected));
     }
 
     /// Records that `conn` of the state machine on `host` is model socket `sock`.
