@@ -62,6 +62,8 @@ pub struct Gate {
     pub notes: Vec<(Instant, EventKind)>,
     /// The last wait each host's rank reported, with its unexpected list.
     pub waits: BTreeMap<u32, RankWait>,
+    /// When a rank's wait last changed.
+    last_change: Instant,
     /// The trace.
     pub sink: TraceSink,
 }
@@ -85,6 +87,7 @@ impl GateHandle {
             conn_ids: BTreeMap::new(),
             notes: Vec::new(),
             waits: BTreeMap::new(),
+            last_change: Instant::ZERO,
             sink: TraceSink::new(trace),
         })))
     }
@@ -94,6 +97,11 @@ impl GateHandle {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
         g.pump();
         g
+    }
+
+    /// Locks the gate without advancing the model (for the engine's loop, outside any host).
+    pub fn peek(&self) -> MutexGuard<'_, Gate> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Takes the gate back after the simulation.
@@ -196,7 +204,17 @@ impl Gate {
 
     /// Records what a rank's state machine waits for (shown when the run ends unfinished).
     pub fn report_wait(&mut self, host: u32, waiting: Option<String>, unexpected: Vec<(i32, i32)>) {
-        self.waits.insert(host, (waiting, unexpected));
+        let new = (waiting, unexpected);
+        if self.waits.get(&host) != Some(&new) {
+            self.last_change = sim_now();
+            self.waits.insert(host, new);
+        }
+    }
+
+    /// True when no rank's wait has changed for `quiet` and the kernel model has nothing left
+    /// to do: nothing can happen any more (the fast engine stops there too).
+    pub fn quiescent(&self, now: Instant, quiet: std::time::Duration) -> bool {
+        now.saturating_since(self.last_change) >= quiet && self.kernel.poll_timeout().is_none()
     }
 
     /// Records that `conn` of the state machine on `host` is model socket `sock`.

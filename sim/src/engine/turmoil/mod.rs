@@ -22,10 +22,17 @@ use crate::workload::build_op;
 use backend::{TurmoilNet, ROOT_PORT};
 use gate::{sim_now, GateHandle};
 
+/// How long every unfinished rank must be stuck, with the kernel model idle, to end a run early.
+const QUIESCENT: Duration = Duration::from_secs(2);
 /// turmoil's tick: the resolution of every sleep and delivery in this engine. tokio's timer
 /// wheel rounds sleeps up to whole milliseconds, so a shorter tick would let each host's clock
 /// run ahead of turmoil's.
 const TICK: Duration = Duration::from_millis(1);
+
+/// turmoil's clock as a core instant, outside any host (where `turmoil::sim_elapsed` is unset).
+fn now_of(sim: &turmoil::Sim<'_>) -> Instant {
+    Instant::from_nanos(u64::try_from(sim.elapsed().as_nanos()).unwrap_or(u64::MAX))
+}
 
 type Slot = Arc<Mutex<Option<(Instant, Result<RankRun, DriverError>)>>>;
 
@@ -96,6 +103,11 @@ pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome 
             break;
         }
         if sim.elapsed() >= case.deadline {
+            break;
+        }
+        // Unfinished ranks all blocked and the network idle: nothing can happen any more, so
+        // the deadline would only confirm the hang (checked every 100 ticks; cheap).
+        if sim.elapsed().as_millis() % 100 == 0 && gate.peek().quiescent(now_of(&sim), QUIESCENT) {
             break;
         }
         // Hosts (not clients) run the ranks, so step()'s "all clients done" means nothing here.
