@@ -211,6 +211,7 @@ impl Case {
         if let Some(ms) = case.drain_ms {
             case.variant = case.variant.with_drain_ms(ms);
         }
+        case.kernel_config().validate(case.ranks).map_err(err)?;
         let bytes = case.payload_bytes();
         if bytes > PAYLOAD_BUDGET {
             return Err(err(format!(
@@ -330,6 +331,9 @@ mod tests {
         assert!(e("nonsense").contains("not key=value"));
         assert!(e("workload=custom ops=alltoall:1048576 ranks=4096").contains("over the 4096 MiB budget"));
         assert!(e("qps=1024 ranks=65536").contains("budget"));
+        assert!(e("rto_min=0ns").contains("rto_min"));
+        assert!(e("rto_min=2s rto_max=1s").contains("above rto_max"));
+        assert!(e("stall_gap=off stalls=0:7:0:5 rx_queues=2").contains("does not exist"));
     }
 
     #[test]

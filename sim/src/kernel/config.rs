@@ -375,11 +375,20 @@ impl KernelConfig {
                 const E: &str = "an integer >= 1";
                 self.backlog = value.parse::<u32>().ok().filter(|b| *b >= 1).ok_or_else(|| bad(E))?;
             }
-            "syn_rto" => self.syn_rto = dur()?,
+            "syn_rto" => {
+                self.syn_rto =
+                    dur().and_then(|d| if d.is_zero() { Err(bad("a duration > 0, e.g. 1s")) } else { Ok(d) })?
+            }
             "syn_retries" => self.syn_retries = small("an integer in 0..=255")?,
             "synack_retries" => self.synack_retries = small("an integer in 0..=255")?,
-            "rto_min" => self.rto_min = dur()?,
-            "rto_max" => self.rto_max = dur()?,
+            "rto_min" => {
+                self.rto_min =
+                    dur().and_then(|d| if d.is_zero() { Err(bad("a duration > 0, e.g. 200ms")) } else { Ok(d) })?
+            }
+            "rto_max" => {
+                self.rto_max =
+                    dur().and_then(|d| if d.is_zero() { Err(bad("a duration > 0, e.g. 120s")) } else { Ok(d) })?
+            }
             "data_retries" => self.data_retries = small("an integer in 0..=255")?,
             "stalls" => {
                 const E: &str = "HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US items joined by `;`, or none";
@@ -401,6 +410,23 @@ impl KernelConfig {
                     key: key.to_string(),
                     accepted: KNOBS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", "),
                 })
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what single knobs cannot: `rto_min <= rto_max`, and scripted stalls on hosts and
+    /// queues that exist. `hosts` is the number of hosts of the run.
+    pub fn validate(&self, hosts: u32) -> Result<(), String> {
+        if self.rto_min > self.rto_max {
+            return Err(format!("rto_min ({:?}) is above rto_max ({:?})", self.rto_min, self.rto_max));
+        }
+        for st in &self.stalls {
+            if st.host >= hosts || st.queue >= self.rx_queues {
+                return Err(format!(
+                    "stalls: host {} queue {} does not exist (hosts 0..{hosts}, rx_queues {})",
+                    st.host, st.queue, self.rx_queues
+                ));
             }
         }
         Ok(())
