@@ -29,8 +29,9 @@ impl FrameReader {
 
     /// Appends bytes received from the peer.
     pub fn push(&mut self, bytes: &[u8]) {
-        if self.pos > 0 && self.pos == self.buf.len() {
-            self.buf.clear();
+        // Drop consumed bytes once they are at least half the buffer (amortised O(1) per byte).
+        if self.pos > 0 && self.pos * 2 >= self.buf.len() {
+            self.buf.drain(..self.pos);
             self.pos = 0;
         }
         self.buf.extend_from_slice(bytes);
