@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use bootsim_core::memnet::{MemNet, Node};
-use bootsim_core::wire::{encode_frame, Preamble};
+use bootsim_core::wire::{encode_frame, Preamble, WireError};
 use bootsim_core::{Event, Limits, Op, Variant, PRESETS};
 
 /// Strangers: they do not know the session's magic.
@@ -71,5 +71,35 @@ fn strays_are_dropped_and_the_bootstrap_completes() {
         let stalled = net.events.iter().filter(|(_, _, e)| matches!(e, Event::StalledDropped { .. })).count();
         assert_eq!(dropped, 3 * 7, "{name}: every garbage stray logged");
         assert_eq!(stalled, 6, "{name}: every half-open stray dropped after the header timeout");
+    }
+}
+
+#[test]
+fn a_connection_carrying_more_than_one_message_is_dropped_not_buffered() {
+    // A valid header for (rank 0, tag 99) followed by far more than max_message bytes.
+    let limits = Limits { max_message: 1024, ..Limits::default() };
+    for name in ["nvshmem-3.4", "nvshmem-3.7", "seq"] {
+        let variant = Variant::preset(name).unwrap();
+        let mut net = MemNet::with_limits(2, variant, limits);
+        net.run(Duration::from_secs(10));
+        let mut bytes = Preamble::bootstrap(0x5eed_0000_b007_51a1).encode().to_vec();
+        encode_frame(&mut bytes, &0i32.to_le_bytes());
+        encode_frame(&mut bytes, &99i32.to_le_bytes());
+        if name == "seq" {
+            encode_frame(&mut bytes, &7u64.to_le_bytes());
+        }
+        bytes.extend(std::iter::repeat_n(0xab, 10_000));
+        net.inject(1, bytes, false);
+        net.queue_ops(0, [Op::Barrier { word: [1; 4] }]);
+        net.queue_ops(1, [Op::Barrier { word: [2; 4] }]);
+        net.run(Duration::from_secs(10));
+        assert!(net.results(1)[0].result.is_ok(), "{name}: {:?}", net.results(1));
+        assert!(
+            net.events
+                .iter()
+                .any(|(_, _, e)| matches!(e, Event::StrayDropped { error: WireError::TooLarge { .. }, .. })),
+            "{name}: the oversized connection is logged"
+        );
+        assert!(net.rank(1).unexpected().is_empty(), "{name}");
     }
 }

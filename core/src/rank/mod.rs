@@ -287,7 +287,9 @@ impl Rank {
             Input::Received { conn, bytes } => {
                 if let Some(c) = self.conns.get_mut(conn) {
                     c.reader.push(bytes);
-                    self.index_eager(conn);
+                    if !self.over_budget(conn) {
+                        self.index_eager(conn);
+                    }
                 }
             }
             Input::PeerClosed { conn } => {
@@ -482,6 +484,31 @@ impl Rank {
         self.out.push_back(Output::Close { conn: id });
         let from = from.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         self.emit(Event::StrayDropped { conn: id, from, error });
+    }
+
+    /// A per-message connection carries one message: more unconsumed bytes than the largest
+    /// message and its header is a peer misbehaving, and the bytes would otherwise pile up in
+    /// memory (NVSHMEM leaves them to TCP flow control). Drops it; true if it did.
+    fn over_budget(&mut self, id: ConnId) -> bool {
+        const HEADER: usize = 64;
+        if self.cfg.variant.transport == Transport::Persistent {
+            return false;
+        }
+        let Some(c) = self.conns.get(id) else { return false };
+        let max = self.cfg.limits.max_message;
+        if c.role != Role::MessageIn || c.reader.buffered() <= max + HEADER {
+            return false;
+        }
+        let (from, len) = (c.remote, c.reader.buffered());
+        self.unexpected.retain(|&(_, _, conn)| conn != id);
+        self.arrived.retain(|_, conn| *conn != id);
+        self.drop_stray(id, from, WireError::TooLarge { len, max: max + HEADER });
+        if let Some(op) = &mut self.op {
+            if matches!(op.wait, Wait::Header(c) | Wait::Payload(c) if c == id) {
+                op.wait = Wait::Start;
+            }
+        }
+        true
     }
 
     fn drop_stalled_headers(&mut self) {
