@@ -103,6 +103,13 @@ impl Case {
             let num = |what: &str| -> Result<u64, CaseError> {
                 value.parse::<u64>().map_err(|_| err(format!("{key}=`{value}`: expected {what}")))
             };
+            let bounded = |what: &str, range: std::ops::RangeInclusive<u32>| -> Result<u32, CaseError> {
+                let n = num(&format!("{what}, {}..={}", range.start(), range.end()))?;
+                u32::try_from(n)
+                    .ok()
+                    .filter(|n| range.contains(n))
+                    .ok_or_else(|| err(format!("{key}={n}: must be {}..={}", range.start(), range.end())))
+            };
             match key {
                 "engine" => {
                     engine = Some(match value {
@@ -143,33 +150,9 @@ impl Case {
                             .map_err(|_| err(format!("drain_ms=`{value}`: expected milliseconds (<= 0 disables)")))?,
                     )
                 }
-                "qps" => {
-                    qps = Some(num("QPs per peer, 1..=1024").and_then(|q| {
-                        if (1..=1024).contains(&q) {
-                            Ok(q as u32)
-                        } else {
-                            Err(err(format!("qps={q}: must be 1..=1024")))
-                        }
-                    })?)
-                }
-                "k" => {
-                    k = Some(num("alltoalls, 1..=1024").and_then(|q| {
-                        if (1..=1024).contains(&q) {
-                            Ok(q as u32)
-                        } else {
-                            Err(err(format!("k={q}: must be 1..=1024")))
-                        }
-                    })?)
-                }
-                "len" => {
-                    len = Some(num("operations, 1..=10000").and_then(|q| {
-                        if (1..=10000).contains(&q) {
-                            Ok(q as u32)
-                        } else {
-                            Err(err(format!("len={q}: must be 1..=10000")))
-                        }
-                    })?)
-                }
+                "qps" => qps = Some(bounded("QPs per peer", 1..=1024)?),
+                "k" => k = Some(bounded("alltoalls", 1..=1024)?),
+                "len" => len = Some(bounded("operations", 1..=10_000)?),
                 "ops" => ops = Some(parse_ops(value).map_err(|e| err(format!("ops: {e}")))?),
                 "deadline_ms" => case.deadline = Duration::from_millis(num("milliseconds of simulated time")?.max(1)),
                 _ => {
