@@ -64,6 +64,8 @@ pub struct Gate {
     pub waits: BTreeMap<u32, RankWait>,
     /// When a rank's wait last changed.
     last_change: Instant,
+    /// The latest time any host showed the gate.
+    clock: Instant,
     /// The trace.
     pub sink: TraceSink,
 }
@@ -88,6 +90,7 @@ impl GateHandle {
             notes: Vec::new(),
             waits: BTreeMap::new(),
             last_change: Instant::ZERO,
+            clock: Instant::ZERO,
             sink: TraceSink::new(trace),
         })))
     }
@@ -111,9 +114,17 @@ impl GateHandle {
 }
 
 impl Gate {
+    /// turmoil's clock, never going backwards: hosts tick one after another within a step
+    /// (and a crash drops a host's sockets outside its tick), so two hosts can see times a tick
+    /// apart; the model must only move forward.
+    fn clock(&mut self) -> Instant {
+        self.clock = self.clock.max(sim_now());
+        self.clock
+    }
+
     /// Advances the model to now and forgets its events (the gate asks it questions instead).
     fn pump(&mut self) {
-        let now = sim_now();
+        let now = self.clock();
         self.kernel.handle_timeout(now);
         while let Some(e) = self.kernel.poll_event() {
             if self.sink.enabled() {
@@ -147,18 +158,21 @@ impl Gate {
 
     /// Opens the model's listener for `host:port`.
     pub fn listen(&mut self, host: u32, port: u16) -> std::io::Result<ListenerId> {
-        self.kernel.listen(sim_now(), HostId(host), port).map_err(|e| std::io::Error::other(e.to_string()))
+        let now = self.clock();
+        self.kernel.listen(now, HostId(host), port).map_err(|e| std::io::Error::other(e.to_string()))
     }
 
     /// Closes the model's listener.
     pub fn close_listener(&mut self, l: ListenerId) {
-        self.kernel.close_listener(sim_now(), l);
+        let now = self.clock();
+        self.kernel.close_listener(now, l);
     }
 
     /// Mirrors a turmoil connect into the model; matches a stream the acceptor already took.
     pub fn connected(&mut self, from: u32, to: u32, port: u16, local: SocketAddr, remote: SocketAddr) -> SockId {
-        let sock = self.kernel.connect(sim_now(), HostId(from), HostId(to), port);
-        self.sink.line(sim_now(), format_args!("h{from}"), format_args!("connect {local} -> {remote} is model {sock}"));
+        let now = self.clock();
+        let sock = self.kernel.connect(now, HostId(from), HostId(to), port);
+        self.sink.line(now, format_args!("h{from}"), format_args!("connect {local} -> {remote} is model {sock}"));
         self.by_pair.insert((local, remote), sock);
         if let Some(stream) = self.unmatched.remove(&(local, remote)) {
             self.arrived.insert(sock.peer(), (stream, local));
@@ -168,7 +182,8 @@ impl Gate {
 
     /// An eager acceptor took `stream` from `client` on `server`.
     pub fn arrived(&mut self, stream: turmoil::net::TcpStream, client: SocketAddr, server: SocketAddr) {
-        self.sink.line(sim_now(), server, format_args!("handshake from {client} (turmoil)"));
+        let now = self.clock();
+        self.sink.line(now, server, format_args!("handshake from {client} (turmoil)"));
         match self.by_pair.get(&(client, server)) {
             Some(sock) => {
                 self.arrived.insert(sock.peer(), (stream, client));
@@ -181,7 +196,7 @@ impl Gate {
 
     /// The next connection the model's accept queue releases on `l`, once turmoil has it too.
     pub fn try_accept(&mut self, l: ListenerId) -> Option<(turmoil::net::TcpStream, SocketAddr, SockId)> {
-        let now = sim_now();
+        let now = self.clock();
         while let Some((child, _)) = self.kernel.accept(now, l) {
             self.released.entry(l).or_default().push(child);
         }
@@ -206,7 +221,7 @@ impl Gate {
     pub fn report_wait(&mut self, host: u32, waiting: Option<String>, unexpected: Vec<(i32, i32)>) {
         let new = (waiting, unexpected);
         if self.waits.get(&host) != Some(&new) {
-            self.last_change = sim_now();
+            self.last_change = self.clock();
             self.waits.insert(host, new);
         }
     }
@@ -225,14 +240,16 @@ impl Gate {
     /// Mirrors a write.
     pub fn write(&mut self, sock: SockId, len: usize) {
         // The model needs sizes, not contents.
-        let _ = self.kernel.write(sim_now(), sock, &vec![0u8; len]);
+        let now = self.clock();
+        let _ = self.kernel.write(now, sock, &vec![0u8; len]);
     }
 
     /// Mirrors a close; one made while the model still handshakes waits for it (a close in
     /// SYN_SENT would abort the connection the application already saw established).
     pub fn close(&mut self, sock: SockId) {
         if self.established.contains(&sock) {
-            self.kernel.close(sim_now(), sock);
+            let now = self.clock();
+            self.kernel.close(now, sock);
         } else {
             self.pending_close.insert(sock);
         }
