@@ -20,3 +20,11 @@ fn smoke_rdma_without_a_device_exits_2_with_one_clear_line() {
     assert!(!err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn smoke_local_rdma_passes_the_flags_to_every_rank_and_exits_2_without_a_device() {
+    let o = Command::new(env!("CARGO_BIN_EXE_bootsim")).args(["smoke", "--local", "2", "--rdma"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert_eq!(out.matches("no RDMA device found").count(), 2, "{out}");
+}

@@ -79,7 +79,7 @@ pub struct SmokeArgs {
     /// With --local: each rank in its own network namespace behind the userspace wire with this
     /// packet policy: none, hold=MS[,select=S], release-on-next[=MS][,select=S], model[=SEED]
     /// (select: all, even, odd, every:K[:P], nth:N, conn:N, pair:SRC>DST[:N] with host = rank+1).
-    #[arg(long, requires = "local", value_name = "POLICY")]
+    #[arg(long, requires = "local", conflicts_with = "rdma", value_name = "POLICY")]
     wire: Option<String>,
     /// Override the variant's drain bound (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS; <= 0 disables).
     #[arg(long, value_name = "MS", allow_hyphen_values = true)]
@@ -282,6 +282,15 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         if let Some(ms) = args.drain_ms {
             cmd.arg(format!("--drain-ms={ms}"));
         }
+        if args.rdma.rdma {
+            cmd.args(["--rdma", "--qps-per-peer", &args.rdma.qps_per_peer.to_string()]);
+            if let Some(d) = &args.rdma.device {
+                cmd.args(["--device", d]);
+            }
+            if let Some(g) = args.rdma.gid_index {
+                cmd.args(["--gid-index", &g.to_string()]);
+            }
+        }
         let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().context("spawning a rank")?;
         children.push(Ranked::new(r, child));
     }
@@ -289,8 +298,10 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     let per_iter = Duration::from_millis(args.op_timeout_ms) * 2 + Duration::from_secs(30);
     let deadline = started + per_iter * args.iterations;
     let mut failed = Vec::new();
+    let mut usage_errors = 0;
     for c in &mut children {
         let status = c.wait_until(deadline);
+        usage_errors += usize::from(status == Some(2));
         let (out, err) = c.output();
         for line in out.lines() {
             println!("{line}");
@@ -312,7 +323,8 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     } else {
         println!("{head}: FAIL in {ms} ms: {}", failed.join(", "));
-        Ok(ExitCode::from(1))
+        // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too.
+        Ok(ExitCode::from(if usage_errors == children.len() { 2 } else { 1 }))
     }
 }
 
