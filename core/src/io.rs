@@ -34,6 +34,50 @@ pub enum Input<'a> {
     DrainTimedOut { conn: ConnId, waited: Duration, unacked: usize },
 }
 
+/// An [`Input`] that owns its bytes, for drivers that queue inputs before feeding them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OwnedInput {
+    /// See [`Input::Listening`].
+    Listening { listener: Listener, addr: SocketAddr },
+    /// See [`Input::ListenFailed`].
+    ListenFailed { listener: Listener, reason: String },
+    /// See [`Input::Accepted`].
+    Accepted { conn: ConnId, from: SocketAddr },
+    /// See [`Input::Connected`].
+    Connected { conn: ConnId },
+    /// See [`Input::ConnectFailed`].
+    ConnectFailed { conn: ConnId, reason: String },
+    /// See [`Input::Received`].
+    Received { conn: ConnId, bytes: Vec<u8> },
+    /// See [`Input::PeerClosed`].
+    PeerClosed { conn: ConnId },
+    /// See [`Input::Drained`].
+    Drained { conn: ConnId, waited: Duration },
+    /// See [`Input::DrainTimedOut`].
+    DrainTimedOut { conn: ConnId, waited: Duration, unacked: usize },
+}
+
+impl OwnedInput {
+    /// The borrowed [`Input`] a state machine's `handle` takes.
+    pub fn as_input(&self) -> Input<'_> {
+        match self {
+            OwnedInput::Listening { listener, addr } => Input::Listening { listener: *listener, addr: *addr },
+            OwnedInput::ListenFailed { listener, reason } => {
+                Input::ListenFailed { listener: *listener, reason: reason.clone() }
+            }
+            OwnedInput::Accepted { conn, from } => Input::Accepted { conn: *conn, from: *from },
+            OwnedInput::Connected { conn } => Input::Connected { conn: *conn },
+            OwnedInput::ConnectFailed { conn, reason } => Input::ConnectFailed { conn: *conn, reason: reason.clone() },
+            OwnedInput::Received { conn, bytes } => Input::Received { conn: *conn, bytes },
+            OwnedInput::PeerClosed { conn } => Input::PeerClosed { conn: *conn },
+            OwnedInput::Drained { conn, waited } => Input::Drained { conn: *conn, waited: *waited },
+            OwnedInput::DrainTimedOut { conn, waited, unacked } => {
+                Input::DrainTimedOut { conn: *conn, waited: *waited, unacked: *unacked }
+            }
+        }
+    }
+}
+
 /// What the state machine asks the driver to do, or tells it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {

@@ -20,7 +20,7 @@ pub mod wire;
 
 pub use error::BootstrapError;
 pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind};
-pub use io::{Completion, Event, Input, Limits, Output};
+pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};
 pub use qp_handle::QpHandle;
 pub use rank::{Op, Rank, RankConfig};
 pub use root::{Root, RootConfig};

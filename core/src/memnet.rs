@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 use crate::ids::{ConnId, Listener, OpId};
-use crate::io::{Completion, Event, Input, Limits, Output};
+use crate::io::{Completion, Event, Limits, Output, OwnedInput};
 use crate::rank::{Op, Rank, RankConfig};
 use crate::root::{Root, RootConfig};
 use crate::time::Instant;
@@ -76,23 +76,11 @@ pub struct MemNet {
     drains: BTreeMap<(Node, ConnId), (Instant, Instant)>,
     holds: Vec<Hold>,
     dialed: BTreeMap<(u32, SocketAddr), u32>,
-    work: VecDeque<(Node, Delivery)>,
+    work: VecDeque<(Node, OwnedInput)>,
     /// Every completion, in order.
     pub completions: Vec<(Instant, Node, Completion)>,
     /// Every event, in order.
     pub events: Vec<(Instant, Node, Event)>,
-}
-
-/// An input waiting to be delivered (owned bytes).
-#[derive(Debug)]
-enum Delivery {
-    Listening(Listener, SocketAddr),
-    Accepted(ConnId, SocketAddr),
-    Connected(ConnId),
-    Received(ConnId, Vec<u8>),
-    PeerClosed(ConnId),
-    Drained(ConnId, Duration),
-    DrainTimedOut(ConnId, Duration),
 }
 
 /// The address the memnet gives a listener.
@@ -219,7 +207,7 @@ impl MemNet {
         let expired: Vec<_> = self.drains.iter().filter(|(_, &(_, d))| d <= now).map(|(k, &(s, _))| (*k, s)).collect();
         for ((node, conn), started) in expired {
             self.drains.remove(&(node, conn));
-            self.work.push_back((node, Delivery::DrainTimedOut(conn, now - started)));
+            self.work.push_back((node, OwnedInput::DrainTimedOut { conn, waited: now - started, unacked: 1 }));
         }
         self.root.handle_timeout(now);
         self.collect(Node::Root);
@@ -229,17 +217,9 @@ impl MemNet {
         }
     }
 
-    fn deliver(&mut self, node: Node, d: Delivery) {
+    fn deliver(&mut self, node: Node, d: OwnedInput) {
         let now = self.now;
-        let input = match &d {
-            Delivery::Listening(l, a) => Input::Listening { listener: *l, addr: *a },
-            Delivery::Accepted(c, from) => Input::Accepted { conn: *c, from: *from },
-            Delivery::Connected(c) => Input::Connected { conn: *c },
-            Delivery::Received(c, b) => Input::Received { conn: *c, bytes: b },
-            Delivery::PeerClosed(c) => Input::PeerClosed { conn: *c },
-            Delivery::Drained(c, w) => Input::Drained { conn: *c, waited: *w },
-            Delivery::DrainTimedOut(c, w) => Input::DrainTimedOut { conn: *c, waited: *w, unacked: 1 },
-        };
+        let input = d.as_input();
         match node {
             Node::Root => self.root.handle(now, input),
             Node::Rank(r) => self.ranks[r as usize].handle(now, input),
@@ -285,7 +265,7 @@ impl MemNet {
             Output::Listen { listener } => {
                 let addr = listener_addr(node, listener);
                 self.listeners.insert(addr, (node, listener));
-                self.work.push_back((node, Delivery::Listening(listener, addr)));
+                self.work.push_back((node, OwnedInput::Listening { listener, addr }));
                 for (client, conn) in self.waiting_connects.remove(&addr).unwrap_or_default() {
                     self.connect(client, conn, addr);
                 }
@@ -308,14 +288,14 @@ impl MemNet {
                 let Some(&(i, side)) = self.by_end.get(&(node, conn)) else { return };
                 let other = &self.links[i].ends[1 - side];
                 match other.conn {
-                    Some(c) => self.work.push_back((other.node, Delivery::Received(c, bytes))),
+                    Some(c) => self.work.push_back((other.node, OwnedInput::Received { conn: c, bytes })),
                     None => self.links[i].early.extend_from_slice(&bytes),
                 }
             }
             Output::Drain { conn, deadline } => {
                 let Some(&(i, _)) = self.by_end.get(&(node, conn)) else { return };
                 if self.links[i].queued {
-                    self.work.push_back((node, Delivery::Drained(conn, Duration::ZERO)));
+                    self.work.push_back((node, OwnedInput::Drained { conn, waited: Duration::ZERO }));
                 } else {
                     self.drains.insert((node, conn), (now, deadline));
                 }
@@ -343,7 +323,7 @@ impl MemNet {
     fn close_end(&mut self, i: usize, side: usize) {
         let end = &self.links[i].ends[side];
         match end.conn {
-            Some(c) => self.work.push_back((end.node, Delivery::PeerClosed(c))),
+            Some(c) => self.work.push_back((end.node, OwnedInput::PeerClosed { conn: c })),
             None => self.links[i].early_eof = true,
         }
     }
@@ -371,7 +351,7 @@ impl MemNet {
             client_addr,
         });
         self.by_end.insert((client, conn), (i, 0));
-        self.work.push_back((client, Delivery::Connected(conn)));
+        self.work.push_back((client, OwnedInput::Connected { conn }));
         let held = match client {
             Node::Rank(from) => {
                 let nth = self.dialed.entry((from, addr)).or_insert(0);
@@ -425,7 +405,7 @@ impl MemNet {
         let client = &self.links[i].ends[0];
         if let Some(conn) = client.conn {
             if let Some((started, _)) = self.drains.remove(&(client.node, conn)) {
-                self.work.push_back((client.node, Delivery::Drained(conn, self.now - started)));
+                self.work.push_back((client.node, OwnedInput::Drained { conn, waited: self.now - started }));
             }
         }
         self.accept_queue.entry(addr).or_default().push_back(i);
@@ -440,13 +420,13 @@ impl MemNet {
         let link = &mut self.links[i];
         link.ends[1].conn = Some(conn);
         self.by_end.insert((server, conn), (i, 1));
-        self.work.push_back((server, Delivery::Accepted(conn, link.client_addr)));
+        self.work.push_back((server, OwnedInput::Accepted { conn, from: link.client_addr }));
         let early = std::mem::take(&mut link.early);
         if !early.is_empty() {
-            self.work.push_back((server, Delivery::Received(conn, early)));
+            self.work.push_back((server, OwnedInput::Received { conn, bytes: early }));
         }
         if link.early_eof {
-            self.work.push_back((server, Delivery::PeerClosed(conn)));
+            self.work.push_back((server, OwnedInput::PeerClosed { conn }));
         }
     }
 }

@@ -1,48 +1,15 @@
 //! The effects side of a driver: carries out outputs and turns task reports into inputs.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bootsim_core::{ConnId, Input, Instant, Listener, Output};
+use bootsim_core::{ConnId, Instant, Listener, Output, OwnedInput};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::conn::{accept_task, reader_task, writer_task, Cmd, Report, Start};
 use super::{Backend, DrainResult, FLUSH_BOUND};
-
-/// An input with owned bytes, waiting to be fed.
-#[derive(Debug)]
-pub(super) enum Delivery {
-    Listening(Listener, SocketAddr),
-    ListenFailed(Listener, String),
-    Accepted(ConnId, SocketAddr),
-    Connected(ConnId),
-    ConnectFailed(ConnId, String),
-    Received(ConnId, Vec<u8>),
-    PeerClosed(ConnId),
-    Drain(ConnId, DrainResult),
-}
-
-impl Delivery {
-    /// The borrowed [`Input`] the state machine takes.
-    pub(super) fn input(&self) -> Input<'_> {
-        match self {
-            Delivery::Listening(l, a) => Input::Listening { listener: *l, addr: *a },
-            Delivery::ListenFailed(l, r) => Input::ListenFailed { listener: *l, reason: r.clone() },
-            Delivery::Accepted(c, from) => Input::Accepted { conn: *c, from: *from },
-            Delivery::Connected(c) => Input::Connected { conn: *c },
-            Delivery::ConnectFailed(c, r) => Input::ConnectFailed { conn: *c, reason: r.clone() },
-            Delivery::Received(c, b) => Input::Received { conn: *c, bytes: b },
-            Delivery::PeerClosed(c) => Input::PeerClosed { conn: *c },
-            Delivery::Drain(c, DrainResult::Drained { waited }) => Input::Drained { conn: *c, waited: *waited },
-            Delivery::Drain(c, DrainResult::TimedOut { waited, unacked }) => {
-                Input::DrainTimedOut { conn: *c, waited: *waited, unacked: *unacked }
-            }
-        }
-    }
-}
 
 /// An open connection: its writer's command queue and its reader, once started.
 struct Conn {
@@ -64,7 +31,7 @@ pub(super) struct Io<B: Backend> {
     tasks: JoinSet<()>,
     /// Writer tasks: awaited at the end so queued bytes are not lost.
     writers: JoinSet<()>,
-    pending: VecDeque<Delivery>,
+    pending: VecDeque<OwnedInput>,
 }
 
 impl<B: Backend> Io<B> {
@@ -105,9 +72,9 @@ impl<B: Backend> Io<B> {
                 Ok((l, addr)) => {
                     tracing::debug!(who = %self.who, ?listener, %addr, "listening");
                     self.listeners.insert(listener, Arc::new(l));
-                    self.pending.push_back(Delivery::Listening(listener, addr));
+                    self.pending.push_back(OwnedInput::Listening { listener, addr });
                 }
-                Err(e) => self.pending.push_back(Delivery::ListenFailed(listener, e.to_string())),
+                Err(e) => self.pending.push_back(OwnedInput::ListenFailed { listener, reason: e.to_string() }),
             },
             Output::Accept { listener, conn } => {
                 let Some(l) = self.listeners.get(&listener) else {
@@ -145,7 +112,7 @@ impl<B: Backend> Io<B> {
     }
 
     /// The next input, or `None` once `deadline` (core time) has come.
-    pub(super) async fn next(&mut self, deadline: Option<Instant>) -> Option<Delivery> {
+    pub(super) async fn next(&mut self, deadline: Option<Instant>) -> Option<OwnedInput> {
         let wake = deadline.map(|d| self.epoch + Duration::from_nanos(d.as_nanos()));
         loop {
             if let Some(d) = self.pending.pop_front() {
@@ -209,22 +176,22 @@ impl<B: Backend> Io<B> {
                 let (reader, writer) = self.backend.split(stream);
                 self.open(conn, Start::Ready(writer));
                 self.start_reader(conn, reader);
-                Delivery::Accepted(conn, from)
+                OwnedInput::Accepted { conn, from }
             }
             Report::Connected { conn, reader } => {
                 if !known(&self.conns, &conn) {
                     return;
                 }
                 self.start_reader(conn, reader);
-                Delivery::Connected(conn)
+                OwnedInput::Connected { conn }
             }
             Report::ConnectFailed { conn, reason } => {
                 self.conns.remove(&conn);
-                Delivery::ConnectFailed(conn, reason)
+                OwnedInput::ConnectFailed { conn, reason }
             }
-            Report::Received { conn, bytes } if known(&self.conns, &conn) => Delivery::Received(conn, bytes),
-            Report::PeerClosed { conn } if known(&self.conns, &conn) => Delivery::PeerClosed(conn),
-            Report::Drain { conn, result } if known(&self.conns, &conn) => Delivery::Drain(conn, result),
+            Report::Received { conn, bytes } if known(&self.conns, &conn) => OwnedInput::Received { conn, bytes },
+            Report::PeerClosed { conn } if known(&self.conns, &conn) => OwnedInput::PeerClosed { conn },
+            Report::Drain { conn, result } if known(&self.conns, &conn) => drain_input(conn, result),
             Report::Received { .. } | Report::PeerClosed { .. } | Report::Drain { .. } => return,
         };
         self.pending.push_back(delivery);
@@ -236,5 +203,13 @@ async fn sleep_until(wake: Option<tokio::time::Instant>) {
     match wake {
         Some(t) => tokio::time::sleep_until(t).await,
         None => std::future::pending().await,
+    }
+}
+
+/// The input a finished drain becomes.
+fn drain_input(conn: ConnId, result: DrainResult) -> OwnedInput {
+    match result {
+        DrainResult::Drained { waited } => OwnedInput::Drained { conn, waited },
+        DrainResult::TimedOut { waited, unacked } => OwnedInput::DrainTimedOut { conn, waited, unacked },
     }
 }

@@ -49,7 +49,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
         }
         io.backend().report_wait(rank.waiting_for(), rank.unexpected());
         match io.next(rank.poll_timeout()).await {
-            Some(d) => rank.handle(io.now(), d.input()),
+            Some(d) => rank.handle(io.now(), d.as_input()),
             None => rank.handle_timeout(io.now()),
         }
     }
@@ -100,7 +100,7 @@ pub async fn run_root_notify<B: Backend>(
             break;
         }
         match io.next(root.poll_timeout()).await {
-            Some(d) => root.handle(io.now(), d.input()),
+            Some(d) => root.handle(io.now(), d.as_input()),
             None => root.handle_timeout(io.now()),
         }
     }

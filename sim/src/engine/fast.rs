@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 use bootsim_core::{
-    Completion, ConnId, Input, Instant, Limits, Listener, Op, OpId, Output, Rank, RankConfig, Root, RootConfig,
+    Completion, ConnId, Instant, Limits, Listener, Op, OpId, Output, OwnedInput, Rank, RankConfig, Root, RootConfig,
     UniqueId,
 };
 
@@ -58,19 +58,6 @@ enum Timer {
     DrainDeadline { sock: SockId },
 }
 
-/// An input waiting to be delivered to a node.
-#[derive(Debug)]
-enum Delivery {
-    Listening(Listener, SocketAddr),
-    Accepted(ConnId, SocketAddr),
-    Connected(ConnId),
-    ConnectFailed(ConnId, String),
-    Received(ConnId, Vec<u8>),
-    PeerClosed(ConnId),
-    Drained(ConnId, Duration),
-    DrainTimedOut(ConnId, Duration, usize),
-}
-
 struct Dialing {
     addr: SocketAddr,
     refused: u32,
@@ -102,7 +89,7 @@ struct World<'a> {
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     timer_seq: u64,
     node_timer: BTreeMap<Node, Instant>,
-    work: VecDeque<(Node, Delivery)>,
+    work: VecDeque<(Node, OwnedInput)>,
     out: Outcome,
     sink: TraceSink,
     buf: Vec<u8>,
@@ -235,7 +222,7 @@ impl World<'_> {
                         node_name(d.node),
                         format_args!("drain {} done after {:?}", d.conn, waited),
                     );
-                    self.work.push_back((d.node, Delivery::Drained(d.conn, waited)));
+                    self.work.push_back((d.node, OwnedInput::Drained { conn: d.conn, waited }));
                 }
             }
             Timer::DrainDeadline { sock } => {
@@ -247,7 +234,7 @@ impl World<'_> {
                         node_name(d.node),
                         format_args!("drain {} gave up after {:?} with {unacked} bytes unacked", d.conn, waited),
                     );
-                    self.work.push_back((d.node, Delivery::DrainTimedOut(d.conn, waited, unacked)));
+                    self.work.push_back((d.node, OwnedInput::DrainTimedOut { conn: d.conn, waited, unacked }));
                 }
             }
         }
@@ -260,18 +247,9 @@ impl World<'_> {
         }
     }
 
-    fn deliver(&mut self, node: Node, d: Delivery) {
+    fn deliver(&mut self, node: Node, d: OwnedInput) {
         let now = self.now;
-        let input = match &d {
-            Delivery::Listening(l, a) => Input::Listening { listener: *l, addr: *a },
-            Delivery::Accepted(c, from) => Input::Accepted { conn: *c, from: *from },
-            Delivery::Connected(c) => Input::Connected { conn: *c },
-            Delivery::ConnectFailed(c, reason) => Input::ConnectFailed { conn: *c, reason: reason.clone() },
-            Delivery::Received(c, b) => Input::Received { conn: *c, bytes: b },
-            Delivery::PeerClosed(c) => Input::PeerClosed { conn: *c },
-            Delivery::Drained(c, w) => Input::Drained { conn: *c, waited: *w },
-            Delivery::DrainTimedOut(c, w, u) => Input::DrainTimedOut { conn: *c, waited: *w, unacked: *u },
-        };
+        let input = d.as_input();
         match node {
             Node::Root => self.root.handle(now, input),
             Node::Rank(r) => self.ranks[r as usize].handle(now, input),
@@ -318,7 +296,7 @@ impl World<'_> {
                         self.listener_owner.insert(l, (node, listener));
                         let addr = host_addr(host, port);
                         self.sink.line(now, name, format_args!("listen {listener:?} at {addr}"));
-                        self.work.push_back((node, Delivery::Listening(listener, addr)));
+                        self.work.push_back((node, OwnedInput::Listening { listener, addr }));
                     }
                     Err(e) => self.sink.line(now, name, format_args!("listen {listener:?} failed: {e}")),
                 }
@@ -349,7 +327,7 @@ impl World<'_> {
             Output::Drain { conn, deadline } => {
                 let Some(&sock) = self.sock_of.get(&(node, conn)) else { return };
                 if self.kernel.outq(sock) == 0 {
-                    self.work.push_back((node, Delivery::Drained(conn, Duration::ZERO)));
+                    self.work.push_back((node, OwnedInput::Drained { conn, waited: Duration::ZERO }));
                 } else {
                     self.drains.insert(sock, Drain { node, conn, start: now, deadline });
                     self.schedule(deadline, Timer::DrainDeadline { sock });
@@ -425,7 +403,7 @@ impl World<'_> {
     fn dial(&mut self, node: Node, conn: ConnId, addr: SocketAddr) {
         let now = self.now;
         let Some((to, port)) = addr_host(addr).filter(|(h, _)| *h < self.case.ranks) else {
-            self.work.push_back((node, Delivery::ConnectFailed(conn, format!("no route to {addr}"))));
+            self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason: format!("no route to {addr}") }));
             return;
         };
         if let Some(old) = self.sock_of.remove(&(node, conn)) {
@@ -446,7 +424,7 @@ impl World<'_> {
         self.owner.insert(sock, (node, conn));
         let from = host_addr(flow.client.0, flow.client_port);
         self.sink.line(self.now, node_name(node), format_args!("accept {conn} ({sock}) from {from}"));
-        self.work.push_back((node, Delivery::Accepted(conn, from)));
+        self.work.push_back((node, OwnedInput::Accepted { conn, from }));
         self.read_all(sock);
     }
 
@@ -457,11 +435,11 @@ impl World<'_> {
             match self.kernel.read(sock, &mut self.buf) {
                 ReadOutcome::Data(n) => {
                     let bytes = self.buf[..n].to_vec();
-                    self.work.push_back((node, Delivery::Received(conn, bytes)));
+                    self.work.push_back((node, OwnedInput::Received { conn, bytes }));
                 }
                 ReadOutcome::WouldBlock => return,
                 ReadOutcome::Eof | ReadOutcome::Reset => {
-                    self.work.push_back((node, Delivery::PeerClosed(conn)));
+                    self.work.push_back((node, OwnedInput::PeerClosed { conn }));
                     return;
                 }
             }
@@ -483,7 +461,7 @@ impl World<'_> {
                     if let Some(&(node, conn)) = self.owner.get(&sock) {
                         self.dialing.remove(&(node, conn));
                         self.sink.line(at, node_name(node), format_args!("connected {conn} ({sock})"));
-                        self.work.push_back((node, Delivery::Connected(conn)));
+                        self.work.push_back((node, OwnedInput::Connected { conn }));
                     }
                 }
                 EventKind::Refused { sock } => {
@@ -492,7 +470,7 @@ impl World<'_> {
                     d.refused += 1;
                     if d.refused >= REFUSED_MAX {
                         let reason = format!("connection refused {} times", d.refused);
-                        self.work.push_back((node, Delivery::ConnectFailed(conn, reason)));
+                        self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
                     } else {
                         self.schedule(self.now + REFUSED_INTERVAL, Timer::Retry { node, conn });
                     }
@@ -503,7 +481,7 @@ impl World<'_> {
                     d.timed_out += 1;
                     if d.timed_out >= TIMEDOUT_MAX {
                         let reason = format!("connect timed out {} times", d.timed_out);
-                        self.work.push_back((node, Delivery::ConnectFailed(conn, reason)));
+                        self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
                     } else {
                         let addr = d.addr;
                         self.dial(node, conn, addr);
