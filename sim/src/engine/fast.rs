@@ -12,16 +12,14 @@ use bootsim_core::{
     UniqueId,
 };
 
+use bootsim_adapters::net::RetryPolicy;
+
 use super::outcome::{Node, Outcome, RankEnd, TraceSink};
 use crate::case::Case;
 use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::seed::derive;
 use crate::workload::build_op;
 
-/// NVSHMEM's connect retry: every 1 ms on "refused", up to 20 000 times; 3 times on timeout.
-const REFUSED_INTERVAL: Duration = Duration::from_millis(1);
-const REFUSED_MAX: u32 = 20_000;
-const TIMEDOUT_MAX: u32 = 3;
 /// The drain's poll interval in the proposed fix.
 const DRAIN_POLL: Duration = Duration::from_micros(200);
 const ROOT_PORT: u16 = 5000;
@@ -90,6 +88,8 @@ struct World<'a> {
     timer_seq: u64,
     node_timer: BTreeMap<Node, Instant>,
     work: VecDeque<(Node, OwnedInput)>,
+    /// NVSHMEM's connect retry (every 1 ms on "refused" up to 20 000 times; 3 timeouts).
+    retry: RetryPolicy,
     out: Outcome,
     sink: TraceSink,
     buf: Vec<u8>,
@@ -132,6 +132,7 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
         timer_seq: 0,
         node_timer: BTreeMap::new(),
         work: VecDeque::new(),
+        retry: RetryPolicy::default(),
         out: Outcome::new(n as usize),
         sink: TraceSink::new(trace),
         buf: vec![0u8; 64 << 10],
@@ -468,18 +469,19 @@ impl World<'_> {
                     let Some(&(node, conn)) = self.owner.get(&sock) else { continue };
                     let Some(d) = self.dialing.get_mut(&(node, conn)) else { continue };
                     d.refused += 1;
-                    if d.refused >= REFUSED_MAX {
+                    if d.refused >= self.retry.refused_max {
                         let reason = format!("connection refused {} times", d.refused);
                         self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
                     } else {
-                        self.schedule(self.now + REFUSED_INTERVAL, Timer::Retry { node, conn });
+                        let at = self.now + self.retry.refused_interval;
+                        self.schedule(at, Timer::Retry { node, conn });
                     }
                 }
                 EventKind::ConnectTimedOut { sock } => {
                     let Some(&(node, conn)) = self.owner.get(&sock) else { continue };
                     let Some(d) = self.dialing.get_mut(&(node, conn)) else { continue };
                     d.timed_out += 1;
-                    if d.timed_out >= TIMEDOUT_MAX {
+                    if d.timed_out >= self.retry.timedout_max {
                         let reason = format!("connect timed out {} times", d.timed_out);
                         self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
                     } else {

@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bootsim_adapters::driver::{Backend, DrainResult};
+use bootsim_adapters::net::RetryPolicy;
 use bootsim_core::Listener;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -23,11 +24,6 @@ const FROM_ROOT_PORT: u16 = 7001;
 const ACCEPT_POLL: Duration = Duration::from_micros(100);
 /// The drain's poll interval in the proposed fix.
 const DRAIN_POLL: Duration = Duration::from_micros(200);
-/// NVSHMEM's connect retry on "refused".
-const REFUSED_INTERVAL: Duration = Duration::from_millis(1);
-const REFUSED_MAX: u32 = 20_000;
-const TIMEDOUT_MAX: u32 = 3;
-
 /// Host `h`'s address in the simulation (turmoil hosts are named `h0`, `h1`, ...).
 pub fn host_ip(h: u32) -> IpAddr {
     turmoil::lookup(format!("h{h}"))
@@ -122,13 +118,14 @@ impl Backend for TurmoilNet {
         let to = host_of(addr.ip()).ok_or_else(|| io::Error::other(format!("no simulated host at {addr}")))?;
         // NVSHMEM's blocking-connect retry (as the fast engine and the tokio backend do): every
         // 1 ms on "refused" up to 20 000 times, up to 3 times on "timed out".
+        let policy = RetryPolicy::default();
         let (mut refused, mut timed_out) = (0u32, 0u32);
         loop {
             let inner = match turmoil::net::TcpStream::connect(addr).await {
                 Ok(s) => s,
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && refused < REFUSED_MAX => {
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && refused < policy.refused_max => {
                     refused += 1;
-                    tokio::time::sleep(REFUSED_INTERVAL).await;
+                    tokio::time::sleep(policy.refused_interval).await;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -142,12 +139,12 @@ impl Backend for TurmoilNet {
                 match state {
                     Handshake::Established => return Ok(GateStream { inner, sock: Some(sock), id: Some(sock) }),
                     Handshake::Pending => tokio::time::sleep(ACCEPT_POLL).await,
-                    Handshake::Refused if refused < REFUSED_MAX => {
+                    Handshake::Refused if refused < policy.refused_max => {
                         refused += 1;
-                        tokio::time::sleep(REFUSED_INTERVAL).await;
+                        tokio::time::sleep(policy.refused_interval).await;
                         break;
                     }
-                    Handshake::TimedOut if timed_out + 1 < TIMEDOUT_MAX => {
+                    Handshake::TimedOut if timed_out + 1 < policy.timedout_max => {
                         timed_out += 1;
                         break;
                     }
