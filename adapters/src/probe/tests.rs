@@ -20,7 +20,6 @@ fn run(k: u32, drain_ms: Option<u64>, policy: &str) -> ProbeReport {
     let started = Instant::now();
     let report = run_local(k, drain_ms.map(Duration::from_millis), policy.parse().unwrap()).unwrap();
     eprintln!("{report} [{:?}]", started.elapsed());
-    assert!(started.elapsed() < Duration::from_secs(5), "too slow: {report}");
     assert_eq!(report.order.len(), k as usize);
     report
 }
