@@ -3,16 +3,24 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: timeline-screenshot run test deps fmt fmt-check lint unit bench rdma-build
+.PHONY: timeline-screenshot run test check-scripts deps fetch-nvshmem fmt fmt-check lint unit bench rdma-build
 
 run:
 	$(CARGO) run --release --quiet -- $(RUN_ARGS)
 
-test: deps fmt-check lint unit
+test: check-scripts deps fmt-check lint unit
 
-# System packages the tests need (headless Chromium for the timeline test); idempotent.
-deps:
+# Every shell script parses and passes shellcheck, before any of them installs anything.
+check-scripts:
+	bash scripts/check-scripts.sh
+
+# What the tests need, idempotent: headless Chromium for the timeline test, and NVSHMEM's real
+# UID bootstrap plugins (3.4.5, 3.7.1, 3.8.0; fetched from the Python package index, never committed).
+deps: fetch-nvshmem
 	bash scripts/install-chromium.sh
+
+fetch-nvshmem:
+	bash scripts/fetch-nvshmem.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -59,7 +59,6 @@ echo "$NAME: installing ${missing[*]}"
     apt-get install -y --no-install-recommends "${missing[@]}"
 
 for p in "${PACKAGES[@]}"; do
-for p in "${PACKAGES[@]}"; do
     if ! is_installed "$p"; then
         echo "$NAME: $p still not installed" >&2
         exit 1

@@ -1,0 +1,193 @@
+//! The set-up scripts' logic, run for real against stub package tools: the install branch that
+//! only a fresh machine takes (packages missing, apt lists empty) runs here on every `make test`,
+//! even where the packages are already installed.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// A temporary folder of stub commands that log their calls to `calls.log`.
+struct Stubs {
+    dir: PathBuf,
+}
+
+impl Stubs {
+    fn new(name: &str) -> Stubs {
+        let dir = std::env::temp_dir().join(format!("bootsim-stubs-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("bin")).unwrap();
+        fs::write(dir.join("calls.log"), "").unwrap();
+        Stubs { dir }
+    }
+
+    fn stub(&self, name: &str, body: &str) {
+        let path = self.dir.join("bin").join(name);
+        let log = self.dir.join("calls.log");
+        let script = format!(
+            "#!/usr/bin/env bash\necho \"{name} $*\" >> '{}'\nSTATE='{}'\n{body}\n",
+            log.display(),
+            self.dir.display()
+        );
+        fs::write(&path, script).unwrap();
+        Command::new("chmod").arg("+x").arg(&path).status().unwrap();
+    }
+
+    fn calls(&self) -> String {
+        fs::read_to_string(self.dir.join("calls.log")).unwrap()
+    }
+
+    fn run(&self, script: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let path = format!("{}:/usr/bin:/bin", self.dir.join("bin").display());
+        let mut cmd = Command::new("bash");
+        cmd.arg(Path::new(ROOT).join(script)).args(args).env("PATH", path).current_dir(&self.dir);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+}
+
+impl Drop for Stubs {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A dpkg/apt world: packages are "installed" once `apt-get install` has named them; apt-cache
+/// has candidates only after `apt-get update` (a fresh machine's empty lists).
+fn fake_apt(s: &Stubs, uid: u32) {
+    s.stub(
+        "dpkg-query",
+        r#"pkg="${@: -1}"; if grep -qx "$pkg" "$STATE/installed" 2>/dev/null; then printf 'install ok installed'; else exit 1; fi"#,
+    );
+    s.stub(
+        "apt-cache",
+        r#"if [[ -f "$STATE/updated" ]]; then printf '  Installed: (none)\n  Candidate: 1.0\n'; else printf '  Installed: (none)\n  Candidate: (none)\n'; fi"#,
+    );
+    s.stub(
+        "apt-get",
+        r#"case "$1" in update) touch "$STATE/updated";; install) for a in "$@"; do case "$a" in -*|install) ;; *) echo "$a" >> "$STATE/installed";; esac; done;; esac"#,
+    );
+    s.stub("id", &format!("echo {uid}"));
+    s.stub("sudo", r#""$@""#);
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn apt_install_on_a_fresh_machine_updates_the_lists_then_installs_what_is_missing() {
+    let s = Stubs::new("fresh");
+    fake_apt(&s, 0);
+    let o = s.run("scripts/apt-install.sh", &["t", "pkg-a", "pkg-b"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let calls = s.calls();
+    assert!(calls.contains("apt-get update"), "{calls}");
+    assert!(calls.contains("apt-get install -y --no-install-recommends pkg-a pkg-b"), "{calls}");
+    assert!(!calls.contains("sudo"), "root needs no sudo: {calls}");
+    assert!(text(&o).contains("t: done"), "{}", text(&o));
+}
+
+#[test]
+fn apt_install_with_everything_present_touches_nothing() {
+    let s = Stubs::new("present");
+    fake_apt(&s, 0);
+    fs::write(s.dir.join("installed"), "pkg-a\n").unwrap();
+    let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!s.calls().contains("apt-get"), "{}", s.calls());
+    assert!(text(&o).contains("already installed: pkg-a"));
+}
+
+#[test]
+fn apt_install_as_a_user_goes_through_sudo_and_fails_when_a_package_did_not_install() {
+    let s = Stubs::new("user");
+    fake_apt(&s, 1000);
+    // This apt-get "succeeds" without installing anything.
+    s.stub("apt-get", r#"[[ "$1" == update ]] && touch "$STATE/updated"; exit 0"#);
+    let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(s.calls().contains("sudo env DEBIAN_FRONTEND=noninteractive apt-get install"), "{}", s.calls());
+    assert!(text(&o).contains("pkg-a still not installed"), "{}", text(&o));
+}
+
+#[test]
+fn every_project_script_parses() {
+    let mut scripts: Vec<PathBuf> = fs::read_dir(Path::new(ROOT).join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sh"))
+        .collect();
+    scripts.push(Path::new(ROOT).join(".ci/run"));
+    assert!(scripts.len() >= 6, "{scripts:?}");
+    for p in scripts {
+        let o = Command::new("bash").arg("-n").arg(&p).output().unwrap();
+        assert!(o.status.success(), "{} does not parse: {}", p.display(), text(&o));
+    }
+}
+
+/// A stand-in for `python3` that answers `pip --version`, fakes `pip download` with a wheel
+/// holding the two files, and runs the real interpreter for the unpacking step.
+fn fake_python(s: &Stubs) -> String {
+    let real = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .map(String::from)
+        .unwrap_or_else(|| {
+            let o = Command::new("bash").args(["-c", "command -v python3"]).output().unwrap();
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        });
+    s.stub(
+        "fakepy",
+        &format!(
+            r#"REAL='{real}'
+if [[ "$1 $2" == "-m pip" ]]; then
+  shift 2
+  [[ "$1" == --version ]] && {{ echo "pip 23"; exit 0; }}
+  dest=""; spec=""
+  while [[ $# -gt 0 ]]; do case "$1" in --dest) dest="$2"; shift 2;; -*) shift;; *) spec="$1"; shift;; esac; done
+  [[ "$spec" == *==9.9.9 ]] && {{ echo "No matching distribution found for $spec" >&2; exit 1; }}
+  "$REAL" -c "import zipfile,sys; z=zipfile.ZipFile(sys.argv[1],'w'); z.writestr('nvidia/nvshmem/lib/nvshmem_bootstrap_uid.so.3','ELF'); z.writestr('nvidia/nvshmem/include/bootstrap_device_host/nvshmem_uniqueid.h','h')" "$dest/fake-1.whl"
+  exit 0
+fi
+exec "$REAL" "$@""#
+        ),
+    );
+    s.dir.join("bin/fakepy").display().to_string()
+}
+
+#[test]
+fn fetch_nvshmem_extracts_the_plugin_once_and_names_a_missing_version() {
+    let s = Stubs::new("fetch");
+    let py = fake_python(&s);
+    let cache = s.dir.join("cache").display().to_string();
+    let env = [("PYTHON", py.as_str()), ("BOOTSIM_NVSHMEM_CACHE", cache.as_str())];
+
+    let o = s.run("scripts/fetch-nvshmem.sh", &["3.4.5"], &env);
+    assert!(o.status.success(), "{}", text(&o));
+    let plugin = s.dir.join("cache/3.4.5/nvshmem_bootstrap_uid.so.3");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), plugin.display().to_string());
+    assert_eq!(fs::read_to_string(&plugin).unwrap(), "ELF");
+    assert!(s.dir.join("cache/3.4.5/nvshmem_uniqueid.h").exists());
+    let downloads = s.calls().matches("pip download").count();
+    assert_eq!(downloads, 1, "{}", s.calls());
+
+    // Cached: no second download; nothing but the two files is left behind.
+    let o = s.run("scripts/fetch-nvshmem.sh", &["3.4.5"], &env);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(s.calls().matches("pip download").count(), 1, "{}", s.calls());
+    let left: Vec<_> = fs::read_dir(s.dir.join("cache")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("3.4.5")]);
+
+    let o = s.run("scripts/fetch-nvshmem.sh", &["9.9.9"], &env);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("could not download nvidia-nvshmem-cu12==9.9.9"), "{}", text(&o));
+    assert!(!s.dir.join("cache/9.9.9").exists());
+
+    let o = s.run("scripts/fetch-nvshmem.sh", &["latest"], &env);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("bad version 'latest'"), "{}", text(&o));
+}
