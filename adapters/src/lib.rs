@@ -10,4 +10,5 @@ pub mod probe;
 pub mod rdma;
 pub mod tokio_net;
 pub mod wire;
+pub mod plugin;
 pub mod wire_run;

@@ -26,4 +26,4 @@ pub use rank::{Op, Rank, RankConfig};
 pub use root::{Root, RootConfig};
 pub use time::Instant;
 pub use uid::{UniqueId, NVSHMEM_UID_VERSION};
-pub use variant::{SizePolicy, TagScheme, Transport, Variant, PRESETS};
+pub use variant::{SizePolicy, TagScheme, Transport, Variant, MAX_CALL_TAG, PRESETS};

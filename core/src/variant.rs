@@ -13,7 +13,17 @@ pub enum TagScheme {
     Overlapping,
     /// Alltoall tags start at `1 << 24`, barrier tags at `1 << 25` (rev-0c06599, PR #97).
     Disjoint,
+    /// NVSHMEM 3.8.0: every alltoall and barrier call takes one tag from a 64-bit counter that
+    /// init sets to `first` (1) and nothing resets; all messages of the call carry it. A call
+    /// finding the counter past [`MAX_CALL_TAG`] fails ("tag space exhausted"), the counter unmoved.
+    PerCall {
+        /// The counter's value after init (1 in NVSHMEM; larger to reach the limit in a test).
+        first: u64,
+    },
 }
+
+/// The largest tag 3.8.0's per-call counter hands out: 2^31 - 1, the largest `int` tag.
+pub const MAX_CALL_TAG: u64 = i32::MAX as u64;
 
 /// What a receive does when the message size differs from the buffer size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,7 +60,8 @@ pub struct Variant {
 }
 
 /// Every named preset, in the order tables list them.
-pub const PRESETS: [&str; 7] = ["nvshmem-3.4", "nvshmem-3.7", "drain", "disjoint", "pr97", "seq", "persistent"];
+pub const PRESETS: [&str; 8] =
+    ["nvshmem-3.4", "nvshmem-3.7", "nvshmem-3.8", "drain", "disjoint", "pr97", "seq", "persistent"];
 
 /// The drain bound NVSHMEM's `NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS` defaults to.
 pub const DEFAULT_DRAIN: Duration = Duration::from_millis(1000);
@@ -65,6 +76,8 @@ impl Variant {
     };
     /// NVSHMEM v3.7: as 3.4 with strict size.
     pub const NVSHMEM_3_7: Variant = Variant { size: SizePolicy::Strict, ..Self::NVSHMEM_3_4 };
+    /// NVSHMEM v3.8.0: as 3.7 with one tag per call from a counter never reset.
+    pub const NVSHMEM_3_8: Variant = Variant { tags: TagScheme::PerCall { first: 1 }, ..Self::NVSHMEM_3_7 };
     /// 3.7 plus the SIOCOUTQ drain before close (fail-open after 1000 ms).
     pub const DRAIN: Variant = Variant { drain: Some(DEFAULT_DRAIN), ..Self::NVSHMEM_3_7 };
     /// 3.7 with disjoint alltoall and barrier tag spaces.
@@ -81,6 +94,7 @@ impl Variant {
         Some(match name {
             "nvshmem-3.4" => Self::NVSHMEM_3_4,
             "nvshmem-3.7" => Self::NVSHMEM_3_7,
+            "nvshmem-3.8" => Self::NVSHMEM_3_8,
             "drain" => Self::DRAIN,
             "disjoint" => Self::DISJOINT,
             "pr97" => Self::PR97,
@@ -101,6 +115,29 @@ impl Variant {
         self
     }
 
+    /// Starts a per-call tag counter at `first` (3.8's knob to reach the tag limit in a test);
+    /// variants whose tags restart every call are returned unchanged.
+    pub fn with_first_tag(mut self, first: u64) -> Variant {
+        if let TagScheme::PerCall { .. } = self.tags {
+            self.tags = TagScheme::PerCall { first };
+        }
+        self
+    }
+
+    /// The tag counter's value after init, for variants with one tag per call.
+    pub fn first_call_tag(&self) -> Option<u64> {
+        match self.tags {
+            TagScheme::PerCall { first } => Some(first),
+            _ => None,
+        }
+    }
+
+    /// True where a barrier sends 4 zero bytes (3.8.0 initialises its word; earlier versions
+    /// send whatever the stack held, which the workload's word stands for).
+    pub fn zeroes_barrier_word(&self) -> bool {
+        matches!(self.tags, TagScheme::PerCall { .. })
+    }
+
     /// The unique-ID version this variant's wire format answers to: mixed builds fail at the root.
     pub fn uid_version(&self) -> i32 {
         match self.transport {
@@ -110,10 +147,11 @@ impl Variant {
         }
     }
 
-    /// First alltoall tag minus one (the counter is incremented before each step).
+    /// First alltoall tag minus one (the counter is incremented before each step); per-call
+    /// tags have no base.
     pub fn alltoall_tag_base(&self) -> i32 {
         match self.tags {
-            TagScheme::Overlapping => 0,
+            TagScheme::Overlapping | TagScheme::PerCall { .. } => 0,
             TagScheme::Disjoint => 1 << 24,
         }
     }
@@ -121,7 +159,7 @@ impl Variant {
     /// First barrier tag minus one.
     pub fn barrier_tag_base(&self) -> i32 {
         match self.tags {
-            TagScheme::Overlapping => 0,
+            TagScheme::Overlapping | TagScheme::PerCall { .. } => 0,
             TagScheme::Disjoint => 1 << 25,
         }
     }
@@ -134,7 +172,11 @@ impl fmt::Display for Variant {
             return f.write_str(name);
         }
         let drain = self.drain.map_or("off".to_string(), |d| format!("{}ms", d.as_millis()));
-        write!(f, "{:?}/{:?}/drain={}/{:?}", self.tags, self.size, drain, self.transport)
+        let tags = match self.tags {
+            TagScheme::PerCall { first } => format!("PerCall(first={first:#x})"),
+            t => format!("{t:?}"),
+        };
+        write!(f, "{tags}/{:?}/drain={}/{:?}", self.size, drain, self.transport)
     }
 }
 
@@ -161,6 +203,16 @@ mod tests {
         assert_eq!(Variant::NVSHMEM_3_7.with_drain_ms(5).drain, Some(Duration::from_millis(5)));
         assert_eq!(Variant::PR97.with_drain_ms(0).to_string(), "disjoint");
         assert_eq!(Variant::DRAIN.with_drain_ms(5).to_string(), "Overlapping/Strict/drain=5ms/PerMessage");
+    }
+
+    #[test]
+    fn only_per_call_tags_take_a_first_tag() {
+        assert_eq!(Variant::NVSHMEM_3_8.first_call_tag(), Some(1));
+        assert_eq!(Variant::NVSHMEM_3_8.with_first_tag(1), Variant::NVSHMEM_3_8);
+        let near = Variant::NVSHMEM_3_8.with_first_tag(0x7fff_fffe);
+        assert_eq!(near.to_string(), "PerCall(first=0x7ffffffe)/Strict/drain=off/PerMessage");
+        assert_eq!(Variant::NVSHMEM_3_7.with_first_tag(9), Variant::NVSHMEM_3_7);
+        assert_eq!(Variant::NVSHMEM_3_8.uid_version(), NVSHMEM_UID_VERSION);
     }
 
     #[test]

@@ -72,7 +72,7 @@ fn nvshmem_3_7_fails_with_size_mismatch() {
 
 #[test]
 fn robust_variants_deliver_the_right_bytes() {
-    for variant in [Variant::SEQ, Variant::PERSISTENT, Variant::DRAIN, Variant::PR97, Variant::DISJOINT] {
+    for variant in [Variant::NVSHMEM_3_8, Variant::SEQ, Variant::PERSISTENT, Variant::DRAIN, Variant::PR97, Variant::DISJOINT] {
         let net = run(variant);
         for r in 0..2 {
             let res = net.results(r);
@@ -81,6 +81,35 @@ fn robust_variants_deliver_the_right_bytes() {
             assert!(res[2].result.is_ok(), "{variant}: rank {r} barrier {:?}", res[2].result);
         }
     }
+}
+
+#[test]
+fn nvshmem_3_8_gives_every_call_its_own_tag_and_runs_out_at_2_31() {
+    // Tags 1, 2 for the alltoall and the barrier: the held alltoall connection cannot be taken
+    // for the barrier's (the 3.8.0 plugin puts 1, 2, 3, 4 on the wire for alltoall, barrier,
+    // alltoall, barrier).
+    let net = run(Variant::NVSHMEM_3_8);
+    let tags: Vec<i32> = net
+        .events
+        .iter()
+        .filter_map(|(_, _, e)| if let Event::MessageSent { to: 1, tag, .. } = e { Some(*tag) } else { None })
+        .collect();
+    assert_eq!(tags, vec![1, 2]);
+    // Started two below the limit: alltoall 0x7ffffffe, barrier 0x7fffffff, then the next
+    // alltoall fails with the plugin's words and the counter stays where it was.
+    let mut net = MemNet::new(2, Variant::NVSHMEM_3_8.with_first_tag(0x7fff_fffe));
+    for r in 0..2 {
+        let chunks: Vec<u8> = (0..2).flat_map(|p| handles(r, p)).collect();
+        let a = Op::Alltoall { chunks };
+        net.queue_ops(r, [a.clone(), Op::Barrier { word: [0; 4] }, a]);
+    }
+    net.run(Duration::from_secs(10));
+    let r0 = net.results(0);
+    assert_eq!(r0[0].result, Ok(expected_alltoall(0)));
+    assert!(r0[1].result.is_ok());
+    let err = r0[2].result.clone().unwrap_err();
+    assert_eq!(err, BootstrapError::TagSpaceExhausted { rank: 0, op: OpKind::Alltoall, next: 0x8000_0000 });
+    assert!(err.to_string().contains("UID bootstrap message tag space exhausted"), "{err}");
 }
 
 #[test]

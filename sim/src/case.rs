@@ -41,6 +41,8 @@ pub struct Case {
     pub variant: Variant,
     /// `drain_ms` when given (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS semantics).
     pub drain_ms: Option<i64>,
+    /// `first_tag` when given: where a per-call tag counter starts (nvshmem-3.8; 1 in NVSHMEM).
+    pub first_tag: Option<u64>,
     /// The workload.
     pub workload: Workload,
     /// World size, 1..=65536.
@@ -67,7 +69,7 @@ pub const PAYLOAD_BUDGET: u128 = 4 << 30;
 pub const TURMOIL_MAX_DEFAULT: u32 = 64;
 
 const KEYS: &str =
-    "engine, variant, workload, ranks, adversary, seed, drain_ms, qps, k, len, ops, deadline_ms, or a kernel knob";
+    "engine, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, deadline_ms, or a kernel knob";
 
 impl Default for Case {
     fn default() -> Self {
@@ -76,6 +78,7 @@ impl Default for Case {
             variant_name: "nvshmem-3.7".into(),
             variant: Variant::NVSHMEM_3_7,
             drain_ms: None,
+            first_tag: None,
             workload: Workload::Deepep { qps: 24 },
             ranks: 2,
             adversary: "rss".into(),
@@ -150,6 +153,16 @@ impl Case {
                             .map_err(|_| err(format!("drain_ms=`{value}`: expected milliseconds (<= 0 disables)")))?,
                     )
                 }
+                "first_tag" => {
+                    let first = num("a tag counter value")?;
+                    if !(1..=bootsim_core::MAX_CALL_TAG + 1).contains(&first) {
+                        return Err(err(format!(
+                            "first_tag={first}: must be 1..={} (one past 2^31-1 starts exhausted)",
+                            bootsim_core::MAX_CALL_TAG + 1
+                        )));
+                    }
+                    case.first_tag = Some(first);
+                }
                 "qps" => qps = Some(bounded("QPs per peer", 1..=1024)?),
                 "k" => k = Some(bounded("alltoalls", 1..=1024)?),
                 "len" => len = Some(bounded("operations", 1..=10_000)?),
@@ -193,6 +206,12 @@ impl Case {
         }
         if let Some(ms) = case.drain_ms {
             case.variant = case.variant.with_drain_ms(ms);
+        }
+        if let Some(first) = case.first_tag {
+            if case.variant.first_call_tag().is_none() {
+                return Err(err(format!("first_tag applies to variants with one tag per call (nvshmem-3.8), not {}", case.variant_name)));
+            }
+            case.variant = case.variant.with_first_tag(first);
         }
         case.kernel_config().validate(case.ranks).map_err(err)?;
         let bytes = case.payload_bytes();
@@ -249,6 +268,9 @@ impl fmt::Display for Case {
         if let Some(ms) = self.drain_ms {
             write!(f, " drain_ms={ms}")?;
         }
+        if let Some(first) = self.first_tag {
+            write!(f, " first_tag={first}")?;
+        }
         write!(f, " workload={}", self.workload.name())?;
         match &self.workload {
             Workload::Deepep { qps } if *qps != 24 => write!(f, " qps={qps}")?,
@@ -301,7 +323,7 @@ mod tests {
     fn errors_name_the_key_and_the_accepted_values() {
         let e = |s: &str| Case::parse(s).unwrap_err().to_string();
         assert!(e("variant=nvshmem-9")
-            .contains("accepted: nvshmem-3.4, nvshmem-3.7, drain, disjoint, pr97, seq, persistent"));
+            .contains("accepted: nvshmem-3.4, nvshmem-3.7, nvshmem-3.8, drain, disjoint, pr97, seq, persistent"));
         assert!(e("ranks=0").contains("ranks=0: must be 1..=65536"));
         assert!(e("ranks=65537").contains("must be 1..=65536"));
         assert!(e("ranks=two").contains("ranks=`two`"));
@@ -317,6 +339,15 @@ mod tests {
         assert!(e("rto_min=0ns").contains("rto_min"));
         assert!(e("rto_min=2s rto_max=1s").contains("above rto_max"));
         assert!(e("stall_gap=off stalls=0:7:0:5 rx_queues=2").contains("does not exist"));
+    }
+
+    #[test]
+    fn first_tag_starts_3_8s_counter_and_only_3_8s() {
+        let c = Case::parse("variant=nvshmem-3.8 first_tag=2147483646").unwrap();
+        assert_eq!(c.variant.first_call_tag(), Some(0x7fff_fffe));
+        assert_eq!(Case::parse(&c.to_string()).unwrap(), c);
+        assert!(Case::parse("variant=nvshmem-3.7 first_tag=5").unwrap_err().to_string().contains("one tag per call"));
+        assert!(Case::parse("variant=nvshmem-3.8 first_tag=0").is_err());
     }
 
     #[test]

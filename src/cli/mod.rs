@@ -3,6 +3,7 @@
 mod bench;
 mod compare;
 mod merge;
+mod plugin_rank;
 mod probe;
 mod rdma;
 mod run;
@@ -42,6 +43,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Measure the real kernel: `probe accept-order`, the report's standalone reproducer.
     Probe(probe::ProbeArgs),
+    /// One rank of NVSHMEM's real UID bootstrap plugin (started by `smoke --plugin`).
+    #[command(hide = true)]
+    PluginRank(plugin_rank::PluginRankArgs),
 }
 
 /// Runs the chosen subcommand; `Err` is bad usage (exit 2).
@@ -56,5 +60,6 @@ pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Smoke(a) => smoke::smoke(a),
         Command::Shrink(a) => shrink::shrink(a),
         Command::Merge(a) => merge::merge(a),
+        Command::PluginRank(a) => plugin_rank::plugin_rank(a),
     }
 }

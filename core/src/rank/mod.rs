@@ -106,6 +106,8 @@ pub struct Rank {
     stream_in: Vec<Option<ConnId>>,
     eager_accept: Option<ConnId>,
     next_op: u32,
+    /// 3.8's per-call tag counter (variants with one tag per call).
+    next_call_tag: u64,
     op: Option<Running>,
     ready: bool,
     failed: bool,
@@ -134,6 +136,7 @@ impl Rank {
             stream_in: vec![None; n],
             eager_accept: None,
             next_op: 1,
+            next_call_tag: cfg.variant.first_call_tag().unwrap_or(0),
             op: None,
             ready: false,
             failed: false,
@@ -200,6 +203,18 @@ impl Rank {
         Some(format!("{} #{}: {} ({})", op.kind, op.id.0, step, exec::describe_wait(&op.wait)))
     }
 
+    /// 3.8's `reserve_tags`: the call's one tag, or the exhaustion error (the counter unmoved).
+    fn reserve_call_tag(&mut self, op: OpKind) -> Result<i32, BootstrapError> {
+        let tag = self.next_call_tag;
+        match i32::try_from(tag) {
+            Ok(t) if t > 0 && tag <= crate::variant::MAX_CALL_TAG => {
+                self.next_call_tag += 1;
+                Ok(t)
+            }
+            _ => Err(BootstrapError::TagSpaceExhausted { rank: self.cfg.rank, op, next: tag }),
+        }
+    }
+
     /// Starts an application operation. Only one runs at a time, after init.
     pub fn start(&mut self, now: Instant, op: Op) -> Result<OpId, BootstrapError> {
         self.now = self.now.max(now);
@@ -219,6 +234,10 @@ impl Rank {
             return Err(invalid(format!("{} #{} is still running", running.kind, running.id.0)));
         }
         let max = self.cfg.limits.max_message;
+        let call_tag = match (&op, self.cfg.variant.first_call_tag()) {
+            (Op::Alltoall { .. } | Op::Barrier { .. }, Some(_)) => Some(self.reserve_call_tag(kind)?),
+            _ => None,
+        };
         let (steps, input, result) = match op {
             Op::Allgather { mine } => {
                 if mine.len() > max {
@@ -240,9 +259,12 @@ impl Rank {
                 let mut result = vec![0u8; chunks.len()];
                 let mine = rank as usize * chunk..(rank as usize + 1) * chunk;
                 result[mine.clone()].copy_from_slice(&chunks[mine]);
-                (plan::alltoall(rank, n, chunk, &self.cfg.variant), chunks, result)
+                (plan::alltoall(rank, n, chunk, &self.cfg.variant, call_tag), chunks, result)
             }
-            Op::Barrier { word } => (plan::barrier(rank, n, &self.cfg.variant), Vec::new(), word.to_vec()),
+            Op::Barrier { word } => {
+                let word = if self.cfg.variant.zeroes_barrier_word() { [0; 4] } else { word };
+                (plan::barrier(rank, n, &self.cfg.variant, call_tag), Vec::new(), word.to_vec())
+            }
             Op::Send { peer, tag, data } => {
                 if peer >= n || data.len() > max {
                     return Err(invalid(format!("send of {} bytes to rank {peer} (world {n}, max {max})", data.len())));

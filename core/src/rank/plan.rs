@@ -64,14 +64,15 @@ pub(crate) fn allgather(rank: u32, nranks: u32, len: usize) -> VecDeque<Step> {
         .collect()
 }
 
-/// Pairwise-shift alltoall: step i sends chunk `right` with tag base+i, then receives chunk `left`.
-pub(crate) fn alltoall(rank: u32, nranks: u32, chunk: usize, variant: &Variant) -> VecDeque<Step> {
+/// Pairwise-shift alltoall: step i sends chunk `right` with tag base+i (or the call's one tag),
+/// then receives chunk `left`.
+pub(crate) fn alltoall(rank: u32, nranks: u32, chunk: usize, variant: &Variant, call_tag: Option<i32>) -> VecDeque<Step> {
     let (r, n) = (rank as usize, nranks as usize);
     let mut steps = VecDeque::new();
     for i in 1..n {
         let (left, right) = ((r + n - i) % n, (r + i) % n);
         // NVSHMEM increments the tag before each non-local step: step i carries base + i.
-        let tag = variant.alltoall_tag_base() + i as i32;
+        let tag = call_tag.unwrap_or(variant.alltoall_tag_base() + i as i32);
         let step = i as u32;
         steps.push_back(Step::Send {
             peer: right as u32,
@@ -86,8 +87,8 @@ pub(crate) fn alltoall(rank: u32, nranks: u32, chunk: usize, variant: &Variant) 
 }
 
 /// Dissemination barrier: round k sends the 4-byte word to rank+2^(k−1) and receives it, in place,
-/// from rank−2^(k−1), with tag base+k. Nothing at all for one rank.
-pub(crate) fn barrier(rank: u32, nranks: u32, variant: &Variant) -> VecDeque<Step> {
+/// from rank−2^(k−1), with tag base+k (or the call's one tag). Nothing at all for one rank.
+pub(crate) fn barrier(rank: u32, nranks: u32, variant: &Variant, call_tag: Option<i32>) -> VecDeque<Step> {
     let (r, n) = (rank as usize, nranks as usize);
     let mut tag = variant.barrier_tag_base();
     let mut steps = VecDeque::new();
@@ -97,11 +98,12 @@ pub(crate) fn barrier(rank: u32, nranks: u32, variant: &Variant) -> VecDeque<Ste
         round += 1;
         steps.push_back(Step::Send {
             peer: ((r + mask) % n) as u32,
-            tag,
+            tag: call_tag.unwrap_or(tag),
             step: round,
             source: Source::Result,
             range: 0..4,
         });
+        let tag = call_tag.unwrap_or(tag);
         steps.push_back(Step::Recv { peer: ((r + n - mask) % n) as u32, tag, step: round, into: 0..4 });
         mask <<= 1;
     }
@@ -126,13 +128,13 @@ mod tests {
     #[test]
     fn alltoall_tags_follow_nvshmem() {
         // Rank 1 of 4: i=1 send to 2, recv from 0 (tag 1); i=2 send 3 recv 3 (tag 2); i=3 send 0 recv 2 (tag 3).
-        let s = alltoall(1, 4, 8, &Variant::NVSHMEM_3_4);
+        let s = alltoall(1, 4, 8, &Variant::NVSHMEM_3_4, None);
         assert_eq!(p2p(&s), vec![('s', 2, 1), ('r', 0, 1), ('s', 3, 2), ('r', 3, 2), ('s', 0, 3), ('r', 2, 3)]);
-        let d = alltoall(0, 2, 8, &Variant::PR97);
+        let d = alltoall(0, 2, 8, &Variant::PR97, None);
         assert_eq!(p2p(&d), vec![('s', 1, (1 << 24) + 1), ('r', 1, (1 << 24) + 1)]);
         // The message p -> r carries tag (r - p) mod n.
         for r in 0..5u32 {
-            for (dir, peer, tag) in p2p(&alltoall(r, 5, 1, &Variant::NVSHMEM_3_7)) {
+            for (dir, peer, tag) in p2p(&alltoall(r, 5, 1, &Variant::NVSHMEM_3_7, None)) {
                 let (from, to) = if dir == 's' { (r, peer) } else { (peer, r) };
                 assert_eq!(tag as u32, (to + 5 - from) % 5);
             }
@@ -141,10 +143,17 @@ mod tests {
 
     #[test]
     fn barrier_rounds_follow_dissemination() {
-        assert!(barrier(0, 1, &Variant::NVSHMEM_3_4).is_empty());
-        let s = barrier(0, 5, &Variant::NVSHMEM_3_4);
+        assert!(barrier(0, 1, &Variant::NVSHMEM_3_4, None).is_empty());
+        let s = barrier(0, 5, &Variant::NVSHMEM_3_4, None);
         assert_eq!(p2p(&s), vec![('s', 1, 1), ('r', 4, 1), ('s', 2, 2), ('r', 3, 2), ('s', 4, 3), ('r', 1, 3)]);
-        assert_eq!(p2p(&barrier(1, 2, &Variant::DISJOINT)), vec![('s', 0, (1 << 25) + 1), ('r', 0, (1 << 25) + 1)]);
+        assert_eq!(p2p(&barrier(1, 2, &Variant::DISJOINT, None)), vec![('s', 0, (1 << 25) + 1), ('r', 0, (1 << 25) + 1)]);
+    }
+
+    #[test]
+    fn one_tag_per_call_marks_every_message_of_the_call() {
+        let v = Variant::NVSHMEM_3_8;
+        assert_eq!(p2p(&alltoall(0, 3, 8, &v, Some(7))), vec![('s', 1, 7), ('r', 2, 7), ('s', 2, 7), ('r', 1, 7)]);
+        assert_eq!(p2p(&barrier(0, 3, &v, Some(8))), vec![('s', 1, 8), ('r', 2, 8), ('s', 2, 8), ('r', 1, 8)]);
     }
 
     #[test]

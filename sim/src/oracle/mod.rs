@@ -10,6 +10,11 @@ use crate::case::Case;
 use crate::engine::outcome::{Outcome, SentMsg, TakenMsg};
 use crate::workload::{expected_result, qp_handle, OpSpec};
 
+mod provenance;
+mod results;
+
+pub use results::{judge_results, RankReport};
+
 /// How a run ended, worst first in `Ord`'s reverse: corruption beats error beats hang.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -124,6 +129,18 @@ impl fmt::Display for Finding {
 }
 
 impl Finding {
+    /// The rank it is about, if one.
+    pub fn rank(&self) -> Option<u32> {
+        match self {
+            Finding::Corruption { rank, .. }
+            | Finding::Mismatch { rank, .. }
+            | Finding::Leak { rank, .. }
+            | Finding::DrainGaveUp { rank, .. } => Some(*rank),
+            Finding::Error { rank, .. } => *rank,
+            Finding::Hang { who, .. } => who.strip_prefix("rank ").and_then(|r| r.parse().ok()),
+        }
+    }
+
     /// The verdict this finding alone implies.
     pub fn verdict(&self) -> Verdict {
         match self {
@@ -177,7 +194,8 @@ pub fn judge(case: &Case, out: &Outcome) -> (Verdict, Vec<Finding>) {
                     let Some(&op_spec) = spec.get(index as usize) else { continue };
                     if let Some(expected) = expected_result(op_spec, case.seed, index, r, n) {
                         if *bytes != expected {
-                            findings.extend(corruption(case, out, r, c.op, op_spec, bytes, &expected));
+                            let source = |p| source_of(out, r, c.op, p).map(describe_sent);
+                            findings.extend(corruption(&spec, case.seed, n, r, index, bytes, &expected, &source));
                         }
                     }
                 }
@@ -210,33 +228,47 @@ pub fn judge(case: &Case, out: &Outcome) -> (Verdict, Vec<Finding>) {
     (verdict, findings)
 }
 
-/// Names each wrong chunk of a successful operation, where its bytes came from, and what the
-/// verbs layer would do with a wrong QP handle.
-fn corruption(case: &Case, out: &Outcome, r: u32, op: OpId, spec: OpSpec, got: &[u8], expected: &[u8]) -> Vec<Finding> {
-    let n = case.ranks as usize;
-    let len = expected.len() / n.max(1);
+/// Names each wrong chunk of a successful operation, where its bytes came from
+/// (`source(peer)`, else what the bytes themselves tell), and what the verbs layer would do
+/// with a wrong QP handle. One function for every world, simulated or real.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn corruption(
+    specs: &[OpSpec],
+    seed: u64,
+    n: u32,
+    r: u32,
+    index: u32,
+    got: &[u8],
+    expected: &[u8],
+    source: &dyn Fn(u32) -> Option<String>,
+) -> Vec<Finding> {
+    let spec = specs[index as usize];
+    let len = expected.len() / (n as usize).max(1);
     let mut findings = Vec::new();
-    for p in 0..n {
+    for p in 0..n as usize {
         let range = p * len..(p + 1) * len;
-        if got[range.clone()] == expected[range.clone()] {
+        let chunk = got.get(range.clone()).unwrap_or_default();
+        if chunk == &expected[range.clone()] {
             continue;
         }
-        let source = source_of(out, r, op, p as u32).map_or("bytes of unknown origin".to_string(), describe_sent);
+        let source = source(p as u32)
+            .or_else(|| provenance::of_chunk(specs, seed, n, chunk))
+            .unwrap_or_else(|| "bytes of unknown origin".to_string());
         let (mut expected_qp, mut received_qp, mut verbs) = (None, None, None);
         if let OpSpec::Alltoall(l) = spec {
-            if l % QpHandle::SIZE == 0 {
-                let exp = QpHandle::decode_all(&expected[range.clone()]).unwrap_or_default();
-                let rec = QpHandle::decode_all(&got[range]).unwrap_or_default();
+            if l % QpHandle::SIZE == 0 && chunk.len() == l {
+                let exp = QpHandle::decode_all(&expected[range]).unwrap_or_default();
+                let rec = QpHandle::decode_all(chunk).unwrap_or_default();
                 if let Some(k) = (0..exp.len()).find(|&k| exp[k] != rec[k]) {
                     expected_qp = Some(show(&exp[k]));
                     received_qp = Some(show(&rec[k]));
-                    verbs = Some(verbs_check(case, r, &rec[k]));
+                    verbs = Some(verbs_check(specs, seed, n, r, &rec[k]));
                 }
             }
         }
         findings.push(Finding::Corruption {
             rank: r,
-            op: format!("{} #{}", kind_name(spec), op.0 - 1),
+            op: format!("{} #{index}", kind_name(spec)),
             peer: p as u32,
             source,
             expected_qp,
@@ -266,8 +298,9 @@ fn show(h: &QpHandle) -> String {
     format!("QPN {:#x} GID {gid}", h.qpn)
 }
 
-/// What `ibv_modify_qp` to RTR would do with a received handle on a RoCE NIC.
-pub fn verbs_check(case: &Case, r: u32, got: &QpHandle) -> String {
+/// What `ibv_modify_qp` to RTR would do with a received handle on a RoCE NIC, for rank `r` of a
+/// run of `specs` over `n` ranks with payload seed `seed`.
+pub fn verbs_check(specs: &[OpSpec], seed: u64, n: u32, r: u32, got: &QpHandle) -> String {
     if got.qpn == 0 || got.gid_is_zero() {
         let what = match (got.qpn == 0, got.gid_is_zero()) {
             (true, true) => "QPN 0x0 and a zero GID",
@@ -276,18 +309,17 @@ pub fn verbs_check(case: &Case, r: u32, got: &QpHandle) -> String {
         };
         return format!("rank {r} would call ibv_modify_qp(RTR) with {what}: EINVAL");
     }
-    let ops = case.workload.ops(case.seed);
-    let alltoalls = ops.iter().enumerate().filter(|(_, o)| matches!(o, OpSpec::Alltoall(_)));
+    let alltoalls = specs.iter().enumerate().filter(|(_, o)| matches!(o, OpSpec::Alltoall(_)));
     for (i, spec) in alltoalls {
         let OpSpec::Alltoall(len) = spec else { continue };
         let qps = (*len / QpHandle::SIZE) as u32;
-        for p in 0..case.ranks {
-            for q in 0..case.ranks {
+        for p in 0..n {
+            for q in 0..n {
                 if p != r && q != r {
                     continue;
                 }
                 for k in 0..qps {
-                    if qp_handle(case.seed ^ (i as u64) << 48, p, q, k) == *got {
+                    if qp_handle(seed ^ (i as u64) << 48, p, q, k) == *got {
                         return format!(
                             "cross-wired QP: rank {r} would connect to rank {p}'s QP {k} meant for rank {q} (alltoall #{i})"
                         );

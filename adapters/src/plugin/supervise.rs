@@ -1,0 +1,200 @@
+//! The parent's side of a plugin rank process: its records, its stderr, its end, all bounded by
+//! the operation timeout.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::process::Child;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::rank::RankRecord;
+use super::PluginError;
+
+/// How one plugin rank ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PluginRankRun {
+    /// The rank.
+    pub rank: u32,
+    /// Init's error, if it failed.
+    pub init: Option<String>,
+    /// The operations that ended, in order: received bytes, or the error with its context.
+    pub ops: Vec<Result<Vec<u8>, String>>,
+    /// Set when the rank made no progress within the timeout and was killed: where it was.
+    pub unfinished: Option<String>,
+    /// What the plugin printed on stderr.
+    pub stderr: Vec<String>,
+    /// Wall time from spawn to end.
+    pub took: Duration,
+}
+
+/// Reads the records of `child` (rank `rank`, spawned with piped stdout and stderr) until it
+/// ends, killing it once `op_timeout` passes without a record.
+pub fn supervise(rank: u32, mut child: Child, op_timeout: Duration) -> PluginRankRun {
+    let started = Instant::now();
+    let (tx, rx) = mpsc::channel();
+    if let Some(out) = child.stdout.take() {
+        thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    let stderr = child.stderr.take().map(|e| thread::spawn(move || read_lines(e)));
+    let mut run = PluginRankRun { rank, ..Default::default() };
+    let mut current = ("init".to_string(), None::<u32>);
+    let mut failed: Option<(String, Option<i32>)> = None;
+    let mut init_done = false;
+    loop {
+        match rx.recv_timeout(op_timeout) {
+            Ok(line) => match serde_json::from_str::<RankRecord>(&line) {
+                Ok(RankRecord::Begin { what, index }) => current = (what, index),
+                Ok(RankRecord::Done { bytes }) => {
+                    if init_done {
+                        run.ops.push(Ok(bytes));
+                    } else {
+                        init_done = true;
+                    }
+                }
+                Ok(RankRecord::Failed { error, rc }) => failed = Some((error, rc)),
+                Err(_) => tracing::warn!(rank, line, "plugin rank: a stdout line that is not a record"),
+            },
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                run.unfinished = Some(format!(
+                    "{}: no progress for {} ms (NVSHMEM has no timeout; the rank process was killed)",
+                    current.0,
+                    op_timeout.as_millis()
+                ));
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let status = child.wait();
+    run.stderr = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    run.took = started.elapsed();
+    let error = match (failed, &run.unfinished, status) {
+        (Some((error, rc)), _, _) => Some(match classify_stderr(&run.stderr) {
+            Some(typed) => format!("{typed}{}", rc.map_or(String::new(), |rc| format!("; returned {rc}"))),
+            None => error,
+        }),
+        (None, Some(_), _) => None,
+        (None, None, Ok(s)) if s.success() => None,
+        (None, None, Ok(s)) => {
+            let last = run.stderr.last().cloned();
+            Some(match (s.code(), s.signal()) {
+                (Some(code), _) => PluginError::Exited { code, stderr: last }.to_string(),
+                (None, Some(signal)) => PluginError::Crashed { signal, stderr: last }.to_string(),
+                _ => format!("the rank process ended with {s}"),
+            })
+        }
+        (None, None, Err(e)) => Some(format!("waiting for the rank process: {e}")),
+    };
+    if let Some(e) = error {
+        let e = format!("{}: {e}", current.0);
+        match current.1 {
+            None => run.init = Some(e),
+            Some(_) => run.ops.push(Err(e)),
+        }
+    }
+    run
+}
+
+fn read_lines(r: impl Read) -> Vec<String> {
+    BufReader::new(r).lines().map_while(Result::ok).collect()
+}
+
+/// The first error the plugin printed that bootsim knows, as a typed error. Its lines look like
+/// `<file>:bootstrap_net_recv:<line>: Message size mismatch: received 4 bytes, expected 576 bytes`.
+pub fn classify_stderr(lines: &[String]) -> Option<PluginError> {
+    lines.iter().find_map(|l| classify_line(l))
+}
+
+fn classify_line(line: &str) -> Option<PluginError> {
+    if line.contains("tag space exhausted") {
+        return Some(PluginError::TagSpaceExhausted);
+    }
+    if let Some(rest) = after(line, "Message size mismatch: received ") {
+        let (got, rest) = number(rest)?;
+        let (expected, _) = number(after(rest, "expected ")?)?;
+        return Some(PluginError::SizeMismatch { got, expected });
+    }
+    if let Some(rest) = after(line, "Message truncated : received ") {
+        let (got, rest) = number(rest)?;
+        let (expected, _) = number(after(rest, "instead of ")?)?;
+        return Some(PluginError::Truncated { got, expected });
+    }
+    None
+}
+
+fn after<'a>(s: &'a str, pat: &str) -> Option<&'a str> {
+    s.find(pat).map(|i| &s[i + pat.len()..])
+}
+
+fn number(s: &str) -> Option<(usize, &str)> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    Some((s[..end].parse().ok()?, &s[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    fn lines(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_plugins_messages_become_typed_errors() {
+        let p = "./src/modules/bootstrap/uid/bootstrap_uid.cpp";
+        let l = lines(&[&format!(
+            "{p}:bootstrap_net_recv:102: Message size mismatch: received 4 bytes, expected 576 bytes"
+        )]);
+        assert_eq!(classify_stderr(&l), Some(PluginError::SizeMismatch { got: 4, expected: 576 }));
+        let l = lines(&["x", &format!("{p}:bootstrap_net_recv:100: Message truncated : received 576 bytes instead of 4")]);
+        assert_eq!(classify_stderr(&l), Some(PluginError::Truncated { got: 576, expected: 4 }));
+        let l = lines(&[&format!("{p}:reserve_tags:391: UID bootstrap message tag space exhausted")]);
+        assert_eq!(classify_stderr(&l), Some(PluginError::TagSpaceExhausted));
+        assert_eq!(classify_stderr(&lines(&["non-zero status: -3"])), None);
+    }
+
+    fn sh(script: &str) -> Child {
+        Command::new("sh").args(["-c", script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    }
+
+    #[test]
+    fn a_blocked_rank_is_killed_and_named_where_it_waits() {
+        let script = r#"echo '{"event":"begin","what":"init","index":null}'; echo '{"event":"done","bytes":[]}';
+            echo '{"event":"begin","what":"barrier #1","index":1}'; exec sleep 30"#;
+        let t0 = Instant::now();
+        let run = supervise(3, sh(script), Duration::from_millis(300));
+        assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the timeout");
+        let u = run.unfinished.unwrap();
+        assert!(u.starts_with("barrier #1: no progress for 300 ms"), "{u}");
+        assert_eq!((run.init, run.ops.len()), (None, 0));
+    }
+
+    #[test]
+    fn a_failed_call_takes_the_plugins_words_and_an_exit_is_named() {
+        let script = r#"echo '{"event":"begin","what":"init","index":null}'; echo '{"event":"done","bytes":[]}';
+            echo '{"event":"begin","what":"alltoall #0","index":0}';
+            echo 'f.cpp:bootstrap_net_recv:99: Message size mismatch: received 4 bytes, expected 576 bytes' >&2;
+            echo '{"event":"failed","error":"alltoall returned -3","rc":-3}'; exit 1"#;
+        let run = supervise(1, sh(script), Duration::from_secs(10));
+        assert_eq!(
+            run.ops,
+            vec![Err("alltoall #0: message size mismatch: received 4 bytes, expected 576 bytes (the plugin's words); returned -3".to_string())]
+        );
+        let run = supervise(2, sh(r#"echo '{"event":"begin","what":"init","index":null}'; echo 'version mismatch' >&2; exit 255"#), Duration::from_secs(10));
+        assert_eq!(
+            run.init.as_deref(),
+            Some("init: the rank process exited with status 255; its last stderr line: version mismatch")
+        );
+        let run = supervise(0, sh(r#"echo '{"event":"begin","what":"init","index":null}'; kill -SEGV $$"#), Duration::from_secs(10));
+        assert!(run.init.unwrap().contains("killed by signal 11"));
+    }
+}

@@ -1,0 +1,445 @@
+//! `bootsim smoke`: the bootstrap over real TCP sockets, one rank per process, with the
+//! integrity oracle on every rank's results.
+//!
+//! Rendezvous, one of:
+//! - `--session host:port` (NVSHMEM_BOOTSTRAP_UID_SESSION_ID semantics): rank 0 also runs the
+//!   root at that address, every rank dials it. The session magic is `--magic`, else the
+//!   FNV-1a-64 hash of the string `host:port` actually used (so every rank derives the same one).
+//!   Iteration `i` uses port `port + i`.
+//! - `--uid-file PATH`: rank 0 runs the root on an ephemeral port and writes the 128-byte unique
+//!   ID to PATH (tmp file + rename); the others poll for it for up to `--op-timeout-ms`.
+//!   Iteration `i > 0` uses `PATH.i`. Rank 0 removes the file once its iteration is over.
+//! - `--local N`: spawns N copies of this program as ranks 0..N-1 on 127.0.0.1 with a uid file
+//!   in a fresh temporary directory, and prints their lines.
+//! - `--local N --wire POLICY`: the N ranks run as threads of this process, rank k in its own
+//!   network namespace as host k+1 (10.213.0.k+1) behind the userspace wire, which applies
+//!   POLICY to the connections between them (see [`wire_smoke`]). Needs CAP_NET_ADMIN and
+//!   /dev/net/tun.
+//!
+//! Each rank stops at its first failed iteration. Exit 0: every iteration verified; 1: an
+//! error, timeout or wrong bytes; 2: bad usage.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use bootsim_adapters::net;
+use bootsim_adapters::tokio_net::{real_limits, run_blocking, Rendezvous, SessionConfig};
+use bootsim_core::Variant;
+use bootsim_sim::oracle::{judge_results, RankReport};
+use bootsim_sim::workload::{build_op, Workload};
+
+mod plugin;
+mod plugin_smoke;
+mod report;
+mod wire;
+
+/// The most rank processes `--local` starts on one host.
+const LOCAL_MAX: u32 = 1024;
+
+/// Arguments of `bootsim smoke`.
+#[derive(clap::Args, Debug)]
+pub struct SmokeArgs {
+    /// This process's rank (default: SLURM/OpenMPI/PMI/RANK launcher variables).
+    #[arg(long, requires = "ranks")]
+    rank: Option<u32>,
+    /// World size (default: from the launcher variables).
+    #[arg(long, requires = "rank")]
+    ranks: Option<u32>,
+    /// Root address `host:port`; rank 0 runs the root there (iteration i: port + i).
+    #[arg(long, conflicts_with = "uid_file")]
+    session: Option<String>,
+    /// Unique-ID file: rank 0 writes it, the others read it (iteration i > 0: PATH.i).
+    #[arg(long)]
+    uid_file: Option<PathBuf>,
+    /// Session magic, decimal or 0x-hex (default: hash of the session string, or random-ish
+    /// for a uid file).
+    #[arg(long)]
+    magic: Option<String>,
+    /// Protocol variant (a preset name) [default: nvshmem-3.7; with --plugin, the variant that
+    /// speaks like the plugin, for the ranks that run bootsim-core].
+    #[arg(long)]
+    variant: Option<String>,
+    /// Workload: deepep, nvshmem-init, qp-create or churn (default parameters).
+    #[arg(long, default_value = "deepep")]
+    workload: String,
+    /// Seed of the payloads (and of churn's sequence).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Run the whole bootstrap this many times, each with a fresh session.
+    #[arg(long, default_value_t = 1)]
+    iterations: u32,
+    /// Fail an operation after this long without progress.
+    #[arg(long, default_value_t = 30_000)]
+    op_timeout_ms: u64,
+    /// Address this rank's listeners bind (default: NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME selection,
+    /// or loopback when the session is on loopback).
+    #[arg(long)]
+    ip: Option<IpAddr>,
+    /// Spawn this many ranks of this program on 127.0.0.1 and report them all.
+    #[arg(long, conflicts_with_all = ["rank", "ranks", "session", "uid_file", "ip"])]
+    local: Option<u32>,
+    /// With --local: each rank in its own network namespace behind the userspace wire with this
+    /// packet policy: none, hold=MS[,select=S], release-on-next[=MS][,select=S], model[=SEED]
+    /// (select: all, even, odd, every:K[:P], nth:N, conn:N, pair:SRC>DST[:N] with host = rank+1).
+    #[arg(long, requires = "local", conflicts_with = "rdma", value_name = "POLICY")]
+    wire: Option<String>,
+    /// Override the variant's drain bound (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS; <= 0 disables).
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    drain_ms: Option<i64>,
+    /// With --local: NVSHMEM's real UID bootstrap plugin as the ranks: a version (3.4.5, 3.7.1,
+    /// 3.8.0: fetched into the cache by scripts/fetch-nvshmem.sh when missing) or the path of a
+    /// nvshmem_bootstrap_uid.so* of your own build.
+    #[arg(long, requires = "local", conflicts_with = "rdma", value_name = "VERSION|PATH")]
+    plugin: Option<String>,
+    /// With --plugin: only these ranks run the plugin (e.g. 0,2); the others run bootsim-core
+    /// with --variant (default: the variant that speaks like the plugin).
+    #[arg(long, requires = "plugin", value_delimiter = ',', value_name = "LIST")]
+    plugin_ranks: Option<Vec<u32>>,
+    /// With --plugin 3.8.x: start every plugin rank's per-call tag counter here (and bootsim-core
+    /// ranks' with `first_tag`), to reach the 2^31-1 limit.
+    #[arg(long, requires = "plugin", value_name = "TAG")]
+    tag_counter: Option<u64>,
+    #[command(flatten)]
+    rdma: super::rdma::RdmaArgs,
+}
+
+impl SmokeArgs {
+    fn variant_name(&self) -> &str {
+        self.variant.as_deref().unwrap_or("nvshmem-3.7")
+    }
+}
+
+/// Runs `bootsim smoke`.
+pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
+    let preset = |name: &str| {
+        Variant::preset(name)
+            .ok_or_else(|| anyhow!("unknown variant {name:?}; presets: {}", bootsim_core::PRESETS.join(", ")))
+    };
+    let mut variant = preset(args.variant_name())?;
+    if let Some(ms) = args.drain_ms {
+        variant = variant.with_drain_ms(ms);
+    }
+    let workload = parse_workload(&args.workload)?;
+    if args.iterations == 0 {
+        bail!("--iterations must be at least 1");
+    }
+    if let (Some(n), Some(plugin)) = (args.local, &args.plugin) {
+        let variant = match &args.variant {
+            Some(name) => preset(name)?,
+            None => plugin_variant(plugin)?,
+        };
+        let variant = args.drain_ms.map_or(variant, |ms| variant.with_drain_ms(ms));
+        return plugin_smoke::run(&args, n, plugin, variant, &workload);
+    }
+    if let (Some(n), Some(policy)) = (args.local, &args.wire) {
+        return wire::run(&args, n, policy, variant, &workload);
+    }
+    if let Some(n) = args.local {
+        return local(&args, n);
+    }
+    let (rank, nranks) = match (args.rank, args.ranks) {
+        (Some(r), Some(n)) => (r, n),
+        _ => net::from_process_env()?
+            .map(|l| (l.rank, l.size))
+            .ok_or_else(|| anyhow!("no --rank/--ranks and no launcher variables (SLURM_PROCID, RANK, ...)"))?,
+    };
+    if nranks > bootsim_core::root::MAX_RANKS {
+        bail!("--ranks {nranks}: at most {} ranks", bootsim_core::root::MAX_RANKS);
+    }
+    if rank >= nranks {
+        bail!("rank {rank} is outside a world of {nranks} ranks");
+    }
+    let session = args.session.as_deref().map(resolve).transpose()?;
+    if session.is_none() && args.uid_file.is_none() {
+        bail!("give --session host:port, --uid-file PATH or --local N");
+    }
+    let magic = args.magic.as_deref().map(parse_magic).transpose()?;
+    let ip = match (args.ip, session) {
+        (Some(ip), _) => ip,
+        (None, Some(s)) if s.ip().is_loopback() => s.ip(),
+        (None, s) => pick_ip(s.map_or(net::Family::V4, |s| net::Family::of(&s.ip())))?,
+    };
+    let op_timeout = Duration::from_millis(args.op_timeout_ms);
+    let specs = workload.ops(args.seed);
+    let ops: Vec<_> = specs.iter().enumerate().map(|(i, s)| build_op(*s, args.seed, i as u32, rank, nranks)).collect();
+    let started = Instant::now();
+    let mut ok = 0;
+    for iter in 0..args.iterations {
+        let (rendezvous, magic) = match (session, &args.uid_file) {
+            (Some(s), _) => {
+                let addr = SocketAddr::new(
+                    s.ip(),
+                    u16::try_from(iter)
+                        .ok()
+                        .and_then(|i| s.port().checked_add(i))
+                        .context("--iterations run past port 65535")?,
+                );
+                (Rendezvous::Session(addr), magic.unwrap_or_else(|| fnv1a(addr.to_string().as_bytes())))
+            }
+            (None, Some(path)) => {
+                let path = iter_path(path, iter);
+                let salt = format!("{}:{}:{:?}", path.display(), std::process::id(), Instant::now());
+                (Rendezvous::UidFile(path), magic.unwrap_or_else(|| fnv1a(salt.as_bytes())))
+            }
+            (None, None) => unreachable!("checked above"),
+        };
+        let uid_file = match &rendezvous {
+            Rendezvous::UidFile(p) if rank == 0 => Some(p.clone()),
+            _ => None,
+        };
+        let cfg = SessionConfig {
+            rank,
+            nranks,
+            variant,
+            limits: real_limits(op_timeout),
+            magic,
+            ip,
+            rendezvous,
+            uid_wait: op_timeout,
+        };
+        let t0 = Instant::now();
+        if args.rdma.rdma {
+            // The RDMA check is this iteration's workload: its own bootstrap sessions (handle
+            // exchange, then a barrier) use the next rendezvous points (port + 1000 + 2i + s, or
+            // PATH.rdma.i.s).
+            let mut session = |ops: Vec<bootsim_core::Op>, sub: u32| {
+                let mut cfg = cfg.clone();
+                let mut remove = None;
+                cfg.rendezvous = match &cfg.rendezvous {
+                    Rendezvous::Session(a) => Rendezvous::Session(SocketAddr::new(
+                        a.ip(),
+                        u16::try_from(1000 + 2 * u64::from(iter) + u64::from(sub))
+                            .ok()
+                            .and_then(|off| a.port().checked_add(off))
+                            .unwrap_or(0),
+                    )),
+                    Rendezvous::UidFile(p) => {
+                        let p = p.with_extension(format!("rdma.{iter}.{sub}"));
+                        remove = (rank == 0).then(|| p.clone());
+                        Rendezvous::UidFile(p)
+                    }
+                };
+                let run = run_blocking(cfg, ops);
+                if let Some(p) = remove {
+                    let _ = std::fs::remove_file(p);
+                }
+                run
+            };
+            let clean = super::rdma::check(&args.rdma, rank, nranks, iter, &mut session)?;
+            if let Some(p) = uid_file {
+                let _ = std::fs::remove_file(p);
+            }
+            if !clean {
+                break;
+            }
+            ok += 1;
+            continue;
+        }
+        let result = run_blocking(cfg, ops.clone());
+        if let Some(p) = uid_file {
+            let _ = std::fs::remove_file(p);
+        }
+        let ms = t0.elapsed().as_millis();
+        let report = RankReport::from_driver(rank, &result);
+        let (_, findings) = judge_results(&specs, args.seed, nranks, &[report]);
+        let verdict = match findings.is_empty() {
+            true => Ok(()),
+            false => Err(findings.iter().map(ToString::to_string).collect::<Vec<_>>().join("; then ")),
+        };
+        match verdict {
+            Ok(()) => {
+                println!("rank {rank}/{nranks} iter {iter}: ok: init + {} ops verified in {ms} ms", specs.len());
+                ok += 1;
+            }
+            Err(e) => {
+                println!("rank {rank}/{nranks} iter {iter}: FAIL after {ms} ms: {e}");
+                break;
+            }
+        }
+    }
+    let total = started.elapsed().as_millis();
+    if rank == 0 {
+        let status = if ok == args.iterations { "pass" } else { "FAIL" };
+        println!(
+            "smoke: {status}: variant {} workload {} ranks {nranks}: {ok}/{} iterations ok in {total} ms",
+            args.variant_name(),
+            workload.name(),
+            args.iterations
+        );
+    }
+    Ok(if ok == args.iterations { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `--local N`: N child processes on loopback, a uid file in a fresh temporary directory.
+fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
+    if n == 0 || n > LOCAL_MAX {
+        bail!("--local {n}: between 1 and {LOCAL_MAX} processes on one host");
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "bootsim-smoke-{}-{:x}",
+        std::process::id(),
+        fnv1a(format!("{:?}", Instant::now()).as_bytes())
+    ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let exe = std::env::current_exe().context("locating this program")?;
+    let uid = dir.join("uid");
+    let started = Instant::now();
+    let mut children = Vec::new();
+    for r in 0..n {
+        let mut cmd = Command::new(&exe);
+        cmd.arg("smoke").args(["--rank", &r.to_string(), "--ranks", &n.to_string()]);
+        cmd.arg("--uid-file").arg(&uid).args(["--ip", "127.0.0.1", "--variant", args.variant_name()]);
+        cmd.args(["--workload", &args.workload, "--seed", &args.seed.to_string()]);
+        cmd.args(["--iterations", &args.iterations.to_string(), "--op-timeout-ms", &args.op_timeout_ms.to_string()]);
+        if let Some(m) = &args.magic {
+            cmd.args(["--magic", m]);
+        }
+        if let Some(ms) = args.drain_ms {
+            cmd.arg(format!("--drain-ms={ms}"));
+        }
+        if args.rdma.rdma {
+            cmd.args(["--rdma", "--qps-per-peer", &args.rdma.qps_per_peer.to_string()]);
+            if let Some(d) = &args.rdma.device {
+                cmd.args(["--device", d]);
+            }
+            if let Some(g) = args.rdma.gid_index {
+                cmd.args(["--gid-index", &g.to_string()]);
+            }
+        }
+        let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().context("spawning a rank")?;
+        children.push(Ranked::new(r, child));
+    }
+    // Each child bounds itself (op timeout, connect retries, flush); this is the safety net.
+    let per_iter = Duration::from_millis(args.op_timeout_ms) * 2 + Duration::from_secs(30);
+    let deadline = started + per_iter * args.iterations;
+    let mut failed = Vec::new();
+    let mut usage_errors = 0;
+    for c in &mut children {
+        let status = c.wait_until(deadline);
+        usage_errors += usize::from(status == Some(2));
+        let (out, err) = c.output();
+        for line in out.lines() {
+            println!("{line}");
+        }
+        for line in err.lines() {
+            println!("rank {} stderr: {line}", c.rank);
+        }
+        match status {
+            Some(0) => {}
+            Some(code) => failed.push(format!("rank {} exited {code}", c.rank)),
+            None => failed.push(format!("rank {} killed after {} ms", c.rank, per_iter.as_millis())),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let ms = started.elapsed().as_millis();
+    let head =
+        format!("smoke --local {n}: variant {} workload {} x{}", args.variant_name(), args.workload, args.iterations);
+    if failed.is_empty() {
+        println!("{head}: pass: all {n} ranks ok in {ms} ms");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{head}: FAIL in {ms} ms: {}", failed.join(", "));
+        // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too.
+        Ok(ExitCode::from(if usage_errors == children.len() { 2 } else { 1 }))
+    }
+}
+
+/// A child rank and the threads collecting its output.
+struct Ranked {
+    rank: u32,
+    child: Child,
+    out: Option<std::thread::JoinHandle<String>>,
+    err: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Ranked {
+    fn new(rank: u32, mut child: Child) -> Self {
+        fn collect(r: Option<impl Read + Send + 'static>) -> Option<std::thread::JoinHandle<String>> {
+            r.map(|r| {
+                std::thread::spawn(move || {
+                    BufReader::new(r).lines().map_while(Result::ok).collect::<Vec<_>>().join("\n")
+                })
+            })
+        }
+        let (out, err) = (collect(child.stdout.take()), collect(child.stderr.take()));
+        Ranked { rank, child, out, err }
+    }
+
+    /// The exit code, or `None` if it had to be killed at `deadline` (or died by a signal).
+    fn wait_until(&mut self, deadline: Instant) -> Option<i32> {
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => return s.code(),
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn output(&mut self) -> (String, String) {
+        let join = |h: Option<std::thread::JoinHandle<String>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
+        (join(self.out.take()), join(self.err.take()))
+    }
+}
+
+/// The bootsim variant that speaks like the plugin `arg` names.
+fn plugin_variant(arg: &str) -> anyhow::Result<Variant> {
+    let spec = plugin_smoke::locate_plugin(arg)?;
+    Ok(Variant::preset(spec.family.variant()).expect("a preset"))
+}
+
+pub(crate) fn parse_workload(name: &str) -> anyhow::Result<Workload> {
+    Ok(match name {
+        "deepep" => Workload::Deepep { qps: 24 },
+        "nvshmem-init" => Workload::NvshmemInit { qps: 2 },
+        "qp-create" => Workload::QpCreate { k: 4 },
+        "churn" => Workload::Churn { len: 12 },
+        _ => bail!("unknown workload {name:?}; accepted: deepep, nvshmem-init, qp-create, churn"),
+    })
+}
+
+fn parse_magic(s: &str) -> anyhow::Result<u64> {
+    let parsed = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => s.parse(),
+    };
+    parsed.with_context(|| format!("--magic {s:?} is not a u64 (decimal or 0x-hex)"))
+}
+
+fn resolve(session: &str) -> anyhow::Result<SocketAddr> {
+    session
+        .to_socket_addrs()
+        .with_context(|| format!("--session {session:?} is not host:port"))?
+        .next()
+        .ok_or_else(|| anyhow!("--session {session:?} resolves to no address"))
+}
+
+/// The bootstrap interface's address, as NVSHMEM picks it (NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME).
+fn pick_ip(family: net::Family) -> anyhow::Result<IpAddr> {
+    let filter = std::env::var("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME").ok().map(|s| net::IfFilter::parse(&s));
+    let list = net::list_interfaces().context("listing interfaces")?;
+    let chosen = net::select(filter.as_ref(), family, &list);
+    Ok(chosen.map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |i| i.addr))
+}
+
+fn iter_path(path: &Path, iter: u32) -> PathBuf {
+    if iter == 0 {
+        return path.to_path_buf();
+    }
+    let mut p = path.as_os_str().to_owned();
+    p.push(format!(".{iter}"));
+    PathBuf::from(p)
+}
+
+/// FNV-1a, 64 bits: a stable hash every rank computes alike.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}

@@ -1,0 +1,217 @@
+//! `bootsim smoke --plugin V|PATH --local N [--plugin-ranks LIST] [--wire POLICY]`: NVSHMEM's
+//! real UID bootstrap plugin as some or all of the ranks, bootsim-core as the others, judged by
+//! the same oracle as simulation.
+//!
+//! A plugin rank is a process of its own (`bootsim plugin-rank`): NVSHMEM blocks forever on a
+//! lost message and exits on some errors, so the parent bounds each rank by `--op-timeout-ms`
+//! and names where it stopped. A bootsim-core rank is a thread running the async driver over
+//! tokio sockets. Rendezvous is a unique-ID file in a fresh temporary folder: rank 0, plugin or
+//! core, runs the root and writes NVSHMEM's 128-byte ID there. With `--wire`, rank r runs in
+//! network namespace r+1 behind the userspace wire (a plugin child inherits its thread's
+//! namespace; `NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=wire<host>` picks its interface).
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use bootsim_adapters::plugin::{supervise, PluginSpec};
+use bootsim_adapters::tokio_net::{real_limits, run_blocking, Rendezvous, SessionConfig};
+use bootsim_adapters::wire::{self, host_addr, Policy, Wire, WireReport};
+use bootsim_adapters::wire_run::rank_host;
+use bootsim_core::Variant;
+use bootsim_sim::oracle::RankReport;
+use bootsim_sim::workload::{build_op, format_ops, OpSpec};
+use bootsim_sim::{Finding, Verdict};
+
+use super::report::print_iteration;
+
+/// One session's make-up.
+#[derive(Clone, Debug)]
+pub(crate) struct Session {
+    /// World size.
+    pub n: u32,
+    /// The real plugin.
+    pub plugin: PluginSpec,
+    /// Ranks that run the plugin; the others run bootsim-core.
+    pub plugin_ranks: BTreeSet<u32>,
+    /// bootsim-core's variant for the other ranks.
+    pub core_variant: Variant,
+    /// The collectives after init.
+    pub specs: Vec<OpSpec>,
+    /// Payload seed.
+    pub seed: u64,
+    /// Bound on each operation (NVSHMEM has none).
+    pub op_timeout: Duration,
+    /// 3.8.0 only: preset every plugin rank's tag counter after init.
+    pub tag_counter: Option<u64>,
+}
+
+/// One rank's end.
+pub(crate) struct RankEnd {
+    /// What it reported.
+    pub report: RankReport,
+    /// The plugin's stderr (plugin ranks).
+    pub stderr: Vec<String>,
+    /// Its wall time.
+    pub took: Duration,
+}
+
+/// One iteration's ends, by rank, and the wire's record when there was one.
+pub(crate) struct Iteration {
+    pub ranks: Vec<RankEnd>,
+    pub wire: Option<WireReport>,
+}
+
+impl Session {
+    /// Which implementation rank `r` runs, for output lines.
+    pub fn label(&self, r: u32) -> String {
+        if self.plugin_ranks.contains(&r) {
+            match &self.plugin.version {
+                Some(v) => format!("NVSHMEM {v}"),
+                None => format!("plugin {}", self.plugin.path.display()),
+            }
+        } else {
+            format!("bootsim {}", self.core_variant)
+        }
+    }
+
+    /// Runs one session; `wire` puts each rank behind the userspace wire with that policy.
+    pub fn run(&self, wire: Option<Policy>) -> anyhow::Result<Iteration> {
+        let dir = scratch_dir()?;
+        let uid = dir.join("uid");
+        let result = match wire {
+            None => self.run_local(&uid),
+            Some(policy) => self.run_on_wire(&uid, policy),
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
+
+    fn run_local(&self, uid: &Path) -> anyhow::Result<Iteration> {
+        let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let tasks: Vec<_> = (0..self.n)
+            .map(|r| {
+                let job = self.rank_job(r, uid, ip, "lo".to_string());
+                std::thread::Builder::new().name(format!("rank{r}")).spawn(job)
+            })
+            .collect::<Result<_, _>>()
+            .context("starting the rank threads")?;
+        let ranks: anyhow::Result<Vec<RankEnd>> = tasks.into_iter().map(|t| t.join().map_err(|_| anyhow!("a rank thread panicked"))).collect();
+        Ok(Iteration { ranks: ranks?, wire: None })
+    }
+
+    fn run_on_wire(&self, uid: &Path, policy: Policy) -> anyhow::Result<Iteration> {
+        if self.n == 0 || self.n > u32::from(wire::MAX_HOSTS) {
+            bail!("--wire needs 1..={} ranks", wire::MAX_HOSTS);
+        }
+        let w = Wire::start(rank_host(self.n - 1), policy).context("starting the wire")?;
+        let mut tasks = Vec::new();
+        for r in 0..self.n {
+            let host = rank_host(r);
+            let job = self.rank_job(r, uid, IpAddr::V4(host_addr(host)), format!("wire{host}"));
+            tasks.push(w.spawn(host, job).context("starting a rank in its namespace")?);
+        }
+        let mut ranks = Vec::new();
+        for t in tasks {
+            ranks.push(t.join().context("a rank's namespace thread")?);
+        }
+        let report = w.shutdown().context("stopping the wire")?;
+        Ok(Iteration { ranks, wire: Some(report) })
+    }
+
+    /// The closure that runs rank `r` (on a thread already in its namespace, if any).
+    fn rank_job(&self, r: u32, uid: &Path, ip: IpAddr, ifname: String) -> impl FnOnce() -> RankEnd + Send + 'static {
+        let s = self.clone();
+        let uid = uid.to_path_buf();
+        move || {
+            let t0 = Instant::now();
+            if s.plugin_ranks.contains(&r) {
+                let run = match s.plugin_command(r, &uid, &ifname).spawn() {
+                    Ok(child) => supervise(r, child, s.op_timeout),
+                    Err(e) => {
+                        let report = RankReport { rank: r, init: Some(format!("cannot start: {e}")), ..Default::default() };
+                        return RankEnd { report, stderr: Vec::new(), took: t0.elapsed() };
+                    }
+                };
+                RankEnd { report: RankReport::from_plugin(&run), stderr: run.stderr, took: run.took }
+            } else {
+                let ops = s.specs.iter().enumerate().map(|(i, sp)| build_op(*sp, s.seed, i as u32, r, s.n)).collect();
+                let cfg = SessionConfig {
+                    rank: r,
+                    nranks: s.n,
+                    variant: s.core_variant,
+                    limits: real_limits(s.op_timeout),
+                    magic: session_magic(),
+                    ip,
+                    rendezvous: Rendezvous::UidFile(uid),
+                    uid_wait: s.op_timeout,
+                };
+                let result = run_blocking(cfg, ops);
+                RankEnd { report: RankReport::from_driver(r, &result), stderr: Vec::new(), took: t0.elapsed() }
+            }
+        }
+    }
+
+    fn plugin_command(&self, r: u32, uid: &Path, ifname: &str) -> Command {
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("bootsim"));
+        let mut cmd = Command::new(exe);
+        cmd.arg("plugin-rank").arg("--plugin").arg(&self.plugin.path);
+        cmd.args(["--abi", &self.plugin.abi.to_string(), "--rank", &r.to_string(), "--ranks", &self.n.to_string()]);
+        cmd.arg("--uid-file").arg(uid);
+        cmd.args(["--uid-wait-ms", &self.op_timeout.as_millis().to_string()]);
+        cmd.args(["--ops", &format_ops(&self.specs), "--seed", &self.seed.to_string()]);
+        if r == 0 {
+            cmd.arg("--create");
+        }
+        if let Some(t) = self.tag_counter {
+            cmd.args(["--tag-counter", &t.to_string()]);
+        }
+        cmd.env("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME", ifname);
+        cmd.env_remove("NVSHMEM_BOOTSTRAP_UID_SESSION_ID");
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Runs one session and prints its lines; returns the verdict and the findings.
+    pub fn run_and_print(&self, iter: u32, wire: Option<Policy>) -> anyhow::Result<(Verdict, Vec<Finding>, Iteration)> {
+        let it = self.run(wire)?;
+        let reports: Vec<RankReport> = it.ranks.iter().map(|e| e.report.clone()).collect();
+        let took: Vec<Duration> = it.ranks.iter().map(|e| e.took).collect();
+        let (verdict, findings) =
+            print_iteration(iter, &self.specs, self.seed, &reports, &took, &|r| format!(" [{}]", self.label(r)));
+        if !verdict.is_ok() {
+            for e in &it.ranks {
+                for line in &e.stderr {
+                    println!("  rank {} stderr: {line}", e.report.rank);
+                }
+            }
+        }
+        Ok((verdict, findings, it))
+    }
+}
+
+/// A fresh folder for the unique-ID file.
+fn scratch_dir() -> anyhow::Result<PathBuf> {
+    let stamp = Instant::now().elapsed().as_nanos() ^ u128::from(std::process::id()) << 64;
+    for k in 0u32.. {
+        let dir = std::env::temp_dir().join(format!("bootsim-plugin-{}-{stamp:x}-{k}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    unreachable!("u32 folders exhausted")
+}
+
+/// bootsim-core rank 0's magic when it runs the root (the others read it from the ID file).
+fn session_magic() -> u64 {
+    let mut b = [0u8; 8];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b)).is_err() {
+        b = (std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15).to_le_bytes();
+    }
+    u64::from_le_bytes(b)
+}

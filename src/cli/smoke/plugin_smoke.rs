@@ -1,0 +1,102 @@
+//! `bootsim smoke --plugin ...`: the command's side of a [`Session`]: resolve the plugin, run
+//! the iterations, count verdicts, print the summary.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail};
+use bootsim_adapters::plugin::{locate, PluginSpec};
+use bootsim_core::Variant;
+use bootsim_sim::workload::Workload;
+use bootsim_sim::Verdict;
+
+use super::plugin::Session;
+use super::wire::parse_policy;
+use super::SmokeArgs;
+
+/// `scripts/fetch-nvshmem.sh` of the source tree this program was built from.
+const FETCH_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch-nvshmem.sh");
+
+/// Resolves `--plugin`: a cached version (fetched when missing) or a path.
+pub(crate) fn locate_plugin(arg: &str) -> anyhow::Result<PluginSpec> {
+    locate(arg, |version| {
+        if !Path::new(FETCH_SCRIPT).exists() {
+            return Err(format!("NVSHMEM {version} is not in the cache; run scripts/fetch-nvshmem.sh {version}"));
+        }
+        eprintln!("bootsim: NVSHMEM {version} is not in the cache: running scripts/fetch-nvshmem.sh {version}");
+        let status = Command::new("bash").arg(FETCH_SCRIPT).arg(version).status();
+        match status {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(format!("scripts/fetch-nvshmem.sh {version} failed ({s})")),
+            Err(e) => Err(format!("running scripts/fetch-nvshmem.sh: {e}")),
+        }
+    })
+    .map_err(|e| anyhow!(e))
+}
+
+/// Runs `smoke --local n --plugin arg`.
+pub(super) fn run(args: &SmokeArgs, n: u32, arg: &str, variant: Variant, workload: &Workload) -> anyhow::Result<ExitCode> {
+    if n == 0 || n > 64 {
+        bail!("--local {n} with --plugin: 1..=64 ranks");
+    }
+    let plugin = locate_plugin(arg)?;
+    let plugin_ranks: BTreeSet<u32> = match &args.plugin_ranks {
+        Some(list) => list.iter().copied().collect(),
+        None => (0..n).collect(),
+    };
+    if let Some(r) = plugin_ranks.iter().find(|&&r| r >= n) {
+        bail!("--plugin-ranks: rank {r} is outside a world of {n} ranks");
+    }
+    let core_variant = match args.tag_counter {
+        Some(t) if variant.first_call_tag().is_some() => variant.with_first_tag(t),
+        _ => variant,
+    };
+    let session = Session {
+        n,
+        plugin: plugin.clone(),
+        plugin_ranks: plugin_ranks.clone(),
+        core_variant,
+        specs: workload.ops(args.seed),
+        seed: args.seed,
+        op_timeout: Duration::from_millis(args.op_timeout_ms),
+        tag_counter: args.tag_counter,
+    };
+    let make_policy = args.wire.as_deref().map(|p| parse_policy(p, args.seed, n)).transpose()?;
+    if make_policy.is_some() {
+        bootsim_adapters::wire::wire_available().map_err(|why| anyhow!("--wire needs the userspace wire: {why}"))?;
+    }
+    let who = match &plugin.version {
+        Some(v) => format!("NVSHMEM {v}"),
+        None => "a plugin of unknown version".into(),
+    };
+    println!(
+        "plugin: {who} at {} (speaks like bootsim {}); plugin ranks {:?}, bootsim-core ranks {:?} ({core_variant})",
+        plugin.path.display(),
+        plugin.family.variant(),
+        plugin_ranks,
+        (0..n).filter(|r| !plugin_ranks.contains(r)).collect::<Vec<_>>(),
+    );
+    let started = Instant::now();
+    let mut counts: BTreeMap<Verdict, u32> = BTreeMap::new();
+    for iter in 0..args.iterations {
+        let policy = make_policy.as_ref().map(|m| m()).transpose()?;
+        let (verdict, _, it) = session.run_and_print(iter, policy)?;
+        if let (false, Some(w)) = (verdict.is_ok(), &it.wire) {
+            println!("wire: iter {iter}: {} connections, {} decisions", w.connections, w.decisions.len());
+        }
+        *counts.entry(verdict).or_default() += 1;
+    }
+    let worst = counts.keys().copied().max().unwrap_or(Verdict::Pass);
+    let tally: Vec<String> = Verdict::ALL.iter().map(|v| format!("{v} {}", counts.get(v).copied().unwrap_or(0))).collect();
+    let wire = args.wire.as_deref().map_or(String::new(), |p| format!(" --wire '{p}'"));
+    println!(
+        "smoke --local {n} --plugin {arg}{wire}: workload {} x{}: {}: verdict {worst} in {} ms",
+        workload.name(),
+        args.iterations,
+        tally.join(", "),
+        started.elapsed().as_millis()
+    );
+    Ok(if worst.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
