@@ -3,7 +3,7 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: timeline-screenshot run test check-scripts deps fetch-nvshmem fmt fmt-check lint unit bench rdma-build
+.PHONY: timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench rdma-build
 
 run:
 	$(CARGO) run --release --quiet -- $(RUN_ARGS)
@@ -21,6 +21,11 @@ deps: fetch-nvshmem
 
 fetch-nvshmem:
 	bash scripts/fetch-nvshmem.sh
+
+# NVSHMEM's shipped plugins under the real kernel, reordered by the userspace wire (root), beside
+# bootsim's matching variants: the per-version table in the README (ITERATIONS=... to change).
+real-nvshmem: fetch-nvshmem
+	$(CARGO) run --release --quiet -- real-nvshmem --iterations $${ITERATIONS:-200}
 
 fmt:
 	$(CARGO) fmt --all

@@ -49,7 +49,7 @@ fn a_rank_that_never_comes_fails_the_others_with_rank_and_step() {
         let out = text(o);
         assert_eq!(o.status.code(), Some(1), "rank {r}: {out}");
         let want = format!(
-            "rank {r}: init: no progress for 2000ms while init #0: waiting for the root to send the ring successor"
+            "hang: rank {r} waits for init: no progress for 2000ms while init #0: waiting for the root to send the ring successor"
         );
         assert!(out.contains(&want), "rank {r}: {out}");
     }

@@ -130,11 +130,14 @@ fn a_rank_killed_mid_run_fails_the_others_with_rank_and_step_within_the_timeout(
         // The core's errors name the rank, the operation and the step (what it waited for, the
         // peer it could not reach, or the message that broke); a rank between iterations names
         // the unique-ID file rank 0 no longer writes.
-        let named = error.starts_with(&format!("rank {r}: "))
-            && [" while ", "cannot connect to ", "recv from rank ", "malformed data from "]
+        // The oracle's findings name the rank first: `error: rank R: ...` or `hang: rank R waits for ...`.
+        let who = error.starts_with(&format!("error: rank {r}: "))
+            || error.starts_with(&format!("hang: rank {r} waits for "));
+        let named = who
+            && [" while ", "cannot connect to ", "recv from rank ", "malformed data from ", "no unique ID in "]
                 .iter()
                 .any(|step| error.contains(step));
-        assert!(named || error.starts_with("no unique ID in "), "rank {r}: unclear error: {fail}\n{out}");
+        assert!(named, "rank {r}: unclear error: {fail}\n{out}");
         eprintln!("rank {r} exited {code:?} {took:?} after the kill: {fail}");
     }
     assert!(report[0].3.contains("smoke: FAIL"), "{}", report[0].3);

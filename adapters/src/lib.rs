@@ -6,9 +6,9 @@
 
 pub mod driver;
 pub mod net;
+pub mod plugin;
 pub mod probe;
 pub mod rdma;
 pub mod tokio_net;
 pub mod wire;
-pub mod plugin;
 pub mod wire_run;

@@ -28,7 +28,9 @@ pub enum BootstrapError {
         got_size: usize,
     },
     /// 3.8: the per-call tag counter has passed 2^31 - 1.
-    #[error("rank {rank}: {op}: UID bootstrap message tag space exhausted (the next tag would be {next:#x}, past 2^31-1)")]
+    #[error(
+        "rank {rank}: {op}: UID bootstrap message tag space exhausted (the next tag would be {next:#x}, past 2^31-1)"
+    )]
     TagSpaceExhausted { rank: u32, op: OpKind, next: u64 },
     /// The root answered with another unique-ID version (a mixed build).
     #[error("rank {rank}: unique ID version {ours} but the root speaks {root}")]

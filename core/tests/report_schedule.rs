@@ -72,7 +72,9 @@ fn nvshmem_3_7_fails_with_size_mismatch() {
 
 #[test]
 fn robust_variants_deliver_the_right_bytes() {
-    for variant in [Variant::NVSHMEM_3_8, Variant::SEQ, Variant::PERSISTENT, Variant::DRAIN, Variant::PR97, Variant::DISJOINT] {
+    for variant in
+        [Variant::NVSHMEM_3_8, Variant::SEQ, Variant::PERSISTENT, Variant::DRAIN, Variant::PR97, Variant::DISJOINT]
+    {
         let net = run(variant);
         for r in 0..2 {
             let res = net.results(r);

@@ -209,7 +209,10 @@ impl Case {
         }
         if let Some(first) = case.first_tag {
             if case.variant.first_call_tag().is_none() {
-                return Err(err(format!("first_tag applies to variants with one tag per call (nvshmem-3.8), not {}", case.variant_name)));
+                return Err(err(format!(
+                    "first_tag applies to variants with one tag per call (nvshmem-3.8), not {}",
+                    case.variant_name
+                )));
             }
             case.variant = case.variant.with_first_tag(first);
         }

@@ -2,13 +2,15 @@
 
 mod bench;
 mod compare;
+mod conformance;
 mod merge;
 mod plugin_rank;
 mod probe;
 mod rdma;
+mod real_nvshmem;
 mod run;
 mod shrink;
-mod smoke;
+pub(crate) mod smoke;
 mod sweep;
 
 use std::process::ExitCode;
@@ -43,6 +45,11 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Measure the real kernel: `probe accept-order`, the report's standalone reproducer.
     Probe(probe::ProbeArgs),
+    /// NVSHMEM's shipped UID bootstrap plugins (3.4.5, 3.7.1, 3.8.0) under the real kernel, reordered
+    /// by the userspace wire, beside bootsim's matching variants: a table of verdicts.
+    RealNvshmem(real_nvshmem::RealNvshmemArgs),
+    /// Prove bootsim-core byte-faithful to a shipped NVSHMEM plugin: both on the wire, compared.
+    Conformance(conformance::ConformanceArgs),
     /// One rank of NVSHMEM's real UID bootstrap plugin (started by `smoke --plugin`).
     #[command(hide = true)]
     PluginRank(plugin_rank::PluginRankArgs),
@@ -61,5 +68,7 @@ pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Shrink(a) => shrink::shrink(a),
         Command::Merge(a) => merge::merge(a),
         Command::PluginRank(a) => plugin_rank::plugin_rank(a),
+        Command::RealNvshmem(a) => real_nvshmem::real_nvshmem(a),
+        Command::Conformance(a) => conformance::conformance(a),
     }
 }

@@ -48,8 +48,7 @@ pub struct PluginRankArgs {
 /// Runs one plugin rank; exit 0 when every call returned 0, 1 at the first failure.
 pub fn plugin_rank(a: PluginRankArgs) -> anyhow::Result<ExitCode> {
     let specs = parse_ops(&a.ops).map_err(|e| anyhow!("--ops: {e}"))?;
-    let ops: Vec<_> =
-        specs.iter().enumerate().map(|(i, s)| build_op(*s, a.seed, i as u32, a.rank, a.ranks)).collect();
+    let ops: Vec<_> = specs.iter().enumerate().map(|(i, s)| build_op(*s, a.seed, i as u32, a.rank, a.ranks)).collect();
     let uid = if a.create {
         UidSource::Create(a.uid_file)
     } else {

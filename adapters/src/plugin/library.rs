@@ -137,7 +137,7 @@ impl PluginRank<'_> {
     pub fn alltoall(&mut self, chunks: &[u8]) -> Result<Vec<u8>, PluginError> {
         let f = self.handle.alltoall.ok_or(PluginError::Missing("alltoall"))?;
         let n = self.nranks();
-        if chunks.len() % n != 0 {
+        if !chunks.len().is_multiple_of(n) {
             return Err(PluginError::Usage(format!("alltoall of {} bytes over {n} ranks", chunks.len())));
         }
         let mut out = vec![0u8; chunks.len()];

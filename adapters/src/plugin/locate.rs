@@ -71,8 +71,9 @@ pub fn locate(arg: &str, fetch: impl FnOnce(&str) -> Result<(), String>) -> Resu
         (path.clone(), version.map(String::from))
     };
     let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let family = detect_family(&bytes)
-        .ok_or_else(|| format!("{}: not an NVSHMEM UID bootstrap plugin (none of its messages found)", path.display()))?;
+    let family = detect_family(&bytes).ok_or_else(|| {
+        format!("{}: not an NVSHMEM UID bootstrap plugin (none of its messages found)", path.display())
+    })?;
     let abi = version.as_deref().and_then(abi_of).unwrap_or(30000);
     Ok(PluginSpec { path, version, abi, family })
 }

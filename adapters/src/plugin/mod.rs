@@ -10,6 +10,7 @@
 //! - [`locate`]: a version in the cache or a path to a user's build.
 
 pub mod abi;
+pub mod conformance;
 pub mod library;
 mod locate;
 pub mod rank;
@@ -17,7 +18,7 @@ mod supervise;
 
 pub use locate::{detect_family, locate, PluginFamily, PluginSpec};
 pub use rank::{run_rank, PluginRankConfig, RankRecord, UidSource};
-pub use supervise::{classify_stderr, supervise, PluginRankRun};
+pub use supervise::{classify_stderr, supervise, supervise_with, PluginRankRun, AFTER_PEER_FAILED};
 
 /// What went wrong in or around a plugin rank.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

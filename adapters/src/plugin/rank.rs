@@ -68,15 +68,20 @@ pub fn run_rank(cfg: &PluginRankConfig, ops: &[Op], out: &mut impl Write) -> i32
     };
     emit(RankRecord::Done { bytes: Vec::new() });
     for (i, op) in ops.iter().enumerate() {
-        let (what, result) = match op {
-            Op::Allgather { mine } => ("allgather", handle.allgather(mine)),
-            Op::Alltoall { chunks } => ("alltoall", handle.alltoall(chunks)),
-            Op::Barrier { .. } => ("barrier", handle.barrier().map(|()| Vec::new())),
-            Op::Send { .. } | Op::Recv { .. } => {
-                ("p2p", Err(PluginError::Usage("the plugin has no point-to-point API".into())))
-            }
+        let what = match op {
+            Op::Allgather { .. } => "allgather",
+            Op::Alltoall { .. } => "alltoall",
+            Op::Barrier { .. } => "barrier",
+            Op::Send { .. } | Op::Recv { .. } => "p2p",
         };
+        // Announced before the call: a call that never returns is named by it.
         emit(RankRecord::Begin { what: format!("{what} #{i}"), index: Some(i as u32) });
+        let result = match op {
+            Op::Allgather { mine } => handle.allgather(mine),
+            Op::Alltoall { chunks } => handle.alltoall(chunks),
+            Op::Barrier { .. } => handle.barrier().map(|()| Vec::new()),
+            Op::Send { .. } | Op::Recv { .. } => Err(PluginError::Usage("the plugin has no point-to-point API".into())),
+        };
         match result {
             Ok(bytes) => emit(RankRecord::Done { bytes }),
             Err(e) => return fail(&mut emit, e),
@@ -124,7 +129,11 @@ fn read_uid(path: &Path, wait: Duration) -> Result<[u8; UID_LEN], PluginError> {
         match std::fs::read(path) {
             Ok(b) if b.len() == UID_LEN => return Ok(b.try_into().expect("checked length")),
             Ok(b) => {
-                return Err(PluginError::Usage(format!("{}: {} bytes, not a 128-byte unique ID", path.display(), b.len())))
+                return Err(PluginError::Usage(format!(
+                    "{}: {} bytes, not a 128-byte unique ID",
+                    path.display(),
+                    b.len()
+                )))
             }
             Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => {

@@ -28,9 +28,24 @@ pub struct PluginRankRun {
     pub took: Duration,
 }
 
+/// How long a rank may stay blocked once another rank has failed, before it is stopped as a
+/// launcher would stop it (srun and mpirun end the job when one rank exits non-zero).
+pub const AFTER_PEER_FAILED: Duration = Duration::from_millis(500);
+
 /// Reads the records of `child` (rank `rank`, spawned with piped stdout and stderr) until it
 /// ends, killing it once `op_timeout` passes without a record.
-pub fn supervise(rank: u32, mut child: Child, op_timeout: Duration) -> PluginRankRun {
+pub fn supervise(rank: u32, child: Child, op_timeout: Duration) -> PluginRankRun {
+    supervise_with(rank, child, op_timeout, &|| false)
+}
+
+/// As [`supervise`], and once `peer_failed()` turns true, waits at most [`AFTER_PEER_FAILED`]
+/// more for progress before stopping the rank (NVSHMEM would block there forever).
+pub fn supervise_with(
+    rank: u32,
+    mut child: Child,
+    op_timeout: Duration,
+    peer_failed: &dyn Fn() -> bool,
+) -> PluginRankRun {
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
     if let Some(out) = child.stdout.take() {
@@ -47,11 +62,41 @@ pub fn supervise(rank: u32, mut child: Child, op_timeout: Duration) -> PluginRan
     let mut current = ("init".to_string(), None::<u32>);
     let mut failed: Option<(String, Option<i32>)> = None;
     let mut init_done = false;
+    let mut last = Instant::now();
+    let mut peer_failed_at: Option<Instant> = None;
     loop {
-        match rx.recv_timeout(op_timeout) {
+        if peer_failed_at.is_none() && peer_failed() {
+            peer_failed_at = Some(Instant::now());
+        }
+        let limit = match peer_failed_at {
+            Some(at) => (at + AFTER_PEER_FAILED).min(last + op_timeout),
+            None => last + op_timeout,
+        };
+        let now = Instant::now();
+        if now >= limit {
+            let _ = child.kill();
+            run.unfinished = Some(match peer_failed_at {
+                Some(_) if now < last + op_timeout => format!(
+                    "{}: still blocked {} ms after another rank failed (NVSHMEM has no timeout; stopped as a launcher would)",
+                    current.0,
+                    AFTER_PEER_FAILED.as_millis()
+                ),
+                _ => format!(
+                    "{}: no progress for {} ms (NVSHMEM has no timeout; the rank process was killed)",
+                    current.0,
+                    op_timeout.as_millis()
+                ),
+            });
+            break;
+        }
+        match rx.recv_timeout((limit - now).min(Duration::from_millis(20))) {
             Ok(line) => match serde_json::from_str::<RankRecord>(&line) {
-                Ok(RankRecord::Begin { what, index }) => current = (what, index),
+                Ok(RankRecord::Begin { what, index }) => {
+                    current = (what, index);
+                    last = Instant::now();
+                }
                 Ok(RankRecord::Done { bytes }) => {
+                    last = Instant::now();
                     if init_done {
                         run.ops.push(Ok(bytes));
                     } else {
@@ -61,15 +106,7 @@ pub fn supervise(rank: u32, mut child: Child, op_timeout: Duration) -> PluginRan
                 Ok(RankRecord::Failed { error, rc }) => failed = Some((error, rc)),
                 Err(_) => tracing::warn!(rank, line, "plugin rank: a stdout line that is not a record"),
             },
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
-                run.unfinished = Some(format!(
-                    "{}: no progress for {} ms (NVSHMEM has no timeout; the rank process was killed)",
-                    current.0,
-                    op_timeout.as_millis()
-                ));
-                break;
-            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
@@ -155,7 +192,8 @@ mod tests {
             "{p}:bootstrap_net_recv:102: Message size mismatch: received 4 bytes, expected 576 bytes"
         )]);
         assert_eq!(classify_stderr(&l), Some(PluginError::SizeMismatch { got: 4, expected: 576 }));
-        let l = lines(&["x", &format!("{p}:bootstrap_net_recv:100: Message truncated : received 576 bytes instead of 4")]);
+        let l =
+            lines(&["x", &format!("{p}:bootstrap_net_recv:100: Message truncated : received 576 bytes instead of 4")]);
         assert_eq!(classify_stderr(&l), Some(PluginError::Truncated { got: 576, expected: 4 }));
         let l = lines(&[&format!("{p}:reserve_tags:391: UID bootstrap message tag space exhausted")]);
         assert_eq!(classify_stderr(&l), Some(PluginError::TagSpaceExhausted));
@@ -176,6 +214,11 @@ mod tests {
         let u = run.unfinished.unwrap();
         assert!(u.starts_with("barrier #1: no progress for 300 ms"), "{u}");
         assert_eq!((run.init, run.ops.len()), (None, 0));
+        // Once a peer has failed, the blocked rank is stopped early, as a launcher would.
+        let t0 = Instant::now();
+        let run = supervise_with(3, sh(script), Duration::from_secs(60), &|| true);
+        assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the grace after a peer's failure");
+        assert!(run.unfinished.unwrap().contains("still blocked 500 ms after another rank failed"));
     }
 
     #[test]
@@ -189,12 +232,20 @@ mod tests {
             run.ops,
             vec![Err("alltoall #0: message size mismatch: received 4 bytes, expected 576 bytes (the plugin's words); returned -3".to_string())]
         );
-        let run = supervise(2, sh(r#"echo '{"event":"begin","what":"init","index":null}'; echo 'version mismatch' >&2; exit 255"#), Duration::from_secs(10));
+        let run = supervise(
+            2,
+            sh(r#"echo '{"event":"begin","what":"init","index":null}'; echo 'version mismatch' >&2; exit 255"#),
+            Duration::from_secs(10),
+        );
         assert_eq!(
             run.init.as_deref(),
             Some("init: the rank process exited with status 255; its last stderr line: version mismatch")
         );
-        let run = supervise(0, sh(r#"echo '{"event":"begin","what":"init","index":null}'; kill -SEGV $$"#), Duration::from_secs(10));
+        let run = supervise(
+            0,
+            sh(r#"echo '{"event":"begin","what":"init","index":null}'; kill -SEGV $$"#),
+            Duration::from_secs(10),
+        );
         assert!(run.init.unwrap().contains("killed by signal 11"));
     }
 }

@@ -16,7 +16,9 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::driver::{Backend, DrainResult};
 use crate::net::{self, DrainOutcome, RetryPolicy};
 
-pub use session::{read_uid_file, run_blocking, run_process, write_uid_file, Rendezvous, SessionConfig};
+pub use session::{
+    read_uid_file, run_blocking, run_blocking_until, run_process, write_uid_file, Rendezvous, SessionConfig,
+};
 
 /// Default no-progress bound for real sockets.
 pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(30);

@@ -52,6 +52,33 @@ pub fn run_blocking(cfg: SessionConfig, ops: Vec<Op>) -> Result<RankRun, DriverE
     rt.block_on(run_process(cfg, ops))
 }
 
+/// [`run_blocking`], given up once `stop()` has held for `grace` (another rank of a mixed
+/// session failed, and a launcher would end the job): `None` then.
+pub fn run_blocking_until(
+    cfg: SessionConfig,
+    ops: Vec<Op>,
+    stop: &dyn Fn() -> bool,
+    grace: Duration,
+) -> Option<Result<RankRun, DriverError>> {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return Some(Err(DriverError::Setup(format!("tokio runtime: {e}")))),
+    };
+    rt.block_on(async {
+        let stopped = async {
+            while !stop() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            biased;
+            r = run_process(cfg, ops) => Some(r),
+            () = stopped => None,
+        }
+    })
+}
+
 /// Runs this process's rank (and on rank 0 the root) through init and `ops`.
 pub async fn run_process(cfg: SessionConfig, ops: Vec<Op>) -> Result<RankRun, DriverError> {
     let version = cfg.variant.uid_version();

@@ -109,6 +109,18 @@ pub struct WireReport {
     pub decisions: Vec<WireDecision>,
     /// Packet counters.
     pub counters: WireCounters,
+    /// With capture on ([`super::Wire::start_capturing`]): each connection's client-to-server
+    /// bytes, in connection order.
+    pub streams: Vec<CapturedStream>,
+}
+
+/// The bytes a connection's client sent, reassembled by sequence number.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CapturedStream {
+    /// The connection.
+    pub flow: FlowInfo,
+    /// Its client-to-server payload.
+    pub bytes: Vec<u8>,
 }
 
 impl WireReport {

@@ -30,7 +30,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
 pub use error::WireError;
-pub use flow::{FlowInfo, ReleaseReason, WireCounters, WireDecision, WireEvent, WireReport};
+pub use flow::{CapturedStream, FlowInfo, ReleaseReason, WireCounters, WireDecision, WireEvent, WireReport};
 pub use policy::{DelayModel, Policy, DEFAULT_FALLBACK, MAX_DELAY};
 pub use select::{PolicyParseError, Select};
 
@@ -87,6 +87,16 @@ impl<R> HostTask<R> {
 impl Wire {
     /// Sets up `hosts` namespaces (1..=254) and starts forwarding between them under `policy`.
     pub fn start(hosts: u8, policy: Policy) -> Result<Wire, WireError> {
+        Self::start_with(hosts, policy, false)
+    }
+
+    /// As [`Wire::start`], and records each connection's client-to-server bytes in the
+    /// report's `streams` (what each sender put on the wire).
+    pub fn start_capturing(hosts: u8, policy: Policy) -> Result<Wire, WireError> {
+        Self::start_with(hosts, policy, true)
+    }
+
+    fn start_with(hosts: u8, policy: Policy, capture: bool) -> Result<Wire, WireError> {
         if !(1..=MAX_HOSTS).contains(&hosts) {
             return Err(WireError::Config(format!("{hosts} hosts: need 1..={MAX_HOSTS}")));
         }
@@ -99,7 +109,10 @@ impl Wire {
             tuns.push(tun);
             workers.push(HostWorker { jobs: Some(tx), thread: Some(thread) });
         }
-        let tracker = Tracker::new(policy, SUBNET, hosts, Instant::now());
+        let mut tracker = Tracker::new(policy, SUBNET, hosts, Instant::now());
+        if capture {
+            tracker = tracker.capturing();
+        }
         let forwarder = Forwarder::spawn(tuns, tracker)?;
         Ok(Wire { hosts: workers, forwarder })
     }

@@ -25,6 +25,8 @@ pub struct TcpMeta {
     pub rst: bool,
     /// Payload bytes carried by the segment.
     pub payload_len: usize,
+    /// Where the payload starts in the packet.
+    pub payload_offset: usize,
 }
 
 /// The parsed view of one IPv4 packet.
@@ -83,6 +85,7 @@ pub fn parse(packet: &[u8]) -> Result<PacketMeta, ParseError> {
         fin: tcp.fin(),
         rst: tcp.rst(),
         payload_len: segment.len().saturating_sub(tcp.slice().len()),
+        payload_offset: header_len + tcp.slice().len(),
     };
     Ok(PacketMeta { src, dst, tcp: Some(tcp) })
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
-use super::flow::{FlowInfo, ReleaseReason, WireDecision, WireEvent, WireReport};
+use super::flow::{CapturedStream, FlowInfo, ReleaseReason, WireDecision, WireEvent, WireReport};
 use super::packet::{parse, ParseError};
 use super::policy::{HoldPlan, Policy, MAX_DELAY};
 
@@ -33,6 +33,8 @@ struct Conn {
     state: State,
     held: Vec<Vec<u8>>,
     held_since: Option<Instant>,
+    /// Captured client payload by offset from the first data byte (capture on).
+    segments: BTreeMap<u32, Vec<u8>>,
 }
 
 /// Client→server direction of a flow.
@@ -49,6 +51,7 @@ pub(crate) struct Tracker {
     waiting_next: BTreeMap<(u8, u8, u32), usize>,
     deadlines: BinaryHeap<Reverse<(Instant, usize)>>,
     report: WireReport,
+    capture: bool,
 }
 
 impl Tracker {
@@ -65,7 +68,14 @@ impl Tracker {
             waiting_next: BTreeMap::new(),
             deadlines: BinaryHeap::new(),
             report: WireReport::default(),
+            capture: false,
         }
+    }
+
+    /// Also records every connection's client-to-server bytes (conformance checks).
+    pub fn capturing(mut self) -> Self {
+        self.capture = true;
+        self
     }
 
     fn host_of(&self, addr: Ipv4Addr) -> Option<u8> {
@@ -108,6 +118,14 @@ impl Tracker {
         let Some(c) = known else {
             return self.forward(to, packet, out);
         };
+        if self.capture && tcp.payload_len > 0 {
+            let conn = &mut self.conns[c];
+            let at = tcp.seq.wrapping_sub(conn.info.isn.wrapping_add(1));
+            let end = (tcp.payload_offset + tcp.payload_len).min(packet.len());
+            if let Some(bytes) = packet.get(tcp.payload_offset..end) {
+                conn.segments.entry(at).or_insert_with(|| bytes.to_vec());
+            }
+        }
         match self.conns[c].state {
             State::Open => self.forward(to, packet, out),
             State::Held => {
@@ -147,6 +165,10 @@ impl Tracker {
             }
         }
         self.report.connections = self.conns.len() as u32;
+        if self.capture {
+            self.report.streams =
+                self.conns.iter().map(|c| CapturedStream { flow: c.info, bytes: reassemble(&c.segments) }).collect();
+        }
         self.report
     }
 
@@ -174,7 +196,14 @@ impl Tracker {
         *counter += 1;
         let plan = self.policy.plan(&info);
         self.flows.insert(key, self.conns.len());
-        self.conns.push(Conn { info, plan, state: State::Opening, held: Vec::new(), held_since: None });
+        self.conns.push(Conn {
+            info,
+            plan,
+            state: State::Opening,
+            held: Vec::new(),
+            held_since: None,
+            segments: BTreeMap::new(),
+        });
         self.record(now, self.conns.len() - 1, WireEvent::Opened);
     }
 
@@ -251,4 +280,21 @@ impl Tracker {
             event,
         });
     }
+}
+
+/// Joins captured segments in sequence order; a retransmission adds only what is new, and a
+/// gap ends the stream (nothing after it can be placed).
+fn reassemble(segments: &BTreeMap<u32, Vec<u8>>) -> Vec<u8> {
+    let mut out: Vec<u8> = Vec::new();
+    for (&at, bytes) in segments {
+        let at = at as usize;
+        if at > out.len() {
+            break;
+        }
+        let end = at + bytes.len();
+        if end > out.len() {
+            out.extend_from_slice(&bytes[out.len() - at..]);
+        }
+    }
+    out
 }

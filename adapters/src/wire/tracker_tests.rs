@@ -143,3 +143,25 @@ fn model_policy_gets_connections_in_syn_order() {
     assert_eq!(t.next_deadline(), Some(now + Duration::from_millis(5)));
     assert_eq!(*seen.lock().unwrap(), vec![0, 1]);
 }
+
+#[test]
+fn capture_reassembles_each_clients_bytes_by_sequence_number() {
+    let now = Instant::now();
+    let mut t = Tracker::new("none".parse::<Policy>().unwrap(), SUBNET, 2, now).capturing();
+    let mut out = Vec::new();
+    let isn = 0xffff_fff0u32; // sequence numbers wrap within the stream
+    t.on_packet(now, tcp(A, 100, B, 7000, isn, "S", &[]), &mut out);
+    t.on_packet(now, tcp(A, 100, B, 7000, isn.wrapping_add(1), "A", &[]), &mut out);
+    // Second segment first, then the first, then a retransmission overlapping both.
+    t.on_packet(now, tcp(A, 100, B, 7000, isn.wrapping_add(18), "AP", b"world"), &mut out);
+    t.on_packet(now, tcp(A, 100, B, 7000, isn.wrapping_add(1), "AP", b"hello, the whole "), &mut out);
+    t.on_packet(now, tcp(A, 100, B, 7000, isn.wrapping_add(15), "AP", b"le world"), &mut out);
+    // The server's bytes are not the client's.
+    t.on_packet(now, tcp(B, 7000, A, 100, 5, "AP", b"reply"), &mut out);
+    let report = t.finish(now);
+    assert_eq!(report.streams.len(), 1);
+    assert_eq!(report.streams[0].bytes, b"hello, the whole world");
+    // Without capture, nothing is kept.
+    let t = Tracker::new("none".parse::<Policy>().unwrap(), SUBNET, 2, now);
+    assert!(t.finish(now).streams.is_empty());
+}

@@ -66,7 +66,13 @@ pub(crate) fn allgather(rank: u32, nranks: u32, len: usize) -> VecDeque<Step> {
 
 /// Pairwise-shift alltoall: step i sends chunk `right` with tag base+i (or the call's one tag),
 /// then receives chunk `left`.
-pub(crate) fn alltoall(rank: u32, nranks: u32, chunk: usize, variant: &Variant, call_tag: Option<i32>) -> VecDeque<Step> {
+pub(crate) fn alltoall(
+    rank: u32,
+    nranks: u32,
+    chunk: usize,
+    variant: &Variant,
+    call_tag: Option<i32>,
+) -> VecDeque<Step> {
     let (r, n) = (rank as usize, nranks as usize);
     let mut steps = VecDeque::new();
     for i in 1..n {
@@ -146,7 +152,10 @@ mod tests {
         assert!(barrier(0, 1, &Variant::NVSHMEM_3_4, None).is_empty());
         let s = barrier(0, 5, &Variant::NVSHMEM_3_4, None);
         assert_eq!(p2p(&s), vec![('s', 1, 1), ('r', 4, 1), ('s', 2, 2), ('r', 3, 2), ('s', 4, 3), ('r', 1, 3)]);
-        assert_eq!(p2p(&barrier(1, 2, &Variant::DISJOINT, None)), vec![('s', 0, (1 << 25) + 1), ('r', 0, (1 << 25) + 1)]);
+        assert_eq!(
+            p2p(&barrier(1, 2, &Variant::DISJOINT, None)),
+            vec![('s', 0, (1 << 25) + 1), ('r', 0, (1 << 25) + 1)]
+        );
     }
 
     #[test]

@@ -36,14 +36,10 @@ impl RankReport {
             }
         };
         let mut put = |i: usize, r: &Result<Vec<u8>, BootstrapError>| match (i, r) {
-            (_, Err(e @ BootstrapError::Timeout { .. })) => {
-                let text = e.to_string();
-                let own = format!("rank {rank}: ");
-                report.unfinished = Some(text.strip_prefix(&own).unwrap_or(&text).to_string());
-            }
-            (0, Err(e)) => report.init = Some(e.to_string()),
+            (_, Err(e @ BootstrapError::Timeout { .. })) => report.unfinished = Some(numbered(rank, i, e)),
+            (0, Err(e)) => report.init = Some(numbered(rank, i, e)),
             (0, Ok(_)) => {}
-            (_, r) => report.ops.push(r.clone().map_err(|e| e.to_string())),
+            (_, r) => report.ops.push(r.clone().map_err(|e| numbered(rank, i, &e))),
         };
         for (i, c) in run.completions.iter().enumerate() {
             put(i, &c.result);
@@ -61,6 +57,23 @@ impl RankReport {
     pub fn from_plugin(run: &PluginRankRun) -> RankReport {
         RankReport { rank: run.rank, init: run.init.clone(), ops: run.ops.clone(), unfinished: run.unfinished.clone() }
     }
+}
+
+/// A core error as a finding states it: without the leading "rank N: " (the finding names the
+/// rank) and with the operation's workload index after its kind ("alltoall #2 recv from ..."),
+/// as the plugin's rank reports it. `completion` counts init as 0.
+fn numbered(rank: u32, completion: usize, e: &BootstrapError) -> String {
+    let text = e.to_string();
+    let text = text.strip_prefix(&format!("rank {rank}: ")).unwrap_or(&text).to_string();
+    if completion == 0 {
+        return text;
+    }
+    for kind in ["allgather", "alltoall", "barrier"] {
+        if let Some(rest) = text.strip_prefix(kind) {
+            return format!("{kind} #{}{rest}", completion - 1);
+        }
+    }
+    text
 }
 
 /// Judges the ranks of one real run of `specs` over `n` ranks, payload seed `seed`.
@@ -125,7 +138,10 @@ mod tests {
         let (v, f) = judge_results(&specs, 3, 2, &[ok_report(&specs, 3, 0, 2), r1]);
         assert_eq!(v, Verdict::Corruption);
         let text: Vec<String> = f.iter().map(ToString::to_string).collect();
-        assert!(text[0].starts_with("corruption: rank 1 alltoall #0 chunk from rank 0 holds a 4-byte message 01020304"), "{text:?}");
+        assert!(
+            text[0].starts_with("corruption: rank 1 alltoall #0 chunk from rank 0 holds a 4-byte message 01020304"),
+            "{text:?}"
+        );
         assert!(text[0].contains("received QPN 0x4030201 GID 0000:0000"), "{text:?}");
         assert!(text[0].ends_with("EINVAL"), "{text:?}");
         assert_eq!(text[1], "error: rank 1: Message truncated : received 576 bytes instead of 4");

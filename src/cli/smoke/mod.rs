@@ -32,8 +32,8 @@ use bootsim_core::Variant;
 use bootsim_sim::oracle::{judge_results, RankReport};
 use bootsim_sim::workload::{build_op, Workload};
 
-mod plugin;
-mod plugin_smoke;
+pub(crate) mod plugin;
+pub(crate) mod plugin_smoke;
 mod report;
 mod wire;
 

@@ -14,11 +14,13 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use bootsim_adapters::plugin::{supervise, PluginSpec};
-use bootsim_adapters::tokio_net::{real_limits, run_blocking, Rendezvous, SessionConfig};
+use bootsim_adapters::plugin::{supervise_with, PluginSpec, AFTER_PEER_FAILED};
+use bootsim_adapters::tokio_net::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
 use bootsim_adapters::wire::{self, host_addr, Policy, Wire, WireReport};
 use bootsim_adapters::wire_run::rank_host;
 use bootsim_core::Variant;
@@ -47,6 +49,8 @@ pub(crate) struct Session {
     pub op_timeout: Duration,
     /// 3.8.0 only: preset every plugin rank's tag counter after init.
     pub tag_counter: Option<u64>,
+    /// Behind the wire: record what every connection's client sent (conformance).
+    pub capture: bool,
 }
 
 /// One rank's end.
@@ -82,36 +86,40 @@ impl Session {
     pub fn run(&self, wire: Option<Policy>) -> anyhow::Result<Iteration> {
         let dir = scratch_dir()?;
         let uid = dir.join("uid");
+        let failed = Arc::new(AtomicBool::new(false));
         let result = match wire {
-            None => self.run_local(&uid),
-            Some(policy) => self.run_on_wire(&uid, policy),
+            None => self.run_local(&uid, &failed),
+            Some(policy) => self.run_on_wire(&uid, policy, &failed),
         };
         let _ = std::fs::remove_dir_all(&dir);
         result
     }
 
-    fn run_local(&self, uid: &Path) -> anyhow::Result<Iteration> {
+    fn run_local(&self, uid: &Path, failed: &Arc<AtomicBool>) -> anyhow::Result<Iteration> {
         let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
         let tasks: Vec<_> = (0..self.n)
             .map(|r| {
-                let job = self.rank_job(r, uid, ip, "lo".to_string());
+                let job = self.rank_job(r, uid, ip, "lo".to_string(), failed.clone());
                 std::thread::Builder::new().name(format!("rank{r}")).spawn(job)
             })
             .collect::<Result<_, _>>()
             .context("starting the rank threads")?;
-        let ranks: anyhow::Result<Vec<RankEnd>> = tasks.into_iter().map(|t| t.join().map_err(|_| anyhow!("a rank thread panicked"))).collect();
+        let ranks: anyhow::Result<Vec<RankEnd>> =
+            tasks.into_iter().map(|t| t.join().map_err(|_| anyhow!("a rank thread panicked"))).collect();
         Ok(Iteration { ranks: ranks?, wire: None })
     }
 
-    fn run_on_wire(&self, uid: &Path, policy: Policy) -> anyhow::Result<Iteration> {
+    fn run_on_wire(&self, uid: &Path, policy: Policy, failed: &Arc<AtomicBool>) -> anyhow::Result<Iteration> {
         if self.n == 0 || self.n > u32::from(wire::MAX_HOSTS) {
             bail!("--wire needs 1..={} ranks", wire::MAX_HOSTS);
         }
-        let w = Wire::start(rank_host(self.n - 1), policy).context("starting the wire")?;
+        let hosts = rank_host(self.n - 1);
+        let w = if self.capture { Wire::start_capturing(hosts, policy) } else { Wire::start(hosts, policy) }
+            .context("starting the wire")?;
         let mut tasks = Vec::new();
         for r in 0..self.n {
             let host = rank_host(r);
-            let job = self.rank_job(r, uid, IpAddr::V4(host_addr(host)), format!("wire{host}"));
+            let job = self.rank_job(r, uid, IpAddr::V4(host_addr(host)), format!("wire{host}"), failed.clone());
             tasks.push(w.spawn(host, job).context("starting a rank in its namespace")?);
         }
         let mut ranks = Vec::new();
@@ -122,36 +130,65 @@ impl Session {
         Ok(Iteration { ranks, wire: Some(report) })
     }
 
-    /// The closure that runs rank `r` (on a thread already in its namespace, if any).
-    fn rank_job(&self, r: u32, uid: &Path, ip: IpAddr, ifname: String) -> impl FnOnce() -> RankEnd + Send + 'static {
+    /// The closure that runs rank `r` (on a thread already in its namespace, if any). A rank
+    /// that fails raises `failed`; a plugin rank still blocked then is stopped shortly after,
+    /// as a launcher ends a job when one rank exits non-zero.
+    fn rank_job(
+        &self,
+        r: u32,
+        uid: &Path,
+        ip: IpAddr,
+        ifname: String,
+        failed: Arc<AtomicBool>,
+    ) -> impl FnOnce() -> RankEnd + Send + 'static {
         let s = self.clone();
         let uid = uid.to_path_buf();
         move || {
-            let t0 = Instant::now();
-            if s.plugin_ranks.contains(&r) {
-                let run = match s.plugin_command(r, &uid, &ifname).spawn() {
-                    Ok(child) => supervise(r, child, s.op_timeout),
-                    Err(e) => {
-                        let report = RankReport { rank: r, init: Some(format!("cannot start: {e}")), ..Default::default() };
-                        return RankEnd { report, stderr: Vec::new(), took: t0.elapsed() };
-                    }
-                };
-                RankEnd { report: RankReport::from_plugin(&run), stderr: run.stderr, took: run.took }
-            } else {
-                let ops = s.specs.iter().enumerate().map(|(i, sp)| build_op(*sp, s.seed, i as u32, r, s.n)).collect();
-                let cfg = SessionConfig {
-                    rank: r,
-                    nranks: s.n,
-                    variant: s.core_variant,
-                    limits: real_limits(s.op_timeout),
-                    magic: session_magic(),
-                    ip,
-                    rendezvous: Rendezvous::UidFile(uid),
-                    uid_wait: s.op_timeout,
-                };
-                let result = run_blocking(cfg, ops);
-                RankEnd { report: RankReport::from_driver(r, &result), stderr: Vec::new(), took: t0.elapsed() }
+            let end = s.run_rank(r, &uid, ip, &ifname, &failed);
+            let r = &end.report;
+            if r.init.is_some() || r.unfinished.is_some() || r.ops.iter().any(Result::is_err) {
+                failed.store(true, Ordering::SeqCst);
             }
+            end
+        }
+    }
+
+    fn run_rank(&self, r: u32, uid: &Path, ip: IpAddr, ifname: &str, failed: &AtomicBool) -> RankEnd {
+        let t0 = Instant::now();
+        if self.plugin_ranks.contains(&r) {
+            let run = match self.plugin_command(r, uid, ifname).spawn() {
+                Ok(child) => supervise_with(r, child, self.op_timeout, &|| failed.load(Ordering::SeqCst)),
+                Err(e) => {
+                    let report = RankReport { rank: r, init: Some(format!("cannot start: {e}")), ..Default::default() };
+                    return RankEnd { report, stderr: Vec::new(), took: t0.elapsed() };
+                }
+            };
+            RankEnd { report: RankReport::from_plugin(&run), stderr: run.stderr, took: run.took }
+        } else {
+            let ops =
+                self.specs.iter().enumerate().map(|(i, sp)| build_op(*sp, self.seed, i as u32, r, self.n)).collect();
+            let cfg = SessionConfig {
+                rank: r,
+                nranks: self.n,
+                variant: self.core_variant,
+                limits: real_limits(self.op_timeout),
+                magic: session_magic(),
+                ip,
+                rendezvous: Rendezvous::UidFile(uid.to_path_buf()),
+                uid_wait: self.op_timeout,
+            };
+            let report = match run_blocking_until(cfg, ops, &|| failed.load(Ordering::SeqCst), AFTER_PEER_FAILED) {
+                Some(result) => RankReport::from_driver(r, &result),
+                None => RankReport {
+                    rank: r,
+                    unfinished: Some(format!(
+                        "still blocked {} ms after another rank failed (stopped as a launcher would)",
+                        AFTER_PEER_FAILED.as_millis()
+                    )),
+                    ..Default::default()
+                },
+            };
+            RankEnd { report, stderr: Vec::new(), took: t0.elapsed() }
         }
     }
 

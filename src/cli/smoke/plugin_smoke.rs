@@ -37,7 +37,13 @@ pub(crate) fn locate_plugin(arg: &str) -> anyhow::Result<PluginSpec> {
 }
 
 /// Runs `smoke --local n --plugin arg`.
-pub(super) fn run(args: &SmokeArgs, n: u32, arg: &str, variant: Variant, workload: &Workload) -> anyhow::Result<ExitCode> {
+pub(super) fn run(
+    args: &SmokeArgs,
+    n: u32,
+    arg: &str,
+    variant: Variant,
+    workload: &Workload,
+) -> anyhow::Result<ExitCode> {
     if n == 0 || n > 64 {
         bail!("--local {n} with --plugin: 1..=64 ranks");
     }
@@ -62,6 +68,7 @@ pub(super) fn run(args: &SmokeArgs, n: u32, arg: &str, variant: Variant, workloa
         seed: args.seed,
         op_timeout: Duration::from_millis(args.op_timeout_ms),
         tag_counter: args.tag_counter,
+        capture: false,
     };
     let make_policy = args.wire.as_deref().map(|p| parse_policy(p, args.seed, n)).transpose()?;
     if make_policy.is_some() {
@@ -78,6 +85,15 @@ pub(super) fn run(args: &SmokeArgs, n: u32, arg: &str, variant: Variant, workloa
         plugin_ranks,
         (0..n).filter(|r| !plugin_ranks.contains(r)).collect::<Vec<_>>(),
     );
+    let core_ranks = plugin_ranks.len() < n as usize;
+    let matching = Variant::preset(plugin.family.variant()).expect("a preset");
+    let mismatched = core_ranks && core_variant.with_first_tag(1) != matching;
+    if mismatched {
+        println!(
+            "plugin: MISMATCHED PAIR: bootsim-core ranks run {core_variant} but {who} speaks like {}: expect a failure (tags or sizes disagree), not a pass",
+            plugin.family.variant()
+        );
+    }
     let started = Instant::now();
     let mut counts: BTreeMap<Verdict, u32> = BTreeMap::new();
     for iter in 0..args.iterations {
@@ -89,10 +105,16 @@ pub(super) fn run(args: &SmokeArgs, n: u32, arg: &str, variant: Variant, workloa
         *counts.entry(verdict).or_default() += 1;
     }
     let worst = counts.keys().copied().max().unwrap_or(Verdict::Pass);
-    let tally: Vec<String> = Verdict::ALL.iter().map(|v| format!("{v} {}", counts.get(v).copied().unwrap_or(0))).collect();
+    let tally: Vec<String> =
+        Verdict::ALL.iter().map(|v| format!("{v} {}", counts.get(v).copied().unwrap_or(0))).collect();
     let wire = args.wire.as_deref().map_or(String::new(), |p| format!(" --wire '{p}'"));
+    let pair = if mismatched && !worst.is_ok() {
+        " (a mismatched pair: the two sides do not speak the same protocol)"
+    } else {
+        ""
+    };
     println!(
-        "smoke --local {n} --plugin {arg}{wire}: workload {} x{}: {}: verdict {worst} in {} ms",
+        "smoke --local {n} --plugin {arg}{wire}: workload {} x{}: {}: verdict {worst}{pair} in {} ms",
         workload.name(),
         args.iterations,
         tally.join(", "),

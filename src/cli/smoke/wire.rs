@@ -240,4 +240,3 @@ fn decision_line(d: &WireDecision) -> String {
     };
     format!("{who}: {what}")
 }
-

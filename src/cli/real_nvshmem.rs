@@ -1,0 +1,190 @@
+//! `bootsim real-nvshmem`: "is my NVSHMEM affected, and does upgrading fix it?" asked of the
+//! shipped binaries. Each NVSHMEM version's real UID bootstrap plugin runs each workload on
+//! loopback and behind the userspace wire with a reordering policy (the real kernel's accept
+//! queue, reordered), beside bootsim-core's matching variant under the same policy; one row
+//! per (implementation, workload, world), verdicts counted over the iterations.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail};
+use bootsim_core::Variant;
+use bootsim_sim::Verdict;
+
+use super::smoke::parse_workload;
+use super::smoke::plugin::Session;
+use super::smoke::plugin_smoke::locate_plugin;
+use bootsim_adapters::wire::{wire_available, Policy};
+
+/// The reordering policy of the report: rank 0's alltoall connection to rank 1 (host 1 > host 2,
+/// its second connection) held until the next one on the pair completes (at most 500 ms).
+pub const REPORT_POLICY: &str = "release-on-next=500,select=pair:1>2:2";
+
+/// Arguments of `bootsim real-nvshmem`.
+#[derive(clap::Args, Debug)]
+pub struct RealNvshmemArgs {
+    /// NVSHMEM versions (fetched into the cache when missing) or plugin paths.
+    #[arg(long, value_delimiter = ',', default_value = "3.4.5,3.7.1,3.8.0")]
+    versions: Vec<String>,
+    /// Workloads (deepep, qp-create, nvshmem-init, churn).
+    #[arg(long, value_delimiter = ',', default_value = "deepep,qp-create")]
+    workloads: Vec<String>,
+    /// World size.
+    #[arg(long, default_value_t = 2)]
+    ranks: u32,
+    /// Iterations per row.
+    #[arg(long, default_value_t = 200)]
+    iterations: u32,
+    /// The wire's policy for the reordered rows.
+    #[arg(long, default_value = REPORT_POLICY)]
+    wire: String,
+    /// Bound on each operation (NVSHMEM has none; a rank still blocked 500 ms after another
+    /// failed is stopped, as a launcher would).
+    #[arg(long, default_value_t = 5_000)]
+    op_timeout_ms: u64,
+    /// Leave out bootsim-core's rows.
+    #[arg(long)]
+    no_core: bool,
+    /// Exit 1 unless every row matches `--expect` (e.g. the documented table's verdicts).
+    #[arg(long, value_delimiter = ',', value_name = "IMPL:WORKLOAD:WIRE=VERDICT")]
+    expect: Vec<String>,
+}
+
+struct Row {
+    implementation: String,
+    workload: String,
+    wire: bool,
+    counts: BTreeMap<Verdict, u32>,
+    ms: u128,
+}
+
+/// Runs the matrix and prints the table.
+pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
+    if a.iterations == 0 || a.ranks < 2 {
+        bail!("--iterations must be at least 1 and --ranks at least 2");
+    }
+    let policy_ok = a.wire.parse::<Policy>().map_err(|e| anyhow!("--wire '{}': {e}", a.wire))?;
+    drop(policy_ok);
+    wire_available().map_err(|why| anyhow!("real-nvshmem needs the userspace wire (root, /dev/net/tun): {why}"))?;
+    let mut rows = Vec::new();
+    for version in &a.versions {
+        let plugin = locate_plugin(version)?;
+        let variant = Variant::preset(plugin.family.variant()).expect("a preset");
+        for wl_name in &a.workloads {
+            let workload = parse_workload(wl_name)?;
+            let mut impls = vec![(format!("NVSHMEM {version}"), (0..a.ranks).collect::<BTreeSet<u32>>())];
+            if !a.no_core {
+                impls.push((format!("bootsim {}", plugin.family.variant()), BTreeSet::new()));
+            }
+            for (implementation, plugin_ranks) in impls {
+                let session = Session {
+                    n: a.ranks,
+                    plugin: plugin.clone(),
+                    plugin_ranks,
+                    core_variant: variant,
+                    specs: workload.ops(0),
+                    seed: 0,
+                    op_timeout: Duration::from_millis(a.op_timeout_ms),
+                    tag_counter: None,
+                    capture: false,
+                };
+                for wire in [false, true] {
+                    let t0 = Instant::now();
+                    let mut counts = BTreeMap::new();
+                    for _ in 0..a.iterations {
+                        let policy = wire.then(|| a.wire.parse::<Policy>()).transpose()?;
+                        let it = session.run(policy)?;
+                        let reports: Vec<_> = it.ranks.iter().map(|e| e.report.clone()).collect();
+                        let (verdict, _) =
+                            bootsim_sim::oracle::judge_results(&session.specs, session.seed, a.ranks, &reports);
+                        *counts.entry(verdict).or_default() += 1;
+                    }
+                    let row = Row {
+                        implementation: implementation.clone(),
+                        workload: wl_name.clone(),
+                        wire,
+                        counts,
+                        ms: t0.elapsed().as_millis(),
+                    };
+                    eprintln!(
+                        "real-nvshmem: {} {} {}: done in {} ms",
+                        row.implementation,
+                        row.workload,
+                        wire_name(wire),
+                        row.ms
+                    );
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    print_table(&a, &rows);
+    check_expectations(&a.expect, &rows)
+}
+
+fn wire_name(wire: bool) -> &'static str {
+    if wire {
+        "wire"
+    } else {
+        "loopback"
+    }
+}
+
+fn print_table(a: &RealNvshmemArgs, rows: &[Row]) {
+    println!("ranks={} iterations={} wire policy '{}' (loopback rows: no reordering)", a.ranks, a.iterations, a.wire);
+    println!(
+        "{:<22} {:<10} {:<9} {:>5} {:>5} {:>6} {:>10} {:>5} {:>5}  {:<10} {:>8}",
+        "implementation",
+        "workload",
+        "network",
+        "runs",
+        "pass",
+        "benign",
+        "corruption",
+        "error",
+        "hang",
+        "verdict",
+        "ms"
+    );
+    for r in rows {
+        let c = |v: Verdict| r.counts.get(&v).copied().unwrap_or(0);
+        let worst = r.counts.keys().copied().max().unwrap_or(Verdict::Pass);
+        println!(
+            "{:<22} {:<10} {:<9} {:>5} {:>5} {:>6} {:>10} {:>5} {:>5}  {:<10} {:>8}",
+            r.implementation,
+            r.workload,
+            wire_name(r.wire),
+            r.counts.values().sum::<u32>(),
+            c(Verdict::Pass),
+            c(Verdict::Benign),
+            c(Verdict::Corruption),
+            c(Verdict::Error),
+            c(Verdict::Hang),
+            worst.name(),
+            r.ms
+        );
+    }
+}
+
+/// `IMPL:WORKLOAD:WIRE=VERDICT`, e.g. `NVSHMEM 3.4.5:deepep:wire=corruption`: every run of the
+/// row must end with that verdict.
+fn check_expectations(expect: &[String], rows: &[Row]) -> anyhow::Result<ExitCode> {
+    let mut bad = Vec::new();
+    for e in expect {
+        let (key, verdict) = e.split_once('=').ok_or_else(|| anyhow!("--expect {e:?}: IMPL:WORKLOAD:WIRE=VERDICT"))?;
+        let want = Verdict::parse(verdict).ok_or_else(|| anyhow!("--expect {e:?}: unknown verdict {verdict:?}"))?;
+        let row = rows
+            .iter()
+            .find(|r| format!("{}:{}:{}", r.implementation, r.workload, wire_name(r.wire)) == key)
+            .ok_or_else(|| anyhow!("--expect {e:?}: no such row"))?;
+        let total: u32 = row.counts.values().sum();
+        if row.counts.get(&want).copied().unwrap_or(0) != total {
+            bad.push(format!("{key}: expected {want} in every run, got {:?}", row.counts));
+        }
+    }
+    for b in &bad {
+        println!("real-nvshmem: MISMATCH: {b}");
+    }
+    Ok(if bad.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
