@@ -55,6 +55,26 @@ fn robust_variants_never_fail_under_any_profile() {
     }
 }
 
+/// NVSHMEM 3.8.0's per-call tags: within one call every peer sends a rank at most one message,
+/// so (peer, tag) names exactly one message whatever the accept order: no mismatch, benign or
+/// not, under any profile. It can still hang where every NVSHMEM does: under `overflow` and
+/// `swarm`, two ranks each blocked in connect() to the other with both accept queues full (its
+/// receiver accepts only when it receives, unlike seq's).
+#[test]
+fn nvshmem_3_8_never_takes_one_message_for_another() {
+    for adversary in ["fifo", "rss", "lossy", "overflow", "swarm"] {
+        for (workload, ranks) in [("deepep", 2), ("nvshmem-init", 5), ("qp-create", 3), ("churn", 4)] {
+            let c = case(&format!(
+                "engine=fast variant=nvshmem-3.8 workload={workload} ranks={ranks} adversary={adversary}"
+            ));
+            let s = sweep(&c, &seeds(30), 2, &|_, _| {});
+            for v in [Verdict::Benign, Verdict::Corruption, Verdict::Error] {
+                assert_eq!(s.count(v), 0, "{c}: {v}: {:?}", s.first_failure());
+            }
+        }
+    }
+}
+
 #[test]
 fn no_variant_fails_under_fifo() {
     for variant in bootsim_core::PRESETS {
