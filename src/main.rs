@@ -21,8 +21,8 @@ fn main() -> ExitCode {
     match cli::dispatch(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bootsim: {e:#}");
-            ExitCode::from(2)
+            eprintln!("bootsim: {}", cli::error_text(&e));
+            ExitCode::from(cli::error_code(&e))
         }
     }
 }

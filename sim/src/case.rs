@@ -65,9 +65,6 @@ pub struct CaseError(pub String);
 /// The most payload bytes (all ranks' buffers) one run may need: 4 GiB.
 pub const PAYLOAD_BUDGET: u128 = 4 << 30;
 
-/// Largest world that runs on turmoil when the case string names no engine.
-pub const TURMOIL_MAX_DEFAULT: u32 = 64;
-
 const KEYS: &str =
     "engine, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, deadline_ms, or a kernel knob";
 
@@ -228,9 +225,9 @@ impl Case {
                 PAYLOAD_BUDGET >> 20
             )));
         }
-        // Unless told otherwise: the real driver on turmoil up to 64 ranks, the fast engine above.
-        case.engine =
-            engine.unwrap_or(if case.ranks <= TURMOIL_MAX_DEFAULT { EngineKind::Turmoil } else { EngineKind::Fast });
+        // One rule for every command (run, replay, sweep, compare, shrink): the fast engine
+        // unless the case says engine=turmoil. Every printed case string names its engine.
+        case.engine = engine.unwrap_or(EngineKind::Fast);
         Ok(case)
     }
 
@@ -311,15 +308,15 @@ mod tests {
         }
         assert_eq!(
             Case::parse("").unwrap().to_string(),
-            "engine=turmoil variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=0"
+            "engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=0"
         );
     }
 
     #[test]
-    fn the_engine_defaults_to_turmoil_up_to_64_ranks() {
-        assert_eq!(Case::parse("ranks=64").unwrap().engine, EngineKind::Turmoil);
+    fn the_engine_is_fast_unless_the_case_says_turmoil() {
+        assert_eq!(Case::parse("ranks=2").unwrap().engine, EngineKind::Fast);
         assert_eq!(Case::parse("ranks=65").unwrap().engine, EngineKind::Fast);
-        assert_eq!(Case::parse("ranks=8 engine=fast").unwrap().engine, EngineKind::Fast);
+        assert_eq!(Case::parse("ranks=8 engine=turmoil").unwrap().engine, EngineKind::Turmoil);
     }
 
     #[test]

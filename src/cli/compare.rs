@@ -10,13 +10,24 @@ use serde::Serialize;
 use super::sweep::{sweep_all, Filters};
 
 /// Arguments of `bootsim compare`.
+///
+/// Exit code: 0 once the table is printed, whatever the verdicts (failing variants are the point
+/// of a comparison); with `--fail-on`, 1 when a listed variant has a violation (for CI jobs);
+/// 2 on bad usage.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Exit: 0 table printed (whatever the verdicts); 1 with --fail-on and a violation in a listed variant; 2 bad usage."
+)]
 pub struct CompareArgs {
     #[command(flatten)]
     filters: Filters,
     /// One JSON object per variant row instead of the table.
     #[arg(long)]
     json: bool,
+    /// Exit 1 if any of these variants (comma-separated, or `all`) has a violation, e.g.
+    /// `--fail-on nvshmem-3.8,seq,persistent` in a CI job that guards the robust designs.
+    #[arg(long, value_delimiter = ',', value_name = "VARIANTS")]
+    fail_on: Vec<String>,
 }
 
 /// One row of the table as JSON.
@@ -56,12 +67,24 @@ impl<'a> Row<'a> {
 /// Every variant side by side.
 pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let variants: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
+    for v in &a.fail_on {
+        if v != "all" && !PRESETS.contains(&v.as_str()) {
+            anyhow::bail!("--fail-on `{v}`: accepted: all, {}", PRESETS.join(", "));
+        }
+    }
     let summaries = sweep_all(&variants, &a.filters, Shard::WHOLE)?;
+    let guarded = |name: &str| a.fail_on.iter().any(|v| v == "all" || v == name);
+    let violated: Vec<&str> = summaries
+        .iter()
+        .filter(|s| guarded(&s.case.variant_name) && s.failures() > 0)
+        .map(|s| s.case.variant_name.as_str())
+        .collect();
+    let code = if violated.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
     if a.json {
         for s in &summaries {
             println!("{}", serde_json::to_string(&Row::of(s))?);
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     let f = &a.filters;
     println!(
@@ -78,7 +101,8 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         "variant", "runs", "pass", "benign", "corruption", "error", "hang", "first failure", "median boot ms"
     );
     for s in &summaries {
-        let first = s.seeds_to_first_failure().map_or("-".to_string(), |n| format!("seed #{n}"));
+        // The seed itself, as the replay line below names it.
+        let first = s.first_failure().map_or("-".to_string(), |r| format!("seed={}", r.seed));
         let median = s.median_bootstrap().map_or("-".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3));
         println!(
             "{:<12} {:>6} {:>6} {:>7} {:>11} {:>6} {:>5} {:>14} {:>16}",
@@ -98,5 +122,8 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
             println!("{}: bootsim replay '{}'", s.case.variant_name, s.case.with_seed(first.seed));
         }
     }
-    Ok(ExitCode::SUCCESS)
+    if !violated.is_empty() {
+        println!("compare: violations in {} (--fail-on): exit 1", violated.join(", "));
+    }
+    Ok(code)
 }

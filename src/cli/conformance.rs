@@ -49,7 +49,8 @@ pub fn conformance(a: ConformanceArgs) -> anyhow::Result<ExitCode> {
     let plugin = locate_plugin(&a.plugin)?;
     let name = a.variant.clone().unwrap_or_else(|| plugin.family.variant().to_string());
     let variant = Variant::preset(&name).ok_or_else(|| anyhow!("unknown variant {name:?}"))?;
-    wire_available().map_err(|why| anyhow!("conformance needs the userspace wire (root, /dev/net/tun): {why}"))?;
+    wire_available()
+        .map_err(|why| super::runtime(anyhow!("conformance needs the userspace wire (root, /dev/net/tun): {why}")))?;
     let session = |plugin_ranks: BTreeSet<u32>| Session {
         n: a.ranks,
         plugin: plugin.clone(),

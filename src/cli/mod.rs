@@ -55,6 +55,65 @@ enum Command {
     PluginRank(plugin_rank::PluginRankArgs),
 }
 
+/// Exit code of a run that could not be carried out (an I/O error, a peer that refused, a
+/// missing capability); 2 is bad usage, 1 a violation found.
+pub const EXIT_RUNTIME: u8 = 3;
+
+/// An error that is not the user's usage but the world's: exits [`EXIT_RUNTIME`].
+#[derive(Debug)]
+pub struct RuntimeFailure(pub anyhow::Error);
+
+impl std::fmt::Display for RuntimeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl std::error::Error for RuntimeFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Marks an error as a runtime failure (exit 3).
+pub(crate) fn runtime(e: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(RuntimeFailure(e.into()))
+}
+
+/// The error and its causes, each cause only where the text does not already say it (some
+/// errors print their source themselves).
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
+}
+
+/// The exit code for an error: 3 for a runtime failure, 2 for bad usage.
+pub fn error_code(e: &anyhow::Error) -> u8 {
+    if e.chain().any(|c| c.is::<RuntimeFailure>()) {
+        EXIT_RUNTIME
+    } else {
+        2
+    }
+}
+
+/// Parses `HOST:PORT`, where HOST is a name (resolved now) or an address, to its first address:
+/// the value parser of every address flag.
+pub(crate) fn host_port(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if !s.contains(':') {
+        return Err(format!("`{s}` is not HOST:PORT (e.g. node002:7777 or 10.1.2.3:7777)"));
+    }
+    let mut addrs = s.to_socket_addrs().map_err(|e| format!("`{s}`: {e}"))?;
+    addrs.next().ok_or_else(|| format!("`{s}` resolves to no address"))
+}
+
 /// Runs the chosen subcommand; `Err` is bad usage (exit 2).
 pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {

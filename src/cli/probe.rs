@@ -36,11 +36,11 @@ struct AcceptOrderArgs {
     /// The wire's packet policy for --local: none, hold=MS[,select=...], release-on-next[=MS].
     #[arg(long, default_value = "none", requires = "local")]
     wire: String,
-    /// Receive the burst on this address (run it first, on the receiving host).
-    #[arg(long, value_name = "ADDR")]
+    /// Receive the burst on this HOST:PORT (run it first, on the receiving host).
+    #[arg(long, value_name = "HOST:PORT", value_parser = super::host_port)]
     listen: Option<SocketAddr>,
-    /// Send the burst to this address (the other host's --listen).
-    #[arg(long, value_name = "ADDR")]
+    /// Send the burst to this HOST:PORT (the other host's --listen), e.g. node002:7777.
+    #[arg(long, value_name = "HOST:PORT", value_parser = super::host_port)]
     connect: Option<SocketAddr>,
     /// One JSON object instead of the summary line.
     #[arg(long)]
@@ -60,14 +60,14 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     if a.local {
         let policy: Policy = a.wire.parse().with_context(|| format!("--wire '{}'", a.wire))?;
         bootsim_adapters::wire::wire_available()
-            .map_err(|why| anyhow::anyhow!("--local needs the userspace wire: {why}"))?;
-        let report: ProbeReport = probe::run_local(a.connections, drain, policy)?;
+            .map_err(|why| super::runtime(anyhow::anyhow!("--local needs the userspace wire: {why}")))?;
+        let report: ProbeReport = probe::run_local(a.connections, drain, policy).map_err(super::runtime)?;
         print(report.to_string(), serde_json::to_string(&report)?);
     } else if let Some(addr) = a.listen {
-        let heard = probe::listen(addr, a.connections)?;
+        let heard = probe::listen(addr, a.connections).map_err(super::runtime)?;
         print(heard.to_string(), serde_json::to_string(&heard)?);
     } else if let Some(addr) = a.connect {
-        let sent = probe::connect(addr, a.connections, drain)?;
+        let sent = probe::connect(addr, a.connections, drain).map_err(super::runtime)?;
         print(sent.to_string(), serde_json::to_string(&sent)?);
     } else {
         bail!("say where: --local, --listen ADDR (receiving host) or --connect ADDR (sending host)");

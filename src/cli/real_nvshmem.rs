@@ -66,7 +66,8 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
     }
     let policy_ok = a.wire.parse::<Policy>().map_err(|e| anyhow!("--wire '{}': {e}", a.wire))?;
     drop(policy_ok);
-    wire_available().map_err(|why| anyhow!("real-nvshmem needs the userspace wire (root, /dev/net/tun): {why}"))?;
+    wire_available()
+        .map_err(|why| super::runtime(anyhow!("real-nvshmem needs the userspace wire (root, /dev/net/tun): {why}")))?;
     let mut rows = Vec::new();
     for version in &a.versions {
         let plugin = locate_plugin(version)?;

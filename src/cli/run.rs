@@ -172,7 +172,8 @@ pub fn replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let written = match &a.timeline {
         Some(path) => {
             std::fs::write(path, timeline::render_html(&report))
-                .with_context(|| format!("writing the timeline to {}", path.display()))?;
+                .with_context(|| format!("writing the timeline to {}", path.display()))
+                .map_err(super::runtime)?;
             Some(path.display().to_string())
         }
         None => None,

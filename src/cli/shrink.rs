@@ -35,8 +35,7 @@ pub fn shrink(a: ShrinkArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let found = match a.found {
-        Some(d) if is_date(&d) => d,
-        Some(d) => bail!("--found `{d}`: expected a date YYYY-MM-DD"),
+        Some(d) => parse_date(&d)?,
         None => today(),
     };
     let s = shrink_case(&case).with_context(|| format!("cannot shrink '{case}'"))?;
@@ -58,32 +57,19 @@ pub fn shrink(a: ShrinkArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn is_date(d: &str) -> bool {
-    let b = d.as_bytes();
-    b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+/// `YYYY-MM-DD`, a real calendar date (2026-13-45 is refused).
+fn parse_date(d: &str) -> anyhow::Result<String> {
+    let date: jiff::civil::Date = d.parse().with_context(|| format!("--found `{d}`: expected a date YYYY-MM-DD"))?;
+    let text = date.to_string();
+    if text != d {
+        bail!("--found `{d}`: expected a date YYYY-MM-DD (did you mean {text}?)");
+    }
+    Ok(text)
 }
 
 /// Today's UTC date from the system clock (the CLI's only clock read; the sim never sees it).
 fn today() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    civil_date((secs / 86_400) as i64)
-}
-
-/// Days since 1970-01-01 as YYYY-MM-DD (Howard Hinnant's civil_from_days).
-fn civil_date(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC).date().to_string()
 }
 
 #[cfg(test)]
@@ -92,9 +78,11 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(civil_date(0), "1970-01-01");
-        assert_eq!(civil_date(20_000), "2024-10-04");
-        assert_eq!(civil_date(11_016), "2000-02-29");
-        assert!(is_date("2026-11-29") && !is_date("2026-1-29") && !is_date("yesterday"));
+        assert_eq!(parse_date("2026-11-29").unwrap(), "2026-11-29");
+        assert_eq!(parse_date("2000-02-29").unwrap(), "2000-02-29");
+        for bad in ["2026-13-45", "2026-02-30", "2026-1-29", "yesterday", "2026-11-29T00:00"] {
+            assert!(parse_date(bad).is_err(), "{bad}");
+        }
+        assert_eq!(today().len(), 10);
     }
 }

@@ -21,19 +21,24 @@ const FETCH_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch-n
 
 /// Resolves `--plugin`: a cached version (fetched when missing) or a path.
 pub(crate) fn locate_plugin(arg: &str) -> anyhow::Result<PluginSpec> {
-    locate(arg, |version| {
+    let mut fetch_failed = false;
+    let found = locate(arg, |version| {
+        fetch_failed = true;
         if !Path::new(FETCH_SCRIPT).exists() {
             return Err(format!("NVSHMEM {version} is not in the cache; run scripts/fetch-nvshmem.sh {version}"));
         }
         eprintln!("bootsim: NVSHMEM {version} is not in the cache: running scripts/fetch-nvshmem.sh {version}");
-        let status = Command::new("bash").arg(FETCH_SCRIPT).arg(version).status();
-        match status {
-            Ok(s) if s.success() => Ok(()),
+        match Command::new("bash").arg(FETCH_SCRIPT).arg(version).status() {
+            Ok(s) if s.success() => {
+                fetch_failed = false;
+                Ok(())
+            }
             Ok(s) => Err(format!("scripts/fetch-nvshmem.sh {version} failed ({s})")),
             Err(e) => Err(format!("running scripts/fetch-nvshmem.sh: {e}")),
         }
-    })
-    .map_err(|e| anyhow!(e))
+    });
+    // A version that cannot be fetched is the world's failure (exit 3); a bad path is usage.
+    found.map_err(|e| if fetch_failed { crate::cli::runtime(anyhow!(e)) } else { anyhow!(e) })
 }
 
 /// Runs `smoke --local n --plugin arg`.
@@ -72,7 +77,8 @@ pub(super) fn run(
     };
     let make_policy = args.wire.as_deref().map(|p| parse_policy(p, args.seed, n)).transpose()?;
     if make_policy.is_some() {
-        bootsim_adapters::wire::wire_available().map_err(|why| anyhow!("--wire needs the userspace wire: {why}"))?;
+        bootsim_adapters::wire::wire_available()
+            .map_err(|why| crate::cli::runtime(anyhow!("--wire needs the userspace wire: {why}")))?;
     }
     let who = match &plugin.version {
         Some(v) => format!("NVSHMEM {v}"),

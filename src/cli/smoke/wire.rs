@@ -30,7 +30,7 @@ pub(super) fn run(
     }
     // Parse first: a bad policy is bad usage even where the wire is unavailable.
     let make_policy = parse_policy(policy_str, args.seed, n)?;
-    wire::wire_available().map_err(|why| anyhow!("--wire needs the userspace wire: {why}"))?;
+    wire::wire_available().map_err(|why| crate::cli::runtime(anyhow!("--wire needs the userspace wire: {why}")))?;
     let specs = workload.ops(args.seed);
     let magic = args.magic.as_deref().map(parse_magic).transpose()?.unwrap_or_else(|| fnv1a(b"bootsim-wire"));
     let cfg =
