@@ -94,10 +94,35 @@ fn compare_prints_the_headline_table() {
 }
 
 #[test]
-fn without_an_engine_small_worlds_run_the_real_driver_on_turmoil() {
-    let o = bootsim(&["run", "variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=5"]);
+fn without_an_engine_every_command_runs_fast_and_engine_turmoil_runs_the_real_driver() {
+    let o = bootsim(&["run", "variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3"]);
+    let out = stdout(&o);
+    assert!(out.contains("case: engine=fast variant=nvshmem-3.4"), "{out}");
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let o = bootsim(&["run", "engine=turmoil variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=5"]);
     let out = stdout(&o);
     assert!(out.contains("case: engine=turmoil variant=nvshmem-3.4"), "{out}");
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("took barrier #2 round 1 from rank 0"), "{out}");
+    // An error names its rank once.
+    assert!(out.contains("error: rank 1: barrier #2 recv from rank 0 tag 0x1: message truncated"), "{out}");
+}
+
+#[test]
+fn run_help_lists_every_case_key_and_its_example_fails_as_it_says() {
+    let o = bootsim(&["run", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = stdout(&o);
+    for key in ["engine", "variant", "drain_ms", "first_tag", "workload", "ranks", "adversary", "seed", "deadline_ms"] {
+        assert!(help.lines().any(|l| l.trim_start().starts_with(key)), "{key} missing from run --help:\n{help}");
+    }
+    for preset in bootsim_core::PRESETS {
+        assert!(help.contains(preset), "{preset} missing from run --help");
+    }
+    assert!(help.contains("rx_queues") && help.contains("[default: fast]"), "{help}");
+    let example = help.lines().find_map(|l| l.strip_prefix("Example: bootsim run '")).expect("an example");
+    let case = example.split('\'').next().unwrap();
+    let o = bootsim(&["run", case]);
+    assert_eq!(o.status.code(), Some(1), "the help's example: {}", stdout(&o));
+    assert!(stdout(&o).starts_with("verdict: corruption"));
 }

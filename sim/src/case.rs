@@ -87,6 +87,44 @@ impl Default for Case {
 }
 
 impl Case {
+    /// Every case key with its values and default, from the parser's own tables (for `--help`).
+    pub fn keys_help() -> String {
+        let d = Case::default();
+        let rows: Vec<(&str, String, String)> = vec![
+            ("engine", "fast | turmoil".into(), d.engine.name().into()),
+            ("variant", PRESETS.join(" | "), d.variant_name.clone()),
+            (
+                "drain_ms",
+                "milliseconds; <= 0 disables (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS)".into(),
+                "the variant's".into(),
+            ),
+            ("first_tag", "where nvshmem-3.8's per-call tag counter starts, 1..=2^31".into(), "1".into()),
+            ("workload", WORKLOADS.join(" | "), d.workload.name().into()),
+            ("qps", "QPs per peer (deepep 24, nvshmem-init 2)".into(), "the workload's".into()),
+            ("k", "back-to-back alltoalls (qp-create)".into(), "4".into()),
+            ("len", "operations (churn)".into(), "12".into()),
+            ("ops", "custom: allgather:N,alltoall:N,barrier,...".into(), "-".into()),
+            ("ranks", "1..=65536".into(), d.ranks.to_string()),
+            ("adversary", PROFILES.join(" | "), d.adversary.clone()),
+            ("seed", "unsigned 64-bit".into(), d.seed.to_string()),
+            (
+                "deadline_ms",
+                "simulated time before unfinished ranks are a hang".into(),
+                d.deadline.as_millis().to_string(),
+            ),
+        ];
+        let mut out = String::from("Case keys (space-separated key=value words, every one optional):\n");
+        for (k, v, def) in rows {
+            out.push_str(&format!("  {k:<12} {v} [default: {def}]\n"));
+        }
+        out.push_str("Kernel knobs (override the adversary profile's):\n");
+        for (k, what) in KernelConfig::knobs() {
+            out.push_str(&format!("  {k:<14} {what}\n"));
+        }
+        out.push_str("Example: bootsim run 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3' (exit 1: corruption)");
+        out
+    }
+
     /// Parses a case string; every key is optional and defaults as `Case::default`.
     pub fn parse(s: &str) -> Result<Case, CaseError> {
         let err = |m: String| CaseError(m);

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 /// Arguments of `bootsim run`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = Case::keys_help())]
 pub struct RunArgs {
     /// The case string, e.g. 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3'.
     case: String,
@@ -24,6 +25,7 @@ pub struct RunArgs {
 
 /// Arguments of `bootsim replay`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = Case::keys_help())]
 pub struct ReplayArgs {
     /// The case string printed by a failing run.
     case: String,

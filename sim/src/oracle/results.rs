@@ -62,10 +62,11 @@ impl RankReport {
 /// A core error as a finding states it: without the leading "rank N: " (the finding names the
 /// rank) and with the operation's workload index after its kind ("alltoall #2 recv from ..."),
 /// as the plugin's rank reports it. `completion` counts init as 0.
-fn numbered(rank: u32, completion: usize, e: &BootstrapError) -> String {
+pub(crate) fn numbered(rank: u32, completion: usize, e: &BootstrapError) -> String {
     let text = e.to_string();
     let text = text.strip_prefix(&format!("rank {rank}: ")).unwrap_or(&text).to_string();
-    if completion == 0 {
+    // Init, or an operation that could not start (the engines' OpId(u32::MAX)): no index to give.
+    if completion == 0 || completion >= u32::MAX as usize {
         return text;
     }
     for kind in ["allgather", "alltoall", "barrier"] {

@@ -1,0 +1,247 @@
+//! Every command shown in README.md and docs/*.md is run here, as a user would type it, and
+//! must end as the text says. A command added to the docs without an entry in [`EXPECTED`]
+//! fails this test, so examples cannot drift from what the program does.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const SUBCOMMANDS: [&str; 11] =
+    ["run", "replay", "sweep", "compare", "shrink", "merge", "smoke", "bench", "probe", "real-nvshmem", "conformance"];
+
+/// What an example must do.
+enum Expect {
+    /// Exit with this code, and print this (stdout or stderr).
+    Exit(i32, &'static str),
+    /// As `Exit`, but needs the userspace wire (root, /dev/net/tun).
+    Wire(i32, &'static str),
+    /// The receiving half of a probe pair: run in the background, then its sending half.
+    ProbeListen,
+    /// Not runnable on one machine; the reason, and where it is covered instead.
+    NotHere(&'static str),
+}
+use Expect::*;
+
+const CLUSTER: &str =
+    "needs a cluster launcher (srun/mpirun, node001); its single-host form is tested in tests/smoke.rs";
+
+/// Every documented command, as written (comment stripped), and what it must do.
+const EXPECTED: &[(&str, Expect)] = &[
+    ("make run", NotHere("the same compare as below over 200 seeds; make is not run from a test")),
+    ("make test", NotHere("this very test suite")),
+    ("make real-nvshmem", NotHere("200 runs a row; tests/real_nvshmem.rs runs the same table with 4")),
+    ("PROPTEST_CASES=10000 cargo test --release --test properties", NotHere("tests/properties.rs, 128 cases")),
+    (
+        "bootsim run 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3'",
+        Exit(1, "verdict: corruption"),
+    ),
+    ("bootsim run 'variant=seq workload=deepep ranks=2 adversary=rss seed=3' --trace", Exit(0, "verdict: pass")),
+    ("bootsim replay 'variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=3'", Exit(1, "trace-digest: ")),
+    (
+        "bootsim sweep --variant nvshmem-3.4,seq --workload deepep --ranks 2 --adversary rss --seeds 1000 --jobs 2",
+        Exit(1, "seq          runs=1000 pass=1000"),
+    ),
+    ("bootsim compare --workload qp-create --ranks 4 --seeds 200", Exit(0, "nvshmem-3.8     200    200")),
+    (
+        "bootsim shrink 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3' --save seeds/my-case.toml",
+        Exit(0, "saved: seeds/my-case.toml"),
+    ),
+    (
+        "bootsim replay 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3' --timeline out.html",
+        Exit(1, "explain:"),
+    ),
+    (
+        "bootsim run 'variant=nvshmem-3.7 workload=qp-create ranks=4 adversary=rss seed=2' --json",
+        Exit(1, "\"verdict\": \"corruption\""),
+    ),
+    (
+        "bootsim sweep --variant seq --seeds 100 --shard 0/2 --json > out.0.jsonl; bootsim sweep --variant seq --seeds 100 --shard 1/2 --json > out.1.jsonl; bootsim merge out.*.jsonl",
+        Exit(0, "seq          runs=100 pass=100"),
+    ),
+    ("bootsim smoke --local 8 --workload nvshmem-init --variant nvshmem-3.7", Exit(0, ": pass: all 8 ranks ok")),
+    (
+        "srun -N2 --ntasks-per-node=8 bootsim smoke --session node001:29500 --workload deepep --variant nvshmem-3.7 --iterations 100",
+        NotHere(CLUSTER),
+    ),
+    (
+        "mpirun -np 16 --map-by ppr:8:node bootsim smoke --session node001:29500 --workload deepep --variant pr97 --iterations 100",
+        NotHere(CLUSTER),
+    ),
+    ("srun -N2 --ntasks-per-node=8 bootsim smoke --uid-file /shared/$SLURM_JOB_ID.uid --workload deepep", NotHere(CLUSTER)),
+    (
+        "srun -N2 --ntasks-per-node=1 bootsim smoke --session node001:29500 --rdma --device mlx5_0 --qps-per-peer 4 --iterations 20",
+        NotHere("needs ConnectX NICs; tests/rdma_cli.rs checks the no-device path"),
+    ),
+    ("bootsim probe accept-order --listen 0.0.0.0:7777 -k 1000", ProbeListen),
+    ("bootsim probe accept-order --connect node002:7777 -k 1000", Exit(0, "sent 1000 connections")),
+    ("bootsim probe accept-order --connect node002:7777 -k 1000 --drain", Exit(0, "sent 1000 connections")),
+    ("bootsim probe accept-order --listen 0.0.0.0:7000 -k 300", ProbeListen),
+    ("bootsim probe accept-order --connect 10.1.2.3:7000 -k 300", Exit(0, "sent 300 connections")),
+    ("bootsim probe accept-order --connect 10.1.2.3:7000 -k 300 --drain", Exit(0, "sent 300 connections")),
+    ("bootsim probe accept-order --connect 10.1.2.3:7000 -k 300 --drain 5000", Exit(0, "sent 300 connections")),
+    (
+        "bootsim smoke --local 2 --plugin 3.4.5 --wire 'release-on-next=500,select=pair:1>2:2'",
+        Wire(1, "corruption 1, error 0, hang 0: verdict corruption"),
+    ),
+    (
+        "bootsim smoke --local 4 --plugin 3.8.0 --plugin-ranks 0,2 --workload nvshmem-init",
+        Exit(0, "pass 1, benign 0, corruption 0, error 0, hang 0: verdict pass"),
+    ),
+    ("bootsim smoke --local 2 --plugin ./my-build/nvshmem_bootstrap_uid.so.3", Exit(0, "verdict pass")),
+    ("bootsim conformance --plugin 3.7.1", Wire(0, "put the same bytes on the wire")),
+    (
+        "bootsim smoke --local 2 --workload deepep --variant nvshmem-3.4 --wire 'release-on-next=500,select=pair:1>2:2'",
+        Wire(1, "FAIL: verdict corruption"),
+    ),
+    (
+        "bootsim smoke --local 2 --workload deepep --variant pr97 --wire 'hold=2500,select=pair:1>2:2'",
+        Wire(0, "DRAIN GAVE UP after"),
+    ),
+    (
+        "bootsim smoke --local 2 --workload deepep --variant pr97 --drain-ms 200 --wire 'hold=600,select=pair:1>2:2'",
+        Wire(0, "DRAIN GAVE UP after 2"),
+    ),
+    (
+        r#"bootsim sweep --variant nvshmem-3.4,nvshmem-3.7,pr97,seq --workload deepep --ranks 2 --adversary rss --seeds 1000000 --jobs "$SLURM_CPUS_PER_TASK" --shard "$SLURM_ARRAY_TASK_ID/64" --json > "out.$SLURM_ARRAY_TASK_ID.jsonl""#,
+        NotHere("a Slurm array task (10^6 seeds); the shard-and-merge path is the README example above"),
+    ),
+    ("bootsim merge out.*.jsonl", NotHere("the Slurm array's merge step; the README's shard example merges")),
+    (
+        "bootsim sweep --variant nvshmem-3.4,nvshmem-3.7,pr97,seq --workload deepep --ranks 2",
+        NotHere("a Kubernetes Job manifest; the shard-and-merge path is the README example above"),
+    ),
+];
+
+/// Every command in the code blocks of README.md and docs/*.md (continuations joined,
+/// trailing comments stripped).
+fn documented() -> Vec<(String, String)> {
+    let mut files = vec![PathBuf::from(ROOT).join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let (mut in_block, mut pending) = (false, String::new());
+        for raw in text.lines() {
+            if raw.starts_with("```") {
+                in_block = !in_block;
+                continue;
+            }
+            if !in_block {
+                continue;
+            }
+            let mut line = if pending.is_empty() { raw.to_string() } else { format!("{pending} {}", raw.trim()) };
+            pending.clear();
+            if let Some(head) = line.trim_end().strip_suffix('\\') {
+                pending = head.trim_end().to_string();
+                continue;
+            }
+            if let Some(i) = line.find("  #").or_else(|| line.find("\t#")) {
+                line.truncate(i);
+            }
+            let cmd = line.trim().to_string();
+            let words: Vec<&str> = cmd.split_whitespace().collect();
+            let is_cmd = match words.as_slice() {
+                ["bootsim", sub, ..] => SUBCOMMANDS.contains(sub),
+                [first, ..] => ["srun", "mpirun", "make"].contains(first) || first.starts_with("PROPTEST_CASES="),
+                [] => false,
+            };
+            if is_cmd {
+                out.push((name.clone(), cmd));
+            }
+        }
+    }
+    out
+}
+
+fn wire_here() -> bool {
+    bootsim_adapters::wire::wire_available().is_ok()
+}
+
+/// A fresh working folder with `seeds/` and a user's own plugin build in `my-build/`.
+fn workdir(k: usize) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bootsim-docs-{}-{k}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("seeds")).unwrap();
+    std::fs::create_dir_all(dir.join("my-build")).unwrap();
+    dir
+}
+
+fn shell(dir: &Path, cmd: &str) -> Command {
+    let bin = Path::new(env!("CARGO_BIN_EXE_bootsim")).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut c = Command::new("bash");
+    c.args(["-c", cmd]).current_dir(dir).env("PATH", path);
+    c
+}
+
+/// Names a single machine cannot resolve to itself: the docs' receiving host is this one.
+fn here(cmd: &str) -> String {
+    cmd.replace("node002:", "localhost:").replace("10.1.2.3:", "127.0.0.1:")
+}
+
+#[test]
+fn every_documented_command_does_what_the_text_says() {
+    let docs = documented();
+    assert!(docs.len() >= 30, "found only {} commands: {docs:?}", docs.len());
+    let mut missing = Vec::new();
+    for (file, cmd) in &docs {
+        if !EXPECTED.iter().any(|(c, _)| c == cmd) {
+            missing.push(format!("{file}: {cmd}"));
+        }
+    }
+    assert!(missing.is_empty(), "documented commands with no expectation here:\n{}", missing.join("\n"));
+    for (k, (cmd, expect)) in EXPECTED.iter().enumerate() {
+        assert!(docs.iter().any(|(_, c)| c == cmd), "an expectation for a command the docs no longer show: {cmd}");
+        let dir = workdir(k);
+        let (code, want) = match expect {
+            NotHere(why) => {
+                eprintln!("not run here: {cmd}: {why}");
+                continue;
+            }
+            ProbeListen => continue,
+            Wire(_, _) if !wire_here() => {
+                eprintln!("skipped (no userspace wire here): {cmd}");
+                continue;
+            }
+            Exit(code, want) | Wire(code, want) => (*code, *want),
+        };
+        if cmd.contains("./my-build/") {
+            let o = shell(&dir, "bash $0/scripts/fetch-nvshmem.sh 3.7.1").arg(ROOT).output().unwrap();
+            let cached = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            std::fs::copy(&cached, dir.join("my-build/nvshmem_bootstrap_uid.so.3")).unwrap();
+        }
+        // A sending probe needs its documented receiver running first.
+        let listener = if cmd.contains("probe accept-order --connect") {
+            let port = cmd.split(':').nth(1).and_then(|p| p.split_whitespace().next()).unwrap();
+            let k = cmd.split("-k ").nth(1).and_then(|p| p.split_whitespace().next()).unwrap();
+            let listen = EXPECTED
+                .iter()
+                .find(|(c, e)| matches!(e, ProbeListen) && c.contains(&format!(":{port} -k {k}")))
+                .map(|(c, _)| *c)
+                .unwrap_or_else(|| panic!("no documented receiver for {cmd}"));
+            let child = shell(&dir, listen).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            Some(child)
+        } else {
+            None
+        };
+        let o = shell(&dir, &here(cmd)).output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        if let Some(l) = listener {
+            let heard = l.wait_with_output().unwrap();
+            let heard_text = String::from_utf8_lossy(&heard.stdout);
+            assert!(heard.status.success() && heard_text.contains("accepted "), "receiver of {cmd}: {heard_text}");
+        }
+        assert_eq!(o.status.code(), Some(code), "{cmd}\n{text}");
+        assert!(text.contains(want), "{cmd}: expected {want:?} in:\n{text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
