@@ -70,6 +70,10 @@ const EXPECTED: &[(&str, Expect)] = &[
     ),
     ("srun -N2 --ntasks-per-node=8 bootsim smoke --uid-file /shared/$SLURM_JOB_ID.uid --workload deepep", NotHere(CLUSTER)),
     (
+        "srun -N2 --ntasks-per-node=8 bootsim smoke --plugin 3.7.1 --session node001:29500 --workload qp-create --iterations 100",
+        NotHere("needs a cluster launcher; tests/real_nvshmem.rs runs the same with SLURM_PROCID on one host"),
+    ),
+    (
         "srun -N2 --ntasks-per-node=1 bootsim smoke --session node001:29500 --rdma --device mlx5_0 --qps-per-peer 4 --iterations 20",
         NotHere("needs ConnectX NICs; tests/rdma_cli.rs checks the no-device path"),
     ),

@@ -171,3 +171,38 @@ fn conformance_every_version_speaks_the_bytes_of_its_bootsim_variant() {
     assert!(out.contains("NVSHMEM 3.8.0 and bootsim nvshmem-3.7 DIFFER"), "{out}");
     assert!(out.contains("message rank 2 tag 0x3 576 bytes (3 frames) vs"), "{out}");
 }
+
+/// A port nobody listens on now (the session's root binds it).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn on_a_cluster_each_launched_process_runs_its_rank_in_session_mode_plugin_or_core() {
+    // As srun starts them: one process per rank, rank and size from SLURM_PROCID/SLURM_NTASKS,
+    // NVSHMEM_BOOTSTRAP_UID_SESSION_ID semantics; ranks 0 and 2 the real 3.8.0, rank 1 bootsim.
+    let session = format!("127.0.0.1:{}", free_port());
+    let spawned: Vec<_> = (0..3)
+        .map(|r| {
+            Command::new(env!("CARGO_BIN_EXE_bootsim"))
+                .args(["smoke", "--plugin", "3.8.0", "--plugin-ranks", "0,2", "--session", &session])
+                .args(["--workload", "qp-create", "--iterations", "2", "--op-timeout-ms", "10000"])
+                .env("SLURM_PROCID", r.to_string())
+                .env("SLURM_NTASKS", "3")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = spawned.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    for (r, o) in outs.iter().enumerate() {
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), Some(0), "rank {r}: {text}");
+        assert!(text.contains(&format!("rank {r}/3 iter 1: ok: init + 5 ops verified")), "rank {r}: {text}");
+    }
+    let r0 = String::from_utf8_lossy(&outs[0].stdout);
+    assert!(r0.contains("smoke: pass: NVSHMEM 3.8.0 workload qp-create ranks 3: 2/2"), "{r0}");
+    // The derived session secret is said out loud.
+    assert!(String::from_utf8_lossy(&outs[0].stderr).contains("the session magic is derived from the address"));
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::anyhow;
+use anyhow::{anyhow, bail};
 use bootsim_adapters::plugin::{run_rank, PluginRankConfig, UidSource};
 use bootsim_sim::workload::{build_op, parse_ops};
 
@@ -26,8 +26,11 @@ pub struct PluginRankArgs {
     #[arg(long)]
     ranks: u32,
     /// The unique-ID file: rank 0 creates it (get_unique_id) with --create, others read it.
-    #[arg(long)]
-    uid_file: PathBuf,
+    #[arg(long, required_unless_present = "uid_hex")]
+    uid_file: Option<PathBuf>,
+    /// The 128-byte unique ID itself, as hex (session mode).
+    #[arg(long, conflicts_with_all = ["uid_file", "create"])]
+    uid_hex: Option<String>,
     /// Call get_unique_id and publish the ID (this rank runs the root).
     #[arg(long)]
     create: bool,
@@ -49,10 +52,11 @@ pub struct PluginRankArgs {
 pub fn plugin_rank(a: PluginRankArgs) -> anyhow::Result<ExitCode> {
     let specs = parse_ops(&a.ops).map_err(|e| anyhow!("--ops: {e}"))?;
     let ops: Vec<_> = specs.iter().enumerate().map(|(i, s)| build_op(*s, a.seed, i as u32, a.rank, a.ranks)).collect();
-    let uid = if a.create {
-        UidSource::Create(a.uid_file)
-    } else {
-        UidSource::Read(a.uid_file, Duration::from_millis(a.uid_wait_ms))
+    let uid = match (a.uid_hex, a.uid_file) {
+        (Some(hex), _) => UidSource::Given(Box::new(parse_uid_hex(&hex)?)),
+        (None, Some(path)) if a.create => UidSource::Create(path),
+        (None, Some(path)) => UidSource::Read(path, Duration::from_millis(a.uid_wait_ms)),
+        (None, None) => bail!("give --uid-file or --uid-hex"),
     };
     let cfg = PluginRankConfig {
         plugin: a.plugin,
@@ -64,4 +68,15 @@ pub fn plugin_rank(a: PluginRankArgs) -> anyhow::Result<ExitCode> {
     };
     let code = run_rank(&cfg, &ops, &mut std::io::stdout().lock());
     Ok(ExitCode::from(code as u8))
+}
+
+fn parse_uid_hex(hex: &str) -> anyhow::Result<[u8; 128]> {
+    if hex.len() != 256 || !hex.is_ascii() {
+        bail!("--uid-hex: 256 hex digits (128 bytes), got {} characters", hex.len());
+    }
+    let mut out = [0u8; 128];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| anyhow!("--uid-hex: {e}"))?;
+    }
+    Ok(out)
 }

@@ -18,6 +18,10 @@ pub enum UidSource {
     Create(PathBuf),
     /// Other ranks: read it from this path, waiting up to the timeout for it to appear.
     Read(PathBuf, Duration),
+    /// Every rank the same bytes (NVSHMEM's session mode: the session address and a shared
+    /// magic; rank 0's plugin starts the root inside init when NVSHMEM_BOOTSTRAP_UID_SESSION_ID
+    /// is set).
+    Given(Box<[u8; UID_LEN]>),
 }
 
 /// What one plugin rank process runs.
@@ -99,6 +103,7 @@ fn init<'p>(plugin: &'p Plugin, cfg: &PluginRankConfig) -> Result<PluginRank<'p>
             uid
         }
         UidSource::Read(path, wait) => read_uid(path, *wait)?,
+        UidSource::Given(uid) => **uid,
     };
     handle.init(&uid, cfg.rank, cfg.nranks)?;
     if let Some(v) = cfg.tag_counter {

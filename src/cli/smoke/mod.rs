@@ -28,12 +28,13 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::net;
 use bootsim_adapters::tokio_net::{real_limits, run_blocking, Rendezvous, SessionConfig};
-use bootsim_core::Variant;
+use bootsim_core::{UniqueId, Variant};
 use bootsim_sim::oracle::{judge_results, RankReport};
 use bootsim_sim::workload::{build_op, Workload};
 
 pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;
+use plugin::UidArg;
 mod report;
 mod wire;
 
@@ -90,10 +91,11 @@ pub struct SmokeArgs {
     /// Override the variant's drain bound (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS; <= 0 disables).
     #[arg(long, value_name = "MS", allow_hyphen_values = true)]
     drain_ms: Option<i64>,
-    /// With --local: NVSHMEM's real UID bootstrap plugin as the ranks: a version (3.4.5, 3.7.1,
-    /// 3.8.0: fetched into the cache by scripts/fetch-nvshmem.sh when missing) or the path of a
-    /// nvshmem_bootstrap_uid.so* of your own build.
-    #[arg(long, requires = "local", conflicts_with = "rdma", value_name = "VERSION|PATH")]
+    /// NVSHMEM's real UID bootstrap plugin as the rank(s): a version (3.4.5, 3.7.1, 3.8.0:
+    /// fetched into the cache by scripts/fetch-nvshmem.sh when missing) or the path of a
+    /// nvshmem_bootstrap_uid.so* of your own build. With --local, the N ranks; on a cluster
+    /// (--session or --uid-file, launcher variables), this process's rank, in a child process.
+    #[arg(long, conflicts_with = "rdma", value_name = "VERSION|PATH")]
     plugin: Option<String>,
     /// With --plugin: only these ranks run the plugin (e.g. 0,2); the others run bootsim-core
     /// with --variant (default: the variant that speaks like the plugin).
@@ -119,7 +121,11 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
         Variant::preset(name)
             .ok_or_else(|| anyhow!("unknown variant {name:?}; presets: {}", bootsim_core::PRESETS.join(", ")))
     };
-    let mut variant = preset(args.variant_name())?;
+    // bootsim-core ranks beside a plugin speak like it unless told otherwise.
+    let mut variant = match (&args.variant, &args.plugin) {
+        (None, Some(plugin)) => plugin_variant(plugin)?,
+        _ => preset(args.variant_name())?,
+    };
     if let Some(ms) = args.drain_ms {
         variant = variant.with_drain_ms(ms);
     }
@@ -128,11 +134,6 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
         bail!("--iterations must be at least 1");
     }
     if let (Some(n), Some(plugin)) = (args.local, &args.plugin) {
-        let variant = match &args.variant {
-            Some(name) => preset(name)?,
-            None => plugin_variant(plugin)?,
-        };
-        let variant = args.drain_ms.map_or(variant, |ms| variant.with_drain_ms(ms));
         return plugin_smoke::run(&args, n, plugin, variant, &workload);
     }
     if let (Some(n), Some(policy)) = (args.local, &args.wire) {
@@ -166,6 +167,18 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     let op_timeout = Duration::from_millis(args.op_timeout_ms);
     let specs = workload.ops(args.seed);
     let ops: Vec<_> = specs.iter().enumerate().map(|(i, s)| build_op(*s, args.seed, i as u32, rank, nranks)).collect();
+    let plugin_here = match &args.plugin {
+        Some(p) if args.plugin_ranks.as_ref().is_none_or(|l| l.contains(&rank)) => {
+            Some(plugin_smoke::locate_plugin(p)?)
+        }
+        _ => None,
+    };
+    if let (Some(p), Some(_), None) = (&plugin_here, session, &args.magic) {
+        eprintln!(
+            "bootsim: rank {rank}: NVSHMEM {} in session mode: the session magic is derived from the address (bootsim's derivation, shared with its own ranks); anyone who can reach the session can join it: pass --magic to choose a secret",
+            p.version.as_deref().unwrap_or("plugin")
+        );
+    }
     let started = Instant::now();
     let mut ok = 0;
     for iter in 0..args.iterations {
@@ -239,12 +252,29 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             ok += 1;
             continue;
         }
-        let result = run_blocking(cfg, ops.clone());
+        let (report, stderr) = match &plugin_here {
+            Some(p) => {
+                let uid = match &cfg.rendezvous {
+                    Rendezvous::Session(addr) => UidArg::Given(
+                        UniqueId { version: bootsim_core::NVSHMEM_UID_VERSION, root: *addr, magic }.encode(),
+                    ),
+                    Rendezvous::UidFile(path) if rank == 0 => UidArg::Create(path.clone()),
+                    Rendezvous::UidFile(path) => UidArg::Read(path.clone()),
+                };
+                let mut cmd = plugin::plugin_rank_command(p, rank, nranks, &uid, &specs, args.seed, op_timeout);
+                if let Rendezvous::Session(addr) = &cfg.rendezvous {
+                    cmd.env("NVSHMEM_BOOTSTRAP_UID_SESSION_ID", addr.to_string());
+                }
+                let child = cmd.spawn().context("starting the plugin rank process").map_err(crate::cli::runtime)?;
+                let run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
+                (RankReport::from_plugin(&run), run.stderr)
+            }
+            None => (RankReport::from_driver(rank, &run_blocking(cfg, ops.clone())), Vec::new()),
+        };
         if let Some(p) = uid_file {
             let _ = std::fs::remove_file(p);
         }
         let ms = t0.elapsed().as_millis();
-        let report = RankReport::from_driver(rank, &result);
         let (_, findings) = judge_results(&specs, args.seed, nranks, &[report]);
         let verdict = match findings.is_empty() {
             true => Ok(()),
@@ -257,6 +287,9 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             }
             Err(e) => {
                 println!("rank {rank}/{nranks} iter {iter}: FAIL after {ms} ms: {e}");
+                for line in &stderr {
+                    println!("  rank {rank} stderr: {line}");
+                }
                 break;
             }
         }
@@ -264,9 +297,12 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     let total = started.elapsed().as_millis();
     if rank == 0 {
         let status = if ok == args.iterations { "pass" } else { "FAIL" };
+        let what = match &plugin_here {
+            Some(p) => format!("NVSHMEM {}", p.version.as_deref().unwrap_or("plugin")),
+            None => format!("variant {variant}"),
+        };
         println!(
-            "smoke: {status}: variant {} workload {} ranks {nranks}: {ok}/{} iterations ok in {total} ms",
-            args.variant_name(),
+            "smoke: {status}: {what} workload {} ranks {nranks}: {ok}/{} iterations ok in {total} ms",
             workload.name(),
             args.iterations
         );

@@ -193,22 +193,13 @@ impl Session {
     }
 
     fn plugin_command(&self, r: u32, uid: &Path, ifname: &str) -> Command {
-        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("bootsim"));
-        let mut cmd = Command::new(exe);
-        cmd.arg("plugin-rank").arg("--plugin").arg(&self.plugin.path);
-        cmd.args(["--abi", &self.plugin.abi.to_string(), "--rank", &r.to_string(), "--ranks", &self.n.to_string()]);
-        cmd.arg("--uid-file").arg(uid);
-        cmd.args(["--uid-wait-ms", &self.op_timeout.as_millis().to_string()]);
-        cmd.args(["--ops", &format_ops(&self.specs), "--seed", &self.seed.to_string()]);
-        if r == 0 {
-            cmd.arg("--create");
-        }
+        let uid = if r == 0 { UidArg::Create(uid.to_path_buf()) } else { UidArg::Read(uid.to_path_buf()) };
+        let mut cmd = plugin_rank_command(&self.plugin, r, self.n, &uid, &self.specs, self.seed, self.op_timeout);
         if let Some(t) = self.tag_counter {
             cmd.args(["--tag-counter", &t.to_string()]);
         }
         cmd.env("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME", ifname);
         cmd.env_remove("NVSHMEM_BOOTSTRAP_UID_SESSION_ID");
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
     }
 
@@ -228,6 +219,48 @@ impl Session {
         }
         Ok((verdict, findings, it))
     }
+}
+
+/// How a plugin rank process gets the unique ID.
+pub(crate) enum UidArg {
+    /// Rank 0 calls get_unique_id (starting the root) and writes it here.
+    Create(PathBuf),
+    /// Read it from here once rank 0 has written it.
+    Read(PathBuf),
+    /// These 128 bytes (session mode: every rank builds the same ID from the session address
+    /// and the shared magic; rank 0's plugin starts the root inside init).
+    Given([u8; 128]),
+}
+
+/// The `bootsim plugin-rank` command for rank `r` of `n`, its stdout and stderr piped.
+pub(crate) fn plugin_rank_command(
+    plugin: &PluginSpec,
+    r: u32,
+    n: u32,
+    uid: &UidArg,
+    specs: &[OpSpec],
+    seed: u64,
+    uid_wait: Duration,
+) -> Command {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("bootsim"));
+    let mut cmd = Command::new(exe);
+    cmd.arg("plugin-rank").arg("--plugin").arg(&plugin.path);
+    cmd.args(["--abi", &plugin.abi.to_string(), "--rank", &r.to_string(), "--ranks", &n.to_string()]);
+    match uid {
+        UidArg::Create(p) => {
+            cmd.arg("--uid-file").arg(p).arg("--create");
+        }
+        UidArg::Read(p) => {
+            cmd.arg("--uid-file").arg(p);
+        }
+        UidArg::Given(b) => {
+            cmd.args(["--uid-hex", &b.iter().map(|x| format!("{x:02x}")).collect::<String>()]);
+        }
+    }
+    cmd.args(["--uid-wait-ms", &uid_wait.as_millis().to_string()]);
+    cmd.args(["--ops", &format_ops(specs), "--seed", &seed.to_string()]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
 }
 
 /// A fresh folder for the unique-ID file.
