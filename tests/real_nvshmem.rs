@@ -172,16 +172,21 @@ fn conformance_every_version_speaks_the_bytes_of_its_bootsim_variant() {
     assert!(out.contains("message rank 2 tag 0x3 576 bytes (3 frames) vs"), "{out}");
 }
 
-/// A port nobody listens on now (the session's root binds it).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// A session port below the ephemeral range (so no client socket of another test can hold it:
+/// NVSHMEM binds its root without SO_REUSEADDR), free now for this port and the next
+/// (iteration 1 uses port + 1).
+fn session_port() -> u16 {
+    let start = 20_000 + (std::process::id() % 5_000) as u16;
+    (start..start + 5_000)
+        .find(|p| (0..2).all(|k| std::net::TcpListener::bind(("127.0.0.1", p + k)).is_ok()))
+        .expect("a free port pair below 30000")
 }
 
 #[test]
 fn on_a_cluster_each_launched_process_runs_its_rank_in_session_mode_plugin_or_core() {
     // As srun starts them: one process per rank, rank and size from SLURM_PROCID/SLURM_NTASKS,
     // NVSHMEM_BOOTSTRAP_UID_SESSION_ID semantics; ranks 0 and 2 the real 3.8.0, rank 1 bootsim.
-    let session = format!("127.0.0.1:{}", free_port());
+    let session = format!("127.0.0.1:{}", session_port());
     let spawned: Vec<_> = (0..3)
         .map(|r| {
             Command::new(env!("CARGO_BIN_EXE_bootsim"))

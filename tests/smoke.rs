@@ -49,11 +49,17 @@ fn a_rank_that_never_comes_fails_the_others_with_rank_and_step() {
         let out = text(o);
         assert_eq!(o.status.code(), Some(1), "rank {r}: {out}");
         let want = format!(
-            "hang: rank {r} waits for init: no progress for 2000ms while init #0: waiting for the root to send the ring successor"
+            "hang: rank {r} waits for init: no progress for 2000ms while init: waiting for the root to send the ring successor"
         );
         assert!(out.contains(&want), "rank {r}: {out}");
     }
     assert!(outputs[0].stdout.ends_with(b"\n") && text(&outputs[0]).contains("smoke: FAIL"), "{}", text(&outputs[0]));
+    // The culprit is named, not only the reporter: rank 2 never came.
+    assert!(
+        text(&outputs[0]).contains("the root waits for check-in 3 of 3; not yet checked in: rank 2"),
+        "{}",
+        text(&outputs[0])
+    );
     // A liveness bound (the issue: "within the timeout"), generous for a loaded 2-core box.
     assert!(elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(30), "{elapsed:?}");
 }

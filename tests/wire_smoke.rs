@@ -104,7 +104,7 @@ fn nvshmem_3_7_fails_with_a_size_mismatch_4_against_576() {
     );
     // NVSHMEM has no timeout: where bootsim gives up, NVSHMEM would hang.
     assert!(
-        out.contains("hang: rank 0 waits for barrier #2: no progress for 1500ms while barrier #3: recv from rank 1"),
+        out.contains("hang: rank 0 waits for barrier #2: no progress for 1500ms while barrier #2: recv from rank 1"),
         "{out}"
     );
     assert!(!out.contains("corruption"), "{out}");

@@ -102,12 +102,28 @@ impl Root {
         Some(match self.phase {
             Phase::Done => return None,
             Phase::Listening => "its listener".into(),
-            Phase::Accepting(_) => format!("check-in {} of {n}", self.count + 1),
+            Phase::Accepting(_) => format!("check-in {} of {n}{}", self.count + 1, self.missing_ranks()),
             Phase::Preamble(c) | Phase::Version(c) | Phase::Info(c) => {
                 format!("check-in bytes on {c} ({} of {n} in)", self.count)
             }
             Phase::Connecting { rank, .. } => format!("connect to rank {rank} to send its successor"),
         })
+    }
+
+    /// The culprits of a stalled rendezvous: the ranks that have not checked in (once the world
+    /// size is known), e.g. "; not yet checked in: rank 3".
+    fn missing_ranks(&self) -> String {
+        if self.nranks.is_none() {
+            return String::new();
+        }
+        let missing: Vec<String> =
+            self.listen_root.iter().enumerate().filter(|(_, a)| a.is_none()).map(|(r, _)| r.to_string()).collect();
+        match missing.len() {
+            0 => String::new(),
+            1 => format!("; not yet checked in: rank {}", missing[0]),
+            k if k <= 8 => format!("; not yet checked in: ranks {}", missing.join(", ")),
+            k => format!("; not yet checked in: {k} ranks, first {}", missing[..8].join(", ")),
+        }
     }
 
     /// Feeds one input.

@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bootsim_core::{Limits, Op, RankConfig, RootConfig, UniqueId, Variant};
+use bootsim_core::{BootstrapError, Limits, Op, RankConfig, RootConfig, UniqueId, Variant};
 use tokio::sync::oneshot;
 
 use super::TokioNet;
@@ -122,6 +122,21 @@ pub async fn run_process(cfg: SessionConfig, ops: Vec<Op>) -> Result<RankRun, Dr
 fn combine(rank: Result<RankRun, DriverError>, root: Result<(), DriverError>) -> Result<RankRun, DriverError> {
     match (rank, root) {
         (Ok(run), Ok(())) => Ok(run),
+        // Both stalled: the root knows the culprit (the ranks that never checked in); say it
+        // where rank 0 reports its own wait.
+        (
+            Err(DriverError::Failed { error: BootstrapError::Timeout { rank, op, waiting, after }, completed, run }),
+            Err(DriverError::Root(BootstrapError::RootTimeout { waiting: root_waiting, .. })),
+        ) => Err(DriverError::Failed {
+            error: BootstrapError::Timeout {
+                rank,
+                op,
+                waiting: format!("{waiting}; the root waits for {root_waiting}"),
+                after,
+            },
+            completed,
+            run,
+        }),
         (Ok(_) | Err(DriverError::Setup(_)), Err(root)) => Err(root),
         (Err(e), root) => {
             if let Err(r) = root {

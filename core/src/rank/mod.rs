@@ -200,7 +200,12 @@ impl Rank {
     pub fn waiting_for(&self) -> Option<String> {
         let op = self.op.as_ref()?;
         let step = op.steps.front().map_or("finishing".to_string(), exec::describe_step);
-        Some(format!("{} #{}: {} ({})", op.kind, op.id.0, step, exec::describe_wait(&op.wait)))
+        // Operations are numbered as the application's workload numbers them (from 0, init apart).
+        let which = match op.id.0 {
+            0 => op.kind.to_string(),
+            id => format!("{} #{}", op.kind, id - 1),
+        };
+        Some(format!("{which}: {step} ({})", exec::describe_wait(&op.wait)))
     }
 
     /// 3.8's `reserve_tags`: the call's one tag, or the exhaustion error (the counter unmoved).
@@ -231,7 +236,7 @@ impl Rank {
             return Err(invalid("init has not completed".into()));
         }
         if let Some(running) = &self.op {
-            return Err(invalid(format!("{} #{} is still running", running.kind, running.id.0)));
+            return Err(invalid(format!("{} #{} is still running", running.kind, running.id.0.saturating_sub(1))));
         }
         let max = self.cfg.limits.max_message;
         let call_tag = match (&op, self.cfg.variant.first_call_tag()) {

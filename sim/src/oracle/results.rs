@@ -83,7 +83,8 @@ pub fn judge_results(specs: &[OpSpec], seed: u64, n: u32, ranks: &[RankReport]) 
     for rank in ranks {
         let r = rank.rank;
         if let Some(e) = &rank.init {
-            findings.push(Finding::Error { rank: Some(r), error: format!("init: {e}") });
+            let error = if e.starts_with("init") { e.clone() } else { format!("init: {e}") };
+            findings.push(Finding::Error { rank: Some(r), error });
         }
         for (i, result) in rank.ops.iter().enumerate() {
             let Some(&spec) = specs.get(i) else { break };
