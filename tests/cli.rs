@@ -126,3 +126,34 @@ fn run_help_lists_every_case_key_and_its_example_fails_as_it_says() {
     assert_eq!(o.status.code(), Some(1), "the help's example: {}", stdout(&o));
     assert!(stdout(&o).starts_with("verdict: corruption"));
 }
+
+#[test]
+fn durations_that_could_overflow_the_simulated_clock_are_refused_and_the_extremes_run() {
+    for bad in [
+        "engine=fast service=5000000000s ranks=2 seed=1",
+        "engine=fast stall_xm=4999999999s ranks=2",
+        "engine=fast stall_cap=5000000000s",
+        "deadline_ms=18446744073709551615",
+    ] {
+        let o = bootsim(&["run", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("at most 3600s") || stderr(&o).contains("must be 1..=86400000"), "{}", stderr(&o));
+    }
+    // The largest accepted values run to a verdict (this binary has overflow checks in tests).
+    for edge in [
+        "engine=fast service=3600s ranks=2 seed=1 deadline_ms=86400000",
+        "engine=fast syn_rto=3600s rto_min=3600s rto_max=3600s adversary=lossy loss_good=0.5 ranks=3 deadline_ms=86400000",
+        "engine=fast latency=3600s jitter=3600s stall_xm=3600s stall_cap=3600s ranks=3 deadline_ms=86400000",
+    ] {
+        let o = bootsim(&["run", edge]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{edge}: {}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).starts_with("verdict: "), "{edge}: {}", stdout(&o));
+    }
+}
+
+#[test]
+fn a_world_whose_init_tables_alone_exceed_the_budget_is_refused_with_the_estimate() {
+    let o = bootsim(&["run", "engine=fast workload=custom ops=barrier ranks=16384"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("needs about 27648 MiB (init's address tables"), "{}", stderr(&o));
+}

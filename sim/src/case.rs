@@ -62,6 +62,15 @@ pub struct Case {
 #[error("bad case string: {0}")]
 pub struct CaseError(pub String);
 
+/// The longest simulated deadline: one day (with every duration knob at most an hour, the
+/// simulated clock cannot overflow).
+pub const MAX_DEADLINE_MS: u64 = 86_400_000;
+
+/// What init holds per rank for each peer: the allgathered 28-byte address, the decoded
+/// `SocketAddr` (32 bytes) and the per-peer sequence and stream slots (48 bytes). Init's tables
+/// grow with the square of the ranks: at 16384 ranks they alone are about 29 GB.
+pub const INIT_BYTES_PER_PEER: u128 = 28 + 32 + 48;
+
 /// The most payload bytes (all ranks' buffers) one run may need: 4 GiB.
 pub const PAYLOAD_BUDGET: u128 = 4 << 30;
 
@@ -202,7 +211,15 @@ impl Case {
                 "k" => k = Some(bounded("alltoalls", 1..=1024)?),
                 "len" => len = Some(bounded("operations", 1..=10_000)?),
                 "ops" => ops = Some(parse_ops(value).map_err(|e| err(format!("ops: {e}")))?),
-                "deadline_ms" => case.deadline = Duration::from_millis(num("milliseconds of simulated time")?.max(1)),
+                "deadline_ms" => {
+                    let ms = num("milliseconds of simulated time")?;
+                    if !(1..=MAX_DEADLINE_MS).contains(&ms) {
+                        return Err(err(format!(
+                            "deadline_ms={ms}: must be 1..={MAX_DEADLINE_MS} (a day of simulated time)"
+                        )));
+                    }
+                    case.deadline = Duration::from_millis(ms);
+                }
                 _ => {
                     let mut probe = KernelConfig::default();
                     probe.set(key, value).map_err(|e| match e {
@@ -255,8 +272,9 @@ impl Case {
         let bytes = case.payload_bytes();
         if bytes > PAYLOAD_BUDGET {
             return Err(err(format!(
-                "ranks={} with workload={} moves {} MiB of payloads per run (every rank's send and \
-                 receive buffers), over the {} MiB budget: use fewer ranks or smaller operations",
+                "ranks={} with workload={} needs about {} MiB (init's address tables, which grow with \
+                 the square of the ranks, and every rank's send and receive buffers), over the {} MiB \
+                 budget: use fewer ranks or smaller operations",
                 case.ranks,
                 case.workload.name(),
                 bytes >> 20,
@@ -282,7 +300,8 @@ impl Case {
     /// Bytes of send and receive buffers all ranks hold over the run (the memory a run needs).
     pub fn payload_bytes(&self) -> u128 {
         let n = u128::from(self.ranks);
-        self.workload
+        let ops: u128 = self
+            .workload
             .ops(self.seed)
             .iter()
             .map(|op| match op {
@@ -290,7 +309,8 @@ impl Case {
                 OpSpec::Alltoall(len) => 2 * *len as u128 * n * n,
                 OpSpec::Barrier => 4 * n,
             })
-            .sum()
+            .sum();
+        ops + n * n * INIT_BYTES_PER_PEER
     }
 
     /// The same case with another seed.

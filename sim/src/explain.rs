@@ -4,6 +4,7 @@
 //! deterministic, so the explanation is the same).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bootsim_core::{Instant, MsgOrigin, OpKind};
@@ -56,25 +57,54 @@ pub fn find_overtake(out: &Outcome) -> Option<Overtake> {
 }
 
 /// The earliest pair of same-tag messages from one sender whose connections the receiver
-/// accepted in the wrong order (or accepted the later one while the earlier never was).
+/// accepted in the wrong order (or accepted the later one while the earlier never was): the
+/// overtaking connection accepted first; ties go to the lowest keys, as a scan of every pair
+/// in key order would pick. O(m log m) in the messages: per (sender, receiver, tag), in send
+/// order, a later message overtook iff some earlier one was accepted after it or never.
 fn accept_inversion(out: &Outcome) -> Option<Overtake> {
-    let mut best: Option<(Instant, Overtake)> = None;
-    for (&ka, a) in &out.sent {
-        for (&kb, b) in &out.sent {
-            if ka.0 == kb.0 || (a.from, a.to, a.tag) != (b.from, b.to, b.tag) || a.at >= b.at {
-                continue;
+    type Key = (u64, u32);
+    // Accepts never seen count as "after everything".
+    let acc = |k: &Key| accepted_at(out, k.0).map_or(u64::MAX, |t| t.as_nanos());
+    let mut groups: BTreeMap<(u32, u32, i32), Vec<(Instant, Key)>> = BTreeMap::new();
+    for (k, m) in &out.sent {
+        groups.entry((m.from, m.to, m.tag)).or_default().push((m.at, *k));
+    }
+    // The best overtaker so far: (its accept time, the overtaken key, its key).
+    let mut best: Option<(u64, Key, Key)> = None;
+    for list in groups.values_mut() {
+        list.sort();
+        let mut latest_earlier = 0u64; // the latest accept among messages sent strictly before
+        let mut i = 0;
+        while i < list.len() {
+            let at = list[i].0;
+            let j = list[i..].iter().position(|(t, _)| *t != at).map_or(list.len(), |d| i + d);
+            for &(_, kb) in &list[i..j] {
+                let Some(acc_b) = accepted_at(out, kb.0).map(|t| t.as_nanos()) else { continue };
+                if latest_earlier <= acc_b || best.is_some_and(|(t, _, _)| t < acc_b) {
+                    continue;
+                }
+                // The overtaken: the lowest key sent earlier and accepted later (or never).
+                let ka = list[..i].iter().map(|(_, k)| *k).filter(|ka| ka.0 != kb.0 && acc(ka) > acc_b).min();
+                if let Some(ka) = ka {
+                    let candidate = (acc_b, ka, kb);
+                    if best.is_none_or(|b| candidate < b) {
+                        best = Some(candidate);
+                    }
+                }
             }
-            let Some(acc_b) = accepted_at(out, kb.0) else { continue };
-            if accepted_at(out, ka.0).is_some_and(|acc_a| acc_a <= acc_b) {
-                continue;
+            for (_, k) in &list[i..j] {
+                latest_earlier = latest_earlier.max(acc(k));
             }
-            if best.as_ref().is_none_or(|(t, _)| acc_b < *t) {
-                let o = Overtake { receiver: a.to, peer: a.from, expected: Some(ka), taken: kb, taken_at: None };
-                best = Some((acc_b, o));
-            }
+            i = j;
         }
     }
-    best.map(|(_, o)| o)
+    best.map(|(_, ka, kb)| Overtake {
+        receiver: out.sent[&ka].to,
+        peer: out.sent[&ka].from,
+        expected: Some(ka),
+        taken: kb,
+        taken_at: None,
+    })
 }
 
 /// When the receiver's accept() took connection `k`.
@@ -389,4 +419,53 @@ fn consequence(f: &Finding, told: &[String]) -> Option<String> {
         Finding::DrainGaveUp { .. } | Finding::Mismatch { .. } => return None,
     };
     Some(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Case;
+
+    /// The pairwise scan `accept_inversion` replaced (quadratic in the messages).
+    fn accept_inversion_by_pairs(out: &Outcome) -> Option<Overtake> {
+        let mut best: Option<(Instant, Overtake)> = None;
+        for (&ka, a) in &out.sent {
+            for (&kb, b) in &out.sent {
+                if ka.0 == kb.0 || (a.from, a.to, a.tag) != (b.from, b.to, b.tag) || a.at >= b.at {
+                    continue;
+                }
+                let Some(acc_b) = accepted_at(out, kb.0) else { continue };
+                if accepted_at(out, ka.0).is_some_and(|acc_a| acc_a <= acc_b) {
+                    continue;
+                }
+                if best.as_ref().is_none_or(|(t, _)| acc_b < *t) {
+                    let o = Overtake { receiver: a.to, peer: a.from, expected: Some(ka), taken: kb, taken_at: None };
+                    best = Some((acc_b, o));
+                }
+            }
+        }
+        best.map(|(_, o)| o)
+    }
+
+    #[test]
+    fn the_linear_inversion_finder_agrees_with_the_pairwise_scan() {
+        let mut inversions = 0;
+        for (wl, ranks) in [("deepep", 2), ("qp-create", 4), ("nvshmem-init", 6), ("churn", 3)] {
+            for adversary in ["rss", "lossy", "overflow"] {
+                for seed in 0..25 {
+                    let c = Case::parse(&format!(
+                        "engine=fast variant=nvshmem-3.4 workload={wl} ranks={ranks} adversary={adversary} seed={seed}"
+                    ))
+                    .unwrap();
+                    let report = run_case(&c, true);
+                    let out = &report.outcome;
+                    let (fast, slow) = (accept_inversion(out), accept_inversion_by_pairs(out));
+                    let key = |o: &Option<Overtake>| o.as_ref().map(|o| (o.receiver, o.peer, o.expected, o.taken));
+                    assert_eq!(key(&fast), key(&slow), "{c}");
+                    inversions += usize::from(fast.is_some());
+                }
+            }
+        }
+        assert!(inversions > 20, "the sample must hold inversions to compare: {inversions}");
+    }
 }

@@ -229,8 +229,8 @@ pub enum KnobError {
     NotKeyValue(String),
 }
 
-const DUR: &str = "a duration like 500ns, 2us, 1ms or 1s";
-const DUR_OR_OFF: &str = "a duration like 500us, or off";
+const DUR: &str = "a duration like 500ns, 2us, 1ms or 1s, at most 3600s";
+const DUR_OR_OFF: &str = "a duration like 500us (at most 3600s), or off";
 const PROB: &str = "a probability in [0, 1]";
 
 const KNOBS: &[(&str, &str)] = &[
@@ -510,8 +510,13 @@ fn parse_duration(s: &str) -> Option<Duration> {
         _ => return None,
     };
     let ns = x * scale;
-    (0.0..1e19).contains(&ns).then(|| Duration::from_nanos(ns.round() as u64))
+    (0.0..=MAX_KNOB_DURATION.as_nanos() as f64).contains(&ns).then(|| Duration::from_nanos(ns.round() as u64))
 }
+
+/// The longest duration a knob takes: one hour of simulated time. Sums of such durations over a
+/// whole run stay far from the 584 years a u64 of nanoseconds holds, so the simulated clock
+/// cannot overflow.
+pub const MAX_KNOB_DURATION: Duration = Duration::from_secs(3600);
 
 #[cfg(test)]
 mod tests {
