@@ -103,6 +103,14 @@ pub async fn connect_with_retry(addr: SocketAddr, policy: &RetryPolicy) -> Resul
     loop {
         attempts = attempts.saturating_add(1);
         let err = match TcpStream::connect(addr).await {
+            // Nobody listened yet and the kernel picked the target's own port as our ephemeral
+            // port: TCP's simultaneous open connected the socket to itself. That is a refusal
+            // (the peer is not up), not a peer: reading it would return our own preamble.
+            Ok(stream) if is_self_connection(&stream) => {
+                tracing::warn!(%addr, "connected to itself (the target port is in the ephemeral range and nothing listens yet); retrying");
+                drop(stream);
+                io::Error::from(io::ErrorKind::ConnectionRefused)
+            }
             Ok(stream) => {
                 return match stream.set_nodelay(true) {
                     Ok(()) => Ok(stream),
@@ -134,10 +142,28 @@ pub async fn connect_with_retry(addr: SocketAddr, policy: &RetryPolicy) -> Resul
     }
 }
 
+/// True when a connected socket's two ends are the same address (a TCP self-connection).
+pub fn is_self_connection(stream: &TcpStream) -> bool {
+    matches!((stream.local_addr(), stream.peer_addr()), (Ok(l), Ok(p)) if l == p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use tokio::net::TcpListener;
+
+    #[tokio::test]
+    async fn a_socket_connected_to_its_own_port_is_recognised() {
+        // Bind an ephemeral port, then connect the same socket to it: simultaneous open.
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let me = sock.local_addr().unwrap();
+        let stream = sock.connect(me).await.expect("a self-connection succeeds on Linux");
+        assert!(is_self_connection(&stream));
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let other = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        assert!(!is_self_connection(&other));
+    }
 
     /// A loopback port that was free a moment ago (nothing listens on it).
     fn free_port() -> SocketAddr {

@@ -158,6 +158,17 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     if session.is_none() && args.uid_file.is_none() {
         bail!("give --session host:port, --uid-file PATH or --local N");
     }
+    if let (Some(s), Some((lo, hi))) = (session, ephemeral_ports()) {
+        let last = u32::from(s.port()) + args.iterations.saturating_sub(1);
+        if u32::from(s.port()) <= hi && last >= lo {
+            eprintln!(
+                "bootsim: warning: session ports {}..={last} overlap the ephemeral range {lo}..={hi} (net.ipv4.ip_local_port_range): \
+                 an outgoing connection can hold the port before the root binds it (NVSHMEM's root then fails 'Address already \
+                 in use', and a rank may connect to itself); choose a port below {lo}",
+                s.port()
+            );
+        }
+    }
     let magic = args.magic.as_deref().map(parse_magic).transpose()?;
     let ip = match (args.ip, session) {
         (Some(ip), _) => ip,
@@ -464,6 +475,13 @@ fn pick_ip(family: net::Family) -> anyhow::Result<IpAddr> {
     let list = net::list_interfaces().context("listing interfaces")?;
     let chosen = net::select(filter.as_ref(), family, &list);
     Ok(chosen.map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |i| i.addr))
+}
+
+/// The kernel's ephemeral port range, where it can be read.
+fn ephemeral_ports() -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut it = text.split_whitespace().map(|w| w.parse::<u32>().ok());
+    Some((it.next()??, it.next()??))
 }
 
 fn iter_path(path: &Path, iter: u32) -> PathBuf {
