@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use bootsim_core::{BootstrapError, Completion, Op, Output, Rank, RankConfig, Root, RootConfig};
+use bootsim_core::{BootstrapError, Completion, Event, Op, Output, Rank, RankConfig, Root, RootConfig};
 use tokio::sync::oneshot;
 
 use super::io::Io;
@@ -18,6 +18,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
     let mut ops = ops.into_iter();
     let mut run = RankRun::default();
     let mut failure: Option<BootstrapError> = None;
+    let mut strays: u64 = 0;
     loop {
         while let Some(out) = rank.poll_output() {
             match out {
@@ -38,6 +39,13 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                 }
                 Output::Event(e) => {
                     tracing::debug!(%who, event = ?e, "event");
+                    if let Event::StrayDropped { from, error, .. } = &e {
+                        strays += 1;
+                        // Shown by default, rate-limited: the first few, then every hundredth.
+                        if strays <= 5 || strays % 100 == 0 {
+                            tracing::warn!(%who, %from, %error, strays, "dropped a stranger's connection");
+                        }
+                    }
                     run.events.push(e);
                     run.events_at.push(io.now());
                 }

@@ -263,6 +263,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             ok += 1;
             continue;
         }
+        let mut strays = 0;
         let (report, stderr) = match &plugin_here {
             Some(p) => {
                 let uid = match &cfg.rendezvous {
@@ -280,7 +281,11 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 let run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
                 (RankReport::from_plugin(&run), run.stderr)
             }
-            None => (RankReport::from_driver(rank, &run_blocking(cfg, ops.clone())), Vec::new()),
+            None => {
+                let result = run_blocking(cfg, ops.clone());
+                strays = stray_count(&result);
+                (RankReport::from_driver(rank, &result), Vec::new())
+            }
         };
         if let Some(p) = uid_file {
             let _ = std::fs::remove_file(p);
@@ -293,7 +298,14 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
         };
         match verdict {
             Ok(()) => {
-                println!("rank {rank}/{nranks} iter {iter}: ok: init + {} ops verified in {ms} ms", specs.len());
+                let dropped = match strays {
+                    0 => String::new(),
+                    k => format!(" ({k} stranger connections dropped)"),
+                };
+                println!(
+                    "rank {rank}/{nranks} iter {iter}: ok: init + {} ops verified in {ms} ms{dropped}",
+                    specs.len()
+                );
                 ok += 1;
             }
             Err(e) => {
@@ -475,6 +487,16 @@ fn pick_ip(family: net::Family) -> anyhow::Result<IpAddr> {
     let list = net::list_interfaces().context("listing interfaces")?;
     let chosen = net::select(filter.as_ref(), family, &list);
     Ok(chosen.map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |i| i.addr))
+}
+
+/// Connections from strangers (bad magic, garbage, stalled headers) the rank dropped.
+fn stray_count(result: &Result<bootsim_adapters::driver::RankRun, bootsim_adapters::driver::DriverError>) -> usize {
+    let run = match result {
+        Ok(run) => run,
+        Err(bootsim_adapters::driver::DriverError::Failed { run, .. }) => run,
+        Err(_) => return 0,
+    };
+    run.events.iter().filter(|e| matches!(e, bootsim_core::Event::StrayDropped { .. })).count()
 }
 
 /// The kernel's ephemeral port range, where it can be read.
