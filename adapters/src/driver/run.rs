@@ -42,7 +42,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                     if let Event::StrayDropped { from, error, .. } = &e {
                         strays += 1;
                         // Shown by default, rate-limited: the first few, then every hundredth.
-                        if strays <= 5 || strays % 100 == 0 {
+                        if strays <= 5 || strays.is_multiple_of(100) {
                             tracing::warn!(%who, %from, %error, strays, "dropped a stranger's connection");
                         }
                     }
