@@ -8,29 +8,11 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-/// Upstream retry limits; see [`RetryPolicy::default`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Sleep after a refused or timed-out attempt (upstream `SLEEP_INT`, 1 ms).
-    pub refused_interval: Duration,
-    /// Refused attempts allowed in total (upstream `RETRY_REFUSED_TIMES`, 20 000).
-    /// 0 behaves like 1.
-    pub refused_max: u32,
-    /// Timed-out attempts allowed in total (upstream `RETRY_TIMEDOUT_TIMES`, 3).
-    /// 0 behaves like 1.
-    pub timedout_max: u32,
-}
-
-impl Default for RetryPolicy {
-    /// 1 ms, 20 000 refusals, 3 timeouts: NVSHMEM's compiled-in constants.
-    fn default() -> Self {
-        Self { refused_interval: Duration::from_millis(1), refused_max: 20_000, timedout_max: 3 }
-    }
-}
+pub use bootsim_core::RetryPolicy;
+use bootsim_core::{ConnectFailure, ConnectRetry, RetryStep};
 
 /// Why [`connect_with_retry`] gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,8 +80,7 @@ fn classify(err: &io::Error) -> Class {
 /// Cancel-safe: dropping the future drops any half-open socket.
 pub async fn connect_with_retry(addr: SocketAddr, policy: &RetryPolicy) -> Result<TcpStream, ConnectError> {
     let mut attempts: u32 = 0;
-    let mut refused: u32 = 0;
-    let mut timed_out: u32 = 0;
+    let mut retry = ConnectRetry::new(policy.clone());
     loop {
         attempts = attempts.saturating_add(1);
         let err = match TcpStream::connect(addr).await {
@@ -119,26 +100,31 @@ pub async fn connect_with_retry(addr: SocketAddr, policy: &RetryPolicy) -> Resul
             }
             Err(e) => e,
         };
-        let exhausted = match classify(&err) {
-            Class::Refused => {
-                refused = refused.saturating_add(1);
-                if refused.is_multiple_of(1000) {
-                    tracing::info!(%addr, refused, "connect refused, retrying");
-                }
-                (refused >= policy.refused_max).then_some(GiveUp::RefusedExhausted)
+        let failure = match classify(&err) {
+            Class::Refused => ConnectFailure::Refused,
+            Class::TimedOut => ConnectFailure::TimedOut,
+            Class::Fatal => {
+                tracing::warn!(%addr, attempts, error = %err, "connect failed");
+                return Err(ConnectError { addr, attempts, reason: GiveUp::Fatal, last: err });
             }
-            Class::TimedOut => {
-                timed_out = timed_out.saturating_add(1);
-                tracing::info!(%addr, timed_out, "connect timed out, retrying");
-                (timed_out >= policy.timedout_max).then_some(GiveUp::TimedOutExhausted)
-            }
-            Class::Fatal => Some(GiveUp::Fatal),
         };
-        if let Some(reason) = exhausted {
-            tracing::warn!(%addr, attempts, %reason, error = %err, "connect failed");
-            return Err(ConnectError { addr, attempts, reason, last: err });
+        match retry.on_failure(failure) {
+            RetryStep::RedialAfter(pause) => {
+                let (refused, timed_out) = retry.failures();
+                if failure == ConnectFailure::TimedOut || refused.is_multiple_of(1000) {
+                    tracing::info!(%addr, refused, timed_out, "connect failed, retrying");
+                }
+                tokio::time::sleep(pause).await;
+            }
+            RetryStep::GiveUp { failure, .. } => {
+                let reason = match failure {
+                    ConnectFailure::Refused => GiveUp::RefusedExhausted,
+                    ConnectFailure::TimedOut => GiveUp::TimedOutExhausted,
+                };
+                tracing::warn!(%addr, attempts, %reason, error = %err, "connect failed");
+                return Err(ConnectError { addr, attempts, reason, last: err });
+            }
         }
-        tokio::time::sleep(policy.refused_interval).await;
     }
 }
 
@@ -150,6 +136,7 @@ pub fn is_self_connection(stream: &TcpStream) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use tokio::net::TcpListener;
 
     #[tokio::test]

@@ -8,11 +8,9 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 use bootsim_core::{
-    Completion, ConnId, Instant, Limits, Listener, Op, OpId, Output, OwnedInput, Rank, RankConfig, Root, RootConfig,
-    UniqueId,
+    Completion, ConnId, ConnectFailure, ConnectRetry, Instant, Limits, Listener, Op, OpId, Output, OwnedInput, Rank,
+    RankConfig, RetryPolicy, RetryStep, Root, RootConfig, UniqueId,
 };
-
-use bootsim_adapters::net::RetryPolicy;
 
 use super::outcome::{Node, Outcome, RankEnd, TraceSink};
 use crate::case::Case;
@@ -58,8 +56,7 @@ enum Timer {
 
 struct Dialing {
     addr: SocketAddr,
-    refused: u32,
-    timed_out: u32,
+    retry: ConnectRetry,
 }
 
 struct Drain {
@@ -314,7 +311,7 @@ impl World<'_> {
                 }
             }
             Output::Connect { conn, addr } => {
-                self.dialing.insert((node, conn), Dialing { addr, refused: 0, timed_out: 0 });
+                self.dialing.insert((node, conn), Dialing { addr, retry: ConnectRetry::new(self.retry.clone()) });
                 self.dial(node, conn, addr);
             }
             Output::Write { conn, bytes } => {
@@ -401,6 +398,23 @@ impl World<'_> {
         }
     }
 
+    /// NVSHMEM's connect retry (one state machine in core for every driver): redial after
+    /// its pause, or report the connect failed.
+    fn connect_failed(&mut self, sock: SockId, failure: ConnectFailure) {
+        let Some(&(node, conn)) = self.owner.get(&sock) else { return };
+        let Some(d) = self.dialing.get_mut(&(node, conn)) else { return };
+        match d.retry.on_failure(failure) {
+            RetryStep::RedialAfter(pause) => {
+                let at = self.now + pause;
+                self.schedule(at, Timer::Retry { node, conn });
+            }
+            step => {
+                let reason = step.reason().unwrap_or_default();
+                self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
+            }
+        }
+    }
+
     fn dial(&mut self, node: Node, conn: ConnId, addr: SocketAddr) {
         let now = self.now;
         let Some((to, port)) = addr_host(addr).filter(|(h, _)| *h < self.case.ranks) else {
@@ -465,30 +479,8 @@ impl World<'_> {
                         self.work.push_back((node, OwnedInput::Connected { conn }));
                     }
                 }
-                EventKind::Refused { sock } => {
-                    let Some(&(node, conn)) = self.owner.get(&sock) else { continue };
-                    let Some(d) = self.dialing.get_mut(&(node, conn)) else { continue };
-                    d.refused += 1;
-                    if d.refused >= self.retry.refused_max {
-                        let reason = format!("connection refused {} times", d.refused);
-                        self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
-                    } else {
-                        let at = self.now + self.retry.refused_interval;
-                        self.schedule(at, Timer::Retry { node, conn });
-                    }
-                }
-                EventKind::ConnectTimedOut { sock } => {
-                    let Some(&(node, conn)) = self.owner.get(&sock) else { continue };
-                    let Some(d) = self.dialing.get_mut(&(node, conn)) else { continue };
-                    d.timed_out += 1;
-                    if d.timed_out >= self.retry.timedout_max {
-                        let reason = format!("connect timed out {} times", d.timed_out);
-                        self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
-                    } else {
-                        let addr = d.addr;
-                        self.dial(node, conn, addr);
-                    }
-                }
+                EventKind::Refused { sock } => self.connect_failed(sock, ConnectFailure::Refused),
+                EventKind::ConnectTimedOut { sock } => self.connect_failed(sock, ConnectFailure::TimedOut),
                 EventKind::Acceptable { listener } => self.try_accept(listener),
                 EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
                     self.read_all(sock)

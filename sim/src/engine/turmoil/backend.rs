@@ -8,8 +8,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bootsim_adapters::driver::{Backend, DrainResult};
-use bootsim_adapters::net::RetryPolicy;
 use bootsim_core::Listener;
+use bootsim_core::{ConnectFailure, ConnectRetry, RetryPolicy, RetryStep};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
@@ -116,44 +116,35 @@ impl Backend for TurmoilNet {
 
     async fn connect(&self, addr: SocketAddr) -> io::Result<GateStream> {
         let to = host_of(addr.ip()).ok_or_else(|| io::Error::other(format!("no simulated host at {addr}")))?;
-        // NVSHMEM's blocking-connect retry (as the fast engine and the tokio backend do): every
-        // 1 ms on "refused" up to 20 000 times, up to 3 times on "timed out".
-        let policy = RetryPolicy::default();
-        let (mut refused, mut timed_out) = (0u32, 0u32);
+        // NVSHMEM's blocking-connect retry: the one state machine in core every driver uses.
+        let mut retry = ConnectRetry::new(RetryPolicy::default());
         loop {
-            let inner = match turmoil::net::TcpStream::connect(addr).await {
-                Ok(s) => s,
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && refused < policy.refused_max => {
-                    refused += 1;
-                    tokio::time::sleep(policy.refused_interval).await;
-                    continue;
+            let failure = match turmoil::net::TcpStream::connect(addr).await {
+                Ok(inner) => {
+                    let local = inner.local_addr()?;
+                    let sock = self.gate.lock().connected(self.host, to, addr.port(), local, addr);
+                    // turmoil connected at once (the eager acceptor); the model decides when the
+                    // kernel's handshake completes, as a blocking connect() would see it.
+                    loop {
+                        match self.gate.lock().handshake(sock) {
+                            Handshake::Established => {
+                                return Ok(GateStream { inner, sock: Some(sock), id: Some(sock) })
+                            }
+                            Handshake::Pending => {}
+                            Handshake::Refused => break ConnectFailure::Refused,
+                            Handshake::TimedOut => break ConnectFailure::TimedOut,
+                        }
+                        tokio::time::sleep(ACCEPT_POLL).await;
+                    }
                 }
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => ConnectFailure::Refused,
                 Err(e) => return Err(e),
             };
-            let local = inner.local_addr()?;
-            let sock = self.gate.lock().connected(self.host, to, addr.port(), local, addr);
-            // turmoil connected at once (the eager acceptor); the model decides when the
-            // kernel's handshake completes, as a blocking connect() would see it.
-            loop {
-                let state = self.gate.lock().handshake(sock);
-                match state {
-                    Handshake::Established => return Ok(GateStream { inner, sock: Some(sock), id: Some(sock) }),
-                    Handshake::Pending => tokio::time::sleep(ACCEPT_POLL).await,
-                    Handshake::Refused if refused < policy.refused_max => {
-                        refused += 1;
-                        tokio::time::sleep(policy.refused_interval).await;
-                        break;
-                    }
-                    Handshake::TimedOut if timed_out + 1 < policy.timedout_max => {
-                        timed_out += 1;
-                        break;
-                    }
-                    Handshake::Refused | Handshake::TimedOut => {
-                        let why = format!(
-                            "connect to {addr}: {state:?} after {refused} refused and {timed_out} timed-out retries"
-                        );
-                        return Err(io::Error::new(io::ErrorKind::TimedOut, why));
-                    }
+            match retry.on_failure(failure) {
+                RetryStep::RedialAfter(pause) => tokio::time::sleep(pause).await,
+                step => {
+                    let why = format!("connect to {addr}: {}", step.reason().unwrap_or_default());
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, why));
                 }
             }
         }
