@@ -10,6 +10,7 @@ pub mod error;
 pub mod ids;
 pub mod io;
 pub mod memnet;
+pub mod ports;
 pub mod qp_handle;
 pub mod rank;
 pub mod retry;

@@ -86,10 +86,10 @@ pub struct MemNet {
 /// The address the memnet gives a listener.
 pub fn listener_addr(node: Node, listener: Listener) -> SocketAddr {
     match node {
-        Node::Root => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 5000)),
+        Node::Root => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), crate::ports::ROOT_PORT)),
         Node::Stranger => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 1)),
         Node::Rank(r) => {
-            let port = if listener == Listener::Peers { 7000 } else { 7001 };
+            let port = crate::ports::sim_port(listener);
             SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 1 + (r >> 16) as u8, (r >> 8) as u8, r as u8), port))
         }
     }

@@ -362,7 +362,8 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
                 _ => None,
             })?;
             let accepted = notes.iter().any(|(_, e)| matches!(e, EventKind::Accepted { .. }));
-            (flow.client.0 == r && flow.server_port != 5000 && !accepted).then_some((k, syn, flow, notes))
+            (flow.client.0 == r && flow.server_port != bootsim_core::ports::ROOT_PORT && !accepted)
+                .then_some((k, syn, flow, notes))
         });
         if let Some((k, syn, flow, notes)) = pending {
             stuck.push((enqueued_at(out, k), r, k, syn, flow.server.0, notes));

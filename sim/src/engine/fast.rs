@@ -19,10 +19,7 @@ use crate::seed::derive;
 use crate::workload::build_op;
 
 /// The drain's poll interval in the proposed fix.
-const DRAIN_POLL: Duration = Duration::from_micros(200);
-const ROOT_PORT: u16 = 5000;
-const PEERS_PORT: u16 = 7000;
-const FROM_ROOT_PORT: u16 = 7001;
+use bootsim_core::ports::{sim_port, DRAIN_POLL, ROOT_PORT};
 
 /// The simulated address of host `h`: 10.0.0.1 for host 0, and so on.
 pub fn host_addr(h: u32, port: u16) -> SocketAddr {
@@ -283,11 +280,7 @@ impl World<'_> {
         let name = node_name(node);
         match out {
             Output::Listen { listener } => {
-                let port = match listener {
-                    Listener::Rendezvous => ROOT_PORT,
-                    Listener::Peers => PEERS_PORT,
-                    Listener::FromRoot => FROM_ROOT_PORT,
-                };
+                let port = sim_port(listener);
                 match self.kernel.listen(now, HostId(host), port) {
                     Ok(l) => {
                         self.listeners.insert((node, listener), l);

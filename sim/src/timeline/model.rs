@@ -13,8 +13,7 @@ use crate::run::RunReport;
 pub const MAX_LANES: u32 = 8;
 
 /// The listening port of the root's rendezvous and of a rank's from-root listener (fast engine).
-const ROOT_PORT: u16 = 5000;
-const FROM_ROOT_PORT: u16 = 7001;
+use bootsim_core::ports::{FROM_ROOT_PORT, ROOT_PORT};
 
 /// A connection's part in the violation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,13 +17,11 @@ use super::gate::{sim_now, GateHandle, Handshake};
 use crate::kernel::{ListenerId, SockId};
 
 /// Ports of the protocol's listeners (every host has its own address).
-pub const ROOT_PORT: u16 = 5000;
-const PEERS_PORT: u16 = 7000;
-const FROM_ROOT_PORT: u16 = 7001;
+pub use bootsim_core::ports::ROOT_PORT;
+use bootsim_core::ports::{sim_port, DRAIN_POLL};
 /// How often blocked accepts look at the model's accept queue.
 const ACCEPT_POLL: Duration = Duration::from_micros(100);
 /// The drain's poll interval in the proposed fix.
-const DRAIN_POLL: Duration = Duration::from_micros(200);
 /// Host `h`'s address in the simulation (turmoil hosts are named `h0`, `h1`, ...).
 pub fn host_ip(h: u32) -> IpAddr {
     turmoil::lookup(format!("h{h}"))
@@ -86,11 +84,7 @@ impl Backend for TurmoilNet {
     type Writer = GateWriter;
 
     async fn listen(&self, which: Listener) -> io::Result<(GateListener, SocketAddr)> {
-        let port = match which {
-            Listener::Rendezvous => ROOT_PORT,
-            Listener::Peers => PEERS_PORT,
-            Listener::FromRoot => FROM_ROOT_PORT,
-        };
+        let port = sim_port(which);
         let tl = turmoil::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).await?;
         let addr = SocketAddr::new(host_ip(self.host), port);
         let model = self.gate.lock().listen(self.host, port)?;
