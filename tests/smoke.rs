@@ -63,3 +63,45 @@ fn a_rank_that_never_comes_fails_the_others_with_rank_and_step() {
     // A liveness bound (the issue: "within the timeout"), generous for a loaded 2-core box.
     assert!(elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(30), "{elapsed:?}");
 }
+
+/// Ranks of one session, each a process with its own environment.
+fn session(port: u16, envs: [&[(&str, &str)]; 2]) -> Vec<Output> {
+    let addr = format!("127.0.0.1:{port}");
+    let children: Vec<_> = (0..2)
+        .map(|r| {
+            let mut c = bootsim();
+            c.args(["smoke", "--session", &addr, "--rank", &r.to_string(), "--ranks", "2", "--op-timeout-ms", "2000"]);
+            c.env_remove("BOOTSIM_SESSION_SECRET");
+            for (k, v) in envs[r] {
+                c.env(k, v);
+            }
+            c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
+}
+
+/// A port below the ephemeral range, free now.
+fn port() -> u16 {
+    let start = 21_000 + (std::process::id() % 4_000) as u16;
+    (start..start + 4_000).find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok()).unwrap()
+}
+
+#[test]
+fn a_shared_secret_makes_the_magic_and_a_rank_without_it_cannot_join() {
+    let secret: &[(&str, &str)] = &[("BOOTSIM_SESSION_SECRET", "s3cret"), ("SLURM_JOB_ID", "42")];
+    let outs = session(port(), [secret, secret]);
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", text(o));
+        assert!(!text(o).contains("derived from the address"), "{}", text(o));
+    }
+    // Rank 1 with another secret speaks with another magic: the root drops its check-in as a
+    // stranger's, and the session fails within the timeout instead of admitting it.
+    let other: &[(&str, &str)] = &[("BOOTSIM_SESSION_SECRET", "guess"), ("SLURM_JOB_ID", "42")];
+    let outs = session(port(), [secret, other]);
+    assert_eq!(outs[0].status.code(), Some(1), "{}", text(&outs[0]));
+    assert!(text(&outs[0]).contains("not yet checked in: rank 1"), "{}", text(&outs[0]));
+    // Without any secret, every rank says its magic is derivable.
+    let outs = session(port(), [&[], &[]]);
+    assert!(text(&outs[1]).contains("warning: rank 1: the session magic is derived from the address"));
+}

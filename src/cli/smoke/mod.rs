@@ -36,6 +36,7 @@ pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;
 use plugin::UidArg;
 mod report;
+mod secret;
 mod wire;
 
 /// The most rank processes `--local` starts on one host.
@@ -56,10 +57,15 @@ pub struct SmokeArgs {
     /// Unique-ID file: rank 0 writes it, the others read it (iteration i > 0: PATH.i).
     #[arg(long)]
     uid_file: Option<PathBuf>,
-    /// Session magic, decimal or 0x-hex (default: hash of the session string, or random-ish
-    /// for a uid file).
+    /// Session magic, decimal or 0x-hex (default: from BOOTSIM_SESSION_SECRET or --secret-file
+    /// with the job id; else derived from the session address, with a warning; random for a
+    /// uid file).
     #[arg(long)]
     magic: Option<String>,
+    /// A file (mode 600) holding the session secret every rank shares; mixed with the launcher's
+    /// job id and the session address into the magic.
+    #[arg(long, value_name = "PATH", conflicts_with = "magic")]
+    secret_file: Option<PathBuf>,
     /// Protocol variant (a preset name) [default: nvshmem-3.7; with --plugin, the variant that
     /// speaks like the plugin, for the ranks that run bootsim-core].
     #[arg(long)]
@@ -184,12 +190,6 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    if let (Some(p), Some(_), None) = (&plugin_here, session, &args.magic) {
-        eprintln!(
-            "bootsim: rank {rank}: NVSHMEM {} in session mode: the session magic is derived from the address (bootsim's derivation, shared with its own ranks); anyone who can reach the session can join it: pass --magic to choose a secret",
-            p.version.as_deref().unwrap_or("plugin")
-        );
-    }
     let started = Instant::now();
     let mut ok = 0;
     for iter in 0..args.iterations {
@@ -202,12 +202,20 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                         .and_then(|i| s.port().checked_add(i))
                         .context("--iterations run past port 65535")?,
                 );
-                (Rendezvous::Session(addr), magic.unwrap_or_else(|| fnv1a(addr.to_string().as_bytes())))
+                let (m, source) = secret::session_magic(magic, args.secret_file.as_deref(), addr)?;
+                if iter == 0 {
+                    match source {
+                        secret::MagicSource::Derived => eprintln!("{}", secret::derived_warning(rank, addr)),
+                        secret::MagicSource::Secret => tracing::info!(rank, "session magic from the shared secret"),
+                        secret::MagicSource::Given => {}
+                    }
+                }
+                (Rendezvous::Session(addr), m)
             }
             (None, Some(path)) => {
                 let path = iter_path(path, iter);
-                let salt = format!("{}:{}:{:?}", path.display(), std::process::id(), Instant::now());
-                (Rendezvous::UidFile(path), magic.unwrap_or_else(|| fnv1a(salt.as_bytes())))
+                // Only rank 0's magic is used: it is in the file, whose readers are trusted.
+                (Rendezvous::UidFile(path), magic.unwrap_or_else(random_u64))
             }
             (None, None) => unreachable!("checked above"),
         };
@@ -338,11 +346,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     if n == 0 || n > LOCAL_MAX {
         bail!("--local {n}: between 1 and {LOCAL_MAX} processes on one host");
     }
-    let dir = std::env::temp_dir().join(format!(
-        "bootsim-smoke-{}-{:x}",
-        std::process::id(),
-        fnv1a(format!("{:?}", Instant::now()).as_bytes())
-    ));
+    let dir = std::env::temp_dir().join(format!("bootsim-smoke-{}-{:x}", std::process::id(), random_u64()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let exe = std::env::current_exe().context("locating this program")?;
     let uid = dir.join("uid");
@@ -515,7 +519,12 @@ fn iter_path(path: &Path, iter: u32) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// FNV-1a, 64 bits: a stable hash every rank computes alike.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+/// 64 random bits from the kernel (a magic nobody else knows, a unique folder name).
+pub(crate) fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b)).is_err() {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        b = (u64::from(std::process::id()) ^ t.as_nanos() as u64).to_le_bytes();
+    }
+    u64::from_le_bytes(b)
 }

@@ -172,7 +172,7 @@ impl Session {
                 nranks: self.n,
                 variant: self.core_variant,
                 limits: real_limits(self.op_timeout),
-                magic: session_magic(),
+                magic: super::random_u64(),
                 ip,
                 rendezvous: Rendezvous::UidFile(uid.to_path_buf()),
                 uid_wait: self.op_timeout,
@@ -275,13 +275,4 @@ fn scratch_dir() -> anyhow::Result<PathBuf> {
         }
     }
     unreachable!("u32 folders exhausted")
-}
-
-/// bootsim-core rank 0's magic when it runs the root (the others read it from the ID file).
-fn session_magic() -> u64 {
-    let mut b = [0u8; 8];
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b)).is_err() {
-        b = (std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15).to_le_bytes();
-    }
-    u64::from_le_bytes(b)
 }

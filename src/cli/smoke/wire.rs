@@ -16,7 +16,7 @@ use bootsim_sim::workload::{build_op, Workload};
 use bootsim_sim::Verdict;
 
 use super::report::print_iteration;
-use super::{fnv1a, parse_magic, SmokeArgs};
+use super::{parse_magic, random_u64, SmokeArgs};
 
 pub(super) fn run(
     args: &SmokeArgs,
@@ -32,7 +32,7 @@ pub(super) fn run(
     let make_policy = parse_policy(policy_str, args.seed, n)?;
     wire::wire_available().map_err(|why| crate::cli::runtime(anyhow!("--wire needs the userspace wire: {why}")))?;
     let specs = workload.ops(args.seed);
-    let magic = args.magic.as_deref().map(parse_magic).transpose()?.unwrap_or_else(|| fnv1a(b"bootsim-wire"));
+    let magic = args.magic.as_deref().map(parse_magic).transpose()?.unwrap_or_else(random_u64);
     let cfg =
         WireRunConfig { nranks: n, variant, limits: real_limits(Duration::from_millis(args.op_timeout_ms)), magic };
     let head = format!(
