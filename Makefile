@@ -5,8 +5,9 @@ RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
 .PHONY: timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench rdma-build
 
+# The first build takes minutes on a fresh machine: cargo shows it (no --quiet).
 run:
-	$(CARGO) run --release --quiet -- $(RUN_ARGS)
+	$(CARGO) run --release -- $(RUN_ARGS)
 
 test: check-scripts deps fmt-check lint unit
 

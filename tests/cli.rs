@@ -50,8 +50,10 @@ fn bad_input_exits_2_with_a_clear_message() {
         (vec!["run", "ranks=70000"], "must be 1..=65536"),
         (vec!["run", "engine=fast variant=nvshmem-9"], "accepted: nvshmem-3.4"),
         (vec!["run", "garbage"], "not key=value"),
-        (vec!["sweep", "--variant", "nope", "--seeds", "1"], "unknown variant `nope`"),
-        (vec!["sweep", "--variant", "seq", "--adversary", "chaos", "--seeds", "1"], "adversary=`chaos`"),
+        (vec!["sweep", "--variant", "nope", "--seeds", "1"], "possible values: nvshmem-3.4, nvshmem-3.7, nvshmem-3.8"),
+        (vec!["sweep", "--variant", "nvshmem-3.9", "--seeds", "1"], "a similar value exists: 'nvshmem-3.8'"),
+        (vec!["sweep", "--variant", "seq", "--adversary", "chaos", "--seeds", "1"], "possible values: fifo, rss, lossy"),
+        (vec!["compare", "--workload", "deeppe"], "a similar value exists: 'deepep'"),
     ] {
         let o = bootsim(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));

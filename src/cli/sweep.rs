@@ -13,14 +13,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// The filters shared by `sweep` and `compare`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Filters {
-    /// Workload: deepep, nvshmem-init, qp-create, churn, custom.
-    #[arg(long, default_value = "deepep")]
+    /// Workload (parameters with --set, e.g. --set k=8).
+    #[arg(long, default_value = "deepep", value_parser = clap::builder::PossibleValuesParser::new(bootsim_sim::workload::WORKLOADS))]
     pub workload: String,
     /// World size.
     #[arg(long, default_value_t = 2)]
     pub ranks: u32,
-    /// Adversary profile: fifo, rss, lossy, overflow, swarm.
-    #[arg(long, default_value = "rss")]
+    /// Adversary profile.
+    #[arg(long, default_value = "rss", value_parser = clap::builder::PossibleValuesParser::new(bootsim_sim::kernel::PROFILES))]
     pub adversary: String,
     /// Seeds per variant.
     #[arg(long, default_value_t = 100)]
@@ -28,8 +28,8 @@ pub struct Filters {
     /// First seed.
     #[arg(long, default_value_t = 0)]
     pub start: u64,
-    /// Engine.
-    #[arg(long, default_value = "fast")]
+    /// Engine: fast (the discrete-event loop) or turmoil (the real async driver on turmoil hosts).
+    #[arg(long, default_value = "fast", value_parser = ["fast", "turmoil"])]
     pub engine: String,
     /// Extra case words, e.g. --set qps=4 --set backlog=2.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -64,7 +64,7 @@ impl Filters {
 #[derive(clap::Args, Debug)]
 pub struct SweepArgs {
     /// Variants, comma-separated (presets).
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',', required = true, value_parser = clap::builder::PossibleValuesParser::new(bootsim_core::PRESETS))]
     variant: Vec<String>,
     #[command(flatten)]
     filters: Filters,

@@ -68,10 +68,10 @@ pub struct SmokeArgs {
     secret_file: Option<PathBuf>,
     /// Protocol variant (a preset name) [default: nvshmem-3.7; with --plugin, the variant that
     /// speaks like the plugin, for the ranks that run bootsim-core].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(bootsim_core::PRESETS))]
     variant: Option<String>,
-    /// Workload: deepep, nvshmem-init, qp-create or churn (default parameters).
-    #[arg(long, default_value = "deepep")]
+    /// Workload (default parameters).
+    #[arg(long, default_value = "deepep", value_parser = ["deepep", "nvshmem-init", "qp-create", "churn"])]
     workload: String,
     /// Seed of the payloads (and of churn's sequence).
     #[arg(long, default_value_t = 0)]
