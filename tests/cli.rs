@@ -52,7 +52,10 @@ fn bad_input_exits_2_with_a_clear_message() {
         (vec!["run", "garbage"], "not key=value"),
         (vec!["sweep", "--variant", "nope", "--seeds", "1"], "possible values: nvshmem-3.4, nvshmem-3.7, nvshmem-3.8"),
         (vec!["sweep", "--variant", "nvshmem-3.9", "--seeds", "1"], "a similar value exists: 'nvshmem-3.8'"),
-        (vec!["sweep", "--variant", "seq", "--adversary", "chaos", "--seeds", "1"], "possible values: fifo, rss, lossy"),
+        (
+            vec!["sweep", "--variant", "seq", "--adversary", "chaos", "--seeds", "1"],
+            "possible values: fifo, rss, lossy",
+        ),
         (vec!["compare", "--workload", "deeppe"], "a similar value exists: 'deepep'"),
     ] {
         let o = bootsim(&args);

@@ -8,20 +8,17 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use bootsim_core::RankReport;
+
 use super::rank::RankRecord;
 use super::PluginError;
 
 /// How one plugin rank ended.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PluginRankRun {
-    /// The rank.
-    pub rank: u32,
-    /// Init's error, if it failed.
-    pub init: Option<String>,
-    /// The operations that ended, in order: received bytes, or the error with its context.
-    pub ops: Vec<Result<Vec<u8>, String>>,
-    /// Set when the rank made no progress within the timeout and was killed: where it was.
-    pub unfinished: Option<String>,
+    /// What it reported, as every real world reports a rank (errors with their context; a rank
+    /// killed for making no progress is `unfinished`, with where it was).
+    pub report: RankReport,
     /// What the plugin printed on stderr.
     pub stderr: Vec<String>,
     /// Wall time from spawn to end.
@@ -58,7 +55,7 @@ pub fn supervise_with(
         });
     }
     let stderr = child.stderr.take().map(|e| thread::spawn(move || read_lines(e)));
-    let mut run = PluginRankRun { rank, ..Default::default() };
+    let mut run = PluginRankRun { report: RankReport { rank, ..Default::default() }, ..Default::default() };
     let mut current = ("init".to_string(), None::<u32>);
     let mut failed: Option<(String, Option<i32>)> = None;
     let mut init_done = false;
@@ -75,7 +72,7 @@ pub fn supervise_with(
         let now = Instant::now();
         if now >= limit {
             let _ = child.kill();
-            run.unfinished = Some(match peer_failed_at {
+            run.report.unfinished = Some(match peer_failed_at {
                 Some(_) if now < last + op_timeout => format!(
                     "{}: still blocked {} ms after another rank failed (NVSHMEM has no timeout; stopped as a launcher would)",
                     current.0,
@@ -98,7 +95,7 @@ pub fn supervise_with(
                 Ok(RankRecord::Done { bytes }) => {
                     last = Instant::now();
                     if init_done {
-                        run.ops.push(Ok(bytes));
+                        run.report.ops.push(Ok(bytes));
                     } else {
                         init_done = true;
                     }
@@ -113,7 +110,7 @@ pub fn supervise_with(
     let status = child.wait();
     run.stderr = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
     run.took = started.elapsed();
-    let error = match (failed, &run.unfinished, status) {
+    let error = match (failed, &run.report.unfinished, status) {
         (Some((error, rc)), _, _) => Some(match classify_stderr(&run.stderr) {
             Some(typed) => format!("{typed}{}", rc.map_or(String::new(), |rc| format!("; returned {rc}"))),
             None => error,
@@ -133,8 +130,8 @@ pub fn supervise_with(
     if let Some(e) = error {
         let e = format!("{}: {e}", current.0);
         match current.1 {
-            None => run.init = Some(e),
-            Some(_) => run.ops.push(Err(e)),
+            None => run.report.init = Some(e),
+            Some(_) => run.report.ops.push(Err(e)),
         }
     }
     run
@@ -211,14 +208,14 @@ mod tests {
         let t0 = Instant::now();
         let run = supervise(3, sh(script), Duration::from_millis(300));
         assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the timeout");
-        let u = run.unfinished.unwrap();
+        let u = run.report.unfinished.unwrap();
         assert!(u.starts_with("barrier #1: no progress for 300 ms"), "{u}");
-        assert_eq!((run.init, run.ops.len()), (None, 0));
+        assert_eq!((run.report.init, run.report.ops.len()), (None, 0));
         // Once a peer has failed, the blocked rank is stopped early, as a launcher would.
         let t0 = Instant::now();
         let run = supervise_with(3, sh(script), Duration::from_secs(60), &|| true);
         assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the grace after a peer's failure");
-        assert!(run.unfinished.unwrap().contains("still blocked 500 ms after another rank failed"));
+        assert!(run.report.unfinished.unwrap().contains("still blocked 500 ms after another rank failed"));
     }
 
     #[test]
@@ -229,7 +226,7 @@ mod tests {
             echo '{"event":"failed","error":"alltoall returned -3","rc":-3}'; exit 1"#;
         let run = supervise(1, sh(script), Duration::from_secs(10));
         assert_eq!(
-            run.ops,
+            run.report.ops,
             vec![Err("alltoall #0: message size mismatch: received 4 bytes, expected 576 bytes (the plugin's words); returned -3".to_string())]
         );
         let run = supervise(
@@ -238,7 +235,7 @@ mod tests {
             Duration::from_secs(10),
         );
         assert_eq!(
-            run.init.as_deref(),
+            run.report.init.as_deref(),
             Some("init: the rank process exited with status 255; its last stderr line: version mismatch")
         );
         let run = supervise(
@@ -246,6 +243,6 @@ mod tests {
             sh(r#"echo '{"event":"begin","what":"init","index":null}'; kill -SEGV $$"#),
             Duration::from_secs(10),
         );
-        assert!(run.init.unwrap().contains("killed by signal 11"));
+        assert!(run.report.init.unwrap().contains("killed by signal 11"));
     }
 }

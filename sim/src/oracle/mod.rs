@@ -188,9 +188,10 @@ pub fn judge(case: &Case, out: &Outcome) -> (Verdict, Vec<Finding>) {
         let r = r as u32;
         for (_, c) in &end.completions {
             match &c.result {
-                Err(e) => {
-                    findings.push(Finding::Error { rank: Some(r), error: results::numbered(r, c.op.0 as usize, e) })
-                }
+                Err(e) => findings.push(Finding::Error {
+                    rank: Some(r),
+                    error: bootsim_core::report::error_text(r, c.op.0 as usize, e),
+                }),
                 Ok(bytes) if c.op != OpId(0) => {
                     let index = c.op.0 - 1;
                     let Some(&op_spec) = spec.get(index as usize) else { continue };

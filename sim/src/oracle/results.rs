@@ -2,80 +2,10 @@
 //! sockets (`bootsim smoke`), the namespaces behind the userspace wire, and the real NVSHMEM
 //! plugin. Same findings and verdicts as a simulated run's [`super::judge`].
 
-use bootsim_adapters::driver::{DriverError, RankRun};
-use bootsim_adapters::plugin::PluginRankRun;
-use bootsim_core::BootstrapError;
+pub use bootsim_core::RankReport;
 
 use super::{corruption, Finding, Verdict};
 use crate::workload::{expected_result, OpSpec};
-
-/// What one rank of a real run reported.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RankReport {
-    /// The rank.
-    pub rank: u32,
-    /// Init's error, if it failed.
-    pub init: Option<String>,
-    /// The workload's operations that ended, in order: received bytes or the error.
-    pub ops: Vec<Result<Vec<u8>, String>>,
-    /// Set when the rank was stopped before it ended: what it was waiting in.
-    pub unfinished: Option<String>,
-}
-
-impl RankReport {
-    /// A bootsim-core rank run by the async driver (real sockets, the wire). A core timeout is a
-    /// hang: NVSHMEM has no timeout, so where bootsim gives up, NVSHMEM would wait forever.
-    pub fn from_driver(rank: u32, result: &Result<RankRun, DriverError>) -> RankReport {
-        let mut report = RankReport { rank, ..Default::default() };
-        let run = match result {
-            Ok(run) => run,
-            Err(DriverError::Failed { run, .. }) => run,
-            Err(e) => {
-                report.init = Some(e.to_string());
-                return report;
-            }
-        };
-        let mut put = |i: usize, r: &Result<Vec<u8>, BootstrapError>| match (i, r) {
-            (_, Err(e @ BootstrapError::Timeout { .. })) => report.unfinished = Some(numbered(rank, i, e)),
-            (0, Err(e)) => report.init = Some(numbered(rank, i, e)),
-            (0, Ok(_)) => {}
-            (_, r) => report.ops.push(r.clone().map_err(|e| numbered(rank, i, &e))),
-        };
-        for (i, c) in run.completions.iter().enumerate() {
-            put(i, &c.result);
-        }
-        if let Err(DriverError::Failed { error, .. }) = result {
-            let said = run.completions.iter().any(|c| c.result.as_ref().err() == Some(error));
-            if !said {
-                put(run.completions.len(), &Err(error.clone()));
-            }
-        }
-        report
-    }
-
-    /// A rank of NVSHMEM's real plugin, run in its own process.
-    pub fn from_plugin(run: &PluginRankRun) -> RankReport {
-        RankReport { rank: run.rank, init: run.init.clone(), ops: run.ops.clone(), unfinished: run.unfinished.clone() }
-    }
-}
-
-/// A core error as a finding states it: without the leading "rank N: " (the finding names the
-/// rank) and with the operation's workload index after its kind ("alltoall #2 recv from ..."),
-/// as the plugin's rank reports it. `completion` counts init as 0.
-pub(crate) fn numbered(rank: u32, completion: usize, e: &BootstrapError) -> String {
-    let text = e.to_string();
-    let text = text.strip_prefix(&format!("rank {rank}: ")).unwrap_or(&text).to_string();
-    // Init, or an operation that could not start (the engines' OpId(u32::MAX)): no index to give.
-    if completion == 0 || completion >= u32::MAX as usize {
-        return text;
-    }
-    for kind in ["allgather", "alltoall", "barrier"] {
-        if let Some(rest) = text.strip_prefix(kind) {
-            return format!("{kind} #{}{rest}", completion - 1);
-        }
-    }
-    text
-}
 
 /// Judges the ranks of one real run of `specs` over `n` ranks, payload seed `seed`.
 pub fn judge_results(specs: &[OpSpec], seed: u64, n: u32, ranks: &[RankReport]) -> (Verdict, Vec<Finding>) {

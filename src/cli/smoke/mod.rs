@@ -29,7 +29,7 @@ use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::net;
 use bootsim_adapters::tokio_net::{real_limits, run_blocking, Rendezvous, SessionConfig};
 use bootsim_core::{UniqueId, Variant};
-use bootsim_sim::oracle::{judge_results, RankReport};
+use bootsim_sim::oracle::judge_results;
 use bootsim_sim::workload::{build_op, Workload};
 
 pub(crate) mod plugin;
@@ -287,12 +287,12 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 }
                 let child = cmd.spawn().context("starting the plugin rank process").map_err(crate::cli::runtime)?;
                 let run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
-                (RankReport::from_plugin(&run), run.stderr)
+                (run.report, run.stderr)
             }
             None => {
                 let result = run_blocking(cfg, ops.clone());
                 strays = stray_count(&result);
-                (RankReport::from_driver(rank, &result), Vec::new())
+                (bootsim_adapters::driver::rank_report(rank, &result), Vec::new())
             }
         };
         if let Some(p) = uid_file {

@@ -19,12 +19,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
+use bootsim_adapters::driver::rank_report;
 use bootsim_adapters::plugin::{supervise_with, PluginSpec, AFTER_PEER_FAILED};
 use bootsim_adapters::tokio_net::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
 use bootsim_adapters::wire::{self, host_addr, Policy, Wire, WireReport};
 use bootsim_adapters::wire_run::rank_host;
-use bootsim_core::Variant;
-use bootsim_sim::oracle::RankReport;
+use bootsim_core::{RankReport, Variant};
 use bootsim_sim::workload::{build_op, format_ops, OpSpec};
 use bootsim_sim::{Finding, Verdict};
 
@@ -145,8 +145,7 @@ impl Session {
         let uid = uid.to_path_buf();
         move || {
             let end = s.run_rank(r, &uid, ip, &ifname, &failed);
-            let r = &end.report;
-            if r.init.is_some() || r.unfinished.is_some() || r.ops.iter().any(Result::is_err) {
+            if end.report.failed() {
                 failed.store(true, Ordering::SeqCst);
             }
             end
@@ -163,7 +162,7 @@ impl Session {
                     return RankEnd { report, stderr: Vec::new(), took: t0.elapsed() };
                 }
             };
-            RankEnd { report: RankReport::from_plugin(&run), stderr: run.stderr, took: run.took }
+            RankEnd { report: run.report, stderr: run.stderr, took: run.took }
         } else {
             let ops =
                 self.specs.iter().enumerate().map(|(i, sp)| build_op(*sp, self.seed, i as u32, r, self.n)).collect();
@@ -178,7 +177,7 @@ impl Session {
                 uid_wait: self.op_timeout,
             };
             let report = match run_blocking_until(cfg, ops, &|| failed.load(Ordering::SeqCst), AFTER_PEER_FAILED) {
-                Some(result) => RankReport::from_driver(r, &result),
+                Some(result) => rank_report(r, &result),
                 None => RankReport {
                     rank: r,
                     unfinished: Some(format!(

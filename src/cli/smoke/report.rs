@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use bootsim_sim::oracle::{judge_results, RankReport};
+use bootsim_core::RankReport;
+use bootsim_sim::oracle::judge_results;
 use bootsim_sim::workload::OpSpec;
 use bootsim_sim::{Finding, Verdict};
 

@@ -1,0 +1,36 @@
+//! A driver run as the real-world record ([`RankReport`]).
+
+use bootsim_core::report::error_text;
+use bootsim_core::{BootstrapError, RankReport};
+
+use super::{DriverError, RankRun};
+
+/// What rank `rank` of a driver run reports. A core timeout is a hang: NVSHMEM has no timeout,
+/// so where bootsim gives up, NVSHMEM would wait forever.
+pub fn rank_report(rank: u32, result: &Result<RankRun, DriverError>) -> RankReport {
+    let mut report = RankReport { rank, ..Default::default() };
+    let run = match result {
+        Ok(run) => run,
+        Err(DriverError::Failed { run, .. }) => run,
+        Err(e) => {
+            report.init = Some(e.to_string());
+            return report;
+        }
+    };
+    let mut put = |i: usize, r: &Result<Vec<u8>, BootstrapError>| match (i, r) {
+        (_, Err(e @ BootstrapError::Timeout { .. })) => report.unfinished = Some(error_text(rank, i, e)),
+        (0, Err(e)) => report.init = Some(error_text(rank, i, e)),
+        (0, Ok(_)) => {}
+        (_, r) => report.ops.push(r.clone().map_err(|e| error_text(rank, i, &e))),
+    };
+    for (i, c) in run.completions.iter().enumerate() {
+        put(i, &c.result);
+    }
+    if let Err(DriverError::Failed { error, .. }) = result {
+        let said = run.completions.iter().any(|c| c.result.as_ref().err() == Some(error));
+        if !said {
+            put(run.completions.len(), &Err(error.clone()));
+        }
+    }
+    report
+}
