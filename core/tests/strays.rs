@@ -103,3 +103,33 @@ fn a_connection_carrying_more_than_one_message_is_dropped_not_buffered() {
         assert!(net.rank(1).unexpected().is_empty(), "{name}");
     }
 }
+
+#[test]
+fn a_trickle_of_stalled_strangers_does_not_keep_a_waiting_rank_alive() {
+    // Rank 0 waits in a barrier for rank 1, which never calls it; a stranger that stalls in its
+    // header arrives every 400 ms and is dropped after 500 ms. Only the awaited peer's
+    // progress counts, so the 2 s operation timeout still fires.
+    let limits = Limits {
+        header_timeout: Some(Duration::from_millis(500)),
+        op_timeout: Some(Duration::from_secs(2)),
+        ..Limits::default()
+    };
+    let mut net = MemNet::with_limits(2, Variant::NVSHMEM_3_7, limits);
+    net.run(Duration::from_millis(100));
+    assert!(net.rank(0).is_ready() && net.rank(1).is_ready());
+    net.queue_ops(0, [Op::Barrier { word: [1, 2, 3, 4] }]);
+    for k in 1..=25u64 {
+        net.run(Duration::from_millis(100 + 400 * k));
+        net.inject(0, vec![0x5e], false);
+    }
+    let failed = net
+        .completions
+        .iter()
+        .find(|(_, node, c)| *node == Node::Rank(0) && c.result.is_err())
+        .map(|(at, _, c)| (*at, c.result.clone().unwrap_err().to_string()));
+    let (at, error) = failed.expect("rank 0 times out despite the strangers");
+    assert!(error.contains("no progress for 2000ms while barrier #0"), "{error}");
+    assert!(at.as_nanos() < Duration::from_secs(3).as_nanos() as u64, "timed out at {at}, not 2 s after the start");
+    let dropped = net.events.iter().filter(|(_, _, e)| matches!(e, Event::StalledDropped { .. })).count();
+    assert!(dropped >= 2, "strangers were accepted and dropped meanwhile: {dropped}");
+}

@@ -553,19 +553,26 @@ impl Rank {
             self.out.push_back(Output::Close { conn: id });
             let from = from.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
             self.emit(Event::StalledDropped { conn: id, from, after: limit });
+            // Not progress: a stranger that stalls and is dropped must not keep the operation
+            // alive (a steady trickle of them would defeat the timeout).
             if let Some(op) = &mut self.op {
                 if matches!(op.wait, Wait::Header(c) | Wait::Reading(c) if c == id) {
                     op.wait = Wait::Start;
-                    self.last_progress = now;
                 }
             }
         }
     }
 
+    /// Moves the front step on to `wait`. Only what the awaited peer does counts as progress for
+    /// the operation timeout: a newly accepted connection (its header not yet read, maybe a
+    /// stranger's) or the next accept does not.
     fn set_wait(&mut self, wait: Wait) {
+        let progress = !matches!(wait, Wait::Accepting(_) | Wait::Header(_) | Wait::Start);
         if let Some(op) = &mut self.op {
             op.wait = wait;
         }
-        self.last_progress = self.now;
+        if progress {
+            self.last_progress = self.now;
+        }
     }
 }
