@@ -32,6 +32,9 @@ pub enum BootstrapError {
         "rank {rank}: {op}: UID bootstrap message tag space exhausted (the next tag would be {next:#x}, past 2^31-1)"
     )]
     TagSpaceExhausted { rank: u32, op: OpKind, next: u64 },
+    /// The unexpected list grew past its bound (a peer that knows the magic floods this rank).
+    #[error("rank {rank}: {op}: the unexpected list holds {count} connections and {bytes} bytes, over its bound ({what}); the last from rank {from} tag {tag:#x}")]
+    UnexpectedOverflow { rank: u32, op: OpKind, from: i32, tag: i32, count: usize, bytes: usize, what: String },
     /// The root answered with another unique-ID version (a mixed build).
     #[error("rank {rank}: unique ID version {ours} but the root speaks {root}")]
     VersionMismatch { rank: u32, ours: i32, root: i32 },

@@ -149,10 +149,20 @@ pub struct Limits {
     pub op_timeout: Option<Duration>,
     /// Drop an accepted connection whose header has not arrived after this long.
     pub header_timeout: Option<Duration>,
+    /// Most connections the unexpected list may hold (NVSHMEM has no bound).
+    pub max_unexpected: usize,
+    /// Most bytes the unexpected list's connections may buffer together.
+    pub max_unexpected_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_message: 64 << 20, op_timeout: None, header_timeout: None }
+        Limits {
+            max_message: 64 << 20,
+            op_timeout: None,
+            header_timeout: None,
+            max_unexpected: 1 << 16,
+            max_unexpected_bytes: 256 << 20,
+        }
     }
 }

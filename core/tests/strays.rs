@@ -133,3 +133,37 @@ fn a_trickle_of_stalled_strangers_does_not_keep_a_waiting_rank_alive() {
     let dropped = net.events.iter().filter(|(_, _, e)| matches!(e, Event::StalledDropped { .. })).count();
     assert!(dropped >= 2, "strangers were accepted and dropped meanwhile: {dropped}");
 }
+
+#[test]
+fn a_peer_flooding_the_unexpected_list_fails_the_rank_with_an_error_that_names_it() {
+    // Connections with the session's magic and a valid header whose tag nobody waits for:
+    // NVSHMEM parks each on the unexpected list with its bytes; bootsim bounds the list.
+    let magic = 0x5eed_0000_b007_51a1u64; // memnet's session magic
+    let forged = |tag: i32| {
+        let mut b = Preamble::bootstrap(magic).encode().to_vec();
+        encode_frame(&mut b, &1i32.to_le_bytes());
+        encode_frame(&mut b, &tag.to_le_bytes());
+        encode_frame(&mut b, &[0xab; 1000]);
+        b
+    };
+    for (limits, what) in [
+        (Limits { max_unexpected_bytes: 2500, ..Limits::default() }, "at most 2500 bytes"),
+        (Limits { max_unexpected: 2, ..Limits::default() }, "at most 2 connections"),
+    ] {
+        let mut net = MemNet::with_limits(2, Variant::NVSHMEM_3_7, limits);
+        net.run(Duration::from_millis(100));
+        net.queue_ops(0, [Op::Barrier { word: [1, 2, 3, 4] }]);
+        net.run(Duration::from_millis(200));
+        for tag in 9..13 {
+            net.inject(0, forged(tag), false);
+        }
+        net.run(Duration::from_secs(1));
+        let error = net
+            .completions
+            .iter()
+            .find_map(|(_, node, c)| (*node == Node::Rank(0)).then(|| c.result.clone().err()).flatten())
+            .expect("rank 0 fails");
+        let text = error.to_string();
+        assert!(text.contains(what) && text.contains("the last from rank 1 tag 0xb"), "{text}");
+    }
+}

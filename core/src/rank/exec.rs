@@ -483,6 +483,7 @@ impl Rank {
                     }
                     Ok(Some(h)) => {
                         self.unexpected.push_back((h.rank, h.tag, conn));
+                        self.check_unexpected()?;
                         let list_len = self.unexpected.len();
                         let from = u32::try_from(h.rank).unwrap_or(u32::MAX);
                         self.emit(Event::UnexpectedQueued {

@@ -314,6 +314,12 @@ impl Rank {
             Input::Received { conn, bytes } => {
                 if let Some(c) = self.conns.get_mut(conn) {
                     c.reader.push(bytes);
+                    if self.unexpected.iter().any(|&(_, _, u)| u == conn) {
+                        if let Err(e) = self.check_unexpected() {
+                            self.fail(e);
+                            return;
+                        }
+                    }
                     if !self.over_budget(conn) {
                         self.index_eager(conn);
                     }
@@ -536,6 +542,25 @@ impl Rank {
             }
         }
         true
+    }
+
+    /// The unexpected list within its bounds (count and buffered bytes), else the error that
+    /// names the sender of its newest entry.
+    pub(crate) fn check_unexpected(&self) -> Result<(), BootstrapError> {
+        let limits = &self.cfg.limits;
+        let count = self.unexpected.len();
+        let bytes: usize =
+            self.unexpected.iter().filter_map(|&(_, _, c)| self.conns.get(c)).map(|c| c.reader.buffered()).sum();
+        let what = if count > limits.max_unexpected {
+            format!("at most {} connections", limits.max_unexpected)
+        } else if bytes > limits.max_unexpected_bytes {
+            format!("at most {} bytes", limits.max_unexpected_bytes)
+        } else {
+            return Ok(());
+        };
+        let (from, tag, _) = *self.unexpected.back().expect("over a bound, so not empty");
+        let op = self.op.as_ref().map_or(OpKind::Init, |o| o.kind);
+        Err(BootstrapError::UnexpectedOverflow { rank: self.cfg.rank, op, from, tag, count, bytes, what })
     }
 
     fn drop_stalled_headers(&mut self) {
