@@ -162,3 +162,12 @@ fn a_world_whose_init_tables_alone_exceed_the_budget_is_refused_with_the_estimat
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("needs about 27648 MiB (init's address tables"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_readmes_nvshmem_3_8_hang_is_the_connect_deadlock() {
+    let o = bootsim(&["run", "variant=nvshmem-3.8 workload=nvshmem-init ranks=16 adversary=swarm seed=2"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.starts_with("verdict: hang"), "{out}");
+    assert!(out.contains("accept queue was full and dropped its handshake"), "{out}");
+}

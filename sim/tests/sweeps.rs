@@ -57,9 +57,9 @@ fn robust_variants_never_fail_under_any_profile() {
 
 /// NVSHMEM 3.8.0's per-call tags: within one call every peer sends a rank at most one message,
 /// so (peer, tag) names exactly one message whatever the accept order: no mismatch, benign or
-/// not, under any profile. It can still hang where every NVSHMEM does: under `overflow` and
-/// `swarm`, two ranks each blocked in connect() to the other with both accept queues full (its
-/// receiver accepts only when it receives, unlike seq's).
+/// not, under any profile. It can still hang where every NVSHMEM does: under `swarm`, two ranks
+/// each blocked in connect() to the other with both accept queues full (its receiver accepts
+/// only when it receives, unlike seq's).
 #[test]
 fn nvshmem_3_8_never_takes_one_message_for_another() {
     for adversary in ["fifo", "rss", "lossy", "overflow", "swarm"] {

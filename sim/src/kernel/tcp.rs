@@ -410,8 +410,10 @@ impl Conn {
         }
     }
 
+    /// Linux's `sk_acceptq_is_full`: `sk_ack_backlog > sk_max_ack_backlog`, so a listen
+    /// backlog of B holds B + 1 established connections before SYNs and ACKs are dropped.
     fn accept_queue_full(&self, cx: &Ctx<'_>, l: ListenerId) -> bool {
-        cx.listeners.all[l.0 as usize].queue.len() >= cx.net.cfg.backlog as usize
+        cx.listeners.all[l.0 as usize].queue.len() > cx.net.cfg.backlog as usize
     }
 
     fn backlog_drop(&self, cx: &mut Ctx<'_>, l: ListenerId, what: Overflow) {

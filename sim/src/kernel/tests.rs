@@ -573,3 +573,28 @@ fn throughput() {
         o.stats.packets as f64 / secs
     );
 }
+
+#[test]
+fn a_listen_backlog_of_b_holds_b_plus_one_connections_as_linux_does() {
+    // Linux's sk_acceptq_is_full is `ack_backlog > max_ack_backlog`: with backlog=2 and nobody
+    // accepting, three connections complete their handshakes and the fourth is dropped.
+    let mut cfg = KernelConfig::profile("fifo").unwrap();
+    cfg.set("backlog", "2").unwrap();
+    let mut k = Kernel::new(cfg, 3, 2);
+    let t0 = Instant::ZERO;
+    let _l = k.listen(t0, HostId(1), 80).unwrap();
+    let socks: Vec<_> = (0..4).map(|_| k.connect(t0, HostId(0), HostId(1), 80)).collect();
+    let (mut enqueued, mut t) = (0, t0);
+    while let Some(next) = k.poll_timeout() {
+        if next > t0 + Duration::from_millis(500) {
+            break;
+        }
+        t = next;
+        k.handle_timeout(t);
+        while let Some(ev) = k.poll_event() {
+            enqueued += usize::from(matches!(ev.kind, EventKind::ChildEnqueued { .. }));
+        }
+    }
+    assert_eq!(enqueued, 3, "backlog 2 holds 3 ({} connects)", socks.len());
+    assert!(k.stats().backlog_drops > 0);
+}
