@@ -584,13 +584,12 @@ fn a_listen_backlog_of_b_holds_b_plus_one_connections_as_linux_does() {
     let t0 = Instant::ZERO;
     let _l = k.listen(t0, HostId(1), 80).unwrap();
     let socks: Vec<_> = (0..4).map(|_| k.connect(t0, HostId(0), HostId(1), 80)).collect();
-    let (mut enqueued, mut t) = (0, t0);
+    let mut enqueued = 0;
     while let Some(next) = k.poll_timeout() {
         if next > t0 + Duration::from_millis(500) {
             break;
         }
-        t = next;
-        k.handle_timeout(t);
+        k.handle_timeout(next);
         while let Some(ev) = k.poll_event() {
             enqueued += usize::from(matches!(ev.kind, EventKind::ChildEnqueued { .. }));
         }
