@@ -111,3 +111,15 @@ fn turmoil_retries_connects_the_model_times_out_as_nvshmem_does() {
         assert_eq!(s.failures(), 0, "{v}: {:?}", s.first_failure());
     }
 }
+
+#[test]
+fn an_unfinished_ranks_messages_are_kept_and_explain_names_the_overtaking() {
+    // Rank 0 is left waiting in the barrier (unfinished at the end): its alltoall and barrier
+    // messages must still be in the outcome, or explain would say nothing overtook anything.
+    let c = case("engine=turmoil variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=4");
+    let r = bootsim_sim::run_case(&c, true);
+    assert_eq!(r.verdict, Verdict::Error, "{r}");
+    assert!(r.outcome.sent.len() >= 3, "messages of the unfinished rank kept: {}", r.outcome.sent.len());
+    let text = bootsim_sim::explain(&r).join("\n");
+    assert!(text.contains("Connection 8 overtook connection 7"), "{text}");
+}

@@ -50,6 +50,11 @@ pub trait Backend: Clone + Send + Sync + 'static {
     /// Told, before the rank blocks, what it waits for and what its unexpected list holds (a
     /// simulated backend reports it if the run ends unfinished). Optional.
     fn report_wait(&self, _waiting: Option<String>, _unexpected: Vec<(i32, i32)>) {}
+    /// Told each protocol event as it happens (a simulated backend keeps those of a rank that
+    /// never finishes, whose [`RankRun`] is never returned). Optional.
+    fn report_event(&self, _at: bootsim_core::Instant, _event: &bootsim_core::Event) {}
+    /// Told each completion as it happens, for the same reason. Optional.
+    fn report_completion(&self, _at: bootsim_core::Instant, _completion: &bootsim_core::Completion) {}
     /// Waits until the peer's kernel acknowledged every byte written, for at most `timeout`.
     fn drain(&self, w: &Self::Writer, timeout: Duration) -> impl Future<Output = DrainResult> + Send;
 }

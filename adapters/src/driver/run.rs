@@ -27,6 +27,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                     if let Err(e) = &c.result {
                         failure.get_or_insert_with(|| e.clone());
                     }
+                    io.backend().report_completion(io.now(), &c);
                     run.completions.push(c);
                     run.completed_at.push(io.now());
                     if failure.is_none() {
@@ -46,6 +47,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                             tracing::warn!(%who, %from, %error, strays, "dropped a stranger's connection");
                         }
                     }
+                    io.backend().report_event(io.now(), &e);
                     run.events.push(e);
                     run.events_at.push(io.now());
                 }

@@ -148,6 +148,20 @@ impl Backend for TurmoilNet {
         self.gate.lock().report_wait(self.host, waiting, unexpected);
     }
 
+    fn report_event(&self, at: bootsim_core::Instant, event: &bootsim_core::Event) {
+        let mut g = self.gate.lock();
+        let run = g.progress.entry(self.host).or_default();
+        run.events.push(event.clone());
+        run.events_at.push(at);
+    }
+
+    fn report_completion(&self, at: bootsim_core::Instant, completion: &bootsim_core::Completion) {
+        let mut g = self.gate.lock();
+        let run = g.progress.entry(self.host).or_default();
+        run.completions.push(completion.clone());
+        run.completed_at.push(at);
+    }
+
     fn split(&self, s: GateStream) -> (OwnedReadHalf, GateWriter) {
         let (r, w) = s.inner.into_split();
         (r, GateWriter { inner: w, sock: s.sock, id: s.id, gate: self.gate.clone(), closed: false })

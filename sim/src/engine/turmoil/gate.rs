@@ -62,6 +62,9 @@ pub struct Gate {
     pub notes: Vec<(Instant, EventKind)>,
     /// The last wait each host's rank reported, with its unexpected list.
     pub waits: BTreeMap<u32, RankWait>,
+    /// Each rank's events and completions as they happened: what is known of a rank that never
+    /// returns its run (unfinished at the deadline).
+    pub progress: BTreeMap<u32, bootsim_adapters::driver::RankRun>,
     /// When a rank's wait last changed.
     last_change: Instant,
     /// The latest time any host showed the gate.
@@ -89,6 +92,7 @@ impl GateHandle {
             conn_ids: BTreeMap::new(),
             notes: Vec::new(),
             waits: BTreeMap::new(),
+            progress: BTreeMap::new(),
             last_change: Instant::ZERO,
             clock: Instant::ZERO,
             sink: TraceSink::new(trace),

@@ -136,6 +136,7 @@ fn collect(
     let gate = gate.into_inner();
     let conn_ids = gate.as_ref().map(|g| g.conn_ids.clone()).unwrap_or_default();
     let waits = gate.as_ref().map(|g| g.waits.clone()).unwrap_or_default();
+    let mut progress = gate.as_ref().map(|g| g.progress.clone()).unwrap_or_default();
     for (r, slot) in slots.into_iter().enumerate() {
         let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         let Some((at, res)) = taken else {
@@ -147,7 +148,18 @@ fn collect(
                 (_, None) => "(still running at the deadline)".to_string(),
             });
             end_state.unexpected = unexpected;
-            end_state.ops_left = case.workload.ops(case.seed).len();
+            // What it did before it stopped: its messages and completions count (explain and the
+            // oracle see the overtaking that left it waiting).
+            let done = match progress.remove(&(r as u32)) {
+                Some(run) => {
+                    record_events(&mut out, r as u32, &run, &conn_ids);
+                    out.ranks[r].completions =
+                        run.completed_at.iter().copied().zip(run.completions.iter().cloned()).collect();
+                    run.completions.len().saturating_sub(1)
+                }
+                None => 0,
+            };
+            out.ranks[r].ops_left = case.workload.ops(case.seed).len().saturating_sub(done);
             continue;
         };
         let run = match res {
