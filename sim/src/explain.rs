@@ -342,6 +342,57 @@ pub fn short_qp(s: &str) -> String {
 
 /// For a hang: how many ranks were stuck, and why up to two of their last connects never
 /// reached the peer's accept() (backlog drops, losses, retransmissions, a peer not accepting).
+/// A cycle of ranks each blocked in connect() to the next (NVSHMEM sends before it receives,
+/// so none of them accepts): named, with what NVSHMEM would do about it.
+fn connect_deadlock(report: &RunReport) -> Option<String> {
+    let out = &report.outcome;
+    // Who each unfinished rank is dialing, from its wait ("send to rank 7 tag 0x8 (connect of c85)").
+    let dialing: BTreeMap<u32, u32> = out
+        .ranks
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.finished.is_none())
+        .filter_map(|(r, e)| {
+            let w = e.waiting_for.as_deref()?;
+            if !w.contains("(connect of ") {
+                return None;
+            }
+            let to = w.split("send to rank ").nth(1)?.split_whitespace().next()?.parse().ok()?;
+            Some((r as u32, to))
+        })
+        .collect();
+    for &start in dialing.keys() {
+        let mut cycle = vec![start];
+        let mut at = start;
+        while let Some(&next) = dialing.get(&at) {
+            if next == start {
+                let names: Vec<String> = cycle.iter().map(u32::to_string).collect();
+                let who = match names.as_slice() {
+                    [a, b] => format!("ranks {a} and {b} each wait in connect() for the other"),
+                    _ => format!(
+                        "ranks {} each wait in connect() for the next (the last for rank {start})",
+                        names.join(" -> ")
+                    ),
+                };
+                let k = report.case.kernel_config();
+                let per_connect = k.syn_rto.as_secs_f64() * f64::from((1u32 << (u32::from(k.syn_retries) + 1)) - 1);
+                return Some(format!(
+                    "Deadlock: {who}, and none accepts while it sends: with their accept queues full, the handshakes \
+                     are dropped. NVSHMEM gives up after 3 connect timeouts (about {:.0} s here) with \"connect timed \
+                     out\"; nothing else can end it.",
+                    3.0 * per_connect
+                ));
+            }
+            if cycle.contains(&next) || cycle.len() > dialing.len() {
+                break;
+            }
+            cycle.push(next);
+            at = next;
+        }
+    }
+    None
+}
+
 fn stuck_lines(report: &RunReport) -> Vec<String> {
     let out = &report.outcome;
     let hung: Vec<u32> = (0..out.ranks.len() as u32).filter(|&r| out.ranks[r as usize].finished.is_none()).collect();
@@ -354,6 +405,7 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
         out.ranks.len(),
         ms(out.end)
     )];
+    lines.extend(connect_deadlock(report));
     let mut stuck = Vec::new();
     for &r in &hung {
         let pending = out.kernel_notes.iter().rev().find_map(|(&k, notes)| {
