@@ -134,9 +134,16 @@ fn a_rank_killed_mid_run_fails_the_others_with_rank_and_step_within_the_timeout(
         let who = error.starts_with(&format!("error: rank {r}: "))
             || error.starts_with(&format!("hang: rank {r} waits for "));
         let named = who
-            && [" while ", "cannot connect to ", "recv from rank ", "malformed data from ", "no unique ID in "]
-                .iter()
-                .any(|step| error.contains(step));
+            && [
+                " while ",
+                "cannot connect to ",
+                "recv from rank ",
+                "malformed data from ",
+                "no unique ID in ",
+                "stopped or died mid-message",
+            ]
+            .iter()
+            .any(|step| error.contains(step));
         assert!(named, "rank {r}: unclear error: {fail}\n{out}");
         eprintln!("rank {r} exited {code:?} {took:?} after the kill: {fail}");
     }

@@ -39,7 +39,7 @@ pub enum BootstrapError {
     #[error("rank {rank}: unique ID version {ours} but the root speaks {root}")]
     VersionMismatch { rank: u32, ours: i32, root: i32 },
     /// A connection of the session carried bytes that do not decode.
-    #[error("rank {rank}: {op}: malformed data from {from}: {error}")]
+    #[error("rank {rank}: {op}: {}", wire_text(from, error))]
     Wire { rank: u32, op: OpKind, from: String, error: WireError },
     /// Connecting failed after the driver's retries.
     #[error("rank {rank}: {op}: cannot connect to {to} at {addr}: {reason}")]
@@ -74,4 +74,41 @@ pub enum BootstrapError {
     /// Root: a rank's unique-ID version differs from the root's.
     #[error("root: a rank at {from} speaks unique ID version {theirs}, the root {ours}")]
     RootVersionMismatch { from: String, theirs: i32, ours: i32 },
+}
+
+/// A connection's failure as a person reads it: a peer that closed mid-message is named as the
+/// culprit (it stopped or died), other bytes are "malformed data".
+fn wire_text(from: &str, error: &WireError) -> String {
+    match error {
+        WireError::Truncated { what, needed, have } => format!(
+            "{from} closed the connection after {have} of {needed} bytes of {what}: {from} stopped or died mid-message"
+        ),
+        e => format!("malformed data from {from}: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_that_closed_mid_message_is_named_as_the_culprit() {
+        let e = BootstrapError::Wire {
+            rank: 0,
+            op: OpKind::Barrier,
+            from: "rank 2".into(),
+            error: WireError::Truncated { what: "a frame", needed: 4, have: 0 },
+        };
+        assert_eq!(
+            e.to_string(),
+            "rank 0: barrier: rank 2 closed the connection after 0 of 4 bytes of a frame: rank 2 stopped or died mid-message"
+        );
+        let e = BootstrapError::Wire {
+            rank: 0,
+            op: OpKind::Barrier,
+            from: "rank 2".into(),
+            error: WireError::NegativeLength { len: -1 },
+        };
+        assert_eq!(e.to_string(), "rank 0: barrier: malformed data from rank 2: negative frame length -1");
+    }
 }
