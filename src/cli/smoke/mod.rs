@@ -383,7 +383,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     let mut usage_errors = 0;
     for c in &mut children {
         let status = c.wait_until(deadline);
-        usage_errors += usize::from(status == Some(2));
+        usage_errors += usize::from(status == ChildEnd::Exited(2));
         let (out, err) = c.output();
         for line in out.lines() {
             println!("{line}");
@@ -392,9 +392,18 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
             println!("rank {} stderr: {line}", c.rank);
         }
         match status {
-            Some(0) => {}
-            Some(code) => failed.push(format!("rank {} exited {code}", c.rank)),
-            None => failed.push(format!("rank {} killed after {} ms", c.rank, per_iter.as_millis())),
+            ChildEnd::Exited(0) => {}
+            ChildEnd::Exited(code) => failed.push(format!("rank {} exited {code}", c.rank)),
+            ChildEnd::Signaled { signal, after } => failed.push(format!(
+                "rank {} died of signal {signal} {} ms after the ranks were started (not by bootsim)",
+                c.rank,
+                after.as_millis()
+            )),
+            ChildEnd::KilledAtDeadline => failed.push(format!(
+                "rank {} made no end within {} ms per iteration and was killed by bootsim",
+                c.rank,
+                per_iter.as_millis()
+            )),
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -409,6 +418,17 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too.
         Ok(ExitCode::from(if usage_errors == children.len() { 2 } else { 1 }))
     }
+}
+
+/// How a `--local` child rank ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChildEnd {
+    /// It exited with this code.
+    Exited(i32),
+    /// Something else killed it (a signal bootsim did not send), this long after the wait began.
+    Signaled { signal: i32, after: Duration },
+    /// bootsim killed it at the safety deadline.
+    KilledAtDeadline,
 }
 
 /// A child rank and the threads collecting its output.
@@ -432,16 +452,23 @@ impl Ranked {
         Ranked { rank, child, out, err }
     }
 
-    /// The exit code, or `None` if it had to be killed at `deadline` (or died by a signal).
-    fn wait_until(&mut self, deadline: Instant) -> Option<i32> {
+    /// How the child ended, waiting at most until `deadline` (then it is killed).
+    fn wait_until(&mut self, deadline: Instant) -> ChildEnd {
+        use std::os::unix::process::ExitStatusExt;
+        let started = Instant::now();
         loop {
             match self.child.try_wait() {
-                Ok(Some(s)) => return s.code(),
+                Ok(Some(s)) => {
+                    return match (s.code(), s.signal()) {
+                        (Some(code), _) => ChildEnd::Exited(code),
+                        (None, sig) => ChildEnd::Signaled { signal: sig.unwrap_or(0), after: started.elapsed() },
+                    }
+                }
                 Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
                 _ => {
                     let _ = self.child.kill();
                     let _ = self.child.wait();
-                    return None;
+                    return ChildEnd::KilledAtDeadline;
                 }
             }
         }
@@ -527,4 +554,23 @@ pub(crate) fn random_u64() -> u64 {
         b = (u64::from(std::process::id()) ^ t.as_nanos() as u64).to_le_bytes();
     }
     u64::from_le_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Ranked {
+        let child =
+            Command::new("sh").args(["-c", script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        Ranked::new(2, child)
+    }
+
+    #[test]
+    fn a_child_killed_from_outside_is_told_apart_from_one_bootsim_killed() {
+        let far = Instant::now() + Duration::from_secs(30);
+        assert_eq!(sh("exit 3").wait_until(far), ChildEnd::Exited(3));
+        assert!(matches!(sh("kill -9 $$").wait_until(far), ChildEnd::Signaled { signal: 9, .. }));
+        assert_eq!(sh("sleep 30").wait_until(Instant::now() + Duration::from_millis(100)), ChildEnd::KilledAtDeadline);
+    }
 }
