@@ -54,8 +54,11 @@ with zipfile.ZipFile(wheel) as z:
         with z.open(name) as src, open(os.path.join(out, os.path.basename(name)), "wb") as dst:
             dst.write(src.read())
 EOF
+    # A concurrent fetch of the same version may have finished first: keep either complete copy.
     rm -rf "$dest"
-    mv "$tmp/out" "$dest"
+    if ! mv -T "$tmp/out" "$dest" 2>/dev/null && [[ ! -s $dest/nvshmem_bootstrap_uid.so.3 ]]; then
+        die "could not move the plugin into $dest"
+    fi
     rm -rf "$tmp"
     trap - EXIT
     echo "$dest/nvshmem_bootstrap_uid.so.3"

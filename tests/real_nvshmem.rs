@@ -211,3 +211,11 @@ fn on_a_cluster_each_launched_process_runs_its_rank_in_session_mode_plugin_or_co
     // The derived session secret is said out loud.
     assert!(String::from_utf8_lossy(&outs[0].stderr).contains("the session magic is derived from the address"));
 }
+
+#[test]
+fn the_tag_counter_knob_is_refused_for_a_plugin_without_one() {
+    // It writes into the plugin's state at 3.8.0's offset: never into another layout.
+    let (code, out) = bootsim(&["smoke", "--local", "2", "--plugin", "3.7.1", "--tag-counter", "5"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("--tag-counter: 3.7.1 has no per-call tag counter"), "{out}");
+}

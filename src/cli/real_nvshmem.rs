@@ -64,8 +64,8 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
     if a.iterations == 0 || a.ranks < 2 {
         bail!("--iterations must be at least 1 and --ranks at least 2");
     }
-    let policy_ok = a.wire.parse::<Policy>().map_err(|e| anyhow!("--wire '{}': {e}", a.wire))?;
-    drop(policy_ok);
+    // A bad policy is bad usage, before anything is fetched or started.
+    a.wire.parse::<Policy>().map_err(|e| anyhow!("--wire '{}': {e}", a.wire))?;
     wire_available()
         .map_err(|why| super::runtime(anyhow!("real-nvshmem needs the userspace wire (root, /dev/net/tun): {why}")))?;
     let mut rows = Vec::new();

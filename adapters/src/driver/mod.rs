@@ -19,7 +19,7 @@ use std::time::Duration;
 use bootsim_core::{BootstrapError, Completion, Event, Listener};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub use report::rank_report;
+pub use report::{rank_report, run_of};
 pub use run::{run_rank, run_root, run_root_notify};
 
 /// How long the driver waits, once finished, for queued writes to reach the kernel.

@@ -5,17 +5,22 @@ use bootsim_core::{BootstrapError, RankReport};
 
 use super::{DriverError, RankRun};
 
+/// The rank's run, finished or failed; `None` when it never started (setup, the root).
+pub fn run_of(result: &Result<RankRun, DriverError>) -> Option<&RankRun> {
+    match result {
+        Ok(run) => Some(run),
+        Err(DriverError::Failed { run, .. }) => Some(run),
+        Err(_) => None,
+    }
+}
+
 /// What rank `rank` of a driver run reports. A core timeout is a hang: NVSHMEM has no timeout,
 /// so where bootsim gives up, NVSHMEM would wait forever.
 pub fn rank_report(rank: u32, result: &Result<RankRun, DriverError>) -> RankReport {
     let mut report = RankReport { rank, ..Default::default() };
-    let run = match result {
-        Ok(run) => run,
-        Err(DriverError::Failed { run, .. }) => run,
-        Err(e) => {
-            report.init = Some(e.to_string());
-            return report;
-        }
+    let Some(run) = run_of(result) else {
+        report.init = result.as_ref().err().map(ToString::to_string);
+        return report;
     };
     let mut put = |i: usize, r: &Result<Vec<u8>, BootstrapError>| match (i, r) {
         (_, Err(e @ BootstrapError::Timeout { .. })) => report.unfinished = Some(error_text(rank, i, e)),

@@ -99,7 +99,8 @@ fn init<'p>(plugin: &'p Plugin, cfg: &PluginRankConfig) -> Result<PluginRank<'p>
     let uid = match &cfg.uid {
         UidSource::Create(path) => {
             let uid = handle.unique_id()?;
-            publish(path, &uid).map_err(|e| PluginError::Usage(format!("writing {}: {e}", path.display())))?;
+            crate::tokio_net::write_atomically(path, &uid)
+                .map_err(|e| PluginError::Usage(format!("writing {}: {e}", path.display())))?;
             uid
         }
         UidSource::Read(path, wait) => read_uid(path, *wait)?,
@@ -119,13 +120,6 @@ fn fail(emit: &mut impl FnMut(RankRecord), e: PluginError) -> i32 {
     };
     emit(RankRecord::Failed { error: e.to_string(), rc });
     1
-}
-
-/// Writes the unique ID atomically (temporary file, then rename).
-fn publish(path: &Path, uid: &[u8; UID_LEN]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, uid)?;
-    std::fs::rename(tmp, path)
 }
 
 fn read_uid(path: &Path, wait: Duration) -> Result<[u8; UID_LEN], PluginError> {

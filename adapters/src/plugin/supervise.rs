@@ -107,7 +107,15 @@ pub fn supervise_with(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    let status = child.wait();
+    // Its output is closed (or it was killed): it ends now, or within the timeout at most.
+    let status = wait_bounded(&mut child, op_timeout);
+    if status.is_err() && run.report.unfinished.is_none() {
+        run.report.unfinished = Some(format!(
+            "{}: closed its output but did not exit within {} ms (killed)",
+            current.0,
+            op_timeout.as_millis()
+        ));
+    }
     run.stderr = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
     run.took = started.elapsed();
     let error = match (failed, &run.report.unfinished, status) {
@@ -135,6 +143,22 @@ pub fn supervise_with(
         }
     }
     run
+}
+
+/// The child's exit status, killing it if it has not exited within `limit`.
+fn wait_bounded(child: &mut Child, limit: Duration) -> std::io::Result<std::process::ExitStatus> {
+    let until = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(s);
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the rank process did not exit"));
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
 }
 
 fn read_lines(r: impl Read) -> Vec<String> {
@@ -216,6 +240,14 @@ mod tests {
         let run = supervise_with(3, sh(script), Duration::from_secs(60), &|| true);
         assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the grace after a peer's failure");
         assert!(run.report.unfinished.unwrap().contains("still blocked 500 ms after another rank failed"));
+    }
+
+    #[test]
+    fn a_rank_that_closes_its_output_but_keeps_running_is_still_bounded() {
+        let t0 = Instant::now();
+        let run = supervise(4, sh("exec >&-; exec sleep 30"), Duration::from_millis(300));
+        assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the timeout");
+        assert!(run.report.unfinished.unwrap().contains("closed its output but did not exit"));
     }
 
     #[test]

@@ -17,7 +17,8 @@ use crate::driver::{Backend, DrainResult};
 use crate::net::{self, DrainOutcome, RetryPolicy};
 
 pub use session::{
-    read_uid_file, run_blocking, run_blocking_until, run_process, write_uid_file, Rendezvous, SessionConfig,
+    read_uid_file, run_blocking, run_blocking_until, run_process, write_atomically, write_uid_file, Rendezvous,
+    SessionConfig,
 };
 
 /// Default no-progress bound for real sockets.

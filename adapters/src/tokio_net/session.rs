@@ -149,9 +149,15 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<(), DriverError>) ->
 
 /// Writes the 128-byte unique ID to `path` atomically (a temporary file, then a rename).
 pub fn write_uid_file(path: &Path, uid: &UniqueId) -> std::io::Result<()> {
+    write_atomically(path, &uid.encode())
+}
+
+/// Writes `bytes` to `path` so that readers see nothing or all of it (a temporary file, then a
+/// rename): how rank 0 publishes a unique ID, whichever implementation made it.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp.{}", std::process::id()));
-    std::fs::write(&tmp, uid.encode())?;
+    std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }
 

@@ -519,11 +519,7 @@ fn pick_ip(family: net::Family) -> anyhow::Result<IpAddr> {
 
 /// Connections from strangers (bad magic, garbage, stalled headers) the rank dropped.
 fn stray_count(result: &Result<bootsim_adapters::driver::RankRun, bootsim_adapters::driver::DriverError>) -> usize {
-    let run = match result {
-        Ok(run) => run,
-        Err(bootsim_adapters::driver::DriverError::Failed { run, .. }) => run,
-        Err(_) => return 0,
-    };
+    let Some(run) = bootsim_adapters::driver::run_of(result) else { return 0 };
     run.events.iter().filter(|e| matches!(e, bootsim_core::Event::StrayDropped { .. })).count()
 }
 

@@ -264,14 +264,14 @@ pub(crate) fn plugin_rank_command(
 
 /// A fresh folder for the unique-ID file.
 fn scratch_dir() -> anyhow::Result<PathBuf> {
-    let stamp = Instant::now().elapsed().as_nanos() ^ u128::from(std::process::id()) << 64;
-    for k in 0u32.. {
-        let dir = std::env::temp_dir().join(format!("bootsim-plugin-{}-{stamp:x}-{k}", std::process::id()));
+    for _ in 0..100 {
+        let dir =
+            std::env::temp_dir().join(format!("bootsim-plugin-{}-{:016x}", std::process::id(), super::random_u64()));
         match std::fs::create_dir(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
         }
     }
-    unreachable!("u32 folders exhausted")
+    anyhow::bail!("no fresh folder for the unique ID under {}", std::env::temp_dir().display())
 }

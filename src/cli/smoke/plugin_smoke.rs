@@ -53,6 +53,9 @@ pub(super) fn run(
         bail!("--local {n} with --plugin: 1..=64 ranks");
     }
     let plugin = locate_plugin(arg)?;
+    if args.tag_counter.is_some() && plugin.family != bootsim_adapters::plugin::PluginFamily::TagPerCall {
+        bail!("--tag-counter: {arg} has no per-call tag counter (only NVSHMEM 3.8 and later do)");
+    }
     let plugin_ranks: BTreeSet<u32> = match &args.plugin_ranks {
         Some(list) => list.iter().copied().collect(),
         None => (0..n).collect(),

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use bootsim_adapters::driver::{rank_report, DriverError, RankRun};
+use bootsim_adapters::driver::{rank_report, run_of, DriverError, RankRun};
 use bootsim_adapters::tokio_net::real_limits;
 use bootsim_adapters::wire::{self, FlowInfo, Policy, ReleaseReason, WireDecision, WireEvent, WireReport};
 use bootsim_adapters::wire_run::{self, host_rank, WireRunConfig, ROOT_PORT};
@@ -161,11 +161,7 @@ fn model_policy(mut cfg: KernelConfig, seed: u64, n: u32) -> Policy {
 
 /// The events an operator must see beside the verdict: drain timeouts, short messages.
 fn notes(result: &Result<RankRun, DriverError>) -> Vec<String> {
-    let run = match result {
-        Ok(run) => run,
-        Err(DriverError::Failed { run, .. }) => run,
-        Err(_) => return Vec::new(),
-    };
+    let Some(run) = run_of(result) else { return Vec::new() };
     let mut notes = Vec::new();
     let mut drains = (0usize, Duration::ZERO);
     for ev in &run.events {
