@@ -131,7 +131,8 @@ pub enum Event {
     DrainCompleted { conn: ConnId, to: u32, waited: Duration },
     /// A connection that is not part of the session was dropped without disturbing it.
     StrayDropped { conn: ConnId, from: SocketAddr, error: WireError },
-    /// A connection stalled in the middle of its header and was dropped.
+    /// A connection stalled in the middle of its header and was dropped (at the header timeout,
+    /// or, under [`Limits::read_ahead`], evicted after `after` to make room for a newer one).
     StalledDropped { conn: ConnId, from: SocketAddr, after: Duration },
     /// Init finished: the rank knows every peer's listener.
     Ready,
@@ -153,6 +154,13 @@ pub struct Limits {
     pub max_unexpected: usize,
     /// Most bytes the unexpected list's connections may buffer together.
     pub max_unexpected_bytes: usize,
+    /// `None`: NVSHMEM's behaviour — the root and per-message ranks take one connection at a
+    /// time and read its header before accepting the next, so an idle stranger holds everyone
+    /// behind it for the header timeout. `Some(k)`: hardened — every listener reads up to `k`
+    /// headers at once (a rank still matches connections in accept order), and accepting a
+    /// connection beyond `k` evicts the oldest whose header is incomplete, so strangers can
+    /// neither queue honest peers behind them nor pile up file descriptors.
+    pub read_ahead: Option<usize>,
 }
 
 impl Default for Limits {
@@ -163,6 +171,7 @@ impl Default for Limits {
             header_timeout: None,
             max_unexpected: 1 << 16,
             max_unexpected_bytes: 256 << 20,
+            read_ahead: None,
         }
     }
 }

@@ -150,8 +150,16 @@ impl MemNet {
     /// Connects a stranger to rank `to`'s peer listener, sends `bytes`, and closes if `close`
     /// (otherwise the connection stays half-open). It queues behind what is already queued.
     pub fn inject(&mut self, to: u32, bytes: Vec<u8>, close: bool) {
+        self.inject_at(listener_addr(Node::Rank(to), Listener::Peers), bytes, close);
+    }
+
+    /// As [`MemNet::inject`], to the root's rendezvous listener.
+    pub fn inject_root(&mut self, bytes: Vec<u8>, close: bool) {
+        self.inject_at(listener_addr(Node::Root, Listener::Rendezvous), bytes, close);
+    }
+
+    fn inject_at(&mut self, addr: SocketAddr, bytes: Vec<u8>, close: bool) {
         let conn = ConnId(1_000_000 + self.links.len() as u64);
-        let addr = listener_addr(Node::Rank(to), Listener::Peers);
         self.connect(Node::Stranger, conn, addr);
         self.execute(Node::Stranger, Output::Write { conn, bytes });
         if close {

@@ -1,7 +1,7 @@
 //! The root as a sans-IO state machine: NVSHMEM's `bootstrap_root` thread, which takes every
 //! rank's check-in one at a time and then tells each rank, in rank order, its ring successor.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use crate::error::BootstrapError;
@@ -28,12 +28,30 @@ pub struct RootConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Listening,
-    Accepting(ConnId),
-    Preamble(ConnId),
-    Version(ConnId),
-    Info(ConnId),
-    Connecting { rank: u32, conn: ConnId },
+    /// Taking check-ins (one at a time as NVSHMEM, or several under [`Limits::read_ahead`]).
+    CheckingIn,
+    Connecting {
+        rank: u32,
+        conn: ConnId,
+    },
     Done,
+}
+
+/// How far an accepted connection's check-in has been read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Preamble,
+    Version,
+    Info,
+}
+
+/// An accepted connection whose check-in is being read.
+#[derive(Debug)]
+struct CheckIn {
+    reader: FrameReader,
+    remote: SocketAddr,
+    opened: Instant,
+    stage: Stage,
 }
 
 /// The bootstrap root.
@@ -44,9 +62,10 @@ pub struct Root {
     out: VecDeque<Output>,
     phase: Phase,
     next_conn: u64,
-    reader: FrameReader,
-    remote: Option<SocketAddr>,
-    opened: Instant,
+    /// The connection of the accept the driver was asked for, until it is accepted.
+    accepting: Option<ConnId>,
+    /// Accepted connections whose check-in is incomplete, oldest first (ids only grow).
+    checkins: BTreeMap<ConnId, CheckIn>,
     nranks: Option<u32>,
     listen_root: Vec<Option<SocketAddr>>,
     listen: Vec<Option<SocketAddr>>,
@@ -65,9 +84,8 @@ impl Root {
             out: VecDeque::from([Output::Listen { listener: Listener::Rendezvous }]),
             phase: Phase::Listening,
             next_conn: 0,
-            reader: FrameReader::new(),
-            remote: None,
-            opened: now,
+            accepting: None,
+            checkins: BTreeMap::new(),
             listen_root: Vec::new(),
             listen: Vec::new(),
             count: 0,
@@ -102,10 +120,16 @@ impl Root {
         Some(match self.phase {
             Phase::Done => return None,
             Phase::Listening => "its listener".into(),
-            Phase::Accepting(_) => format!("check-in {} of {n}{}", self.count + 1, self.missing_ranks()),
-            Phase::Preamble(c) | Phase::Version(c) | Phase::Info(c) => {
-                format!("check-in bytes on {c} ({} of {n} in)", self.count)
-            }
+            Phase::CheckingIn => match self.checkins.len() {
+                0 => format!("check-in {} of {n}{}", self.count + 1, self.missing_ranks()),
+                1 => {
+                    let c = self.checkins.keys().next().expect("one");
+                    format!("check-in bytes on {c} ({} of {n} in)", self.count)
+                }
+                k => {
+                    format!("check-in {} of {n}{} ({k} connections mid-check-in)", self.count + 1, self.missing_ranks())
+                }
+            },
             Phase::Connecting { rank, .. } => format!("connect to rank {rank} to send its successor"),
         })
     }
@@ -132,20 +156,34 @@ impl Root {
         match (input, self.phase) {
             (Input::Listening { addr, .. }, Phase::Listening) => {
                 self.addr = Some(addr);
+                self.phase = Phase::CheckingIn;
+                self.last_progress = self.now;
                 self.accept_next();
             }
             (Input::ListenFailed { reason, .. }, Phase::Listening) => self.fail(BootstrapError::RootListen { reason }),
-            (Input::Accepted { conn, from }, Phase::Accepting(c)) if conn == c => {
-                self.reader = FrameReader::new();
-                self.remote = Some(from);
-                self.opened = self.now;
-                self.progress(Phase::Preamble(conn));
+            (Input::Accepted { conn, from }, Phase::CheckingIn) if self.accepting == Some(conn) => {
+                self.accepting = None;
+                self.make_room();
+                let checkin =
+                    CheckIn { reader: FrameReader::new(), remote: from, opened: self.now, stage: Stage::Preamble };
+                self.checkins.insert(conn, checkin);
+                self.accept_next();
             }
-            (Input::Received { conn, bytes }, Phase::Preamble(c) | Phase::Version(c) | Phase::Info(c)) if conn == c => {
-                self.reader.push(bytes);
+            (Input::Accepted { conn, .. }, _) => {
+                // Asked for before the last check-in completed: nobody needs it any more.
+                self.out.push_back(Output::Close { conn });
             }
-            (Input::PeerClosed { conn }, Phase::Preamble(c) | Phase::Version(c) | Phase::Info(c)) if conn == c => {
-                self.reader.push_eof();
+            (Input::Received { conn, bytes }, Phase::CheckingIn) => {
+                if let Some(c) = self.checkins.get_mut(&conn) {
+                    c.reader.push(bytes);
+                    self.advance(conn);
+                }
+            }
+            (Input::PeerClosed { conn }, Phase::CheckingIn) => {
+                if let Some(c) = self.checkins.get_mut(&conn) {
+                    c.reader.push_eof();
+                    self.advance(conn);
+                }
             }
             (Input::Connected { conn }, Phase::Connecting { rank, conn: c }) if conn == c => {
                 self.send_successor(rank, conn)
@@ -156,17 +194,11 @@ impl Root {
             }
             _ => {}
         }
-        self.advance();
     }
 
     /// The next time [`Root::handle_timeout`] must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let header = match self.phase {
-            Phase::Preamble(_) | Phase::Version(_) | Phase::Info(_) => {
-                self.cfg.limits.header_timeout.map(|d| self.opened + d)
-            }
-            _ => None,
-        };
+        let header = self.cfg.limits.header_timeout.and_then(|d| self.checkins.values().map(|c| c.opened + d).min());
         let progress = match self.phase {
             Phase::Done => None,
             _ => self.cfg.limits.op_timeout.map(|d| self.last_progress + d),
@@ -174,16 +206,17 @@ impl Root {
         [header, progress].into_iter().flatten().min()
     }
 
-    /// Lets time pass: drops a check-in connection stalled mid-header; fails on no progress.
+    /// Lets time pass: drops check-in connections stalled mid-header; fails on no progress.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = self.now.max(now);
-        if let (Phase::Preamble(c) | Phase::Version(c) | Phase::Info(c), Some(limit)) =
-            (self.phase, self.cfg.limits.header_timeout)
-        {
-            if self.now >= self.opened + limit {
-                self.out.push_back(Output::Close { conn: c });
-                let from = self.remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-                self.out.push_back(Output::Event(Event::StalledDropped { conn: c, from, after: limit }));
+        if let Some(limit) = self.cfg.limits.header_timeout {
+            let now = self.now;
+            let stalled: Vec<ConnId> =
+                self.checkins.iter().filter(|(_, c)| now >= c.opened + limit).map(|(id, _)| *id).collect();
+            if !stalled.is_empty() {
+                for conn in stalled {
+                    self.drop_stalled(conn, limit);
+                }
                 self.accept_next();
                 return;
             }
@@ -201,8 +234,7 @@ impl Root {
         self.out.pop_front()
     }
 
-    fn progress(&mut self, phase: Phase) {
-        self.phase = phase;
+    fn progress(&mut self) {
         self.last_progress = self.now;
     }
 
@@ -211,10 +243,36 @@ impl Root {
         ConnId(self.next_conn)
     }
 
+    /// Asks for the next connection unless one is asked for already or the pool is full: as
+    /// NVSHMEM, one check-in at a time; under `read_ahead`, always (a full pool makes room by
+    /// evicting its oldest when the connection comes).
     fn accept_next(&mut self) {
+        let open = match self.cfg.limits.read_ahead {
+            None => self.checkins.is_empty(),
+            Some(_) => true,
+        };
+        if self.phase != Phase::CheckingIn || self.accepting.is_some() || !open {
+            return;
+        }
         let conn = self.conn();
         self.out.push_back(Output::Accept { listener: Listener::Rendezvous, conn });
-        self.progress(Phase::Accepting(conn));
+        self.accepting = Some(conn);
+    }
+
+    /// Under `read_ahead = k`, a pool of `k` incomplete check-ins drops its oldest for a new one.
+    fn make_room(&mut self) {
+        let Some(k) = self.cfg.limits.read_ahead else { return };
+        while self.checkins.len() >= k.max(1) {
+            let (&oldest, c) = self.checkins.iter().next().expect("non-empty");
+            let age = self.now.saturating_since(c.opened);
+            self.drop_stalled(oldest, age);
+        }
+    }
+
+    fn drop_stalled(&mut self, conn: ConnId, after: std::time::Duration) {
+        let Some(c) = self.checkins.remove(&conn) else { return };
+        self.out.push_back(Output::Close { conn });
+        self.out.push_back(Output::Event(Event::StalledDropped { conn, from: c.remote, after }));
     }
 
     fn fail(&mut self, error: BootstrapError) {
@@ -232,54 +290,59 @@ impl Root {
 
     /// A connection that is not a rank of this session: drop it, take the next (NVSHMEM does so on bad magic).
     fn drop_stray(&mut self, conn: ConnId, error: WireError) {
+        let Some(c) = self.checkins.remove(&conn) else { return };
         self.out.push_back(Output::Close { conn });
-        let from = self.remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-        self.out.push_back(Output::Event(Event::StrayDropped { conn, from, error }));
+        self.out.push_back(Output::Event(Event::StrayDropped { conn, from: c.remote, error }));
         self.accept_next();
     }
 
-    fn advance(&mut self) {
-        loop {
-            let before = self.phase;
-            match self.phase {
-                Phase::Preamble(c) => match self.reader.read_preamble(self.cfg.uid.magic) {
-                    Ok(Some(_)) => self.progress(Phase::Version(c)),
+    /// Reads as much of `conn`'s check-in as has arrived.
+    fn advance(&mut self, conn: ConnId) {
+        let magic = self.cfg.uid.magic;
+        while let Some(c) = self.checkins.get_mut(&conn) {
+            match c.stage {
+                Stage::Preamble => match c.reader.read_preamble(magic) {
+                    Ok(Some(_)) => {
+                        c.stage = Stage::Version;
+                        self.progress();
+                    }
                     Ok(None) => return,
-                    Err(e) => self.drop_stray(c, e),
+                    Err(e) => return self.drop_stray(conn, e),
                 },
-                Phase::Version(c) => match self.reader.read_i32("unique ID version") {
+                Stage::Version => match c.reader.read_i32("unique ID version") {
                     Ok(Some(theirs)) => {
+                        c.stage = Stage::Info;
+                        let from = c.remote.to_string();
                         let ours = self.cfg.uid.version;
                         let mut bytes = Vec::new();
                         encode_frame(&mut bytes, &ours.to_le_bytes());
-                        self.out.push_back(Output::Write { conn: c, bytes });
+                        self.out.push_back(Output::Write { conn, bytes });
                         if theirs != ours {
-                            self.out.push_back(Output::Close { conn: c });
-                            let from = self.remote.map_or("?".to_string(), |a| a.to_string());
+                            self.checkins.remove(&conn);
+                            self.out.push_back(Output::Close { conn });
                             return self.fail(BootstrapError::RootVersionMismatch { from, theirs, ours });
                         }
-                        self.progress(Phase::Info(c));
+                        self.progress();
                     }
                     Ok(None) => return,
-                    Err(e) => self.drop_stray(c, e),
+                    Err(e) => return self.drop_stray(conn, e),
                 },
-                Phase::Info(c) => match self.reader.read_fixed::<{ ExtInfo::LEN }>("ext_info") {
+                Stage::Info => match c.reader.read_fixed::<{ ExtInfo::LEN }>("ext_info") {
                     Ok(Some(b)) => match ExtInfo::decode(&b) {
                         Ok(info) => {
-                            self.out.push_back(Output::Close { conn: c });
+                            self.checkins.remove(&conn);
+                            self.out.push_back(Output::Close { conn });
+                            self.progress();
                             if let Err(e) = self.check_in(info) {
-                                return self.fail(e);
+                                self.fail(e);
                             }
+                            return;
                         }
-                        Err(e) => self.drop_stray(c, e),
+                        Err(e) => return self.drop_stray(conn, e),
                     },
                     Ok(None) => return,
-                    Err(e) => self.drop_stray(c, e),
+                    Err(e) => return self.drop_stray(conn, e),
                 },
-                _ => return,
-            }
-            if self.phase == before {
-                return;
             }
         }
     }
@@ -316,6 +379,13 @@ impl Root {
         if self.count < n {
             self.accept_next();
         } else {
+            // Whoever else is mid-check-in is not a rank of this session.
+            let rest: Vec<ConnId> = self.checkins.keys().copied().collect();
+            for conn in rest {
+                let after = self.now.saturating_since(self.checkins[&conn].opened);
+                self.drop_stalled(conn, after);
+            }
+            self.accepting = None;
             self.connect_to(0);
         }
         Ok(())
@@ -325,7 +395,8 @@ impl Root {
         let conn = self.conn();
         let addr = self.listen_root[rank as usize].expect("every rank checked in");
         self.out.push_back(Output::Connect { conn, addr });
-        self.progress(Phase::Connecting { rank, conn });
+        self.phase = Phase::Connecting { rank, conn };
+        self.progress();
     }
 
     fn send_successor(&mut self, rank: u32, conn: ConnId) {

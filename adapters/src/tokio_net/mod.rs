@@ -26,10 +26,21 @@ pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bound for an accepted connection's header.
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Limits for real sockets: `op_timeout` (no progress) and a 5 s header timeout, so a dead
-/// peer ends in an error naming rank and step instead of a hang.
+/// How many connections a real-socket listener reads headers of at once (see
+/// [`Limits::read_ahead`]): enough for every honest peer of a burst, few enough that strangers
+/// cannot exhaust descriptors.
+pub const DEFAULT_READ_AHEAD: usize = 64;
+
+/// Limits for real sockets: `op_timeout` (no progress), a 5 s header timeout, so a dead peer
+/// ends in an error naming rank and step instead of a hang, and read-ahead, so strangers on a
+/// listener delay honest peers by at most about one header timeout.
 pub fn real_limits(op_timeout: Duration) -> Limits {
-    Limits { op_timeout: Some(op_timeout), header_timeout: Some(DEFAULT_HEADER_TIMEOUT), ..Limits::default() }
+    Limits {
+        op_timeout: Some(op_timeout),
+        header_timeout: Some(DEFAULT_HEADER_TIMEOUT),
+        read_ahead: Some(DEFAULT_READ_AHEAD),
+        ..Limits::default()
+    }
 }
 
 /// Tokio TCP sockets bound on one address.

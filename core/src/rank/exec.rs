@@ -56,6 +56,7 @@ pub(super) fn describe_wait(wait: &Wait) -> String {
         Wait::Payload(c) => format!("payload of {c}"),
         Wait::Draining(c) => format!("drain of {c}"),
         Wait::Arrival => "the next message in order".into(),
+        Wait::Inbound => "the next connection".into(),
     }
 }
 
@@ -120,6 +121,25 @@ impl Rank {
         self.out.push_back(Output::Accept { listener, conn });
         self.set_wait(Wait::Accepting(conn));
         Progress::Moved
+    }
+
+    /// The next inbound message connection: accepted now (NVSHMEM), or, under `read_ahead`,
+    /// the oldest connection accepted ahead of time.
+    fn next_inbound(&mut self) -> Progress {
+        if self.cfg.limits.read_ahead.is_none() {
+            return self.accept(Listener::Peers);
+        }
+        match self.arrivals.pop_front() {
+            Some(conn) => {
+                self.set_wait(Wait::Header(conn));
+                self.arm_eager_accept();
+                Progress::Moved
+            }
+            None => {
+                self.set_wait(Wait::Inbound);
+                Progress::Blocked
+            }
+        }
     }
 
     fn write(&mut self, conn: ConnId, bytes: Vec<u8>) {
@@ -465,8 +485,9 @@ impl Rank {
                     self.set_wait(Wait::Payload(conn));
                     return Ok(Progress::Moved);
                 }
-                Ok(self.accept(Listener::Peers))
+                Ok(self.next_inbound())
             }
+            Wait::Inbound => Ok(self.next_inbound()),
             Wait::Header(conn) => {
                 let magic = self.cfg.uid.magic;
                 let c = self.conns.get_mut(conn).expect("accepted connection");
@@ -475,7 +496,7 @@ impl Rank {
                     Ok(None) => Ok(Progress::Blocked),
                     Err(error) => {
                         self.drop_stray(conn, from, error);
-                        Ok(self.accept(Listener::Peers))
+                        Ok(self.next_inbound())
                     }
                     Ok(Some(h)) if h.rank == peer as i32 && h.tag == tag => {
                         self.set_wait(Wait::Payload(conn));
@@ -493,7 +514,7 @@ impl Rank {
                             waiting_for: (peer, tag),
                             list_len,
                         });
-                        Ok(self.accept(Listener::Peers))
+                        Ok(self.next_inbound())
                     }
                 }
             }

@@ -83,6 +83,8 @@ enum Wait {
     Draining(ConnId),
     /// Sequenced and persistent transports: the next message from the peer.
     Arrival,
+    /// Per-message receive under [`Limits::read_ahead`]: the next connection in accept order.
+    Inbound,
 }
 
 /// A rank of the bootstrap.
@@ -105,6 +107,9 @@ pub struct Rank {
     stream_out: Vec<Option<ConnId>>,
     stream_in: Vec<Option<ConnId>>,
     eager_accept: Option<ConnId>,
+    /// Per-message transport under `read_ahead`: accepted connections not yet taken by a
+    /// receive, in accept order (their headers are read meanwhile).
+    arrivals: VecDeque<ConnId>,
     next_op: u32,
     /// 3.8's per-call tag counter (variants with one tag per call).
     next_call_tag: u64,
@@ -135,6 +140,7 @@ impl Rank {
             stream_out: vec![None; n],
             stream_in: vec![None; n],
             eager_accept: None,
+            arrivals: VecDeque::new(),
             next_op: 1,
             next_call_tag: cfg.variant.first_call_tag().unwrap_or(0),
             op: None,
@@ -401,6 +407,7 @@ impl Rank {
             self.out.push_back(Output::CloseListener { listener: Listener::Peers });
         }
         self.eager_accept = None;
+        self.arrivals.clear();
         self.op = None;
         self.failed = true;
         leaked
@@ -427,8 +434,13 @@ impl Rank {
         let wait = self.op.as_ref().map(|o| o.wait);
         if self.eager_accept == Some(conn) {
             self.eager_accept = None;
+            self.make_room();
             self.conns.insert(conn, conn::Conn::new(Role::MessageIn, Some(from), self.now));
-            self.index_eager(conn);
+            if self.cfg.variant.transport == Transport::PerMessage {
+                self.arrivals.push_back(conn);
+            } else {
+                self.index_eager(conn);
+            }
             self.arm_eager_accept();
         } else if wait == Some(Wait::Accepting(conn)) {
             let role = match self.op.as_ref().and_then(|o| o.steps.front()) {
@@ -461,12 +473,17 @@ impl Rank {
         self.fail(BootstrapError::Connect { rank, op: kind, to, addr, reason });
     }
 
-    /// Sequenced and persistent transports take every connection: keep one accept outstanding.
+    /// Sequenced and persistent transports take every connection, and so does the per-message
+    /// transport under `read_ahead` (reading headers ahead of the receives that will want
+    /// them): keep one accept outstanding. A per-message backlog of `max_unexpected`
+    /// connections stops accepting (the kernel's backlog holds the rest, as for NVSHMEM).
     fn arm_eager_accept(&mut self) {
         if self.eager_accept.is_some() || !self.ready || self.failed {
             return;
         }
-        if self.cfg.variant.transport == Transport::PerMessage {
+        if self.cfg.variant.transport == Transport::PerMessage
+            && (self.cfg.limits.read_ahead.is_none() || self.arrivals.len() >= self.cfg.limits.max_unexpected)
+        {
             return;
         }
         let conn = self.conns.allocate();
@@ -478,7 +495,7 @@ impl Rank {
     fn index_eager(&mut self, id: ConnId) {
         let transport = self.cfg.variant.transport;
         if transport == Transport::PerMessage {
-            return;
+            return self.read_ahead_header(id);
         }
         let magic = self.cfg.uid.magic;
         let Some(c) = self.conns.get_mut(id) else { return };
@@ -509,6 +526,21 @@ impl Rank {
                 self.stream_in[src as usize] = Some(id);
             }
             Transport::PerMessage => {}
+        }
+    }
+
+    /// Per-message transport under `read_ahead`: parses a waiting connection's header as its
+    /// bytes come (so a complete one is neither timed out nor evicted) and drops garbage at once.
+    fn read_ahead_header(&mut self, id: ConnId) {
+        if !self.arrivals.contains(&id) {
+            return;
+        }
+        let magic = self.cfg.uid.magic;
+        let Some(c) = self.conns.get_mut(id) else { return };
+        let from = c.remote;
+        if let Err(error) = c.parse_header(magic, Transport::PerMessage) {
+            self.arrivals.retain(|&a| a != id);
+            self.drop_stray(id, from, error);
         }
     }
 
@@ -563,6 +595,36 @@ impl Rank {
         Err(BootstrapError::UnexpectedOverflow { rank: self.cfg.rank, op, from, tag, count, bytes, what })
     }
 
+    /// Under `read_ahead = k`: before a new connection joins, the oldest of `k` waiting
+    /// connections whose header is incomplete (not yet taken by a receive) is evicted, so idle
+    /// strangers can neither hold honest peers behind them nor pile up descriptors.
+    fn make_room(&mut self) {
+        let Some(k) = self.cfg.limits.read_ahead else { return };
+        let waiting: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(id, c)| c.role == Role::MessageIn && c.header_pending() && !self.is_taken(**id))
+            .map(|(id, _)| *id)
+            .collect();
+        if waiting.len() < k.max(1) {
+            return;
+        }
+        let oldest = waiting[0];
+        let Some(c) = self.conns.remove(oldest) else { return };
+        self.arrivals.retain(|&a| a != oldest);
+        self.out.push_back(Output::Close { conn: oldest });
+        let from = c.remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let after = self.now.saturating_since(c.opened);
+        self.emit(Event::StalledDropped { conn: oldest, from, after });
+    }
+
+    /// True if the running step is reading this connection (it is not evicted then).
+    fn is_taken(&self, conn: ConnId) -> bool {
+        self.op
+            .as_ref()
+            .is_some_and(|o| matches!(o.wait, Wait::Header(c) | Wait::Payload(c) | Wait::Reading(c) if c == conn))
+    }
+
     fn drop_stalled_headers(&mut self) {
         let Some(limit) = self.cfg.limits.header_timeout else { return };
         let now = self.now;
@@ -575,6 +637,7 @@ impl Rank {
             .collect();
         for (id, from) in stalled {
             self.conns.remove(id);
+            self.arrivals.retain(|&a| a != id);
             self.out.push_back(Output::Close { conn: id });
             let from = from.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
             self.emit(Event::StalledDropped { conn: id, from, after: limit });
@@ -592,7 +655,7 @@ impl Rank {
     /// the operation timeout: a newly accepted connection (its header not yet read, maybe a
     /// stranger's) or the next accept does not.
     fn set_wait(&mut self, wait: Wait) {
-        let progress = !matches!(wait, Wait::Accepting(_) | Wait::Header(_) | Wait::Start);
+        let progress = !matches!(wait, Wait::Accepting(_) | Wait::Header(_) | Wait::Start | Wait::Inbound);
         if let Some(op) = &mut self.op {
             op.wait = wait;
         }
