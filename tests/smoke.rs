@@ -1,16 +1,11 @@
 //! `bootsim smoke` over real loopback sockets, one rank per process.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn bootsim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_bootsim"))
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+mod common;
+use common::{bootsim, free_port, text};
 
 #[test]
 fn four_local_ranks_pass_deepep_under_pr97() {
@@ -81,16 +76,10 @@ fn session(port: u16, envs: [&[(&str, &str)]; 2]) -> Vec<Output> {
     children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
 }
 
-/// A port below the ephemeral range, free now.
-fn port() -> u16 {
-    let start = 21_000 + (std::process::id() % 4_000) as u16;
-    (start..start + 4_000).find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok()).unwrap()
-}
-
 #[test]
 fn a_shared_secret_makes_the_magic_and_a_rank_without_it_cannot_join() {
     let secret: &[(&str, &str)] = &[("BOOTSIM_SESSION_SECRET", "s3cret"), ("SLURM_JOB_ID", "42")];
-    let outs = session(port(), [secret, secret]);
+    let outs = session(free_port(0, 1), [secret, secret]);
     for o in &outs {
         assert_eq!(o.status.code(), Some(0), "{}", text(o));
         assert!(!text(o).contains("derived from the address"), "{}", text(o));
@@ -98,10 +87,10 @@ fn a_shared_secret_makes_the_magic_and_a_rank_without_it_cannot_join() {
     // Rank 1 with another secret speaks with another magic: the root drops its check-in as a
     // stranger's, and the session fails within the timeout instead of admitting it.
     let other: &[(&str, &str)] = &[("BOOTSIM_SESSION_SECRET", "guess"), ("SLURM_JOB_ID", "42")];
-    let outs = session(port(), [secret, other]);
+    let outs = session(free_port(0, 1), [secret, other]);
     assert_eq!(outs[0].status.code(), Some(1), "{}", text(&outs[0]));
     assert!(text(&outs[0]).contains("not yet checked in: rank 1"), "{}", text(&outs[0]));
     // Without any secret, every rank says its magic is derivable.
-    let outs = session(port(), [&[], &[]]);
+    let outs = session(free_port(0, 1), [&[], &[]]);
     assert!(text(&outs[1]).contains("warning: rank 1: the session magic is derived from the address"));
 }

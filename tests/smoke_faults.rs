@@ -4,19 +4,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bootsim_core::PRESETS;
 
-fn bootsim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_bootsim"))
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+mod common;
+use common::{bootsim, text, wait_until};
 
 /// `bootsim smoke --local 8 --workload W --variant V` for every preset: every rank verified.
 fn eight_local_ranks(workload: &str) {
@@ -69,21 +64,6 @@ fn rank(r: u32, uid: &Path) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Waits for `child` until `deadline`, killing it then; its exit code (`None`: killed).
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<i32> {
-    loop {
-        match child.try_wait().unwrap() {
-            Some(s) => return s.code(),
-            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            None => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
 }
 
 #[test]

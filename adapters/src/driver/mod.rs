@@ -11,6 +11,7 @@ mod conn;
 mod io;
 mod report;
 mod run;
+mod strangers;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -21,6 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use report::{rank_report, run_of};
 pub use run::{run_rank, run_root, run_root_notify};
+pub use strangers::is_stranger_dropped;
 
 /// How long the driver waits, once finished, for queued writes to reach the kernel.
 pub const FLUSH_BOUND: Duration = Duration::from_secs(5);
@@ -85,6 +87,15 @@ pub struct RankRun {
     pub events: Vec<Event>,
     /// When each completion happened (driver clock, from the driver's start).
     pub completed_at: Vec<bootsim_core::Instant>,
+    /// When each event happened (driver clock, from the driver's start).
+    pub events_at: Vec<bootsim_core::Instant>,
+}
+
+/// What the root did: its protocol events (check-ins, dropped strangers) in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RootRun {
+    /// Protocol events in order.
+    pub events: Vec<Event>,
     /// When each event happened (driver clock, from the driver's start).
     pub events_at: Vec<bootsim_core::Instant>,
 }

@@ -2,11 +2,12 @@
 
 use std::net::SocketAddr;
 
-use bootsim_core::{BootstrapError, Completion, Event, Op, Output, Rank, RankConfig, Root, RootConfig};
+use bootsim_core::{BootstrapError, Completion, Op, Output, Rank, RankConfig, Root, RootConfig};
 use tokio::sync::oneshot;
 
 use super::io::Io;
-use super::{Backend, DriverError, RankRun};
+use super::strangers::StrangerLog;
+use super::{Backend, DriverError, RankRun, RootRun};
 
 /// Runs one rank: init, then `ops` in order, stopping at the first error; then closes every
 /// connection and listener and lets queued bytes flush.
@@ -18,7 +19,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
     let mut ops = ops.into_iter();
     let mut run = RankRun::default();
     let mut failure: Option<BootstrapError> = None;
-    let mut strays: u64 = 0;
+    let mut strangers = StrangerLog::default();
     loop {
         while let Some(out) = rank.poll_output() {
             match out {
@@ -40,13 +41,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                 }
                 Output::Event(e) => {
                     tracing::debug!(%who, event = ?e, "event");
-                    if let Event::StrayDropped { from, error, .. } = &e {
-                        strays += 1;
-                        // Shown by default, rate-limited: the first few, then every hundredth.
-                        if strays <= 5 || strays.is_multiple_of(100) {
-                            tracing::warn!(%who, %from, %error, strays, "dropped a stranger's connection");
-                        }
-                    }
+                    strangers.observe(&who, &e);
                     io.backend().report_event(io.now(), &e);
                     run.events.push(e);
                     run.events_at.push(io.now());
@@ -81,7 +76,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
 }
 
 /// Runs the root until every rank was told its successor (or it failed).
-pub async fn run_root<B: Backend>(backend: B, cfg: RootConfig) -> Result<(), DriverError> {
+pub async fn run_root<B: Backend>(backend: B, cfg: RootConfig) -> Result<RootRun, DriverError> {
     run_root_notify(backend, cfg, None).await
 }
 
@@ -91,15 +86,22 @@ pub async fn run_root_notify<B: Backend>(
     backend: B,
     cfg: RootConfig,
     mut notify: Option<oneshot::Sender<SocketAddr>>,
-) -> Result<(), DriverError> {
+) -> Result<RootRun, DriverError> {
     let mut io = Io::new(backend, "root".to_string());
     let mut root = Root::new(cfg, io.now());
     let mut result: Option<Completion> = None;
+    let mut run = RootRun::default();
+    let mut strangers = StrangerLog::default();
     loop {
         while let Some(out) = root.poll_output() {
             match out {
                 Output::Completed(c) => result = Some(c),
-                Output::Event(e) => tracing::debug!(who = "root", event = ?e, "event"),
+                Output::Event(e) => {
+                    tracing::debug!(who = "root", event = ?e, "event");
+                    strangers.observe("root", &e);
+                    run.events_at.push(io.now());
+                    run.events.push(e);
+                }
                 other => io.execute(other).await,
             }
         }
@@ -117,6 +119,6 @@ pub async fn run_root_notify<B: Backend>(
     io.finish().await;
     match result.map(|c| c.result) {
         Some(Err(e)) => Err(DriverError::Root(e)),
-        _ => Ok(()),
+        _ => Ok(run),
     }
 }

@@ -1,6 +1,8 @@
 //! The real-socket [`Backend`]: tokio TCP on one interface address, NVSHMEM's connect retry
 //! ([`net::connect_with_retry`]) and the SIOCOUTQ drain ([`net::drain`]).
 
+#[cfg(test)]
+mod flood_tests;
 mod session;
 #[cfg(test)]
 mod tests;

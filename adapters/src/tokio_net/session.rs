@@ -9,7 +9,7 @@ use bootsim_core::{BootstrapError, Limits, Op, RankConfig, RootConfig, UniqueId,
 use tokio::sync::oneshot;
 
 use super::TokioNet;
-use crate::driver::{run_rank, run_root, run_root_notify, DriverError, RankRun};
+use crate::driver::{is_stranger_dropped, run_rank, run_root, run_root_notify, DriverError, RankRun, RootRun};
 
 /// How the ranks find the root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,8 +118,15 @@ pub async fn run_process(cfg: SessionConfig, ops: Vec<Op>) -> Result<RankRun, Dr
     }
 }
 
-/// Rank 0's result: its own error first (the root's is logged), else the root's.
-fn combine(rank: Result<RankRun, DriverError>, root: Result<(), DriverError>) -> Result<RankRun, DriverError> {
+/// Rank 0's result: its own error first (the root's is logged), else the root's. The root's
+/// dropped strangers join rank 0's events (its process ran both), in time order.
+fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError>) -> Result<RankRun, DriverError> {
+    let mut rank = rank;
+    let root = root.map(|root_run| match &mut rank {
+        Ok(run) => absorb_strangers(run, &root_run),
+        Err(DriverError::Failed { run, .. }) => absorb_strangers(run, &root_run),
+        Err(_) => {}
+    });
     match (rank, root) {
         (Ok(run), Ok(())) => Ok(run),
         // Both stalled: the root knows the culprit (the ranks that never checked in); say it
@@ -145,6 +152,15 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<(), DriverError>) ->
             Err(e)
         }
     }
+}
+
+/// Adds the root's dropped-stranger events to rank 0's, keeping time order.
+fn absorb_strangers(run: &mut RankRun, root: &RootRun) {
+    let theirs = root.events_at.iter().zip(&root.events).filter(|(_, e)| is_stranger_dropped(e));
+    let mut all: Vec<_> = run.events_at.iter().copied().zip(run.events.drain(..)).collect();
+    all.extend(theirs.map(|(t, e)| (*t, e.clone())));
+    all.sort_by_key(|(t, _)| *t);
+    (run.events_at, run.events) = all.into_iter().unzip();
 }
 
 /// Writes the 128-byte unique ID to `path` atomically (a temporary file, then a rename).

@@ -517,10 +517,11 @@ fn pick_ip(family: net::Family) -> anyhow::Result<IpAddr> {
     Ok(chosen.map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |i| i.addr))
 }
 
-/// Connections from strangers (bad magic, garbage, stalled headers) the rank dropped.
+/// Connections from strangers (bad magic, garbage, stalled or evicted headers) the rank, and
+/// on rank 0 the root, dropped.
 fn stray_count(result: &Result<bootsim_adapters::driver::RankRun, bootsim_adapters::driver::DriverError>) -> usize {
     let Some(run) = bootsim_adapters::driver::run_of(result) else { return 0 };
-    run.events.iter().filter(|e| matches!(e, bootsim_core::Event::StrayDropped { .. })).count()
+    run.events.iter().filter(|e| bootsim_adapters::driver::is_stranger_dropped(e)).count()
 }
 
 /// The kernel's ephemeral port range, where it can be read.

@@ -74,7 +74,7 @@ pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome 
                     let net = net.clone();
                     tokio::spawn(async move {
                         let res = run_root(net, RootConfig { uid, nranks: None, limits }).await;
-                        *root_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(res);
+                        *root_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(res.map(|_| ()));
                     })
                 });
                 let cfg = RankConfig { rank: r, nranks: n, uid, variant, limits };

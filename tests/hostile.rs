@@ -1,0 +1,180 @@
+//! Hostile clients against real `bootsim smoke` sessions (4 rank processes on loopback): idle
+//! and garbage connections in front of the check-ins, a trickle of stalled strangers while a
+//! rank is missing, and a check-in forged with the magic anyone can derive from the address.
+//! Each session completes, or fails with the documented error, within a liveness bound.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bootsim_core::wire::{encode_frame, ExtInfo, Preamble};
+use bootsim_core::NVSHMEM_UID_VERSION;
+use sha2::{Digest, Sha256};
+
+mod common;
+use common::{bootsim, free_port, wait_until};
+
+const SECRET: [(&str, &str); 2] = [("BOOTSIM_SESSION_SECRET", "hostile-suite"), ("SLURM_JOB_ID", "4242")];
+
+/// Rank `r` of a 4-rank nvshmem-3.7 session at `addr`, with `env`.
+fn rank(addr: SocketAddr, r: u32, op_timeout_ms: u32, env: &[(&str, &str)]) -> Child {
+    let mut c = bootsim();
+    c.args(["smoke", "--session", &addr.to_string(), "--rank", &r.to_string(), "--ranks", "4"])
+        .args(["--variant", "nvshmem-3.7", "--op-timeout-ms", &op_timeout_ms.to_string()])
+        .env_remove("BOOTSIM_SESSION_SECRET")
+        .env("RUST_LOG", "warn");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// Starts rank 0 and returns once its root accepts connections.
+fn rank0(addr: SocketAddr, op_timeout_ms: u32, env: &[(&str, &str)]) -> Child {
+    let child = rank(addr, 0, op_timeout_ms, env);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "rank 0's root never listened on {addr}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
+/// Waits for every child (killing it at `bound`): exit codes and outputs.
+fn finish(children: Vec<Child>, bound: Duration) -> Vec<(Option<i32>, String)> {
+    let deadline = Instant::now() + bound;
+    children
+        .into_iter()
+        .map(|mut c| {
+            let code = wait_until(&mut c, deadline);
+            let mut out = String::new();
+            c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            c.stderr.take().unwrap().read_to_string(&mut out).unwrap();
+            (code, out)
+        })
+        .collect()
+}
+
+/// The number in rank 0's "(N stranger connections dropped)".
+fn dropped(out: &str) -> usize {
+    out.lines()
+        .filter_map(|l| l.split(" (").nth(1)?.strip_suffix(" stranger connections dropped)")?.parse::<usize>().ok())
+        .sum()
+}
+
+#[test]
+fn six_hundred_idle_and_fifty_garbage_connections_at_the_root_do_not_stop_the_session() {
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(1, 1)).into();
+    let started = Instant::now();
+    let mut children = vec![rank0(addr, 10_000, &SECRET)];
+    // In front of every other rank's check-in: 600 connections that never send a byte (more
+    // than the listen backlog of 128) and 50 that send garbage.
+    let mut strangers = Vec::new();
+    for i in 0..650 {
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("stranger connects");
+        if i % 13 == 0 {
+            let _ = s.write_all(&[0xa5; 64]);
+        }
+        strangers.push(s);
+    }
+    children.extend((1..4).map(|r| rank(addr, r, 10_000, &SECRET)));
+    let outs = finish(children, Duration::from_secs(90));
+    let took = started.elapsed();
+    for (r, (code, out)) in outs.iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r} after {took:?}: {out}");
+    }
+    let n = dropped(&outs[0].1);
+    assert!(n >= 600, "rank 0 reports {n} strangers dropped: {}", outs[0].1);
+    assert!(outs[0].1.contains("dropped a stranger's connection"), "shown at the default level: {}", outs[0].1);
+    eprintln!("650 strangers at the root: session passed in {took:?}, {n} dropped");
+    drop(strangers);
+}
+
+#[test]
+fn a_trickle_of_stalled_strangers_does_not_keep_a_session_without_rank_3_alive() {
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(2, 1)).into();
+    let started = Instant::now();
+    let mut children = vec![rank0(addr, 3_000, &SECRET)];
+    children.extend((1..3).map(|r| rank(addr, r, 3_000, &SECRET)));
+    // A stranger every 100 ms that sends half a preamble and stalls: each is dropped at the
+    // header timeout (or evicted), which must not count as the session's progress.
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+                    let _ = s.write_all(&[0x5e, 0xed, 0x00]);
+                    held.push(s);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            held.len()
+        })
+    };
+    let outs = finish(children, Duration::from_secs(60));
+    let took = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let sent = trickle.join().unwrap();
+    for (r, (code, out)) in outs.iter().enumerate() {
+        assert_eq!(*code, Some(1), "rank {r} fails, after {took:?}: {out}");
+    }
+    assert!(outs[0].1.contains("not yet checked in: rank 3"), "rank 0 names the missing rank: {}", outs[0].1);
+    // The documented bound: the op timeout (3 s), plus the flush bound (5 s), plus start-up.
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    eprintln!("trickle of {sent} stalled strangers, rank 3 missing: every rank failed in {took:?}");
+}
+
+/// The magic a session without a secret uses: derived from its address, so anyone can compute
+/// it (bootsim's derivation: SHA-256 over length-prefixed parts).
+fn derived_magic(addr: SocketAddr) -> u64 {
+    let mut h = Sha256::new();
+    for p in [b"bootsim-session".as_slice(), addr.to_string().as_bytes()] {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    u64::from_le_bytes(h.finalize()[..8].try_into().unwrap())
+}
+
+/// Checks in at `addr` as rank 1 of 4 with `magic`, listening nowhere; true if the root
+/// answered the version (it took the preamble).
+fn forge_check_in(addr: SocketAddr, magic: u64) -> bool {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let nowhere: SocketAddr = ([127, 0, 0, 1], 1).into();
+    let mut bytes = Preamble::bootstrap(magic).encode().to_vec();
+    encode_frame(&mut bytes, &NVSHMEM_UID_VERSION.to_le_bytes());
+    encode_frame(&mut bytes, &ExtInfo { rank: 1, nranks: 4, listen_root: nowhere, listen: nowhere }.encode());
+    s.write_all(&bytes).unwrap();
+    let mut reply = [0u8; 8];
+    s.read_exact(&mut reply).is_ok()
+}
+
+#[test]
+fn a_check_in_forged_with_the_derivable_magic_takes_a_rank_only_without_a_shared_secret() {
+    // Without a secret the forgery works: the root takes it as rank 1, and the real rank 1 is
+    // then a duplicate. (This also proves the test derives the magic as bootsim does.)
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(3, 1)).into();
+    let mut children = vec![rank0(addr, 3_000, &[])];
+    assert!(forge_check_in(addr, derived_magic(addr)), "the root answers a check-in with the derived magic");
+    children.extend((1..4).map(|r| rank(addr, r, 3_000, &[])));
+    let outs = finish(children, Duration::from_secs(60));
+    assert_eq!(outs[0].0, Some(1), "{}", outs[0].1);
+    assert!(outs[0].1.contains("has already checked in"), "{}", outs[0].1);
+    assert!(outs[0].1.contains("the session magic is derived from the address"), "{}", outs[0].1);
+    // With a shared secret the same forgery is a stranger: dropped, and the session passes.
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(4, 1)).into();
+    let mut children = vec![rank0(addr, 10_000, &SECRET)];
+    assert!(!forge_check_in(addr, derived_magic(addr)), "the root drops a check-in without the secret");
+    children.extend((1..4).map(|r| rank(addr, r, 10_000, &SECRET)));
+    let outs = finish(children, Duration::from_secs(60));
+    for (r, (code, out)) in outs.iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r}: {out}");
+        assert!(!out.contains("derived from the address"), "rank {r}: {out}");
+    }
+    assert!(dropped(&outs[0].1) >= 1, "{}", outs[0].1);
+}
