@@ -79,7 +79,9 @@ pub struct SmokeArgs {
     /// Run the whole bootstrap this many times, each with a fresh session.
     #[arg(long, default_value_t = 1)]
     iterations: u32,
-    /// Fail an operation after this long without progress.
+    /// Fail an operation after this long without progress from the peer it waits for
+    /// (strangers do not count). A failing rank exits within this plus 5 s, the bound for its
+    /// queued bytes to flush.
     #[arg(long, default_value_t = 30_000)]
     op_timeout_ms: u64,
     /// Address this rank's listeners bind (default: NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME selection,
