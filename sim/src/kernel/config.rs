@@ -28,10 +28,10 @@ pub struct KernelConfig {
     pub stall_alpha: f64,
     /// Longest stall.
     pub stall_cap: Duration,
-    /// Gilbert–Elliott: per-packet probability of moving from the good to the bad state.
-    pub loss_gb: f64,
-    /// Gilbert–Elliott: per-packet probability of moving from the bad to the good state.
-    pub loss_bg: f64,
+    /// Gilbert–Elliott: mean length of a good spell (exponential; spells are time, not packets).
+    pub loss_good_spell: Duration,
+    /// Gilbert–Elliott: mean length of a bad spell (a congestion episode).
+    pub loss_bad_spell: Duration,
     /// Loss probability in the good state.
     pub loss_good: f64,
     /// Loss probability in the bad state.
@@ -168,8 +168,8 @@ impl Default for KernelConfig {
             stall_xm: Duration::from_micros(50),
             stall_alpha: 1.2,
             stall_cap: Duration::from_millis(20),
-            loss_gb: 0.0,
-            loss_bg: 1.0,
+            loss_good_spell: Duration::from_micros(1500),
+            loss_bad_spell: Duration::from_micros(100),
             loss_good: 0.0,
             loss_bad: 0.0,
             backlog: 4096,
@@ -243,8 +243,8 @@ const KNOBS: &[(&str, &str)] = &[
     ("stall_xm", "shortest stall, Pareto scale (duration)"),
     ("stall_alpha", "stall tail index, Pareto shape (> 0; smaller is heavier)"),
     ("stall_cap", "longest stall (duration)"),
-    ("loss_gb", "Gilbert-Elliott P(good -> bad) per packet"),
-    ("loss_bg", "Gilbert-Elliott P(bad -> good) per packet"),
+    ("loss_good_spell", "Gilbert-Elliott mean good spell, in time (duration > 0)"),
+    ("loss_bad_spell", "Gilbert-Elliott mean bad spell (a congestion episode), in time (duration > 0)"),
     ("loss_good", "loss probability in the good state"),
     ("loss_bad", "loss probability in the bad state"),
     ("backlog", "accept-queue capacity per listener (>= 1)"),
@@ -284,7 +284,7 @@ impl KernelConfig {
         match name {
             "fifo" => Ok(KernelConfig::default()),
             "rss" => Ok(rss()),
-            "lossy" => Ok(KernelConfig { loss_gb: 0.02, loss_bg: 0.3, loss_good: 0.001, loss_bad: 0.6, ..rss() }),
+            "lossy" => Ok(KernelConfig { loss_good: 0.001, loss_bad: 0.6, ..rss() }),
             "overflow" => Ok(KernelConfig { backlog: 2, ..rss() }),
             "swarm" => Ok(KernelConfig::swarm(seed)),
             other => Err(UnknownProfile(other.to_string())),
@@ -319,8 +319,8 @@ impl KernelConfig {
             cfg.stall_cap = cfg.stall_xm.mul_f64(rng::log_uniform(r, 2.0, 1000.0)).min(Duration::from_millis(100));
         }
         if rng::chance(r, 0.5) {
-            cfg.loss_gb = rng::log_uniform(r, 0.001, 0.03);
-            cfg.loss_bg = rng::log_uniform(r, 0.2, 0.9);
+            cfg.loss_good_spell = Duration::from_nanos(rng::log_uniform(r, 500e3, 50e6) as u64);
+            cfg.loss_bad_spell = Duration::from_nanos(rng::log_uniform(r, 20e3, 1e6) as u64);
             cfg.loss_good = if rng::chance(r, 0.5) { 0.0 } else { rng::log_uniform(r, 1e-4, 2e-3) };
             cfg.loss_bad = rng::log_uniform(r, 0.1, 0.7);
         }
@@ -367,8 +367,13 @@ impl KernelConfig {
                     value.parse::<f64>().ok().filter(|a| *a > 0.0 && a.is_finite()).ok_or_else(|| bad(E))?;
             }
             "stall_cap" => self.stall_cap = dur()?,
-            "loss_gb" => self.loss_gb = prob()?,
-            "loss_bg" => self.loss_bg = prob()?,
+            "loss_good_spell" | "loss_bad_spell" => {
+                let d = dur().and_then(|d| if d.is_zero() { Err(bad("a duration > 0, e.g. 100us")) } else { Ok(d) })?;
+                match key {
+                    "loss_good_spell" => self.loss_good_spell = d,
+                    _ => self.loss_bad_spell = d,
+                }
+            }
             "loss_good" => self.loss_good = prob()?,
             "loss_bad" => self.loss_bad = prob()?,
             "backlog" => {
@@ -450,7 +455,7 @@ impl fmt::Display for KernelConfig {
         write!(
             f,
             "rx_queues={} service={} latency={} jitter={} stall_gap={} stall_skew={} stall_xm={} \
-             stall_alpha={} stall_cap={} loss_gb={} loss_bg={} loss_good={} loss_bad={} \
+             stall_alpha={} stall_cap={} loss_good_spell={} loss_bad_spell={} loss_good={} loss_bad={} \
              backlog={} syn_rto={} syn_retries={} synack_retries={} rto_min={} rto_max={} \
              data_retries={} trace={}",
             self.rx_queues,
@@ -462,8 +467,8 @@ impl fmt::Display for KernelConfig {
             d.show(self.stall_xm),
             self.stall_alpha,
             d.show(self.stall_cap),
-            self.loss_gb,
-            self.loss_bg,
+            d.show(self.loss_good_spell),
+            d.show(self.loss_bad_spell),
             self.loss_good,
             self.loss_bad,
             self.backlog,

@@ -1,16 +1,25 @@
-//! Bursty packet loss: a Gilbert–Elliott chain per receiving host, stepped once per arriving
-//! packet (good/bad state, each with its own loss probability).
+//! Bursty packet loss: a Gilbert–Elliott chain per receiving host in continuous time (good and
+//! bad spells of exponentially distributed length, each state with its own loss probability).
+//! Spells are measured in time, not packets, so a quiet host does not stay in a bad spell for
+//! minutes because no packet came to step it.
 
+use std::time::Duration;
+
+use bootsim_core::Instant;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::KernelConfig;
 use super::rng;
 
+/// After a quiet gap this many mean cycles long the chain has forgotten its state (to within
+/// e^-64): the next state is drawn from the stationary distribution instead of stepping.
+const MIXED_CYCLES: u64 = 64;
+
 /// The chain's parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct LossParams {
-    good_to_bad: f64,
-    bad_to_good: f64,
+    good_ns: f64,
+    bad_ns: f64,
     in_good: f64,
     in_bad: f64,
 }
@@ -18,22 +27,28 @@ pub(crate) struct LossParams {
 impl LossParams {
     /// From the `loss_*` knobs.
     pub(crate) fn new(cfg: &KernelConfig) -> LossParams {
-        LossParams { good_to_bad: cfg.loss_gb, bad_to_good: cfg.loss_bg, in_good: cfg.loss_good, in_bad: cfg.loss_bad }
+        LossParams {
+            good_ns: cfg.loss_good_spell.as_nanos().max(1) as f64,
+            bad_ns: cfg.loss_bad_spell.as_nanos().max(1) as f64,
+            in_good: cfg.loss_good,
+            in_bad: cfg.loss_bad,
+        }
     }
 
     /// True when no packet can ever be lost (then no draws are made at all).
     pub(crate) fn is_lossless(&self) -> bool {
-        self.in_good <= 0.0 && (self.in_bad <= 0.0 || self.good_to_bad <= 0.0)
+        self.in_good <= 0.0 && self.in_bad <= 0.0
     }
 
-    /// Long-run loss rate.
+    /// Share of time spent in the bad state.
+    fn bad_share(&self) -> f64 {
+        self.bad_ns / (self.good_ns + self.bad_ns)
+    }
+
+    /// Long-run loss rate of packets arriving at a steady rate.
     #[cfg(test)]
     pub(crate) fn mean_loss(&self) -> f64 {
-        let (gb, bg) = (self.good_to_bad, self.bad_to_good);
-        if gb + bg <= 0.0 {
-            return self.in_good;
-        }
-        let bad = gb / (gb + bg);
+        let bad = self.bad_share();
         (1.0 - bad) * self.in_good + bad * self.in_bad
     }
 }
@@ -42,24 +57,49 @@ impl LossParams {
 #[derive(Clone, Debug)]
 pub(crate) struct GilbertElliott {
     bad: bool,
+    /// When the current spell ends (`None` until the first packet).
+    until: Option<Instant>,
     rng: ChaCha8Rng,
 }
 
 impl GilbertElliott {
-    /// Starts in the good state.
+    /// Starts in the good state at the first packet.
     pub(crate) fn new(rng: ChaCha8Rng) -> GilbertElliott {
-        GilbertElliott { bad: false, rng }
+        GilbertElliott { bad: false, until: None, rng }
     }
 
-    /// Decide the fate of one packet, then step the chain.
-    pub(crate) fn lose(&mut self, p: &LossParams) -> bool {
+    /// Decides the fate of a packet arriving at `now`.
+    pub(crate) fn lose(&mut self, p: &LossParams, now: Instant) -> bool {
         if p.is_lossless() {
             return false;
         }
-        let lost = rng::chance(&mut self.rng, if self.bad { p.in_bad } else { p.in_good });
-        let flip = rng::chance(&mut self.rng, if self.bad { p.bad_to_good } else { p.good_to_bad });
-        self.bad ^= flip;
-        lost
+        self.advance(p, now);
+        rng::chance(&mut self.rng, if self.bad { p.in_bad } else { p.in_good })
+    }
+
+    /// Brings the chain to `now`: spell after spell, or, after a long quiet gap, a fresh
+    /// stationary draw (the chain is memoryless, so the residual spell is a fresh one).
+    fn advance(&mut self, p: &LossParams, now: Instant) {
+        let mut until = match self.until {
+            Some(u) => u,
+            None => now + self.spell(p),
+        };
+        let cycle = Duration::from_nanos((p.good_ns + p.bad_ns) as u64);
+        if now.saturating_since(until) > cycle.saturating_mul(MIXED_CYCLES as u32) {
+            self.bad = rng::chance(&mut self.rng, p.bad_share());
+            until = now + self.spell(p);
+        }
+        while now >= until {
+            self.bad = !self.bad;
+            until = until + self.spell(p);
+        }
+        self.until = Some(until);
+    }
+
+    /// A spell of the current state.
+    fn spell(&mut self, p: &LossParams) -> Duration {
+        let mean = if self.bad { p.bad_ns } else { p.good_ns };
+        Duration::from_nanos(rng::exp_ns(&mut self.rng, mean).max(1))
     }
 }
 
@@ -69,7 +109,12 @@ mod tests {
     use crate::kernel::rng::{stream, Purpose};
 
     fn params() -> LossParams {
-        LossParams { good_to_bad: 0.02, bad_to_good: 0.3, in_good: 0.001, in_bad: 0.6 }
+        LossParams { good_ns: 1_500_000.0, bad_ns: 100_000.0, in_good: 0.001, in_bad: 0.6 }
+    }
+
+    /// Packets every `gap` from time zero.
+    fn at(i: u64, gap: Duration) -> Instant {
+        Instant::ZERO + gap * i as u32
     }
 
     #[test]
@@ -77,7 +122,7 @@ mod tests {
         let p = LossParams::new(&KernelConfig::default());
         assert!(p.is_lossless());
         let mut ge = GilbertElliott::new(stream(1, Purpose::Loss, 0, 0));
-        assert!((0..1000).all(|_| !ge.lose(&p)));
+        assert!((0..1000).all(|i| !ge.lose(&p, at(i, Duration::from_micros(10)))));
     }
 
     #[test]
@@ -85,12 +130,35 @@ mod tests {
         let p = params();
         let mut ge = GilbertElliott::new(stream(2, Purpose::Loss, 0, 0));
         let n = 200_000;
-        let outcomes: Vec<bool> = (0..n).map(|_| ge.lose(&p)).collect();
+        let outcomes: Vec<bool> = (0..n).map(|i| ge.lose(&p, at(i, Duration::from_micros(10)))).collect();
         let rate = outcomes.iter().filter(|&&l| l).count() as f64 / n as f64;
         assert!((rate - p.mean_loss()).abs() < 0.006, "rate {rate} vs {}", p.mean_loss());
         // Bursty: a loss is far more likely right after a loss than on average.
         let after_loss = outcomes.windows(2).filter(|w| w[0]).count() as f64;
         let pairs = outcomes.windows(2).filter(|w| w[0] && w[1]).count() as f64;
         assert!(pairs / after_loss > 3.0 * rate, "not bursty");
+    }
+
+    #[test]
+    fn a_bad_spell_ends_in_time_on_a_quiet_host() {
+        // One packet a second (a retransmission backing off): the bad spells last 100 us, so
+        // consecutive packets are independent, at the stationary rate, never a run of losses.
+        let p = params();
+        let mut ge = GilbertElliott::new(stream(3, Purpose::Loss, 0, 0));
+        let outcomes: Vec<bool> = (0..20_000).map(|i| ge.lose(&p, at(i, Duration::from_secs(1)))).collect();
+        let rate = outcomes.iter().filter(|&&l| l).count() as f64 / outcomes.len() as f64;
+        assert!((rate - p.mean_loss()).abs() < 0.01, "rate {rate} vs {}", p.mean_loss());
+        let longest = outcomes.split(|l| !l).map(<[bool]>::len).max().unwrap();
+        assert!(longest <= 4, "a run of {longest} losses one second apart");
+    }
+
+    #[test]
+    fn the_chain_is_a_function_of_the_seed_and_the_arrival_times() {
+        let p = params();
+        let run = || {
+            let mut ge = GilbertElliott::new(stream(4, Purpose::Loss, 0, 0));
+            (0..5000).map(|i| ge.lose(&p, at(i * i % 977, Duration::from_micros(37)))).collect::<Vec<_>>()
+        };
+        assert_eq!(run(), run());
     }
 }

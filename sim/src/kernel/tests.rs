@@ -260,7 +260,10 @@ fn draining_before_the_next_connect_preserves_accept_order() {
 }
 
 #[test]
-fn lossy_profile_sometimes_outlasts_a_one_second_drain_timeout() {
+fn lossy_profile_drains_sometimes_outlast_a_retransmission_timeout() {
+    // Loss bursts are spells in time (100 us mean): a lost segment waits out RTO_MIN (200 ms)
+    // and its retransmission meets a fresh spell, so drains past 200 ms happen (a 100 ms drain
+    // bound fails open) but a run of losses a second long is rare, not the rule of a quiet host.
     let mut slow = 0;
     let mut worst = Duration::ZERO;
     for seed in seeds(40) {
@@ -269,10 +272,11 @@ fn lossy_profile_sometimes_outlasts_a_one_second_drain_timeout() {
         assert!(o.stats.lost > 0 || o.stats.retransmits == 0);
         let max = o.drain.iter().copied().max().unwrap_or_default();
         worst = worst.max(max);
-        slow += usize::from(max > Duration::from_secs(1));
+        slow += usize::from(max > Duration::from_millis(200));
     }
-    println!("lossy: {slow}/40 seeds had a drain > 1 s (worst {worst:?})");
-    assert!(slow > 0, "no drain exceeded 1 s; worst {worst:?}");
+    println!("lossy: {slow}/40 seeds had a drain > 200 ms (worst {worst:?})");
+    assert!(slow > 0, "no drain exceeded 200 ms; worst {worst:?}");
+    assert!(slow < 40, "every seed had a drain > 200 ms");
 }
 
 #[test]
@@ -391,7 +395,7 @@ fn extreme_loss_ends_every_connection_one_way_or_another() {
     // 78% mean loss in long bursts: every connect must still end in a verdict (data fully
     // acknowledged, connect timeout, or abort) and the kernel must go quiet.
     let mut cfg = KernelConfig::profile("rss").unwrap();
-    cfg.apply_words("loss_gb=0.2 loss_bg=0.02 loss_good=0.05 loss_bad=0.85 trace=false").unwrap();
+    cfg.apply_words("loss_good_spell=100us loss_bad_spell=1ms loss_good=0.05 loss_bad=0.85 trace=false").unwrap();
     let mut all = Vec::new();
     for seed in seeds(4) {
         let mut k = Kernel::new(cfg.clone(), seed, 2);

@@ -217,7 +217,7 @@ impl Net {
     /// softirq and is delivered to TCP when processed.
     pub(crate) fn arrive(&mut self, at: Instant, pkt: Pkt, host: u32, queue: u16, flow: Flow) {
         let h = &mut self.hosts[host as usize];
-        if h.loss.lose(&self.loss) {
+        if h.loss.lose(&self.loss, at) {
             self.stats.lost += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace(at, EventKind::PacketLost { host: HostId(host), queue, flow, dir, seg });
