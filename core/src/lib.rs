@@ -6,6 +6,8 @@
 //! [`Input`]s with `handle`, drain `poll_output`, sleep until `poll_timeout`, call
 //! `handle_timeout`.
 
+#![forbid(unsafe_code)]
+
 pub mod error;
 pub mod ids;
 pub mod io;

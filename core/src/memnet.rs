@@ -66,7 +66,6 @@ pub struct MemNet {
     now: Instant,
     root: Root,
     ranks: Vec<Rank>,
-    ops: Vec<VecDeque<Op>>,
     listeners: BTreeMap<SocketAddr, (Node, Listener)>,
     accept_queue: BTreeMap<SocketAddr, VecDeque<usize>>,
     pending_accept: BTreeMap<SocketAddr, ConnId>,
@@ -115,7 +114,6 @@ impl MemNet {
             now,
             root,
             ranks,
-            ops: vec![VecDeque::new(); nranks as usize],
             listeners: BTreeMap::new(),
             accept_queue: BTreeMap::new(),
             pending_accept: BTreeMap::new(),
@@ -143,8 +141,10 @@ impl MemNet {
 
     /// Queues operations for rank `r`, started one after another once init is done.
     pub fn queue_ops(&mut self, r: u32, ops: impl IntoIterator<Item = Op>) {
-        self.ops[r as usize].extend(ops);
-        self.start_next(r);
+        for op in ops {
+            self.ranks[r as usize].push(self.now, op);
+        }
+        self.collect(Node::Rank(r));
     }
 
     /// Connects a stranger to rank `to`'s peer listener, sends `bytes`, and closes if `close`
@@ -236,24 +236,6 @@ impl MemNet {
         self.collect(node);
     }
 
-    fn start_next(&mut self, r: u32) {
-        let rank = &mut self.ranks[r as usize];
-        if !rank.is_ready() || rank.is_busy() {
-            return;
-        }
-        if let Some(op) = self.ops[r as usize].pop_front() {
-            if let Err(e) = rank.start(self.now, op) {
-                self.ops[r as usize].clear();
-                self.completions.push((
-                    self.now,
-                    Node::Rank(r),
-                    Completion { op: OpId(u32::MAX), kind: crate::OpKind::Init, result: Err(e) },
-                ));
-            }
-            self.collect(Node::Rank(r));
-        }
-    }
-
     /// Drains a node's outputs and carries them out.
     fn collect(&mut self, node: Node) {
         loop {
@@ -312,17 +294,7 @@ impl MemNet {
                 let Some((i, side)) = self.by_end.remove(&(node, conn)) else { return };
                 self.close_end(i, 1 - side);
             }
-            Output::Completed(c) => {
-                let done = c.result.is_ok();
-                self.completions.push((now, node, c));
-                if let Node::Rank(r) = node {
-                    if done {
-                        self.start_next(r);
-                    } else {
-                        self.ops[r as usize].clear();
-                    }
-                }
-            }
+            Output::Completed(c) => self.completions.push((now, node, c)),
             Output::Event(e) => self.events.push((now, node, e)),
         }
     }

@@ -30,8 +30,8 @@ impl RankReport {
 pub fn error_text(rank: u32, completion: usize, e: &BootstrapError) -> String {
     let text = e.to_string();
     let text = text.strip_prefix(&format!("rank {rank}: ")).unwrap_or(&text).to_string();
-    // Init, or an operation that could not start (numbered u32::MAX by the engines): no index.
-    if completion == 0 || completion >= u32::MAX as usize {
+    // Init: no index.
+    if completion == 0 {
         return text;
     }
     for kind in ["allgather", "alltoall", "barrier"] {

@@ -4,6 +4,8 @@
 //! checkable payloads ([`workload`]), case strings ([`case`]), engines ([`engine`]), the
 //! oracles that judge a run ([`oracle`]) and the sweep runner ([`sweep`]).
 
+#![forbid(unsafe_code)]
+
 pub mod case;
 pub mod engine;
 pub mod explain;

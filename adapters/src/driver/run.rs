@@ -9,14 +9,16 @@ use super::io::Io;
 use super::strangers::StrangerLog;
 use super::{Backend, DriverError, RankRun, RootRun};
 
-/// Runs one rank: init, then `ops` in order, stopping at the first error; then closes every
+/// Runs one rank: init, then `ops` in order (the rank starts each itself), stopping at the
+/// first error; then closes every
 /// connection and listener and lets queued bytes flush.
 pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> Result<RankRun, DriverError> {
     let who = format!("rank {}", cfg.rank);
     let mut io = Io::new(backend, who.clone());
     let mut rank = Rank::new(cfg, io.now());
-    let total = ops.len() + 1;
-    let mut ops = ops.into_iter();
+    for op in ops {
+        rank.push(io.now(), op);
+    }
     let mut run = RankRun::default();
     let mut failure: Option<BootstrapError> = None;
     let mut strangers = StrangerLog::default();
@@ -31,13 +33,6 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                     io.backend().report_completion(io.now(), &c);
                     run.completions.push(c);
                     run.completed_at.push(io.now());
-                    if failure.is_none() {
-                        if let Some(op) = ops.next() {
-                            if let Err(e) = rank.start(io.now(), op) {
-                                failure = Some(e);
-                            }
-                        }
-                    }
                 }
                 Output::Event(e) => {
                     tracing::debug!(%who, event = ?e, "event");
@@ -49,7 +44,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                 other => io.execute(other).await,
             }
         }
-        if failure.is_some() || run.completions.len() == total {
+        if failure.is_some() || rank.is_finished() {
             break;
         }
         io.backend().report_wait(rank.waiting_for(), rank.unexpected());

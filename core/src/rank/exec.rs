@@ -94,6 +94,7 @@ impl Rank {
         } else {
             self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Ok(op.result) }));
         }
+        self.start_queued();
     }
 
     fn running(&self) -> &Running {

@@ -49,6 +49,19 @@ pub enum Op {
     Recv { peer: u32, tag: i32, size: usize },
 }
 
+impl Op {
+    /// The operation's kind.
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Op::Allgather { .. } => OpKind::Allgather,
+            Op::Alltoall { .. } => OpKind::Alltoall,
+            Op::Barrier { .. } => OpKind::Barrier,
+            Op::Send { .. } => OpKind::Send,
+            Op::Recv { .. } => OpKind::Recv,
+        }
+    }
+}
+
 /// The operation in progress.
 #[derive(Debug)]
 struct Running {
@@ -107,6 +120,8 @@ pub struct Rank {
     stream_out: Vec<Option<ConnId>>,
     stream_in: Vec<Option<ConnId>>,
     eager_accept: Option<ConnId>,
+    /// Operations pushed and not yet started, in order.
+    queued: VecDeque<Op>,
     /// Per-message transport under `read_ahead`: accepted connections not yet taken by a
     /// receive, in accept order (their headers are read meanwhile).
     arrivals: VecDeque<ConnId>,
@@ -140,6 +155,7 @@ impl Rank {
             stream_out: vec![None; n],
             stream_in: vec![None; n],
             eager_accept: None,
+            queued: VecDeque::new(),
             arrivals: VecDeque::new(),
             next_op: 1,
             next_call_tag: cfg.variant.first_call_tag().unwrap_or(0),
@@ -226,17 +242,47 @@ impl Rank {
         }
     }
 
-    /// Starts an application operation. Only one runs at a time, after init.
-    pub fn start(&mut self, now: Instant, op: Op) -> Result<OpId, BootstrapError> {
+    /// Queues an application operation. The rank starts each queued operation, in order, once
+    /// init and the one before it completed; after a failure it starts none of the rest. An
+    /// operation that cannot start (e.g. a size that does not split) completes at once with
+    /// its error, under its own operation number.
+    pub fn push(&mut self, now: Instant, op: Op) {
         self.now = self.now.max(now);
+        self.queued.push_back(op);
+        self.start_queued();
+        self.advance();
+    }
+
+    /// Operations queued and not yet started.
+    pub fn queued(&self) -> usize {
+        self.queued.len()
+    }
+
+    /// True when nothing more will happen without a new operation: init and every queued
+    /// operation completed, or one failed.
+    pub fn is_finished(&self) -> bool {
+        self.op.is_none() && (self.queued.is_empty() || self.failed)
+    }
+
+    /// Starts the next queued operation if the rank is idle and ready.
+    fn start_queued(&mut self) {
+        if !self.ready || self.failed || self.op.is_some() {
+            return;
+        }
+        let Some(op) = self.queued.pop_front() else { return };
+        let kind = op.kind();
+        if let Err(error) = self.start(op) {
+            let id = OpId(self.next_op);
+            self.next_op += 1;
+            self.queued.clear();
+            self.out.push_back(Output::Completed(Completion { op: id, kind, result: Err(error) }));
+        }
+    }
+
+    /// Starts an application operation. Only one runs at a time, after init.
+    fn start(&mut self, op: Op) -> Result<OpId, BootstrapError> {
         let (rank, n) = (self.cfg.rank, self.cfg.nranks);
-        let kind = match &op {
-            Op::Allgather { .. } => OpKind::Allgather,
-            Op::Alltoall { .. } => OpKind::Alltoall,
-            Op::Barrier { .. } => OpKind::Barrier,
-            Op::Send { .. } => OpKind::Send,
-            Op::Recv { .. } => OpKind::Recv,
-        };
+        let kind = op.kind();
         let invalid = |reason: String| BootstrapError::InvalidOp { rank, op: kind, reason };
         if self.failed || !self.ready {
             return Err(invalid("init has not completed".into()));
@@ -295,7 +341,6 @@ impl Rank {
         self.next_op += 1;
         self.last_progress = self.now;
         self.op = Some(Running { id, kind, steps, input, result, wait: Wait::Start });
-        self.advance();
         Ok(id)
     }
 
@@ -427,6 +472,7 @@ impl Rank {
         if op.kind == OpKind::Init {
             self.failed = true;
         }
+        self.queued.clear();
         self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Err(error) }));
     }
 

@@ -8,8 +8,8 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 use bootsim_core::{
-    Completion, ConnId, ConnectFailure, ConnectRetry, Instant, Limits, Listener, Op, OpId, Output, OwnedInput, Rank,
-    RankConfig, RetryPolicy, RetryStep, Root, RootConfig, UniqueId,
+    Completion, ConnId, ConnectFailure, ConnectRetry, Instant, Limits, Listener, Output, OwnedInput, Rank, RankConfig,
+    RetryPolicy, RetryStep, Root, RootConfig, UniqueId,
 };
 
 use super::outcome::{Node, Outcome, RankEnd, TraceSink};
@@ -70,7 +70,6 @@ struct World<'a> {
     kernel: Kernel,
     root: Root,
     ranks: Vec<Rank>,
-    ops: Vec<VecDeque<Op>>,
     sock_of: BTreeMap<(Node, ConnId), SockId>,
     owner: BTreeMap<SockId, (Node, ConnId)>,
     listeners: BTreeMap<(Node, Listener), ListenerId>,
@@ -103,18 +102,20 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
     let limits = Limits::default();
     let now = Instant::ZERO;
     let spec = case.workload.ops(case.seed);
-    let ops: Vec<VecDeque<Op>> = (0..n)
-        .map(|r| spec.iter().enumerate().map(|(i, s)| build_op(*s, case.seed, i as u32, r, n)).collect())
-        .collect();
     let mut w = World {
         case,
         now,
         kernel,
         root: Root::new(RootConfig { uid, nranks: None, limits }, now),
         ranks: (0..n)
-            .map(|rank| Rank::new(RankConfig { rank, nranks: n, uid, variant: case.variant, limits }, now))
+            .map(|rank| {
+                let mut r = Rank::new(RankConfig { rank, nranks: n, uid, variant: case.variant, limits }, now);
+                for (i, s) in spec.iter().enumerate() {
+                    r.push(now, build_op(*s, case.seed, i as u32, rank, n));
+                }
+                r
+            })
             .collect(),
-        ops,
         sock_of: BTreeMap::new(),
         owner: BTreeMap::new(),
         listeners: BTreeMap::new(),
@@ -179,7 +180,7 @@ impl World<'_> {
             let end = &mut self.out.ranks[r];
             end.waiting_for = rank.waiting_for();
             end.unexpected = rank.unexpected();
-            end.ops_left = self.ops[r].len() + usize::from(rank.is_busy());
+            end.ops_left = rank.queued() + usize::from(rank.is_busy());
         }
         self.out.root_waiting = self.root.waiting_for();
         self.out.trace = self.sink.finish();
@@ -348,36 +349,16 @@ impl World<'_> {
             Ok(bytes) => self.sink.line(now, name, format_args!("{} #{} ok ({} bytes)", c.kind, c.op.0, bytes.len())),
             Err(e) => self.sink.line(now, name, format_args!("{} #{} failed: {e}", c.kind, c.op.0)),
         }
-        let ok = c.result.is_ok();
         match node {
             Node::Root => {
                 self.remaining -= 1;
                 self.out.root_result = Some(c.result);
             }
             Node::Rank(r) => {
-                let ri = r as usize;
-                self.out.ranks[ri].completions.push((now, c));
-                let rank = &mut self.ranks[ri];
-                let next = if ok { self.ops[ri].pop_front() } else { None };
-                match next {
-                    Some(op) => {
-                        if let Err(e) = rank.start(now, op) {
-                            self.sink.line(now, name, format_args!("cannot start op: {e}"));
-                            self.ops[ri].clear();
-                            self.out.ranks[ri].completions.push((
-                                now,
-                                Completion { op: OpId(u32::MAX), kind: bootsim_core::OpKind::Init, result: Err(e) },
-                            ));
-                            self.rank_done(r);
-                        }
-                        self.collect(node);
-                    }
-                    None => {
-                        if !ok {
-                            self.ops[ri].clear();
-                        }
-                        self.rank_done(r);
-                    }
+                // The rank starts its next operation itself; it is done once none is left.
+                self.out.ranks[r as usize].completions.push((now, c));
+                if self.ranks[r as usize].is_finished() {
+                    self.rank_done(r);
                 }
             }
         }

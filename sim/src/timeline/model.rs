@@ -164,11 +164,7 @@ impl Model {
                 continue;
             }
             for (at, c) in &end.completions {
-                let name = if c.op.0 == 0 || c.op.0 == u32::MAX {
-                    c.kind.to_string()
-                } else {
-                    format!("{} #{}", c.kind, c.op.0 - 1)
-                };
+                let name = if c.op.0 == 0 { c.kind.to_string() } else { format!("{} #{}", c.kind, c.op.0 - 1) };
                 let failed = c.result.is_err();
                 let text = format!("{name} {}", if failed { "failed" } else { "ok" });
                 m.done.push(Done { at: *at, lane, text, failed });

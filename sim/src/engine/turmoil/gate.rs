@@ -1,8 +1,9 @@
 //! The kernel gate: turmoil carries the bytes, the seeded kernel model decides when each
 //! connection reaches the protocol's `accept()` and when a sender's send queue drains.
 //!
-//! turmoil completes `connect()` only inside the server's `accept()` and has no send-queue
-//! accounting (shared/notes/dst-anchors.md §1.4–1.5). So every listener is accepted eagerly (the
+//! turmoil completes `connect()` only inside the server's `accept()` (its `TcpListener` hands the
+//! SYN to the server and the client's connect returns when the server accepts) and has no
+//! send-queue accounting (no `SIOCOUTQ`). So every listener is accepted eagerly (the
 //! kernel finishing the handshake), each connection is mirrored into the kernel model (connect,
 //! write, close), and the protocol's `accept()` takes connections in the order the model's
 //! accept queue releases them. `SIOCOUTQ` is the model's `outq`.

@@ -173,7 +173,7 @@ fn collect(
             Err(DriverError::Failed { run, .. }) => *run,
             Err(other) => RankRun {
                 completions: vec![Completion {
-                    op: OpId(u32::MAX),
+                    op: OpId(0),
                     kind: OpKind::Init,
                     result: Err(BootstrapError::InvalidOp {
                         rank: r as u32,
