@@ -22,7 +22,7 @@ pub mod variant;
 pub mod wire;
 
 pub use error::BootstrapError;
-pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind};
+pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind, OpName};
 pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};
 pub use qp_handle::QpHandle;
 pub use rank::{Op, Rank, RankConfig};

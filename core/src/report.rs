@@ -31,12 +31,12 @@ pub fn error_text(rank: u32, completion: usize, e: &BootstrapError) -> String {
     let text = e.to_string();
     let text = text.strip_prefix(&format!("rank {rank}: ")).unwrap_or(&text).to_string();
     // Init, or an operation that could not start (numbered u32::MAX by the engines): no index.
-    if completion == 0 || completion >= u32::MAX as usize {
+    let Some(index) = u32::try_from(completion).ok().and_then(|c| crate::OpId(c).workload_index()) else {
         return text;
-    }
+    };
     for kind in ["allgather", "alltoall", "barrier"] {
         if let Some(rest) = text.strip_prefix(kind) {
-            return format!("{kind} #{}{rest}", completion - 1);
+            return format!("{kind} #{index}{rest}");
         }
     }
     text

@@ -176,33 +176,14 @@ impl Outcome {
         }
     }
 
-    /// Records a kernel trace event under its connection.
-    pub fn record_kernel(&mut self, at: Instant, kind: EventKind) {
-        let conn = match kind {
-            EventKind::SynSent { sock, flow, .. } => {
-                self.flow_conn.insert(flow, sock.conn());
-                sock.conn()
-            }
-            EventKind::ChildEnqueued { sock, .. } | EventKind::Accepted { sock, .. } => sock.conn(),
-            _ => return self.record_flow_event(at, kind),
-        };
-        self.kernel_notes.entry(conn).or_default().push((at, kind));
-    }
-
-    /// Files a packet-level event (stall, loss, retransmission, backlog drop) under the
-    /// connection whose 4-tuple it names (the latest connection with that 4-tuple).
-    fn record_flow_event(&mut self, at: Instant, kind: EventKind) {
-        let flow = match kind {
-            EventKind::RxStall { flow, .. }
-            | EventKind::PacketLost { flow, .. }
-            | EventKind::Retransmit { flow, .. }
-            | EventKind::BacklogDrop { flow, .. }
-            | EventKind::SynAckExpired { flow } => flow,
-            _ => return,
-        };
-        if let Some(&conn) = self.flow_conn.get(&flow) {
+    /// Records a trace-only kernel event under its connection (packet events under the latest
+    /// connection with their 4-tuple); returns that connection, for the trace line.
+    pub fn record_kernel(&mut self, at: Instant, kind: EventKind) -> Option<u64> {
+        let conn = crate::words::kernel_conn(&kind, &mut self.flow_conn)?;
+        if !kind.is_app() {
             self.kernel_notes.entry(conn).or_default().push((at, kind));
         }
+        Some(conn)
     }
 }
 

@@ -155,9 +155,8 @@ impl Finding {
 }
 
 fn describe(origin: &MsgOrigin, from: Option<u32>) -> String {
-    let step = if origin.kind == OpKind::Barrier { "round" } else { "step" };
     let from = from.map_or(String::new(), |f| format!(" from rank {f}"));
-    format!("{} #{} {} {}{}", origin.kind, origin.op.0.saturating_sub(1), step, origin.step, from)
+    format!("{origin}{from}")
 }
 
 fn describe_sent(s: &SentMsg) -> String {
