@@ -302,12 +302,6 @@ fn strip_rank(error: &str, r: u32) -> &str {
     s
 }
 
-/// `QPN 0x1 GID 0000:...:0000` with the GID shortened (zero GID, `::ffff:` prefix).
-pub fn short_qp(s: &str) -> String {
-    s.replace("GID 0000:0000:0000:0000:0000:0000:0000:0000", "and a zero GID")
-        .replace("0000:0000:0000:0000:0000:ffff:", "::ffff:")
-}
-
 /// For a hang: how many ranks were stuck, and why up to two of their last connects never
 /// reached the peer's accept() (backlog drops, losses, retransmissions, a peer not accepting).
 /// A cycle of ranks each blocked in connect() to the next (NVSHMEM sends before it receives,
@@ -418,8 +412,8 @@ fn consequence(f: &Finding, told: &[String]) -> Option<String> {
             match (expected_qp, received_qp) {
                 (Some(e), Some(g)) => format!(
                     "Symptom: rank {rank}'s {op} holds {} from rank {peer} where {} was expected{}.",
-                    short_qp(g),
-                    short_qp(e),
+                    g,
+                    e,
                     verbs.as_ref().map_or(String::new(), |v| format!(": {v}"))
                 ),
                 _ => format!("Symptom: rank {rank}'s {op} reported success with wrong bytes in rank {peer}'s chunk."),

@@ -10,7 +10,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
-use bootsim_core::{ConnId, Event, Instant, MsgOrigin};
+use bootsim_core::{Completion, ConnId, Event, Instant, MsgOrigin, OpName};
 
 use crate::kernel::{Dir, EventKind, Flow, HostId, Overflow, Seg, SockId};
 
@@ -220,6 +220,14 @@ pub fn event_line(e: &Event, kconn: Option<u64>) -> String {
         }
         Event::Ready => "init ready: every peer's listener is known".to_string(),
         Event::CheckedIn { rank, count, nranks } => format!("took rank {rank}'s check-in ({count} of {nranks})"),
+    }
+}
+
+/// An operation's end as a trace line: `alltoall #1 ok (1152 bytes)`, `barrier #2 failed: ...`.
+pub fn completion_line(c: &Completion) -> String {
+    match &c.result {
+        Ok(bytes) => format!("{} ok ({} bytes)", OpName(c.kind, c.op), bytes.len()),
+        Err(e) => format!("{} failed: {e}", OpName(c.kind, c.op)),
     }
 }
 

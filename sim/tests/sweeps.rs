@@ -25,7 +25,7 @@ fn nvshmem_3_4_corrupts_with_the_reports_symptoms_within_100_seeds() {
         _ => None,
     });
     let (received, verbs, source) = corruption.expect("a corruption finding");
-    assert!(received.unwrap().ends_with("GID 0000:0000:0000:0000:0000:0000:0000:0000"), "the GID arrives zeroed");
+    assert!(received.unwrap().ends_with("and a zero GID"), "the GID arrives zeroed");
     assert!(verbs.unwrap().contains("ibv_modify_qp(RTR) with a zero GID: EINVAL"));
     assert!(source.starts_with("barrier #2 round 1 from rank"), "{source}");
     assert!(report.findings.iter().any(|f| matches!(f, Finding::Error { error, .. } if error.contains("message truncated: received 576 bytes instead of 4"))));

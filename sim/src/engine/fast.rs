@@ -8,15 +8,15 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::{
-    Completion, ConnId, ConnectFailure, ConnectRetry, Instant, Limits, Listener, Op, OpId, OpName, Output, OwnedInput,
-    Rank, RankConfig, RetryPolicy, RetryStep, Root, RootConfig, UniqueId,
+    Completion, ConnId, ConnectFailure, ConnectRetry, Instant, Limits, Listener, Op, OpId, Output, OwnedInput, Rank,
+    RankConfig, RetryPolicy, RetryStep, Root, RootConfig, UniqueId,
 };
 
 use super::outcome::{Node, Outcome, RankEnd, TraceSink};
 use crate::case::Case;
 use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::seed::derive;
-use crate::words::{event_line, kernel_line, ms_d, ConnRef};
+use crate::words::{completion_line, event_line, kernel_line, ms_d, ConnRef};
 use crate::workload::build_op;
 
 /// The drain's poll interval in the proposed fix.
@@ -348,9 +348,8 @@ impl World<'_> {
     fn completed(&mut self, node: Node, c: Completion) {
         let now = self.now;
         let name = node_name(node);
-        match &c.result {
-            Ok(bytes) => self.sink.line(now, name, format_args!("{} ok ({} bytes)", OpName(c.kind, c.op), bytes.len())),
-            Err(e) => self.sink.line(now, name, format_args!("{} failed: {e}", OpName(c.kind, c.op))),
+        if self.sink.enabled() {
+            self.sink.line(now, name, format_args!("{}", completion_line(&c)));
         }
         let ok = c.result.is_ok();
         match node {

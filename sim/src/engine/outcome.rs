@@ -213,7 +213,7 @@ pub struct Trace {
 
 /// Collects trace lines when enabled; costs nothing otherwise.
 pub struct TraceSink {
-    lines: Option<Vec<String>>,
+    lines: Option<Vec<(Instant, String)>>,
 }
 
 impl TraceSink {
@@ -230,13 +230,31 @@ impl TraceSink {
     /// Appends `time who what`.
     pub fn line(&mut self, at: Instant, who: impl fmt::Display, what: fmt::Arguments<'_>) {
         if let Some(lines) = &mut self.lines {
-            lines.push(format!("{at} {who} {what}"));
+            lines.push((at, format!("{at} {who} {what}")));
         }
+    }
+
+    /// Adds lines known only when the run ends (the turmoil engine's rank events), each after
+    /// the kept lines of the same or an earlier time, in the order given among equal times.
+    pub fn merge(&mut self, who: impl fmt::Display, extra: Vec<(Instant, String)>) {
+        let Some(lines) = &mut self.lines else { return };
+        let mut extra: Vec<(Instant, String)> =
+            extra.into_iter().map(|(at, what)| (at, format!("{at} {who} {what}"))).collect();
+        extra.sort_by_key(|(at, _)| *at);
+        let kept = std::mem::take(lines);
+        let mut extra = extra.into_iter().peekable();
+        for (at, line) in kept {
+            while let Some(x) = extra.next_if(|(t, _)| *t < at) {
+                lines.push(x);
+            }
+            lines.push((at, line));
+        }
+        lines.extend(extra);
     }
 
     /// The trace with its digest.
     pub fn finish(self) -> Option<Trace> {
-        let lines = self.lines?;
+        let lines: Vec<String> = self.lines?.into_iter().map(|(_, l)| l).collect();
         let mut h = Sha256::new();
         for l in &lines {
             h.update(l.as_bytes());

@@ -295,9 +295,7 @@ fn source_of(out: &Outcome, r: u32, op: OpId, peer: u32) -> Option<&SentMsg> {
 }
 
 fn show(h: &QpHandle) -> String {
-    let g = h.gid();
-    let gid: String = g.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":");
-    format!("QPN {:#x} GID {gid}", h.qpn)
+    h.to_string()
 }
 
 /// What `ibv_modify_qp` to RTR would do with a received handle on a RoCE NIC, for rank `r` of a
