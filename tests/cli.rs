@@ -83,13 +83,15 @@ fn compare_prints_the_headline_table() {
     assert_eq!(o.status.code(), Some(0));
     let out = stdout(&o);
     for v in bootsim_core::PRESETS {
-        assert!(out.lines().any(|l| l.starts_with(v)), "{v} missing: {out}");
+        assert!(out.lines().any(|l| l.starts_with(&format!("| {v} "))), "{v} missing: {out}");
     }
     let row = |v: &str| {
         out.lines()
-            .find(|l| l.starts_with(&format!("{v} ")))
+            .find(|l| l.starts_with(&format!("| {v} ")))
             .unwrap()
-            .split_whitespace()
+            .split('|')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
             .map(String::from)
             .collect::<Vec<_>>()
     };
