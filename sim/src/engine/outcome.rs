@@ -121,6 +121,8 @@ pub struct Outcome {
     /// Notable kernel events per kernel connection (only when tracing): SYN sent, child
     /// enqueued, accepted, RX stalls, losses, retransmissions, backlog drops.
     pub kernel_notes: BTreeMap<u64, Vec<(Instant, EventKind)>>,
+    /// Every RX stall, in order (only when tracing): what `shrink` forces explicitly.
+    pub rx_stalls: Vec<EventKind>,
     flow_conn: BTreeMap<Flow, u64>,
     /// Every drain that waited (completed or gave up), in order.
     pub drains: Vec<DrainNote>,
@@ -179,6 +181,9 @@ impl Outcome {
     /// Records a trace-only kernel event under its connection (packet events under the latest
     /// connection with their 4-tuple); returns that connection, for the trace line.
     pub fn record_kernel(&mut self, at: Instant, kind: EventKind) -> Option<u64> {
+        if matches!(kind, EventKind::RxStall { .. }) {
+            self.rx_stalls.push(kind);
+        }
         let conn = crate::words::kernel_conn(&kind, &mut self.flow_conn)?;
         if !kind.is_app() {
             self.kernel_notes.entry(conn).or_default().push((at, kind));
