@@ -8,7 +8,7 @@ mod entry;
 mod stalls;
 
 pub use ddmin::ddmin;
-pub use entry::seed_entry;
+pub use entry::{seed_entry, SeedEntry};
 pub use stalls::stalls_of;
 
 use crate::case::Case;
