@@ -73,6 +73,7 @@ fn sweep_results_do_not_depend_on_jobs() {
     };
     let one = run("1");
     assert_eq!(one, run("2"));
+    assert_eq!(one, run("3"));
     assert!(one.contains("nvshmem-3.4"), "{one}");
     assert!(one.lines().any(|l| l.starts_with("seq") && l.contains("corruption=0 error=0 hang=0")), "{one}");
 }

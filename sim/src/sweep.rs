@@ -1,8 +1,9 @@
-//! Sweeps: many seeds of one case on a pool of threads. Results are ordered by seed, so they do
+//! Sweeps: many seeds of one case on a rayon pool of threads. Results are ordered by seed, so they do
 //! not depend on the number of threads.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+
+use rayon::prelude::*;
 use std::time::Duration;
 
 use crate::case::Case;
@@ -61,39 +62,37 @@ impl SweepSummary {
     }
 }
 
-/// Runs `seeds` (in the given order) of `case` on `jobs` threads; `progress` is called after
-/// each run with (done, failures).
+/// Runs `seeds` (in the given order) of `case` on a pool of `jobs` threads of its own (rayon;
+/// results in seed order whatever the pool does); `progress` is called after each run with
+/// (done, failures).
 pub fn sweep(case: &Case, seeds: &[u64], jobs: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> SweepSummary {
-    let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<SeedResult>>> = Mutex::new(vec![None; seeds.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..jobs.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&seed) = seeds.get(i) else { return };
-                let report = run_case(&case.with_seed(seed), false);
-                let result = SeedResult {
-                    seed,
-                    verdict: report.verdict,
-                    bootstrap_time: report.bootstrap_time,
-                    first_finding: report
-                        .findings
-                        .iter()
-                        .find(|f| f.verdict() == report.verdict)
-                        .map(|f| f.to_string()),
-                };
-                if !result.verdict.is_ok() {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                }
-                slots.lock().expect("no panics while holding the lock")[i] = Some(result);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, failed.load(Ordering::Relaxed));
-            });
+    let one = |&seed: &u64| {
+        let result = run_seed(case, seed);
+        if !result.verdict.is_ok() {
+            failed.fetch_add(1, Ordering::Relaxed);
         }
-    });
-    let results = slots.into_inner().expect("threads joined").into_iter().map(|r| r.expect("every seed ran")).collect();
+        progress(done.fetch_add(1, Ordering::Relaxed) + 1, failed.load(Ordering::Relaxed));
+        result
+    };
+    let results = match rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build() {
+        Ok(pool) => pool.install(|| seeds.par_iter().map(one).collect()),
+        // No threads to be had: the same results, one after another.
+        Err(_) => seeds.iter().map(one).collect(),
+    };
     SweepSummary { case: case.clone(), results }
+}
+
+/// One seed's run, summarised.
+fn run_seed(case: &Case, seed: u64) -> SeedResult {
+    let report = run_case(&case.with_seed(seed), false);
+    SeedResult {
+        seed,
+        verdict: report.verdict,
+        bootstrap_time: report.bootstrap_time,
+        first_finding: report.findings.iter().find(|f| f.verdict() == report.verdict).map(|f| f.to_string()),
+    }
 }
 
 /// A slice `index/count` of a seed range: seed `s` belongs to shard `s % count`, so the shards

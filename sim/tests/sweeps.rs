@@ -96,7 +96,10 @@ fn same_case_same_digest_and_jobs_do_not_matter() {
     assert_eq!(a.lines, b.lines);
     assert_ne!(a.digest, run_case(&c.with_seed(12), true).trace.unwrap().digest);
     let c = case("engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=swarm");
-    assert_eq!(sweep(&c, &seeds(40), 1, &|_, _| {}), sweep(&c, &seeds(40), 2, &|_, _| {}));
+    let one = sweep(&c, &seeds(40), 1, &|_, _| {});
+    assert_eq!(one, sweep(&c, &seeds(40), 2, &|_, _| {}));
+    assert_eq!(one, sweep(&c, &seeds(40), 5, &|_, _| {}));
+    assert_eq!(one.results.iter().map(|r| r.seed).collect::<Vec<_>>(), seeds(40), "results in seed order");
 }
 
 #[test]
