@@ -1,6 +1,7 @@
 //! Sweeps: many seeds of one case on a rayon pool of threads. Results are ordered by seed, so they do
 //! not depend on the number of threads.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
@@ -129,12 +130,24 @@ impl Shard {
     }
 }
 
+/// The layout version of `bootsim sweep --json` lines (docs/sharding.md): 2 since `counts` is
+/// an object; lines without `schema` are layout 1 (`counts` as `[name, n]` pairs).
+pub const SWEEP_JSON_SCHEMA: u32 = 2;
+
+/// Runs per verdict name, every verdict present (0 when none): a JSON object.
+pub fn verdict_counts(count: impl Fn(Verdict) -> usize) -> BTreeMap<String, usize> {
+    Verdict::ALL.iter().map(|v| (v.name().to_string(), count(*v))).collect()
+}
+
 /// One line of `bootsim sweep --json`: a failing seed, or a variant's summary (last).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum JsonLine {
     /// A seed that failed.
     Failure {
+        /// [`SWEEP_JSON_SCHEMA`] of the writer (0: a line from before the field existed).
+        #[serde(default)]
+        schema: u32,
         /// The variant preset.
         variant: String,
         /// The full case string (replayable).
@@ -148,6 +161,9 @@ pub enum JsonLine {
     },
     /// A variant's totals over this shard.
     Summary {
+        /// [`SWEEP_JSON_SCHEMA`] of the writer (0: a line from before the field existed).
+        #[serde(default)]
+        schema: u32,
         /// The variant preset.
         variant: String,
         /// The sweep's case with the range's first seed (identifies the sweep across shards).
@@ -160,8 +176,8 @@ pub enum JsonLine {
         shard: Shard,
         /// Runs in this shard.
         runs: usize,
-        /// Runs per verdict name, in `Verdict::ALL` order.
-        counts: Vec<(String, usize)>,
+        /// Runs per verdict name (every verdict, 0 when none).
+        counts: BTreeMap<String, usize>,
         /// The lowest failing seed of this shard.
         first_failure_seed: Option<u64>,
     },
@@ -176,6 +192,7 @@ impl JsonLine {
             .iter()
             .filter(|r| !r.verdict.is_ok())
             .map(|r| JsonLine::Failure {
+                schema: SWEEP_JSON_SCHEMA,
                 variant: variant.clone(),
                 case: s.case.with_seed(r.seed).to_string(),
                 seed: r.seed,
@@ -184,13 +201,14 @@ impl JsonLine {
             })
             .collect();
         lines.push(JsonLine::Summary {
+            schema: SWEEP_JSON_SCHEMA,
             variant,
             case: s.case.with_seed(start).to_string(),
             start,
             seeds,
             shard,
             runs: s.results.len(),
-            counts: Verdict::ALL.iter().map(|v| (v.name().to_string(), s.count(*v))).collect(),
+            counts: verdict_counts(|v| s.count(v)),
             first_failure_seed: s.first_failure().map(|r| r.seed),
         });
         lines
