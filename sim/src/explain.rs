@@ -429,7 +429,7 @@ fn consequence(f: &Finding, told: &[String]) -> Option<String> {
         Finding::Error { rank: None, error } => format!("Then the root failed: {error}."),
         Finding::Hang { who, waiting, .. } => format!("Then {who} hangs: it still waits for {waiting}."),
         Finding::Leak { rank, entries } => {
-            format!("rank {rank} ended with unclaimed connections (peer, tag) {entries:?}.")
+            format!("rank {rank} ended with unclaimed connections from {}.", crate::words::peer_tags(entries))
         }
         Finding::DrainGaveUp { .. } | Finding::Mismatch { .. } => return None,
     };

@@ -50,6 +50,11 @@ pub fn seg_name(seg: Seg, dir: Dir) -> Cow<'static, str> {
     }
 }
 
+/// An unexpected list in words: `rank 1 tag 0x1, rank 2 tag 0x3`, head first.
+pub fn peer_tags(entries: &[(i32, i32)]) -> String {
+    entries.iter().map(|(p, t)| format!("rank {p} tag {t:#x}")).collect::<Vec<_>>().join(", ")
+}
+
 /// A flow as addresses: `10.0.0.2:36848 -> 10.0.0.1:5000`.
 pub fn flow_name(flow: &Flow) -> String {
     format!("{} -> {}", host_addr(flow.client.0, flow.client_port), host_addr(flow.server.0, flow.server_port))
@@ -240,6 +245,11 @@ mod tests {
         let c = ConnRef { local: ConnId(5), kconn: Some(7) };
         assert_eq!(c.to_string(), "connection 7 (local c5)");
         assert_eq!(ConnRef { local: ConnId(5), kconn: None }.to_string(), "local c5 (no connection)");
+    }
+
+    #[test]
+    fn unexpected_lists_read_as_ranks_and_tags() {
+        assert_eq!(peer_tags(&[(1, 1), (2, 0x13)]), "rank 1 tag 0x1, rank 2 tag 0x13");
     }
 
     #[test]

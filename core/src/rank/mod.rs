@@ -298,7 +298,7 @@ impl Rank {
             }
             Input::ListenFailed { listener, reason } => {
                 let rank = self.cfg.rank;
-                self.fail(BootstrapError::Listen { rank, reason: format!("{listener:?}: {reason}") });
+                self.fail(BootstrapError::Listen { rank, reason: format!("{listener}: {reason}") });
             }
             Input::Accepted { conn, from } => self.on_accepted(conn, from),
             Input::Connected { conn } => {

@@ -114,12 +114,16 @@ impl fmt::Display for Finding {
             Finding::Hang { who, waiting, unexpected } => {
                 write!(f, "hang: {who} waits for {waiting}")?;
                 if !unexpected.is_empty() {
-                    write!(f, "; unexpected list (peer, tag): {unexpected:?}")?;
+                    write!(f, "; unexpected list: {}", crate::words::peer_tags(unexpected))?;
                 }
                 Ok(())
             }
             Finding::Leak { rank, entries } => {
-                write!(f, "leak: rank {rank} ends with unexpected (peer, tag) {entries:?}")
+                write!(
+                    f,
+                    "leak: rank {rank} ends with unexpected connections from {}",
+                    crate::words::peer_tags(entries)
+                )
             }
             Finding::DrainGaveUp { rank, to, tag, waited_ms } => {
                 write!(f, "drain gave up: rank {rank} to rank {to} tag {tag:#x} after {waited_ms} ms (fail-open)")
