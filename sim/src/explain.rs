@@ -308,7 +308,7 @@ fn strip_rank(error: &str, r: u32) -> &str {
 /// so none of them accepts): named, with what NVSHMEM would do about it.
 fn connect_deadlock(report: &RunReport) -> Option<String> {
     let out = &report.outcome;
-    // Who each unfinished rank is dialing, from its wait ("send to rank 7 tag 0x8 (connect of c85)").
+    // Who each unfinished rank is dialing, from its wait ("send to rank 7 tag 0x8 (connect of local c85)").
     let dialing: BTreeMap<u32, u32> = out
         .ranks
         .iter()
