@@ -88,3 +88,15 @@ fn turmoil_engine_lines_are_plain_words() {
     let lines = assert_plain("engine=turmoil variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3");
     assert!(lines.iter().any(|l| l.contains("entered listener")), "no accept-queue line");
 }
+
+#[test]
+fn trace_production_has_no_debug_formatting() {
+    // The files that write trace lines: any `{:?}` there would put Debug text into the digest.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for file in ["words.rs", "engine/fast.rs", "engine/turmoil/gate.rs", "engine/turmoil/mod.rs", "engine/outcome.rs"] {
+        let text = std::fs::read_to_string(dir.join(file)).expect("readable source");
+        for (i, line) in text.lines().enumerate() {
+            assert!(!line.contains(":?}"), "sim/src/{file}:{}: Debug formatting in trace production: {line}", i + 1);
+        }
+    }
+}
