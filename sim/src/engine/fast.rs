@@ -16,7 +16,7 @@ use super::outcome::{Node, Outcome, RankEnd, TraceSink};
 use crate::case::Case;
 use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::seed::derive;
-use crate::words::{completion_line, event_line, kernel_line, ms_d, ConnRef};
+use crate::words::{completion_line, event_line, kernel_line, ConnRef};
 use crate::workload::build_op;
 
 /// The drain's poll interval in the proposed fix.
@@ -208,28 +208,16 @@ impl World<'_> {
             }
             Timer::DrainDone { sock } => {
                 if let Some(d) = self.drains.remove(&sock) {
+                    // The rank's DrainCompleted event writes the trace line.
                     let waited = self.now - d.start;
-                    self.sink.line(
-                        self.now,
-                        node_name(d.node),
-                        format_args!("drain of {} done after {}", local(d.conn, sock), ms_d(waited)),
-                    );
                     self.work.push_back((d.node, OwnedInput::Drained { conn: d.conn, waited }));
                 }
             }
             Timer::DrainDeadline { sock } => {
                 if let Some(d) = self.drains.remove(&sock) {
                     let waited = self.now - d.start;
+                    // The rank's DrainGaveUp event writes the trace line.
                     let unacked = self.kernel.outq(sock);
-                    self.sink.line(
-                        self.now,
-                        node_name(d.node),
-                        format_args!(
-                            "drain of {} gave up after {} with {unacked} bytes unacknowledged",
-                            local(d.conn, sock),
-                            ms_d(waited)
-                        ),
-                    );
                     self.work.push_back((d.node, OwnedInput::DrainTimedOut { conn: d.conn, waited, unacked }));
                 }
             }
