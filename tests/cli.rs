@@ -73,6 +73,7 @@ fn sweep_results_do_not_depend_on_jobs() {
     };
     let one = run("1");
     assert_eq!(one, run("2"));
+    assert_eq!(one, run("3"));
     assert!(one.contains("nvshmem-3.4"), "{one}");
     assert!(one.lines().any(|l| l.starts_with("seq") && l.contains("corruption=0 error=0 hang=0")), "{one}");
 }
@@ -83,13 +84,15 @@ fn compare_prints_the_headline_table() {
     assert_eq!(o.status.code(), Some(0));
     let out = stdout(&o);
     for v in bootsim_core::PRESETS {
-        assert!(out.lines().any(|l| l.starts_with(v)), "{v} missing: {out}");
+        assert!(out.lines().any(|l| l.starts_with(&format!("| {v} "))), "{v} missing: {out}");
     }
     let row = |v: &str| {
         out.lines()
-            .find(|l| l.starts_with(&format!("{v} ")))
+            .find(|l| l.starts_with(&format!("| {v} ")))
             .unwrap()
-            .split_whitespace()
+            .split('|')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
             .map(String::from)
             .collect::<Vec<_>>()
     };
@@ -175,4 +178,39 @@ fn the_readmes_nvshmem_3_8_hang_is_the_connect_deadlock() {
             && out.contains("NVSHMEM gives up after 3 connect timeouts (about 381 s here)"),
         "{out}"
     );
+}
+
+#[test]
+fn sweep_json_counts_are_an_object_and_merge_checks_the_layout() {
+    let dir = std::env::temp_dir().join(format!("bootsim-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for shard in ["0/2", "1/2"] {
+        let o = bootsim(&["sweep", "--variant", "nvshmem-3.4", "--seeds", "20", "--shard", shard, "--json"]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let out = stdout(&o);
+        let summary: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert_eq!(summary["type"], "summary");
+        assert_eq!(summary["schema"], 2);
+        let counts = summary["counts"].as_object().expect("counts is an object");
+        let total: u64 = counts.values().map(|n| n.as_u64().unwrap()).sum();
+        assert_eq!(total, summary["runs"].as_u64().unwrap());
+        assert!(counts.contains_key("hang") && counts.contains_key("corruption"), "{counts:?}");
+        let path = dir.join(format!("out.{}.jsonl", files.len()));
+        std::fs::write(&path, out).unwrap();
+        files.push(path.to_string_lossy().into_owned());
+    }
+    // Merged shards print what one unsharded sweep prints.
+    let merged = bootsim(&["merge", &files[0], &files[1]]);
+    let whole = bootsim(&["sweep", "--variant", "nvshmem-3.4", "--seeds", "20"]);
+    assert_eq!(merged.status.code(), Some(1));
+    assert_eq!(stdout(&merged), stdout(&whole));
+    // A line of the old layout (no schema, counts as pairs) is refused with what to do.
+    let old = dir.join("old.jsonl");
+    let text = std::fs::read_to_string(&files[0]).unwrap().replace("\"schema\":2,", "");
+    std::fs::write(&old, text).unwrap();
+    let o = bootsim(&["merge", &old.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("layout 0") && stderr(&o).contains("re-run"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
 }

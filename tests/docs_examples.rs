@@ -42,7 +42,7 @@ const EXPECTED: &[(&str, Expect)] = &[
         "bootsim sweep --variant nvshmem-3.4,seq --workload deepep --ranks 2 --adversary rss --seeds 1000 --jobs 2",
         Exit(1, "seq          runs=1000 pass=1000"),
     ),
-    ("bootsim compare --workload qp-create --ranks 4 --seeds 200", Exit(0, "nvshmem-3.8     200    200")),
+    ("bootsim compare --workload qp-create --ranks 4 --seeds 200", Exit(0, "| nvshmem-3.8 |  200 |  200 |")),
     (
         "bootsim shrink 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3' --save seeds/my-case.toml",
         Exit(0, "saved: seeds/my-case.toml"),

@@ -130,7 +130,7 @@ fn under_the_reordering_wire_each_version_fails_as_the_report_says_and_bootsim_a
     let expect = expect.join(",");
     let (code, out) = bootsim(&["real-nvshmem", "--iterations", "4", "--expect", &expect]);
     assert_eq!(code, Some(0), "{out}");
-    let row = out.lines().find(|l| l.starts_with("NVSHMEM 3.4.5") && l.contains(" wire ")).unwrap();
+    let row = out.lines().find(|l| l.starts_with("| NVSHMEM 3.4.5 ") && l.contains("| wire ")).unwrap();
     assert!(row.contains("corruption"), "{row}");
 }
 

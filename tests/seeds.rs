@@ -3,17 +3,8 @@
 
 use std::path::Path;
 
+use bootsim_sim::shrink::SeedEntry as Entry;
 use bootsim_sim::{run_case, Case, Verdict};
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Entry {
-    case: String,
-    verdict: String,
-    shows: String,
-    found: String,
-}
 
 fn entries() -> Vec<(String, Entry)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
@@ -28,7 +19,7 @@ fn entries() -> Vec<(String, Entry)> {
         .map(|p| {
             let text = std::fs::read_to_string(&p).expect("readable seed file");
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            let entry: Entry = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let entry = Entry::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
             (name, entry)
         })
         .collect()

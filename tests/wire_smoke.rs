@@ -70,12 +70,7 @@ fn nvshmem_3_4_takes_the_barrier_for_the_alltoall_zero_gid_then_truncated() {
         ),
         "{r1}"
     );
-    assert!(
-        r1.contains(
-            "GID 0000:0000:0000:0000:0000:0000:0000:0000; rank 1 would call ibv_modify_qp(RTR) with a zero GID: EINVAL"
-        ),
-        "{r1}"
-    );
+    assert!(r1.contains("and a zero GID; rank 1 would call ibv_modify_qp(RTR) with a zero GID: EINVAL"), "{r1}");
     assert!(
         r1.contains(
             "then error: rank 1: barrier #2 recv from rank 0 tag 0x1: message truncated: received 576 bytes instead of 4"

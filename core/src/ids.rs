@@ -27,6 +27,38 @@ pub enum Listener {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OpId(pub u32);
 
+impl OpId {
+    /// The operation's index in the application's workload (from 0, init apart), the one number
+    /// every person-facing output shows; `None` for init.
+    pub fn workload_index(self) -> Option<u32> {
+        (self.0 != 0).then(|| self.0 - 1)
+    }
+}
+
+/// An operation as a person reads it: `init`, `alltoall #1` (see [`OpId::workload_index`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpName(pub OpKind, pub OpId);
+
+impl fmt::Display for OpName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1.workload_index() {
+            Some(i) => write!(f, "{} #{i}", self.0),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl fmt::Display for Listener {
+    /// The listener's role in words: `peers listener`, `from-root listener`, `rendezvous listener`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Listener::Peers => "peers listener",
+            Listener::FromRoot => "from-root listener",
+            Listener::Rendezvous => "rendezvous listener",
+        })
+    }
+}
+
 /// What kind of operation an [`OpId`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum OpKind {
@@ -74,6 +106,6 @@ impl fmt::Display for MsgOrigin {
             OpKind::Barrier => "round",
             _ => "step",
         };
-        write!(f, "{} #{} {} {}", self.kind, self.op.0, step, self.step)
+        write!(f, "{} {} {}", OpName(self.kind, self.op), step, self.step)
     }
 }

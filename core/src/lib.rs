@@ -24,9 +24,9 @@ pub mod variant;
 pub mod wire;
 
 pub use error::BootstrapError;
-pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind};
+pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind, OpName};
 pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};
-pub use qp_handle::QpHandle;
+pub use qp_handle::{GidDisplay, QpHandle};
 pub use rank::{Op, Rank, RankConfig};
 pub use report::RankReport;
 pub use retry::{ConnectFailure, ConnectRetry, RetryPolicy, RetryStep};

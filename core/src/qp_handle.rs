@@ -1,5 +1,8 @@
 //! NVSHMEM's 24-byte RC endpoint handle, the payload whose corruption the report is about.
 
+use std::fmt;
+use std::net::Ipv6Addr;
+
 /// `struct {u32 qpn; u16 lid; u64 spn; u64 iid}` as NVSHMEM lays it out (IBGDA `ibgda_rc_handle`,
 /// IBRC `nvshmemt_ib_common_ep_handle`): qpn at 0, lid at 4, two bytes of padding, spn at 8,
 /// iid at 16, host byte order. On RoCE `lid` is 0 and the GID is `spn` (subnet prefix) and `iid`
@@ -63,9 +66,42 @@ impl QpHandle {
     }
 }
 
+/// A GID as every output prints it: IPv6 text (RFC 5952), so `::ffff:10.0.0.2` for RoCE v2's
+/// IPv4-mapped GIDs, `fe80::...` for link-local ones and `::` for a zero GID.
+pub struct GidDisplay<'a>(pub &'a [u8; 16]);
+
+impl fmt::Display for GidDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", Ipv6Addr::from(*self.0))
+    }
+}
+
+impl fmt::Display for QpHandle {
+    /// `QPN 0x404500 GID ::ffff:10.0.0.2`, or `QPN 0x1 and a zero GID`: how findings and
+    /// explanations name a received or expected handle.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.gid_is_zero() {
+            write!(f, "QPN {:#x} and a zero GID", self.qpn)
+        } else {
+            write!(f, "QPN {:#x} GID {}", self.qpn, GidDisplay(&self.gid()))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gids_print_as_ipv6_text() {
+        let mut g = [0u8; 16];
+        assert_eq!(GidDisplay(&g).to_string(), "::");
+        g[10..].copy_from_slice(&[0xff, 0xff, 10, 0, 0, 2]);
+        assert_eq!(GidDisplay(&g).to_string(), "::ffff:10.0.0.2");
+        let h = QpHandle { qpn: 0x404500, lid: 0, spn: 0, iid: u64::from_le_bytes(g[8..].try_into().unwrap()) };
+        assert_eq!(h.to_string(), "QPN 0x404500 GID ::ffff:10.0.0.2");
+        assert_eq!(QpHandle { qpn: 1, ..QpHandle::default() }.to_string(), "QPN 0x1 and a zero GID");
+    }
 
     #[test]
     fn layout_matches_nvshmem() {

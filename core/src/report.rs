@@ -31,12 +31,12 @@ pub fn error_text(rank: u32, completion: usize, e: &BootstrapError) -> String {
     let text = e.to_string();
     let text = text.strip_prefix(&format!("rank {rank}: ")).unwrap_or(&text).to_string();
     // Init: no index.
-    if completion == 0 {
+    let Some(index) = u32::try_from(completion).ok().and_then(|c| crate::OpId(c).workload_index()) else {
         return text;
-    }
+    };
     for kind in ["allgather", "alltoall", "barrier"] {
         if let Some(rest) = text.strip_prefix(kind) {
-            return format!("{kind} #{}{rest}", completion - 1);
+            return format!("{kind} #{index}{rest}");
         }
     }
     text

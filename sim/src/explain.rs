@@ -3,16 +3,15 @@
 //! [`Outcome`](crate::engine::Outcome); a report without them is re-run with tracing (the run is
 //! deterministic, so the explanation is the same).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use bootsim_core::{Instant, MsgOrigin, OpKind};
+use bootsim_core::{Instant, OpKind};
 
 use crate::engine::outcome::{Outcome, SentMsg};
-use crate::kernel::{Dir, EventKind, Seg};
+use crate::kernel::{Dir, EventKind};
 use crate::oracle::Finding;
 use crate::run::{run_case, RunReport};
+pub use crate::words::{ms, ms_d, seg_name, step_name};
 
 /// A message that a later message from the same sender overtook at the receiver.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,37 +135,6 @@ pub fn decisive_stall(out: &Outcome, ka: u64, kb: u64) -> Option<(usize, EventKi
         _ => None,
     });
     stalls.max_by_key(|&(overlap, len, i, _)| (overlap, len, std::cmp::Reverse(i))).map(|(_, _, i, e)| (i, e))
-}
-
-/// `alltoall #1 step 1`, `barrier #2 round 1`: the oracle's names for a message's step.
-pub fn step_name(origin: &MsgOrigin) -> String {
-    let step = if origin.kind == OpKind::Barrier { "round" } else { "step" };
-    format!("{} #{} {step} {}", origin.kind, origin.op.0.saturating_sub(1), origin.step)
-}
-
-/// Milliseconds with three decimals, truncated to the microsecond like the trace's times.
-pub fn ms(t: Instant) -> String {
-    ms_d(Duration::from_nanos(t.as_nanos()))
-}
-
-/// A duration as milliseconds with three decimals (truncated to the microsecond).
-pub fn ms_d(d: Duration) -> String {
-    let us = d.as_micros();
-    format!("{}.{:03} ms", us / 1000, us % 1000)
-}
-
-/// A segment in words.
-pub fn seg_name(seg: Seg, dir: Dir) -> Cow<'static, str> {
-    match seg {
-        Seg::Syn => "SYN".into(),
-        Seg::SynAck => "SYN-ACK".into(),
-        Seg::Ack => "handshake-completing ACK".into(),
-        Seg::Data { idx: 0 } if dir == Dir::ToServer => "first data segment (it completes the handshake)".into(),
-        Seg::Data { idx } => format!("data segment {idx}").into(),
-        Seg::Fin { .. } => "FIN".into(),
-        Seg::DataAck { upto } => format!("ACK of {upto} segment(s)").into(),
-        Seg::Rst => "RST".into(),
-    }
 }
 
 /// Three to six plain lines for a failing run (none for pass and benign): which message
@@ -334,19 +302,13 @@ fn strip_rank(error: &str, r: u32) -> &str {
     s
 }
 
-/// `QPN 0x1 GID 0000:...:0000` with the GID shortened (zero GID, `::ffff:` prefix).
-pub fn short_qp(s: &str) -> String {
-    s.replace("GID 0000:0000:0000:0000:0000:0000:0000:0000", "and a zero GID")
-        .replace("0000:0000:0000:0000:0000:ffff:", "::ffff:")
-}
-
 /// For a hang: how many ranks were stuck, and why up to two of their last connects never
 /// reached the peer's accept() (backlog drops, losses, retransmissions, a peer not accepting).
 /// A cycle of ranks each blocked in connect() to the next (NVSHMEM sends before it receives,
 /// so none of them accepts): named, with what NVSHMEM would do about it.
 fn connect_deadlock(report: &RunReport) -> Option<String> {
     let out = &report.outcome;
-    // Who each unfinished rank is dialing, from its wait ("send to rank 7 tag 0x8 (connect of c85)").
+    // Who each unfinished rank is dialing, from its wait ("send to rank 7 tag 0x8 (connect of local c85)").
     let dialing: BTreeMap<u32, u32> = out
         .ranks
         .iter()
@@ -450,8 +412,8 @@ fn consequence(f: &Finding, told: &[String]) -> Option<String> {
             match (expected_qp, received_qp) {
                 (Some(e), Some(g)) => format!(
                     "Symptom: rank {rank}'s {op} holds {} from rank {peer} where {} was expected{}.",
-                    short_qp(g),
-                    short_qp(e),
+                    g,
+                    e,
                     verbs.as_ref().map_or(String::new(), |v| format!(": {v}"))
                 ),
                 _ => format!("Symptom: rank {rank}'s {op} reported success with wrong bytes in rank {peer}'s chunk."),
@@ -467,7 +429,7 @@ fn consequence(f: &Finding, told: &[String]) -> Option<String> {
         Finding::Error { rank: None, error } => format!("Then the root failed: {error}."),
         Finding::Hang { who, waiting, .. } => format!("Then {who} hangs: it still waits for {waiting}."),
         Finding::Leak { rank, entries } => {
-            format!("rank {rank} ended with unclaimed connections (peer, tag) {entries:?}.")
+            format!("rank {rank} ended with unclaimed connections from {}.", crate::words::peer_tags(entries))
         }
         Finding::DrainGaveUp { .. } | Finding::Mismatch { .. } => return None,
     };

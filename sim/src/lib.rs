@@ -16,6 +16,7 @@ pub mod seed;
 pub mod shrink;
 pub mod sweep;
 pub mod timeline;
+pub mod words;
 pub mod workload;
 
 pub use case::{Case, CaseError};

@@ -8,8 +8,8 @@ mod entry;
 mod stalls;
 
 pub use ddmin::ddmin;
-pub use entry::seed_entry;
-pub use stalls::stalls_from_trace;
+pub use entry::{seed_entry, SeedEntry};
+pub use stalls::stalls_of;
 
 use crate::case::Case;
 use crate::kernel::{ScriptedStall, StallAt};
@@ -180,9 +180,9 @@ impl Shrinker {
     /// The stalls a traced run of `cur` suffered, forced, with random stalls off; `None` when
     /// that does not keep the verdict (e.g. random loss shifts with timing).
     fn make_stalls_explicit(&mut self, cur: &Case) -> Option<(Case, usize)> {
-        let trace = run_case(cur, true).trace?;
+        let report = run_case(cur, true);
         self.runs += 1;
-        let list = stalls_from_trace(&trace.lines);
+        let list = stalls_of(&report.outcome);
         let t = with_stalls(&with_knob(cur, "stall_gap", "off"), &list);
         self.keeps(&t).then(|| {
             self.log.push(format!("random stalls -> {} explicit", list.len()));

@@ -1,8 +1,10 @@
-//! Sweeps: many seeds of one case on a pool of threads. Results are ordered by seed, so they do
+//! Sweeps: many seeds of one case on a rayon pool of threads. Results are ordered by seed, so they do
 //! not depend on the number of threads.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+
+use rayon::prelude::*;
 use std::time::Duration;
 
 use crate::case::Case;
@@ -61,39 +63,37 @@ impl SweepSummary {
     }
 }
 
-/// Runs `seeds` (in the given order) of `case` on `jobs` threads; `progress` is called after
-/// each run with (done, failures).
+/// Runs `seeds` (in the given order) of `case` on a pool of `jobs` threads of its own (rayon;
+/// results in seed order whatever the pool does); `progress` is called after each run with
+/// (done, failures).
 pub fn sweep(case: &Case, seeds: &[u64], jobs: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> SweepSummary {
-    let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<SeedResult>>> = Mutex::new(vec![None; seeds.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..jobs.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&seed) = seeds.get(i) else { return };
-                let report = run_case(&case.with_seed(seed), false);
-                let result = SeedResult {
-                    seed,
-                    verdict: report.verdict,
-                    bootstrap_time: report.bootstrap_time,
-                    first_finding: report
-                        .findings
-                        .iter()
-                        .find(|f| f.verdict() == report.verdict)
-                        .map(|f| f.to_string()),
-                };
-                if !result.verdict.is_ok() {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                }
-                slots.lock().expect("no panics while holding the lock")[i] = Some(result);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, failed.load(Ordering::Relaxed));
-            });
+    let one = |&seed: &u64| {
+        let result = run_seed(case, seed);
+        if !result.verdict.is_ok() {
+            failed.fetch_add(1, Ordering::Relaxed);
         }
-    });
-    let results = slots.into_inner().expect("threads joined").into_iter().map(|r| r.expect("every seed ran")).collect();
+        progress(done.fetch_add(1, Ordering::Relaxed) + 1, failed.load(Ordering::Relaxed));
+        result
+    };
+    let results = match rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build() {
+        Ok(pool) => pool.install(|| seeds.par_iter().map(one).collect()),
+        // No threads to be had: the same results, one after another.
+        Err(_) => seeds.iter().map(one).collect(),
+    };
     SweepSummary { case: case.clone(), results }
+}
+
+/// One seed's run, summarised.
+fn run_seed(case: &Case, seed: u64) -> SeedResult {
+    let report = run_case(&case.with_seed(seed), false);
+    SeedResult {
+        seed,
+        verdict: report.verdict,
+        bootstrap_time: report.bootstrap_time,
+        first_finding: report.findings.iter().find(|f| f.verdict() == report.verdict).map(|f| f.to_string()),
+    }
 }
 
 /// A slice `index/count` of a seed range: seed `s` belongs to shard `s % count`, so the shards
@@ -130,12 +130,24 @@ impl Shard {
     }
 }
 
+/// The layout version of `bootsim sweep --json` lines (docs/sharding.md): 2 since `counts` is
+/// an object; lines without `schema` are layout 1 (`counts` as `[name, n]` pairs).
+pub const SWEEP_JSON_SCHEMA: u32 = 2;
+
+/// Runs per verdict name, every verdict present (0 when none): a JSON object.
+pub fn verdict_counts(count: impl Fn(Verdict) -> usize) -> BTreeMap<String, usize> {
+    Verdict::ALL.iter().map(|v| (v.name().to_string(), count(*v))).collect()
+}
+
 /// One line of `bootsim sweep --json`: a failing seed, or a variant's summary (last).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum JsonLine {
     /// A seed that failed.
     Failure {
+        /// [`SWEEP_JSON_SCHEMA`] of the writer (0: a line from before the field existed).
+        #[serde(default)]
+        schema: u32,
         /// The variant preset.
         variant: String,
         /// The full case string (replayable).
@@ -149,6 +161,9 @@ pub enum JsonLine {
     },
     /// A variant's totals over this shard.
     Summary {
+        /// [`SWEEP_JSON_SCHEMA`] of the writer (0: a line from before the field existed).
+        #[serde(default)]
+        schema: u32,
         /// The variant preset.
         variant: String,
         /// The sweep's case with the range's first seed (identifies the sweep across shards).
@@ -161,8 +176,8 @@ pub enum JsonLine {
         shard: Shard,
         /// Runs in this shard.
         runs: usize,
-        /// Runs per verdict name, in `Verdict::ALL` order.
-        counts: Vec<(String, usize)>,
+        /// Runs per verdict name (every verdict, 0 when none).
+        counts: BTreeMap<String, usize>,
         /// The lowest failing seed of this shard.
         first_failure_seed: Option<u64>,
     },
@@ -177,6 +192,7 @@ impl JsonLine {
             .iter()
             .filter(|r| !r.verdict.is_ok())
             .map(|r| JsonLine::Failure {
+                schema: SWEEP_JSON_SCHEMA,
                 variant: variant.clone(),
                 case: s.case.with_seed(r.seed).to_string(),
                 seed: r.seed,
@@ -185,13 +201,14 @@ impl JsonLine {
             })
             .collect();
         lines.push(JsonLine::Summary {
+            schema: SWEEP_JSON_SCHEMA,
             variant,
             case: s.case.with_seed(start).to_string(),
             start,
             seeds,
             shard,
             runs: s.results.len(),
-            counts: Verdict::ALL.iter().map(|v| (v.name().to_string(), s.count(*v))).collect(),
+            counts: verdict_counts(|v| s.count(v)),
             first_failure_seed: s.first_failure().map(|r| r.seed),
         });
         lines

@@ -101,23 +101,11 @@ fn print_table(rows: &[Row]) {
             [r.section.to_string(), r.case.clone(), r.figure.clone(), r.ratio.clone(), target]
         })
         .collect();
-    let head = ["section", "case", "figure", "ratio", "target"];
-    let mut w = head.map(str::len);
-    for c in &cells {
-        for (i, s) in c.iter().enumerate() {
-            w[i] = w[i].max(s.chars().count());
-        }
+    let mut table = super::table::new(&["section", "case", "figure", "ratio", "target"], &[]);
+    for c in cells {
+        table.add_row(c.to_vec());
     }
-    let line = |c: [&str; 5]| {
-        let cols: Vec<String> = c.iter().zip(w).map(|(s, w)| format!("{s:<w$}")).collect();
-        println!("| {} |", cols.join(" | "));
-    };
-    line(head);
-    let dashes: Vec<String> = w.iter().map(|&w| "-".repeat(w)).collect();
-    println!("|-{}-|", dashes.join("-|-"));
-    for c in &cells {
-        line([&c[0], &c[1], &c[2], &c[3], &c[4]]);
-    }
+    println!("{table}");
 }
 
 fn progress(s: &str) {

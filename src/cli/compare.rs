@@ -96,27 +96,27 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         f.start,
         f.start + f.seeds
     );
-    println!(
-        "{:<12} {:>6} {:>6} {:>7} {:>11} {:>6} {:>5} {:>14} {:>16}",
-        "variant", "runs", "pass", "benign", "corruption", "error", "hang", "first failure", "median boot ms"
+    let mut table = super::table::new(
+        &["variant", "runs", "pass", "benign", "corruption", "error", "hang", "first failure", "median boot ms"],
+        &[1, 2, 3, 4, 5, 6, 7, 8],
     );
     for s in &summaries {
         // The seed itself, as the replay line below names it.
         let first = s.first_failure().map_or("-".to_string(), |r| format!("seed={}", r.seed));
         let median = s.median_bootstrap().map_or("-".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3));
-        println!(
-            "{:<12} {:>6} {:>6} {:>7} {:>11} {:>6} {:>5} {:>14} {:>16}",
-            s.case.variant_name,
-            s.results.len(),
-            s.count(Verdict::Pass),
-            s.count(Verdict::Benign),
-            s.count(Verdict::Corruption),
-            s.count(Verdict::Error),
-            s.count(Verdict::Hang),
+        table.add_row(vec![
+            s.case.variant_name.to_string(),
+            s.results.len().to_string(),
+            s.count(Verdict::Pass).to_string(),
+            s.count(Verdict::Benign).to_string(),
+            s.count(Verdict::Corruption).to_string(),
+            s.count(Verdict::Error).to_string(),
+            s.count(Verdict::Hang).to_string(),
             first,
-            median
-        );
+            median,
+        ]);
     }
+    println!("{table}");
     for s in &summaries {
         if let Some(first) = s.first_failure() {
             println!("{}: bootsim replay '{}'", s.case.variant_name, s.case.with_seed(first.seed));

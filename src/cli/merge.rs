@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use bootsim_sim::sweep::{JsonLine, Shard};
+use bootsim_sim::sweep::{verdict_counts, JsonLine, Shard, SWEEP_JSON_SCHEMA};
 use bootsim_sim::{Case, Verdict};
 
 use super::sweep::print_summary;
@@ -40,11 +40,21 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
     for path in &a.files {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let parsed: JsonLine = serde_json::from_str(line)
-                .with_context(|| format!("{}:{}: not a `bootsim sweep --json` line", path.display(), i + 1))?;
-            let variant = match &parsed {
-                JsonLine::Failure { variant, .. } | JsonLine::Summary { variant, .. } => variant.clone(),
+            let at = || format!("{}:{}", path.display(), i + 1);
+            let parsed: JsonLine =
+                serde_json::from_str(line).with_context(|| format!("{}: not a `bootsim sweep --json` line", at()))?;
+            let (variant, schema) = match &parsed {
+                JsonLine::Failure { variant, schema, .. } | JsonLine::Summary { variant, schema, .. } => {
+                    (variant.clone(), *schema)
+                }
             };
+            if schema != SWEEP_JSON_SCHEMA {
+                bail!(
+                    "{}: a sweep line of layout {schema} (this bootsim reads layout {SWEEP_JSON_SCHEMA}): \
+                     re-run that shard's sweep with this bootsim",
+                    at()
+                );
+            }
             if !order.contains(&variant) {
                 order.push(variant.clone());
             }
@@ -52,8 +62,7 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
             match parsed {
                 f @ JsonLine::Failure { .. } => m.failures.push(f),
                 JsonLine::Summary { case, start, seeds, shard, runs, counts, .. } => {
-                    let where_ = format!("{}:{}", path.display(), i + 1);
-                    add_summary(m, &variant, &where_, (case, start, seeds, shard, runs, counts))?;
+                    add_summary(m, &variant, &at(), (case, start, seeds, shard, runs, counts))?;
                 }
             }
         }
@@ -90,13 +99,14 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string(f)?);
             }
             let line = JsonLine::Summary {
+                schema: SWEEP_JSON_SCHEMA,
                 variant: variant.clone(),
                 case: m.case.clone(),
                 start: m.start,
                 seeds: m.seeds,
                 shard: Shard::WHOLE,
                 runs: m.runs,
-                counts: Verdict::ALL.iter().map(|v| (v.name().to_string(), m.count(*v))).collect(),
+                counts: verdict_counts(|v| m.count(v)),
                 first_failure_seed: first_seed(&failures),
             };
             println!("{}", serde_json::to_string(&line)?);
@@ -111,7 +121,7 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-type SummaryFields = (String, u64, u64, Shard, usize, Vec<(String, usize)>);
+type SummaryFields = (String, u64, u64, Shard, usize, BTreeMap<String, usize>);
 
 /// Adds one shard's summary, checking it belongs to the same sweep and is not a duplicate.
 fn add_summary(m: &mut Merged, variant: &str, at: &str, s: SummaryFields) -> anyhow::Result<()> {

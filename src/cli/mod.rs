@@ -12,6 +12,7 @@ mod run;
 mod shrink;
 pub(crate) mod smoke;
 mod sweep;
+mod table;
 
 use std::process::ExitCode;
 

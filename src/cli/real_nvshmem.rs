@@ -134,38 +134,40 @@ fn wire_name(wire: bool) -> &'static str {
 
 fn print_table(a: &RealNvshmemArgs, rows: &[Row]) {
     println!("ranks={} iterations={} wire policy '{}' (loopback rows: no reordering)", a.ranks, a.iterations, a.wire);
-    println!(
-        "{:<22} {:<10} {:<9} {:>5} {:>5} {:>6} {:>10} {:>5} {:>5}  {:<10} {:>8}",
-        "implementation",
-        "workload",
-        "network",
-        "runs",
-        "pass",
-        "benign",
-        "corruption",
-        "error",
-        "hang",
-        "verdict",
-        "ms"
+    let mut table = super::table::new(
+        &[
+            "implementation",
+            "workload",
+            "network",
+            "runs",
+            "pass",
+            "benign",
+            "corruption",
+            "error",
+            "hang",
+            "verdict",
+            "ms",
+        ],
+        &[3, 4, 5, 6, 7, 8, 10],
     );
     for r in rows {
-        let c = |v: Verdict| r.counts.get(&v).copied().unwrap_or(0);
+        let c = |v: Verdict| r.counts.get(&v).copied().unwrap_or(0).to_string();
         let worst = r.counts.keys().copied().max().unwrap_or(Verdict::Pass);
-        println!(
-            "{:<22} {:<10} {:<9} {:>5} {:>5} {:>6} {:>10} {:>5} {:>5}  {:<10} {:>8}",
-            r.implementation,
-            r.workload,
-            wire_name(r.wire),
-            r.counts.values().sum::<u32>(),
+        table.add_row(vec![
+            r.implementation.to_string(),
+            r.workload.to_string(),
+            wire_name(r.wire).to_string(),
+            r.counts.values().sum::<u32>().to_string(),
             c(Verdict::Pass),
             c(Verdict::Benign),
             c(Verdict::Corruption),
             c(Verdict::Error),
             c(Verdict::Hang),
-            worst.name(),
-            r.ms
-        );
+            worst.name().to_string(),
+            r.ms.to_string(),
+        ]);
     }
+    println!("{table}");
 }
 
 /// `IMPL:WORKLOAD:WIRE=VERDICT`, e.g. `NVSHMEM 3.4.5:deepep:wire=corruption`: every run of the

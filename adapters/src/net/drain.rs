@@ -23,15 +23,22 @@ pub const DEFAULT_POLL_INTERVAL: Duration = bootsim_core::ports::DRAIN_POLL;
 /// Upstream's default drain bound (`NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS=1000`).
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_millis(1000);
 
-/// Reads an `int` through `ioctl(fd, request, &mut int)`.
-fn ioctl_int(fd: RawFd, request: libc::Ioctl, what: &str) -> io::Result<u32> {
+// `SIOCOUTQ` (Linux defines it as `TIOCOUTQ`) and `SIOCOUTQNSD` write one `int`.
+nix::ioctl_read_bad!(siocoutq, libc::TIOCOUTQ, libc::c_int);
+nix::ioctl_read_bad!(siocoutqnsd, libc::SIOCOUTQNSD, libc::c_int);
+
+/// Reads an `int` through one of the ioctls above.
+fn ioctl_int(
+    fd: RawFd,
+    ioctl: unsafe fn(libc::c_int, *mut libc::c_int) -> nix::Result<libc::c_int>,
+    what: &str,
+) -> io::Result<u32> {
     let mut n: libc::c_int = 0;
-    // SAFETY: both requests write exactly one `int` through the pointer, which
-    // points to a live local. A bad or closed fd makes the call fail with
-    // EBADF; it cannot cause memory unsafety.
-    let rc = unsafe { libc::ioctl(fd, request, &mut n as *mut libc::c_int) };
-    if rc == -1 {
-        let err = io::Error::last_os_error();
+    // SAFETY: both requests write exactly one `int` through the pointer, which points to a
+    // live local. A bad or closed fd makes the call fail with EBADF; it cannot cause memory
+    // unsafety.
+    if let Err(errno) = unsafe { ioctl(fd, &mut n) } {
+        let err = io::Error::from(errno);
         return Err(io::Error::new(err.kind(), format!("ioctl({what}) on fd {fd}: {err}")));
     }
     u32::try_from(n).map_err(|_| {
@@ -44,16 +51,13 @@ fn ioctl_int(fd: RawFd, request: libc::Ioctl, what: &str) -> io::Result<u32> {
 ///
 /// Fails with `EINVAL` on a listening socket and `EBADF` on a bad fd.
 pub fn outq(fd: RawFd) -> io::Result<u32> {
-    ioctl_int(fd, libc::TIOCOUTQ, "SIOCOUTQ")
+    ioctl_int(fd, siocoutq, "SIOCOUTQ")
 }
 
 /// Bytes in the send queue not yet sent at all (`SIOCOUTQNSD`); always
 /// `<= outq(fd)`.
 pub fn outq_not_sent(fd: RawFd) -> io::Result<u32> {
-    // `SIOCOUTQNSD` is declared `c_ulong`; `Ioctl` is `c_ulong` on glibc and
-    // `c_int` on musl, so the cast is the identity or a lossless narrowing of
-    // 0x894B.
-    ioctl_int(fd, libc::SIOCOUTQNSD as libc::Ioctl, "SIOCOUTQNSD")
+    ioctl_int(fd, siocoutqnsd, "SIOCOUTQNSD")
 }
 
 /// How a [`drain`] ended.

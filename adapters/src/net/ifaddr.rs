@@ -13,9 +13,8 @@
 //! subnet of `SESSION_ID` between `ib` and `^docker,lo`; that step is not
 //! modelled here.)
 
-use std::ffi::CStr;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 
 /// NCCL's `MAX_IFS`: entries past this many are ignored.
 const MAX_ENTRIES: usize = 16;
@@ -99,43 +98,6 @@ pub fn select(filter: Option<&IfFilter>, family: Family, list: &[Interface]) -> 
     }
 }
 
-/// Frees the `getifaddrs` list on every path.
-struct IfAddrs(*mut libc::ifaddrs);
-
-impl Drop for IfAddrs {
-    fn drop(&mut self) {
-        // SAFETY: the pointer came from a successful getifaddrs and is freed
-        // exactly once, here.
-        unsafe { libc::freeifaddrs(self.0) }
-    }
-}
-
-/// Reads `sa` if it is an IPv4 or IPv6 address.
-///
-/// # Safety
-/// `sa` must be null or point to a sockaddr whose real size matches its
-/// `sa_family`, as `getifaddrs` guarantees.
-unsafe fn ip_of(sa: *const libc::sockaddr) -> Option<IpAddr> {
-    if sa.is_null() {
-        return None;
-    }
-    // SAFETY: non-null, and valid per the caller; the casts follow
-    // `sa_family`, and read_unaligned tolerates any alignment.
-    unsafe {
-        match libc::c_int::from((*sa).sa_family) {
-            libc::AF_INET => {
-                let sin = std::ptr::read_unaligned(sa.cast::<libc::sockaddr_in>());
-                Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))))
-            }
-            libc::AF_INET6 => {
-                let sin6 = std::ptr::read_unaligned(sa.cast::<libc::sockaddr_in6>());
-                Some(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)))
-            }
-            _ => None,
-        }
-    }
-}
-
 /// `fe80::/10`.
 fn is_link_local_v6(addr: &Ipv6Addr) -> bool {
     addr.segments()[0] & 0xffc0 == 0xfe80
@@ -144,36 +106,23 @@ fn is_link_local_v6(addr: &Ipv6Addr) -> bool {
 /// The host's IPv4/IPv6 interface addresses in `getifaddrs` order, without
 /// IPv6 link-local ones (which need a scope id to be usable).
 pub fn list_interfaces() -> io::Result<Vec<Interface>> {
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs writes a list head into `head` on success.
-    if unsafe { libc::getifaddrs(&mut head) } == -1 {
-        let err = io::Error::last_os_error();
-        return Err(io::Error::new(err.kind(), format!("getifaddrs: {err}")));
-    }
-    let guard = IfAddrs(head);
-    let mut out = Vec::new();
-    let mut cur = guard.0;
-    while !cur.is_null() {
-        // SAFETY: `cur` is a node of the live list owned by `guard`.
-        let ifa = unsafe { &*cur };
-        cur = ifa.ifa_next;
-        // SAFETY: getifaddrs fills ifa_addr with a well-formed sockaddr or null.
-        let Some(addr) = (unsafe { ip_of(ifa.ifa_addr) }) else {
-            continue;
-        };
-        if matches!(addr, IpAddr::V6(ref v6) if is_link_local_v6(v6)) || ifa.ifa_name.is_null() {
-            continue;
-        }
-        // SAFETY: a non-null ifa_name is a NUL-terminated string in the list.
-        let name = unsafe { CStr::from_ptr(ifa.ifa_name) };
-        out.push(Interface { name: name.to_string_lossy().into_owned(), addr });
-    }
-    Ok(out)
+    let list = nix::ifaddrs::getifaddrs().map_err(|e| {
+        let err = io::Error::from(e);
+        io::Error::new(err.kind(), format!("getifaddrs: {err}"))
+    })?;
+    let ip = |a: &nix::sys::socket::SockaddrStorage| -> Option<IpAddr> {
+        a.as_sockaddr_in().map(|v4| IpAddr::V4(v4.ip())).or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+    };
+    Ok(list
+        .filter_map(|ifa| Some(Interface { addr: ifa.address.as_ref().and_then(ip)?, name: ifa.interface_name }))
+        .filter(|i| !matches!(i.addr, IpAddr::V6(ref v6) if is_link_local_v6(v6)))
+        .collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
     fn iface(name: &str, addr: &str) -> Interface {
         Interface { name: name.to_owned(), addr: addr.parse().unwrap() }

@@ -96,24 +96,7 @@ pub fn gid_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
     }
 }
 
-/// Formats a GID like `ibv_devinfo -v` does (eight groups of four hex digits), with the IPv4
-/// address appended for IPv4-mapped GIDs.
-pub struct GidDisplay<'a>(pub &'a [u8; 16]);
-
-impl fmt::Display for GidDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, pair) in self.0.chunks_exact(2).enumerate() {
-            if i > 0 {
-                f.write_str(":")?;
-            }
-            write!(f, "{:02x}{:02x}", pair[0], pair[1])?;
-        }
-        if let Some([a, b, c, d]) = gid_ipv4(self.0) {
-            write!(f, " ({a}.{b}.{c}.{d})")?;
-        }
-        Ok(())
-    }
-}
+pub use bootsim_core::GidDisplay;
 
 /// Why no GID could be selected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -397,12 +380,9 @@ mod tests {
     #[test]
     fn display() {
         let g = v4(192, 168, 1, 20);
-        assert_eq!(GidDisplay(&g).to_string(), "0000:0000:0000:0000:0000:ffff:c0a8:0114 (192.168.1.20)");
-        assert_eq!(
-            e(3, g, GidType::RoceV2).to_string(),
-            "[3] RoCE v2 0000:0000:0000:0000:0000:ffff:c0a8:0114 (192.168.1.20) (ifindex 3)"
-        );
-        assert_eq!(GidDisplay(&link_local()).to_string(), "fe80:0000:0000:0000:0242:acff:fe11:0002");
+        assert_eq!(GidDisplay(&g).to_string(), "::ffff:192.168.1.20");
+        assert_eq!(e(3, g, GidType::RoceV2).to_string(), "[3] RoCE v2 ::ffff:192.168.1.20 (ifindex 3)");
+        assert_eq!(GidDisplay(&link_local()).to_string(), "fe80::242:acff:fe11:2");
         assert_eq!(GidType::from_raw(2), Some(GidType::RoceV2));
         assert_eq!(GidType::from_raw(3), None);
     }

@@ -616,10 +616,10 @@ mod tests {
         let s = v.to_string();
         assert!(s.starts_with("modify_qp failed (EINVAL: Invalid argument (os error 22))"), "{s}");
         assert!(s.contains("qpn 0x0 (ZERO)"), "{s}");
-        assert!(s.ends_with("gid 0000:0000:0000:0000:0000:0000:0000:0000 (ZERO)"), "{s}");
+        assert!(s.ends_with("gid :: (ZERO)"), "{s}");
         // A valid-looking handle shows no ZERO marks.
         let ok = HandleDisplay(&good(0x111)).to_string();
-        assert_eq!(ok, "qpn 0x111, lid 0, gid 0000:0000:0000:0000:0000:ffff:0a00:0002 (10.0.0.2)");
+        assert_eq!(ok, "qpn 0x111, lid 0, gid ::ffff:10.0.0.2");
     }
 
     #[test]

@@ -5,11 +5,16 @@
 //! vanish with it. Nothing outside it is touched.
 
 use std::ffi::{CStr, CString};
+use std::fs::OpenOptions;
 use std::io;
-use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
+
+use nix::sched::{unshare, CloneFlags};
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, SockaddrIn};
 
 use super::WireError;
 
@@ -79,15 +84,15 @@ fn step<T>(what: &str, r: io::Result<T>) -> StepResult<T> {
 
 fn setup(cfg: &NetnsConfig) -> StepResult<OwnedFd> {
     let name = step("interface name", ifname(&cfg.ifname))?;
-    // SAFETY: unshare only affects the calling thread's namespaces.
-    step("unshare(CLONE_NEWNET)", cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) }))?;
+    // Only the calling thread's namespaces change.
+    step("unshare(CLONE_NEWNET)", unshare(CloneFlags::CLONE_NEWNET).map_err(io::Error::from))?;
     let ctl = step("control socket", socket())?;
-    step("bringing lo up", set_up(ctl.as_raw_fd(), c"lo"))?;
+    step("bringing lo up", set_up(&ctl, c"lo"))?;
     let tun = step("opening /dev/net/tun (TUNSETIFF)", open_tun(&name))?;
-    step("SIOCSIFADDR", set_addr(ctl.as_raw_fd(), &name, libc::SIOCSIFADDR, cfg.addr))?;
+    step("SIOCSIFADDR", set_addr(&ctl, &name, siocsifaddr, cfg.addr))?;
     let mask = u32::MAX.checked_shl(32 - u32::from(cfg.prefix_len.min(32))).unwrap_or(0);
-    step("SIOCSIFNETMASK", set_addr(ctl.as_raw_fd(), &name, libc::SIOCSIFNETMASK, Ipv4Addr::from(mask)))?;
-    step("SIOCSIFFLAGS (up)", set_up(ctl.as_raw_fd(), &name))?;
+    step("SIOCSIFNETMASK", set_addr(&ctl, &name, siocsifnetmask, Ipv4Addr::from(mask)))?;
+    step("SIOCSIFFLAGS (up)", set_up(&ctl, &name))?;
     Ok(tun)
 }
 
@@ -99,20 +104,19 @@ fn ifname(name: &str) -> io::Result<CString> {
     CString::new(name).map_err(|_| bad("contains a NUL byte"))
 }
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
+fn socket() -> io::Result<OwnedFd> {
+    Ok(nix::sys::socket::socket(AddressFamily::Inet, SockType::Datagram, SockFlag::SOCK_CLOEXEC, None)?)
 }
 
-fn socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall; the fd is owned right away.
-    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
-    // SAFETY: fd is fresh and ours.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
+// The interface ioctls: each reads (and the getters and TUNSETIFF write back) one `ifreq`.
+nix::ioctl_readwrite_bad!(tunsetiff, libc::TUNSETIFF, libc::ifreq);
+nix::ioctl_readwrite_bad!(siocgifflags, libc::SIOCGIFFLAGS, libc::ifreq);
+nix::ioctl_write_ptr_bad!(siocsifflags, libc::SIOCSIFFLAGS, libc::ifreq);
+nix::ioctl_write_ptr_bad!(siocsifaddr, libc::SIOCSIFADDR, libc::ifreq);
+nix::ioctl_write_ptr_bad!(siocsifnetmask, libc::SIOCSIFNETMASK, libc::ifreq);
+
+/// A setter of one `ifreq` (`siocsifaddr`, `siocsifnetmask`).
+type IfreqSetter = unsafe fn(libc::c_int, *const libc::ifreq) -> nix::Result<libc::c_int>;
 
 fn ifreq(name: &CStr) -> libc::ifreq {
     // SAFETY: ifreq is plain old data; all-zero is valid.
@@ -123,47 +127,34 @@ fn ifreq(name: &CStr) -> libc::ifreq {
     req
 }
 
+/// `/dev/net/tun` (std opens it close-on-exec), non-blocking, attached to a new TUN device.
 fn open_tun(name: &CStr) -> io::Result<OwnedFd> {
-    // SAFETY: plain open(2) of a constant path.
-    let fd = cvt(unsafe { libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) })?;
-    // SAFETY: fd is fresh and ours.
-    let tun = unsafe { OwnedFd::from_raw_fd(fd) };
+    let tun: OwnedFd =
+        OpenOptions::new().read(true).write(true).custom_flags(libc::O_NONBLOCK).open("/dev/net/tun")?.into();
     let mut req = ifreq(name);
     req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
-    // SAFETY: TUNSETIFF reads and writes one ifreq.
-    cvt(unsafe { libc::ioctl(tun.as_raw_fd(), libc::TUNSETIFF, &mut req) })?;
-    set_nonblocking(tun.as_raw_fd())?;
+    // SAFETY: TUNSETIFF reads and writes one ifreq, a live local.
+    unsafe { tunsetiff(tun.as_raw_fd(), &mut req) }?;
     Ok(tun)
 }
 
-/// Sets `O_NONBLOCK` on `fd`.
-pub(crate) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: fcntl on a caller-owned fd.
-    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
-    // SAFETY: as above.
-    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
-}
-
-fn set_up(ctl: RawFd, name: &CStr) -> io::Result<()> {
+fn set_up(ctl: &OwnedFd, name: &CStr) -> io::Result<()> {
     let mut req = ifreq(name);
-    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write one ifreq.
-    cvt(unsafe { libc::ioctl(ctl, libc::SIOCGIFFLAGS, &mut req) })?;
+    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write one ifreq, a live local.
+    unsafe { siocgifflags(ctl.as_raw_fd(), &mut req) }?;
     // SAFETY: the union's flags member was just filled in by the kernel.
     unsafe { req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
     // SAFETY: as above.
-    cvt(unsafe { libc::ioctl(ctl, libc::SIOCSIFFLAGS, &mut req) }).map(drop)
+    unsafe { siocsifflags(ctl.as_raw_fd(), &req) }?;
+    Ok(())
 }
 
-fn set_addr(ctl: RawFd, name: &CStr, request: libc::c_ulong, addr: Ipv4Addr) -> io::Result<()> {
+fn set_addr(ctl: &OwnedFd, name: &CStr, set: IfreqSetter, addr: Ipv4Addr) -> io::Result<()> {
     let mut req = ifreq(name);
-    let sin = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
-        sin_addr: libc::in_addr { s_addr: u32::from(addr).to_be() },
-        sin_zero: [0; 8],
-    };
+    let sin: libc::sockaddr_in = *SockaddrIn::from(SocketAddrV4::new(addr, 0)).as_ref();
     // SAFETY: sockaddr_in and sockaddr have the same size; the union member is a sockaddr.
     unsafe { std::ptr::write(std::ptr::addr_of_mut!(req.ifr_ifru.ifru_addr).cast::<libc::sockaddr_in>(), sin) };
-    // SAFETY: the ioctl reads one ifreq.
-    cvt(unsafe { libc::ioctl(ctl, request, &mut req) }).map(drop)
+    // SAFETY: the ioctl reads one ifreq, a live local.
+    unsafe { set(ctl.as_raw_fd(), &req) }?;
+    Ok(())
 }

@@ -44,17 +44,19 @@ pub(super) fn describe_step(step: &Step) -> String {
     }
 }
 
+/// What a rank waits for; its connections by its own ids, spelled `local cN` as the trace
+/// spells them beside the kernel's number (an accept's connection has no kernel number yet).
 pub(super) fn describe_wait(wait: &Wait) -> String {
     match wait {
         Wait::Start => "about to start".into(),
         Wait::Listening => "listener addresses".into(),
         Wait::Until(t) => format!("timer at {t}"),
-        Wait::Connecting(c) => format!("connect of {c}"),
-        Wait::Reading(c) => format!("bytes on {c}"),
-        Wait::Accepting(c) => format!("accept() for {c}"),
-        Wait::Header(c) => format!("header of {c}"),
-        Wait::Payload(c) => format!("payload of {c}"),
-        Wait::Draining(c) => format!("drain of {c}"),
+        Wait::Connecting(c) => format!("connect of local {c}"),
+        Wait::Reading(c) => format!("bytes on local {c}"),
+        Wait::Accepting(c) => format!("accept() for local {c}"),
+        Wait::Header(c) => format!("header of local {c}"),
+        Wait::Payload(c) => format!("payload of local {c}"),
+        Wait::Draining(c) => format!("drain of local {c}"),
         Wait::Arrival => "the next message in order".into(),
         Wait::Inbound => "the next connection".into(),
     }

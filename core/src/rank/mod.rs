@@ -222,11 +222,7 @@ impl Rank {
     pub fn waiting_for(&self) -> Option<String> {
         let op = self.op.as_ref()?;
         let step = op.steps.front().map_or("finishing".to_string(), exec::describe_step);
-        // Operations are numbered as the application's workload numbers them (from 0, init apart).
-        let which = match op.id.0 {
-            0 => op.kind.to_string(),
-            id => format!("{} #{}", op.kind, id - 1),
-        };
+        let which = crate::OpName(op.kind, op.id);
         Some(format!("{which}: {step} ({})", exec::describe_wait(&op.wait)))
     }
 
@@ -353,7 +349,7 @@ impl Rank {
             }
             Input::ListenFailed { listener, reason } => {
                 let rank = self.cfg.rank;
-                self.fail(BootstrapError::Listen { rank, reason: format!("{listener:?}: {reason}") });
+                self.fail(BootstrapError::Listen { rank, reason: format!("{listener}: {reason}") });
             }
             Input::Accepted { conn, from } => self.on_accepted(conn, from),
             Input::Connected { conn } => {

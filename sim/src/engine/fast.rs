@@ -4,7 +4,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::{
@@ -16,16 +16,13 @@ use super::outcome::{Node, Outcome, RankEnd, TraceSink};
 use crate::case::Case;
 use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::seed::derive;
+use crate::words::{completion_line, event_line, kernel_line, ConnRef};
 use crate::workload::build_op;
 
 /// The drain's poll interval in the proposed fix.
 use bootsim_core::ports::{sim_port, DRAIN_POLL, ROOT_PORT};
 
-/// The simulated address of host `h`: 10.0.0.1 for host 0, and so on.
-pub fn host_addr(h: u32, port: u16) -> SocketAddr {
-    let x = h + 1;
-    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, (x >> 16) as u8, (x >> 8) as u8, x as u8), port))
-}
+pub use crate::words::host_addr;
 
 fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
     match addr {
@@ -212,24 +209,16 @@ impl World<'_> {
             }
             Timer::DrainDone { sock } => {
                 if let Some(d) = self.drains.remove(&sock) {
+                    // The rank's DrainCompleted event writes the trace line.
                     let waited = self.now - d.start;
-                    self.sink.line(
-                        self.now,
-                        node_name(d.node),
-                        format_args!("drain {} done after {:?}", d.conn, waited),
-                    );
                     self.work.push_back((d.node, OwnedInput::Drained { conn: d.conn, waited }));
                 }
             }
             Timer::DrainDeadline { sock } => {
                 if let Some(d) = self.drains.remove(&sock) {
                     let waited = self.now - d.start;
+                    // The rank's DrainGaveUp event writes the trace line.
                     let unacked = self.kernel.outq(sock);
-                    self.sink.line(
-                        self.now,
-                        node_name(d.node),
-                        format_args!("drain {} gave up after {:?} with {unacked} bytes unacked", d.conn, waited),
-                    );
                     self.work.push_back((d.node, OwnedInput::DrainTimedOut { conn: d.conn, waited, unacked }));
                 }
             }
@@ -287,10 +276,10 @@ impl World<'_> {
                         self.listeners.insert((node, listener), l);
                         self.listener_owner.insert(l, (node, listener));
                         let addr = host_addr(host, port);
-                        self.sink.line(now, name, format_args!("listen {listener:?} at {addr}"));
+                        self.sink.line(now, name, format_args!("listen: {listener} at {addr}"));
                         self.work.push_back((node, OwnedInput::Listening { listener, addr }));
                     }
-                    Err(e) => self.sink.line(now, name, format_args!("listen {listener:?} failed: {e}")),
+                    Err(e) => self.sink.line(now, name, format_args!("listen: {listener} failed: {e}")),
                 }
             }
             Output::Accept { listener, conn } => {
@@ -310,9 +299,9 @@ impl World<'_> {
             }
             Output::Write { conn, bytes } => {
                 if let Some(&sock) = self.sock_of.get(&(node, conn)) {
-                    self.sink.line(now, name, format_args!("write {conn} ({sock}) {} bytes", bytes.len()));
+                    self.sink.line(now, name, format_args!("write {} bytes on {}", bytes.len(), local(conn, sock)));
                     if let Err(e) = self.kernel.write(now, sock, &bytes) {
-                        self.sink.line(now, name, format_args!("write {conn} failed: {e}"));
+                        self.sink.line(now, name, format_args!("write on {} failed: {e}", local(conn, sock)));
                     }
                 }
             }
@@ -329,15 +318,18 @@ impl World<'_> {
                 if let Some(sock) = self.sock_of.remove(&(node, conn)) {
                     self.owner.remove(&sock);
                     self.kernel.close(now, sock);
-                    self.sink.line(now, name, format_args!("close {conn} ({sock})"));
+                    self.sink.line(now, name, format_args!("close {}", local(conn, sock)));
                 }
                 self.dialing.remove(&(node, conn));
             }
             Output::Completed(c) => self.completed(node, c),
             Output::Event(e) => {
-                self.sink.line(now, name, format_args!("{e:?}"));
                 let sock = super::outcome::event_conn(&e).and_then(|c| self.sock_of.get(&(node, c)).copied());
-                self.out.record_event(now, node, e, sock.map(SockId::conn));
+                let kconn = sock.map(SockId::conn);
+                if self.sink.enabled() {
+                    self.sink.line(now, name, format_args!("{}", event_line(&e, kconn)));
+                }
+                self.out.record_event(now, node, e, kconn);
             }
         }
     }
@@ -345,9 +337,8 @@ impl World<'_> {
     fn completed(&mut self, node: Node, c: Completion) {
         let now = self.now;
         let name = node_name(node);
-        match &c.result {
-            Ok(bytes) => self.sink.line(now, name, format_args!("{} #{} ok ({} bytes)", c.kind, c.op.0, bytes.len())),
-            Err(e) => self.sink.line(now, name, format_args!("{} #{} failed: {e}", c.kind, c.op.0)),
+        if self.sink.enabled() {
+            self.sink.line(now, name, format_args!("{}", completion_line(&c)));
         }
         match node {
             Node::Root => {
@@ -399,7 +390,7 @@ impl World<'_> {
             self.owner.remove(&old);
         }
         let sock = self.kernel.connect(now, HostId(Self::host(node)), HostId(to), port);
-        self.sink.line(now, node_name(node), format_args!("connect {conn} ({sock}) to {addr}"));
+        self.sink.line(now, node_name(node), format_args!("connect {} to {addr}", local(conn, sock)));
         self.sock_of.insert((node, conn), sock);
         self.owner.insert(sock, (node, conn));
     }
@@ -412,7 +403,7 @@ impl World<'_> {
         self.sock_of.insert((node, conn), sock);
         self.owner.insert(sock, (node, conn));
         let from = host_addr(flow.client.0, flow.client_port);
-        self.sink.line(self.now, node_name(node), format_args!("accept {conn} ({sock}) from {from}"));
+        self.sink.line(self.now, node_name(node), format_args!("accept {} from {from}", local(conn, sock)));
         self.work.push_back((node, OwnedInput::Accepted { conn, from }));
         self.read_all(sock);
     }
@@ -440,8 +431,8 @@ impl World<'_> {
             if !kind.is_app() {
                 // Trace-only records: sweeps run untraced, and explanations re-run traced.
                 if self.sink.enabled() {
-                    self.sink.line(at, "kernel", format_args!("{kind:?}"));
-                    self.out.record_kernel(at, kind);
+                    let conn = self.out.record_kernel(at, kind);
+                    self.sink.line(at, "kernel", format_args!("{}", kernel_line(&kind, conn)));
                 }
                 continue;
             }
@@ -449,7 +440,7 @@ impl World<'_> {
                 EventKind::Connected { sock } => {
                     if let Some(&(node, conn)) = self.owner.get(&sock) {
                         self.dialing.remove(&(node, conn));
-                        self.sink.line(at, node_name(node), format_args!("connected {conn} ({sock})"));
+                        self.sink.line(at, node_name(node), format_args!("connected {}", local(conn, sock)));
                         self.work.push_back((node, OwnedInput::Connected { conn }));
                     }
                 }
@@ -478,4 +469,9 @@ impl World<'_> {
 
 fn node_name(node: Node) -> Node {
     node
+}
+
+/// A node's connection in the trace's words: the kernel's number, the node's own id after.
+fn local(conn: ConnId, sock: SockId) -> ConnRef {
+    ConnRef { local: conn, kconn: Some(sock.conn()) }
 }

@@ -121,6 +121,8 @@ pub struct Outcome {
     /// Notable kernel events per kernel connection (only when tracing): SYN sent, child
     /// enqueued, accepted, RX stalls, losses, retransmissions, backlog drops.
     pub kernel_notes: BTreeMap<u64, Vec<(Instant, EventKind)>>,
+    /// Every RX stall, in order (only when tracing): what `shrink` forces explicitly.
+    pub rx_stalls: Vec<EventKind>,
     flow_conn: BTreeMap<Flow, u64>,
     /// Every drain that waited (completed or gave up), in order.
     pub drains: Vec<DrainNote>,
@@ -176,33 +178,17 @@ impl Outcome {
         }
     }
 
-    /// Records a kernel trace event under its connection.
-    pub fn record_kernel(&mut self, at: Instant, kind: EventKind) {
-        let conn = match kind {
-            EventKind::SynSent { sock, flow, .. } => {
-                self.flow_conn.insert(flow, sock.conn());
-                sock.conn()
-            }
-            EventKind::ChildEnqueued { sock, .. } | EventKind::Accepted { sock, .. } => sock.conn(),
-            _ => return self.record_flow_event(at, kind),
-        };
-        self.kernel_notes.entry(conn).or_default().push((at, kind));
-    }
-
-    /// Files a packet-level event (stall, loss, retransmission, backlog drop) under the
-    /// connection whose 4-tuple it names (the latest connection with that 4-tuple).
-    fn record_flow_event(&mut self, at: Instant, kind: EventKind) {
-        let flow = match kind {
-            EventKind::RxStall { flow, .. }
-            | EventKind::PacketLost { flow, .. }
-            | EventKind::Retransmit { flow, .. }
-            | EventKind::BacklogDrop { flow, .. }
-            | EventKind::SynAckExpired { flow } => flow,
-            _ => return,
-        };
-        if let Some(&conn) = self.flow_conn.get(&flow) {
+    /// Records a trace-only kernel event under its connection (packet events under the latest
+    /// connection with their 4-tuple); returns that connection, for the trace line.
+    pub fn record_kernel(&mut self, at: Instant, kind: EventKind) -> Option<u64> {
+        if matches!(kind, EventKind::RxStall { .. }) {
+            self.rx_stalls.push(kind);
+        }
+        let conn = crate::words::kernel_conn(&kind, &mut self.flow_conn)?;
+        if !kind.is_app() {
             self.kernel_notes.entry(conn).or_default().push((at, kind));
         }
+        Some(conn)
     }
 }
 
@@ -232,7 +218,7 @@ pub struct Trace {
 
 /// Collects trace lines when enabled; costs nothing otherwise.
 pub struct TraceSink {
-    lines: Option<Vec<String>>,
+    lines: Option<Vec<(Instant, String)>>,
 }
 
 impl TraceSink {
@@ -249,13 +235,31 @@ impl TraceSink {
     /// Appends `time who what`.
     pub fn line(&mut self, at: Instant, who: impl fmt::Display, what: fmt::Arguments<'_>) {
         if let Some(lines) = &mut self.lines {
-            lines.push(format!("{at} {who} {what}"));
+            lines.push((at, format!("{at} {who} {what}")));
         }
+    }
+
+    /// Adds lines known only when the run ends (the turmoil engine's rank events), each after
+    /// the kept lines of the same or an earlier time, in the order given among equal times.
+    pub fn merge(&mut self, who: impl fmt::Display, extra: Vec<(Instant, String)>) {
+        let Some(lines) = &mut self.lines else { return };
+        let mut extra: Vec<(Instant, String)> =
+            extra.into_iter().map(|(at, what)| (at, format!("{at} {who} {what}"))).collect();
+        extra.sort_by_key(|(at, _)| *at);
+        let kept = std::mem::take(lines);
+        let mut extra = extra.into_iter().peekable();
+        for (at, line) in kept {
+            while let Some(x) = extra.next_if(|(t, _)| *t < at) {
+                lines.push(x);
+            }
+            lines.push((at, line));
+        }
+        lines.extend(extra);
     }
 
     /// The trace with its digest.
     pub fn finish(self) -> Option<Trace> {
-        let lines = self.lines?;
+        let lines: Vec<String> = self.lines?.into_iter().map(|(_, l)| l).collect();
         let mut h = Sha256::new();
         for l in &lines {
             h.update(l.as_bytes());

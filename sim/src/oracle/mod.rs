@@ -114,12 +114,16 @@ impl fmt::Display for Finding {
             Finding::Hang { who, waiting, unexpected } => {
                 write!(f, "hang: {who} waits for {waiting}")?;
                 if !unexpected.is_empty() {
-                    write!(f, "; unexpected list (peer, tag): {unexpected:?}")?;
+                    write!(f, "; unexpected list: {}", crate::words::peer_tags(unexpected))?;
                 }
                 Ok(())
             }
             Finding::Leak { rank, entries } => {
-                write!(f, "leak: rank {rank} ends with unexpected (peer, tag) {entries:?}")
+                write!(
+                    f,
+                    "leak: rank {rank} ends with unexpected connections from {}",
+                    crate::words::peer_tags(entries)
+                )
             }
             Finding::DrainGaveUp { rank, to, tag, waited_ms } => {
                 write!(f, "drain gave up: rank {rank} to rank {to} tag {tag:#x} after {waited_ms} ms (fail-open)")
@@ -155,9 +159,8 @@ impl Finding {
 }
 
 fn describe(origin: &MsgOrigin, from: Option<u32>) -> String {
-    let step = if origin.kind == OpKind::Barrier { "round" } else { "step" };
     let from = from.map_or(String::new(), |f| format!(" from rank {f}"));
-    format!("{} #{} {} {}{}", origin.kind, origin.op.0.saturating_sub(1), step, origin.step, from)
+    format!("{origin}{from}")
 }
 
 fn describe_sent(s: &SentMsg) -> String {
@@ -296,9 +299,7 @@ fn source_of(out: &Outcome, r: u32, op: OpId, peer: u32) -> Option<&SentMsg> {
 }
 
 fn show(h: &QpHandle) -> String {
-    let g = h.gid();
-    let gid: String = g.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":");
-    format!("QPN {:#x} GID {gid}", h.qpn)
+    h.to_string()
 }
 
 /// What `ibv_modify_qp` to RTR would do with a received handle on a RoCE NIC, for rank `r` of a

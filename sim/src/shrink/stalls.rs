@@ -1,49 +1,37 @@
 //! The RX-queue stalls a traced run actually suffered, as an explicit `stalls=` list.
 
-use crate::kernel::{ScriptedStall, StallAt};
+use crate::engine::outcome::Outcome;
+use crate::kernel::{EventKind, ScriptedStall, StallAt};
 
-/// Every `RxStall` of a trace as a forced stall of that packet (`HOST:QUEUE:pN:DUR`), in the
+/// Every RX stall of a traced run as a forced stall of that packet (`HOST:QUEUE:pN:DUR`), in the
 /// order they happened. Replaying them with random stalls off delays exactly the packets the
 /// random ones delayed; anchored to packets rather than times, each keeps hitting its packet
 /// when others are removed.
-pub fn stalls_from_trace(lines: &[String]) -> Vec<ScriptedStall> {
-    lines.iter().filter_map(|l| parse_rx_stall(l)).collect()
+pub fn stalls_of(out: &Outcome) -> Vec<ScriptedStall> {
+    out.rx_stalls.iter().filter_map(forced).collect()
 }
 
-/// Reads `... kernel RxStall { host: HostId(H), queue: Q, ..., from: Instant(A), until: Instant(B), nth: N }`.
-fn parse_rx_stall(line: &str) -> Option<ScriptedStall> {
-    let body = line.split_once(" kernel RxStall { ")?.1;
-    let host = field(body, "host: HostId(", ")")?;
-    let queue = field(body, "queue: ", ",")?;
-    let from = field(body, "from: Instant(", ")")?;
-    let until = field(body, "until: Instant(", ")")?;
-    let nth = field(body, "nth: ", " ")?;
-    let (host, queue) = (u32::try_from(host).ok()?, u16::try_from(queue).ok()?);
-    (until > from).then_some(ScriptedStall { host, queue, at: StallAt::Packet(nth), dur: until - from })
-}
-
-fn field(body: &str, open: &str, close: &str) -> Option<u64> {
-    let rest = &body[body.find(open)? + open.len()..];
-    rest[..rest.find(close)?].parse().ok()
+fn forced(e: &EventKind) -> Option<ScriptedStall> {
+    let EventKind::RxStall { host, queue, from, until, nth, .. } = *e else { return None };
+    (until > from).then(|| ScriptedStall {
+        host: host.0,
+        queue,
+        at: StallAt::Packet(nth),
+        dur: (until - from).as_nanos() as u64,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{run_case, Case};
 
     #[test]
-    fn parses_the_stalls_of_a_trace() {
-        let l = |h: u32, q: u16, a: u64, b: u64, n: u64| {
-            format!(
-                "0.000010s kernel RxStall {{ host: HostId({h}), queue: {q}, flow: Flow {{ client: HostId(0), \
-                 client_port: 1, server: HostId(0), server_port: 5000 }}, dir: ToServer, seg: Syn, \
-                 from: Instant({a}), until: Instant({b}), nth: {n} }}"
-            )
-        };
-        let lines =
-            vec![l(0, 4, 10_153, 58_724, 0), "0.000073s rank0 connected c1 (c0)".to_string(), l(1, 7, 600, 900, 12)];
-        let got = stalls_from_trace(&lines);
-        let p = |host, queue, n, dur| ScriptedStall { host, queue, at: StallAt::Packet(n), dur };
-        assert_eq!(got, vec![p(0, 4, 0, 48_571), p(1, 7, 12, 300)]);
+    fn a_traced_run_gives_its_stalls_in_order() {
+        let case = Case::parse("engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3").unwrap();
+        let report = run_case(&case, true);
+        let got = stalls_of(&report.outcome);
+        assert_eq!(got.len() as u64, report.kernel.stalled, "one forced stall per stalled packet");
+        assert_eq!(got[0], ScriptedStall { host: 0, queue: 4, at: StallAt::Packet(0), dur: 48_571 });
     }
 }

@@ -4,7 +4,7 @@
 use bootsim_core::Instant;
 
 use crate::engine::outcome::{DrainNote, Node, Outcome};
-use crate::explain::{decisive_stall, find_overtake, seg_name, short_qp, step_name, Overtake};
+use crate::explain::{decisive_stall, find_overtake, seg_name, step_name, Overtake};
 use crate::kernel::{Dir, EventKind};
 use crate::oracle::Finding;
 use crate::run::RunReport;
@@ -279,7 +279,7 @@ fn mismatch(report: &RunReport, o: Overtake) -> Mismatch {
         Finding::Corruption { rank, peer, expected_qp: Some(e), received_qp: Some(g), verbs, .. }
             if *rank == o.receiver && *peer == o.peer =>
         {
-            Some((short_qp(e), short_qp(g), verbs.clone()))
+            Some((e.clone(), g.clone(), verbs.clone()))
         }
         _ => None,
     });

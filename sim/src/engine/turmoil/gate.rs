@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bootsim_core::{ConnId, Instant};
 
 use crate::engine::outcome::TraceSink;
-use crate::kernel::{EventKind, HostId, Kernel, ListenerId, SockId};
+use crate::kernel::{EventKind, Flow, HostId, Kernel, ListenerId, SockId};
+use crate::words::{kernel_conn, kernel_line};
 
 /// The world's time: turmoil's simulated clock as a core instant.
 pub fn sim_now() -> Instant {
@@ -61,6 +62,8 @@ pub struct Gate {
     pub conn_ids: BTreeMap<(u32, ConnId), SockId>,
     /// The model's trace events (kept only when tracing), for explanations.
     pub notes: Vec<(Instant, EventKind)>,
+    /// The connection each traced 4-tuple belongs to (names packet events in the trace).
+    flows: BTreeMap<Flow, u64>,
     /// The last wait each host's rank reported, with its unexpected list.
     pub waits: BTreeMap<u32, RankWait>,
     /// Each rank's events and completions as they happened: what is known of a rank that never
@@ -92,6 +95,7 @@ impl GateHandle {
             failed: BTreeMap::new(),
             conn_ids: BTreeMap::new(),
             notes: Vec::new(),
+            flows: BTreeMap::new(),
             waits: BTreeMap::new(),
             progress: BTreeMap::new(),
             last_change: Instant::ZERO,
@@ -133,7 +137,8 @@ impl Gate {
         self.kernel.handle_timeout(now);
         while let Some(e) = self.kernel.poll_event() {
             if self.sink.enabled() {
-                self.sink.line(e.at, "kernel", format_args!("{:?}", e.kind));
+                let conn = kernel_conn(&e.kind, &mut self.flows);
+                self.sink.line(e.at, "kernel", format_args!("{}", kernel_line(&e.kind, conn)));
                 if !e.kind.is_app() {
                     self.notes.push((e.at, e.kind));
                 }
@@ -177,7 +182,11 @@ impl Gate {
     pub fn connected(&mut self, from: u32, to: u32, port: u16, local: SocketAddr, remote: SocketAddr) -> SockId {
         let now = self.clock();
         let sock = self.kernel.connect(now, HostId(from), HostId(to), port);
-        self.sink.line(now, format_args!("h{from}"), format_args!("connect {local} -> {remote} is model {sock}"));
+        self.sink.line(
+            now,
+            format_args!("h{from}"),
+            format_args!("connect {local} -> {remote} is connection {}", sock.conn()),
+        );
         self.by_pair.insert((local, remote), sock);
         if let Some(stream) = self.unmatched.remove(&(local, remote)) {
             self.arrived.insert(sock.peer(), (stream, local));
@@ -209,7 +218,7 @@ impl Gate {
         let first = *queue.first()?;
         let (stream, from) = self.arrived.remove(&first)?;
         queue.remove(0);
-        self.sink.line(now, from, format_args!("accepted as model {first}"));
+        self.sink.line(now, from, format_args!("accepted as connection {}", first.conn()));
         Some((stream, from, first))
     }
 

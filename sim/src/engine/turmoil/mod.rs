@@ -18,6 +18,7 @@ use super::outcome::{event_conn, Node, Outcome};
 use crate::case::Case;
 use crate::kernel::{Kernel, SockId};
 use crate::seed::derive;
+use crate::words::{completion_line, event_line};
 use crate::workload::build_op;
 use backend::{TurmoilNet, ROOT_PORT};
 use gate::{sim_now, GateHandle};
@@ -133,6 +134,7 @@ fn collect(
     crashed: Option<u32>,
 ) -> Outcome {
     let mut out = Outcome::new(case.ranks as usize);
+    let mut rank_lines: BTreeMap<u32, Vec<(Instant, String)>> = BTreeMap::new();
     let gate = gate.into_inner();
     let conn_ids = gate.as_ref().map(|g| g.conn_ids.clone()).unwrap_or_default();
     let waits = gate.as_ref().map(|g| g.waits.clone()).unwrap_or_default();
@@ -152,7 +154,7 @@ fn collect(
             // oracle see the overtaking that left it waiting).
             let done = match progress.remove(&(r as u32)) {
                 Some(run) => {
-                    record_events(&mut out, r as u32, &run, &conn_ids);
+                    record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
                     out.ranks[r].completions =
                         run.completed_at.iter().copied().zip(run.completions.iter().cloned()).collect();
                     run.completions.len().saturating_sub(1)
@@ -166,7 +168,7 @@ fn collect(
             Ok(run) => run,
             Err(DriverError::Failed { error: BootstrapError::Timeout { waiting, .. }, run, .. }) => {
                 // A core op timeout (not set by this engine, kept for callers that set one).
-                record_events(&mut out, r as u32, &run, &conn_ids);
+                record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
                 out.ranks[r].waiting_for = Some(waiting);
                 continue;
             }
@@ -185,7 +187,7 @@ fn collect(
                 ..RankRun::default()
             },
         };
-        record_events(&mut out, r as u32, &run, &conn_ids);
+        record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
         let times = run.completed_at.iter().copied().chain(std::iter::repeat(at));
         out.ranks[r].completions = times.zip(run.completions.iter().cloned()).collect();
         out.ranks[r].finished = Some(at);
@@ -205,15 +207,33 @@ fn collect(
         for &(at, kind) in &g.notes {
             out.record_kernel(at, kind);
         }
-        out.trace = g.sink.finish();
+        let mut sink = g.sink;
+        if sink.enabled() {
+            for (r, end) in out.ranks.iter().enumerate() {
+                let mut lines = rank_lines.remove(&(r as u32)).unwrap_or_default();
+                lines.extend(end.completions.iter().map(|(at, c)| (*at, completion_line(c))));
+                // Events before the completion they lead to, at equal times.
+                lines.sort_by_key(|(at, _)| *at);
+                sink.merge(Node::Rank(r as u32), lines);
+            }
+        }
+        out.trace = sink.finish();
     }
     out
 }
 
 /// Records a rank's protocol events, joined to model connections through the gate's ids.
-fn record_events(out: &mut Outcome, rank: u32, run: &RankRun, ids: &BTreeMap<(u32, ConnId), SockId>) {
+/// Also keeps each event's trace line, in `lines` per rank.
+fn record_events(
+    out: &mut Outcome,
+    rank: u32,
+    run: &RankRun,
+    ids: &BTreeMap<(u32, ConnId), SockId>,
+    lines: &mut BTreeMap<u32, Vec<(Instant, String)>>,
+) {
     for (e, at) in run.events.iter().zip(&run.events_at) {
         let kconn = event_conn(e).and_then(|c| ids.get(&(rank, c))).map(|s| s.conn());
+        lines.entry(rank).or_default().push((*at, event_line(e, kconn)));
         out.record_event(*at, Node::Rank(rank), e.clone(), kconn);
     }
 }
