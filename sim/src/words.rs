@@ -228,16 +228,48 @@ pub fn event_line(e: &Event, kconn: Option<u64>) -> String {
     }
 }
 
-/// An operation's end as a trace line: `alltoall #1 ok (1152 bytes)`, `barrier #2 failed: ...`.
+/// An operation's end as a trace line: `alltoall #1 ok (1152 bytes)`, `barrier #2 failed: recv
+/// from rank 1 ...` (the line already names the rank and the operation: the error's own
+/// "rank 0: barrier" prefix is not repeated).
 pub fn completion_line(c: &Completion) -> String {
     match &c.result {
         Ok(bytes) => format!("{} ok ({} bytes)", OpName(c.kind, c.op), bytes.len()),
-        Err(e) => format!("{} failed: {e}", OpName(c.kind, c.op)),
+        Err(e) => {
+            let text = e.to_string();
+            let text = strip_rank(&text);
+            let kind = c.kind.to_string();
+            let text = text.strip_prefix(kind.as_str()).map_or(text, |t| t.trim_start_matches([':', ' ']));
+            format!("{} failed: {text}", OpName(c.kind, c.op))
+        }
+    }
+}
+
+/// `text` without a leading "rank N: ".
+fn strip_rank(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("rank ") else { return text };
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    match rest[digits..].strip_prefix(": ") {
+        Some(after) if digits > 0 => after,
+        _ => text,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_failed_operation_names_its_rank_and_kind_once() {
+        use bootsim_core::{BootstrapError, Completion, OpId, OpKind};
+        let error = BootstrapError::Timeout {
+            rank: 0,
+            op: OpKind::Barrier,
+            waiting: "recv from rank 1".into(),
+            after: std::time::Duration::from_secs(1),
+        };
+        let line = super::completion_line(&Completion { op: OpId(3), kind: OpKind::Barrier, result: Err(error) });
+        assert!(line.starts_with("barrier #2 failed: "), "{line}");
+        assert!(!line.contains("rank 0:") && line.matches("barrier").count() == 1, "{line}");
+    }
+
     use super::*;
 
     #[test]
