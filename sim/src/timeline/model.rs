@@ -70,6 +70,8 @@ pub struct Conn {
     pub role: Role,
     /// Packet losses and retransmissions: (time, lane, words).
     pub marks: Vec<(Instant, Node, String)>,
+    /// Part of the init phase (check-in, peer addresses, init exchange).
+    pub init: bool,
 }
 
 /// A completed (or failed) operation on a lane.
@@ -83,6 +85,8 @@ pub struct Done {
     pub text: String,
     /// Whether it failed.
     pub failed: bool,
+    /// The init operation's completion.
+    pub init: bool,
 }
 
 /// The highlighted violation.
@@ -171,7 +175,8 @@ impl Model {
                 };
                 let failed = c.result.is_err();
                 let text = format!("{name} {}", if failed { "failed" } else { "ok" });
-                m.done.push(Done { at: *at, lane, text, failed });
+                let init = c.kind == bootsim_core::OpKind::Init;
+                m.done.push(Done { at: *at, lane, text, failed, init });
             }
         }
         m.mismatch = overtake.map(|o| mismatch(report, o));
@@ -218,6 +223,7 @@ impl Model {
             taken: taken.map(|t| (t.at, format!("took for {}", step_name(&t.origin)))),
             role,
             marks: Vec::new(),
+            init: sent.is_none() && role == Role::Plain,
         };
         for (i, (at, e)) in notes.iter().enumerate() {
             let lane_of = |dir: Dir| if dir == Dir::ToServer { server } else { client };
@@ -245,6 +251,22 @@ impl Model {
             }
         }
         self.conns.push(conn);
+    }
+
+    /// The first instant of anything outside the init phase, when there was an init phase.
+    pub fn init_end(&self) -> Option<Instant> {
+        let any_init = self.conns.iter().any(|c| c.init) || self.done.iter().any(|d| d.init);
+        let after = self.conns.iter().filter(|c| !c.init).flat_map(|c| [Some(c.syn), c.sent]).flatten();
+        let first = after.chain(self.done.iter().filter(|d| !d.init).map(|d| d.at)).min();
+        first.filter(|_| any_init)
+    }
+
+    /// Where the failing exchange begins: the first SYN of the two connections of the
+    /// violation, or the start of the stall that let one overtake the other.
+    pub fn exchange_start(&self) -> Option<Instant> {
+        self.mismatch.as_ref()?;
+        let conns = self.conns.iter().filter(|c| c.role != Role::Plain).map(|c| c.syn);
+        conns.chain(self.stalls.iter().filter(|s| s.decisive).map(|s| s.from)).min()
     }
 
     /// Every instant the picture places, unsorted.
