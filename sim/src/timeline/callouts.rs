@@ -16,11 +16,46 @@ use crate::explain::{ms, ms_d};
 
 const LINE: f64 = 15.0;
 
-/// Draws the callouts of `m` into their bands.
-pub fn callouts(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
+/// A leader line from a place in the picture to its callout: along the row, then down or up the
+/// gutter left of the box. Drawn once every text is placed, broken where it would cross one.
+pub struct Leader {
+    class: &'static str,
+    t: Instant,
+    from: (f64, f64),
+    to: (f64, f64),
+}
+
+impl Leader {
+    /// Draws the leader into the band of its instant.
+    pub fn draw(&self, cv: &mut Canvas) {
+        let (x0, y0) = self.from;
+        let (x1, y1) = self.to;
+        let gutter = x1 - 6.0;
+        let mut d = String::new();
+        let mut x = x0;
+        for (a, b) in cv.placer.crossing(y0) {
+            if b <= x || a >= gutter {
+                continue;
+            }
+            if a > x {
+                let _ = write!(d, "M{x:.1},{y0:.1} H{a:.1} ");
+            }
+            x = b;
+        }
+        if x < gutter {
+            let _ = write!(d, "M{x:.1},{y0:.1} H{gutter:.1} ");
+        }
+        let _ = write!(d, "M{gutter:.1},{y0:.1} V{y1:.1} H{x1:.1}");
+        let _ = write!(cv.shape(self.t), r#"<g class="callout {}"><path class="leader" d="{d}"/></g>"#, self.class);
+    }
+}
+
+/// Draws the callouts of `m` into their bands; returns their leader lines, to draw last.
+pub fn callouts(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) -> Vec<Leader> {
     let x = g.callout_x;
     let w = g.width - x - 4.0;
     let mut next_y = f64::NEG_INFINITY;
+    let mut leaders = Vec::new();
     if let Some(st) = m.stalls.iter().find(|st| st.decisive) {
         if let Some(lx) = g.x(st.lane) {
             let lines = [
@@ -29,11 +64,13 @@ pub fn callouts(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
             ];
             let t = st.from.max(m.mismatch.as_ref().map_or(st.from, |_| cv_band_start(cv, st.from)));
             let y = sc.y(t).max(cv.ranges[cv.band_of(t)].0 + 4.0);
-            next_y = boxed(cv, t, ("callout stall-why", "why"), (x, y, w), &lines, (lx - 20.0, sc.y(st.from).max(y)));
+            next_y = boxed(cv, t, ("callout stall-why", "why"), (x, y, w), &lines);
+            let from = (lx - 8.0, sc.y(st.from).max(y));
+            leaders.push(Leader { class: "stall-why", t, from, to: (x, y + 6.0) });
         }
     }
-    let Some(mm) = &m.mismatch else { return };
-    let Some(lx) = g.x(Node::Rank(mm.overtake.receiver)) else { return };
+    let Some(mm) = &m.mismatch else { return leaders };
+    let Some(lx) = g.x(Node::Rank(mm.overtake.receiver)) else { return leaders };
     let ya = sc.y(mm.at);
     let _ = write!(
         cv.shape(mm.at),
@@ -43,7 +80,9 @@ pub fn callouts(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
     let mut lines = vec![(mm.headline.clone(), true), (mm.expected.clone(), false), (mm.received.clone(), false)];
     lines.extend(mm.symptom.clone().map(|s| (s, false)));
     let y = (ya - 8.0).max(next_y + 10.0);
-    boxed(cv, mm.at, ("callout mismatch", "mismatch"), (x, y, w), &lines, (lx + 9.0, ya));
+    boxed(cv, mm.at, ("callout mismatch", "mismatch"), (x, y, w), &lines);
+    leaders.push(Leader { class: "mismatch", t: mm.at, from: (lx + 9.0, ya), to: (x, y + 6.0) });
+    leaders
 }
 
 /// The first instant of the band holding `t`: a callout about an event in a hidden band is
@@ -57,15 +96,13 @@ fn cv_band_start(cv: &Canvas, t: Instant) -> Instant {
     }
 }
 
-/// A box at (x, y) `w` wide, its lines wrapped to fit, with a leader line to `to`; returns the
-/// y below it.
+/// A box at (x, y) `w` wide, its lines wrapped to fit; returns the y below it.
 fn boxed(
     cv: &mut Canvas,
     t: Instant,
     (class, id): (&str, &str),
     (x, y, w): (f64, f64, f64),
     lines: &[(String, bool)],
-    to: (f64, f64),
 ) -> f64 {
     let mut rows: Vec<(String, Font, &str, Option<&str>)> = Vec::new();
     for (i, (l, head)) in lines.iter().enumerate() {
@@ -83,10 +120,7 @@ fn boxed(
     let s = cv.shape(t);
     let _ = write!(
         s,
-        r#"<g class="{class}" id="{id}"><line class="leader" x1="{:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}"/><rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="{h:.1}" rx="4"/>"#,
-        to.0,
-        to.1,
-        y + 8.0,
+        r#"<g class="{class}" id="{id}"><rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="{h:.1}" rx="4"/>"#,
         y - 4.0
     );
     cv.placer.reserve(Rect { x0: x, y0: y - 4.0, x1: x + w, y1: y - 4.0 + h });

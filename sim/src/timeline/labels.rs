@@ -109,6 +109,20 @@ impl Placer {
         }
     }
 
+    /// The x extents of the placed boxes that a horizontal line at `y` would cross, sorted.
+    pub fn crossing(&self, y: f64) -> Vec<(f64, f64)> {
+        let mut v: Vec<(f64, f64)> = self
+            .index
+            .get(&bucket(y))
+            .into_iter()
+            .flatten()
+            .filter(|r| r.y0 <= y && y <= r.y1)
+            .map(|r| (r.x0, r.x1))
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    }
+
     fn free(&self, r: &Rect) -> bool {
         (bucket(r.y0)..=bucket(r.y1)).all(|b| self.index.get(&b).is_none_or(|v| v.iter().all(|o| !o.hits(r))))
     }

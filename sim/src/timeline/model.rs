@@ -64,7 +64,7 @@ pub struct Conn {
     pub label: String,
     /// When the sender wrote its message.
     pub sent: Option<Instant>,
-    /// When a receive took its message, and for what.
+    /// When a receive took its message, and the receive's step.
     pub taken: Option<(Instant, String)>,
     /// Its part in the violation.
     pub role: Role,
@@ -220,7 +220,7 @@ impl Model {
             acc: None,
             label,
             sent: sent.map(|s| s.at),
-            taken: taken.map(|t| (t.at, format!("took for {}", step_name(&t.origin)))),
+            taken: taken.map(|t| (t.at, step_name(&t.origin))),
             role,
             marks: Vec::new(),
             init: sent.is_none() && role == Role::Plain,

@@ -26,8 +26,7 @@ use crate::explain::{ms, ms_d};
 const AXIS_W: f64 = 84.0;
 /// Top of the first band (below the lane headers).
 const TOP: f64 = 62.0;
-const COL: f64 = 9.0;
-const MAX_COLS: usize = 6;
+const COL: f64 = 8.0;
 const NOTE: f64 = 10.5;
 
 /// Escapes text for HTML and SVG.
@@ -73,6 +72,8 @@ pub struct Geometry {
     pub note_end: Vec<f64>,
     /// RX-queue columns per lane: queue number to column index.
     pub cols: Vec<BTreeMap<(u32, u16), usize>>,
+    /// Most RX-queue columns a lane has; further queues share its last column.
+    pub max_cols: usize,
     /// Left of the callout column.
     pub callout_x: f64,
     /// Right edge of the picture.
@@ -88,6 +89,7 @@ impl Geometry {
             (true, false) => 330.0,
         };
         let pitch = (width - AXIS_W - callout_w - 8.0) / n as f64;
+        let max_cols = ((pitch * 0.25) / COL).floor().clamp(2.0, 6.0) as usize;
         let mut cols: Vec<BTreeMap<(u32, u16), usize>> = vec![BTreeMap::new(); n];
         for st in &m.stalls {
             if let Some(i) = m.lanes.iter().position(|&l| l == st.lane) {
@@ -96,13 +98,14 @@ impl Geometry {
         }
         for c in &mut cols {
             for (i, v) in c.values_mut().enumerate() {
-                *v = i.min(MAX_COLS - 1);
+                *v = i.min(max_cols - 1);
             }
         }
         let rx_w = cols.iter().map(|c| c.values().max().map_or(0, |m| m + 1)).max().unwrap_or(0) as f64 * COL;
         let lane_x: Vec<f64> = (0..n).map(|i| AXIS_W + i as f64 * pitch + rx_w + 16.0).collect();
         let note_end = (0..n).map(|i| AXIS_W + (i + 1) as f64 * pitch - 6.0).collect();
-        Geometry { lanes: m.lanes.clone(), lane_x, note_end, cols, callout_x: AXIS_W + n as f64 * pitch + 8.0, width }
+        let callout_x = AXIS_W + n as f64 * pitch + 8.0;
+        Geometry { lanes: m.lanes.clone(), lane_x, note_end, cols, max_cols, callout_x, width }
     }
 
     /// The x of lane `n`'s line, if shown.
@@ -110,9 +113,13 @@ impl Geometry {
         self.lanes.iter().position(|&l| l == n).map(|i| self.lane_x[i])
     }
 
+    fn ncols(&self, lane: usize) -> usize {
+        self.cols[lane].len().min(self.max_cols)
+    }
+
     fn col_x(&self, lane: usize, host: u32, queue: u16) -> f64 {
         let c = self.cols[lane].get(&(host, queue)).copied().unwrap_or(0);
-        self.lane_x[lane] - 12.0 - (c as f64 + 1.0) * COL
+        self.lane_x[lane] - 12.0 - (self.ncols(lane) - c) as f64 * COL
     }
 }
 
@@ -180,10 +187,14 @@ pub fn render(m: &Model, layout: Layout) -> Picture {
     // The header (lane names, RX-queue columns) is reserved first: nothing goes under it.
     let mut head = String::new();
     lanes_head(&mut head, &mut cv.placer, m, &g);
-    callouts(&mut cv, m, &sc, &g);
-    axis(&mut cv, &sc, width);
+    grid(&mut cv, &sc, width);
+    let leaders = callouts(&mut cv, m, &sc, &g);
+    ticks(&mut cv, &sc);
     stalls(&mut cv, m, &sc, &g);
     body(&mut cv, m, &sc, &g);
+    for l in leaders {
+        l.draw(&mut cv);
+    }
 
     let mut s = String::new();
     let _ =
@@ -224,10 +235,11 @@ fn strip(cv: &mut Canvas, k: usize, y: f64, above: &Band, width: f64) {
     let hidden = format!("▸ {} hidden ({from} – {until}): tick the box above to show", above.label);
     let _ = write!(
         s,
-        r#"<rect class="strip-bg" x="0" y="{y:.1}" width="{width:.0}" height="{:.1}"/><line class="strip-line" x1="{AXIS_W}" y1="{:.1}" x2="{width:.0}" y2="{:.1}"/>"#,
+        r#"<rect class="strip-bg hidden-{key}" x="0" y="{y:.1}" width="{width:.0}" height="{:.1}"/><line class="strip-line" x1="{AXIS_W}" y1="{:.1}" x2="{width:.0}" y2="{:.1}"/>"#,
         20.0,
         y + 17.0,
         y + 17.0,
+        key = above.key
     );
     let _ = write!(
         s,
@@ -259,7 +271,7 @@ fn lanes_head(s: &mut String, p: &mut Placer, m: &Model, g: &Geometry) {
             lane_name(l)
         );
         for (&(h, q), &c) in &g.cols[i] {
-            let cx = g.col_x(i, h, q) + 3.0;
+            let cx = g.col_x(i, h, q) + 2.5;
             let shared = g.cols[i].values().filter(|&&v| v == c).count() > 1;
             let label = if shared { "+".to_string() } else { q.to_string() };
             if g.cols[i].iter().any(|(k, &v)| v == c && *k < (h, q)) {
@@ -274,7 +286,7 @@ fn lanes_head(s: &mut String, p: &mut Placer, m: &Model, g: &Geometry) {
             );
         }
         if !g.cols[i].is_empty() {
-            let x0 = x - 12.0 - COL * g.cols[i].len().min(MAX_COLS) as f64;
+            let x0 = x - 12.0 - COL * g.ncols(i) as f64;
             let xm = (x0 + x - 12.0) / 2.0;
             let _ = write!(
                 s,
@@ -285,16 +297,13 @@ fn lanes_head(s: &mut String, p: &mut Placer, m: &Model, g: &Geometry) {
     }
 }
 
-fn axis(cv: &mut Canvas, sc: &Scale, width: f64) {
+/// The grid lines and the cut marks, under everything else.
+fn grid(cv: &mut Canvas, sc: &Scale, width: f64) {
     for (t, y) in sc.rows() {
         let b = cv.band_of(t);
         let _ = write!(cv.band[b], r#"<line class="grid" x1="{AXIS_W}" y1="{y:.1}" x2="{width:.0}" y2="{y:.1}"/>"#);
-        let mut l = Label::new(AXIS_W - 6.0, y + 3.5, 10.0, Font::Sans, "tick", ms(t));
-        l.anchor = Anchor::End;
-        cv.text(t, l);
     }
-    let cuts = sc.cuts().to_vec();
-    for c in cuts {
+    for c in sc.cuts() {
         let mid = (c.y0 + c.y1) / 2.0;
         // The cut belongs to the band of the row below it.
         let t = sc.rows().find(|&(_, y)| y >= c.y1).map_or(Instant::ZERO, |r| r.0);
@@ -308,7 +317,20 @@ fn axis(cv: &mut Canvas, sc: &Scale, width: f64) {
             AXIS_W - 5.0,
             mid + 5.0,
         );
-        let mut l = Label::new(AXIS_W - 8.0, mid + 3.5, 9.5, Font::Bold, "cut-label", format!("+{gap}"));
+    }
+}
+
+/// The axis labels: each row's instant, and each cut's real length.
+fn ticks(cv: &mut Canvas, sc: &Scale) {
+    for (t, y) in sc.rows() {
+        let mut l = Label::new(AXIS_W - 6.0, y + 3.5, 10.0, Font::Sans, "tick", ms(t));
+        l.anchor = Anchor::End;
+        cv.text(t, l);
+    }
+    for c in sc.cuts() {
+        let t = sc.rows().find(|&(_, y)| y >= c.y1).map_or(Instant::ZERO, |r| r.0);
+        let mid = (c.y0 + c.y1) / 2.0;
+        let mut l = Label::new(AXIS_W - 8.0, mid + 3.5, 9.5, Font::Bold, "cut-label", format!("+{}", ms_d(c.gap)));
         l.anchor = Anchor::End;
         cv.text(t, l);
     }
@@ -339,7 +361,7 @@ fn stalls(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
             what.dedup();
             let _ = write!(
                 cv.shape(until),
-                r#"<rect class="stall" x="{x:.1}" y="{y0:.1}" width="6" height="{:.1}" data-host="{host}" data-queue="{queue}"><title>RX queue {queue} on host {host}: its softirq CPU was busy, {} packet(s) waited here {}–{}: {}{tail}</title></rect>"#,
+                r#"<rect class="stall" x="{x:.1}" y="{y0:.1}" width="5" height="{:.1}" data-host="{host}" data-queue="{queue}"><title>RX queue {queue} on host {host}: its softirq CPU was busy, {} packet(s) waited here {}–{}: {}{tail}</title></rect>"#,
                 (y1 - y0).max(1.5),
                 run.len(),
                 ms(from),
@@ -350,11 +372,11 @@ fn stalls(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
     }
     for st in m.stalls.iter().filter(|s| s.decisive) {
         let Some(lane) = m.lanes.iter().position(|&l| l == st.lane) else { continue };
-        let x = g.col_x(lane, st.host, st.queue) - 1.5;
+        let x = g.col_x(lane, st.host, st.queue) - 1.0;
         let (y0, y1) = (sc.y(st.from), sc.y(st.until));
         let _ = write!(
             cv.shape(st.until),
-            r#"<rect class="stall decisive" x="{x:.1}" y="{y0:.1}" width="9" height="{:.1}" data-host="{}" data-queue="{}"><title>RX queue {} on host {} busy {} ({}–{}): {}</title></rect>"#,
+            r#"<rect class="stall decisive" x="{x:.1}" y="{y0:.1}" width="7" height="{:.1}" data-host="{}" data-queue="{}"><title>RX queue {} on host {} busy {} ({}–{}): {}</title></rect>"#,
             (y1 - y0).max(1.5),
             st.host,
             st.queue,
@@ -496,18 +518,12 @@ fn body(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
         }
         s.push_str("</g>");
         let warn = if c.role == Role::Plain { "" } else { "⚠ " };
-        notes.add(
-            c.syn,
-            lane_i(c.client),
-            "note-syn",
-            format!("{warn}SYN #{} → {}: {}", c.id, lane_name(to), c.label),
-            c.init,
-        );
+        notes.add(c.syn, lane_i(c.client), "note-syn", format!("{warn}SYN #{}: {}", c.id, c.label), c.init);
         if let Some(a) = c.acc {
             notes.add(a, lane_i(c.server), "note-accept", format!("accept #{}", c.id), c.init);
         }
         if let Some((t, what)) = &c.taken {
-            notes.add(*t, lane_i(c.server), "note-read", format!("read #{} {what}", c.id), c.init);
+            notes.add(*t, lane_i(c.server), "note-read", format!("read #{} for {what}", c.id), c.init);
         }
         // Where the id sits along the arrow: the two arrows of a mismatch cross, keep them apart.
         let f = match c.role {
