@@ -62,7 +62,8 @@ pub fn callouts(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) -> Vec<Lea
                 (format!("RX queue {} on host {} busy for {}", st.queue, st.host, ms_d(st.until - st.from)), true),
                 (format!("{} waits {}–{}", st.what, ms(st.from), ms(st.until)), false),
             ];
-            let t = st.from.max(m.mismatch.as_ref().map_or(st.from, |_| cv_band_start(cv, st.from)));
+            // A stall that began in a band hidden on open is explained at the top of the last band.
+            let t = st.from.max(cv.splits.last().copied().unwrap_or(st.from));
             let y = sc.y(t).max(cv.ranges[cv.band_of(t)].0 + 4.0);
             next_y = boxed(cv, t, ("callout stall-why", "why"), (x, y, w), &lines);
             let from = (lx - 8.0, sc.y(st.from).max(y));
@@ -83,17 +84,6 @@ pub fn callouts(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) -> Vec<Lea
     boxed(cv, mm.at, ("callout mismatch", "mismatch"), (x, y, w), &lines);
     leaders.push(Leader { class: "mismatch", t: mm.at, from: (lx + 9.0, ya), to: (x, y + 6.0) });
     leaders
-}
-
-/// The first instant of the band holding `t`: a callout about an event in a hidden band is
-/// drawn at the top of the band that holds the violation.
-fn cv_band_start(cv: &Canvas, t: Instant) -> Instant {
-    let b = cv.band_of(t);
-    if b < cv.splits.len() {
-        cv.splits[cv.splits.len() - 1]
-    } else {
-        t
-    }
 }
 
 /// A box at (x, y) `w` wide, its lines wrapped to fit; returns the y below it.
