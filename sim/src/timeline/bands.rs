@@ -31,17 +31,20 @@ pub struct Band {
 pub fn bands(m: &Model, scale: &Scale, focus_budget: f64) -> Vec<Band> {
     let first = scale.rows().next().map(|r| r.0);
     let Some(first) = first else { return Vec::new() };
-    let failing = m.mismatch.is_some();
+    let first_violation = m.first_violation();
+    let failing = first_violation.is_some();
     let mut out = Vec::new();
     let init_end = m.init_end().filter(|&t| t > first);
     if let Some(t) = init_end {
         out.push(Band { key: "init", label: "the init phase", from: first, until: t, hidden: failing });
     }
-    let Some(mm) = &m.mismatch else { return out };
-    let Some(mut focus) = m.exchange_start() else { return out };
-    let y_at = scale.y(mm.at);
-    if y_at - scale.y(focus) > focus_budget {
-        focus = scale.rows().find(|&(_, y)| y >= y_at - focus_budget).map_or(mm.at, |r| r.0);
+    let Some((at, ..)) = first_violation else { return out };
+    let y_at = scale.y(at);
+    // Without a mismatch (an operation failed), what came shortly before the failure.
+    let mut focus = m.exchange_start().unwrap_or(at);
+    let budget = if m.mismatch.is_some() { focus_budget } else { focus_budget / 2.0 };
+    if m.mismatch.is_none() || y_at - scale.y(focus) > budget {
+        focus = scale.rows().find(|&(_, y)| y >= y_at - budget).map_or(at, |r| r.0);
     }
     let from = init_end.unwrap_or(first);
     if focus > from && scale.rows().any(|(t, _)| t >= from && t < focus) {
@@ -69,6 +72,19 @@ mod tests {
         let at = m.mismatch.as_ref().unwrap().at;
         assert!(tight[1].until > b[1].until && tight[1].until <= at);
         assert!(sc.y(at) - sc.y(tight[1].until) <= 30.0);
+    }
+
+    #[test]
+    fn without_a_mismatch_the_first_failed_operation_is_the_focus() {
+        let case = Case::parse("engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3").unwrap();
+        let mut m = Model::build(&run_case(&case, true));
+        m.mismatch = None;
+        let (at, lane, what) = m.first_violation().unwrap();
+        assert!(what.contains("failed") && lane == crate::engine::outcome::Node::Rank(0), "{what}");
+        let sc = Scale::new(m.times(), 0.0, &[]);
+        let b = bands(&m, &sc, 200.0);
+        assert_eq!(b.iter().map(|b| b.key).collect::<Vec<_>>(), ["init", "early"]);
+        assert!(sc.y(at) - sc.y(b[1].until) <= 100.0 && b[1].until <= at);
     }
 
     #[test]

@@ -70,7 +70,19 @@ pub fn callouts(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) -> Vec<Lea
             leaders.push(Leader { class: "stall-why", t, from, to: (x, y + 6.0) });
         }
     }
-    let Some(mm) = &m.mismatch else { return leaders };
+    let Some(mm) = &m.mismatch else {
+        if let Some((at, lane, what)) = m.first_violation() {
+            if let Some(lx) = g.x(lane) {
+                let _ = write!(
+                    cv.shape(at),
+                    r#"<circle class="violation" id="first-violation" cx="{lx:.1}" cy="{:.1}" r="9"><title>the first failure: {}</title></circle>"#,
+                    sc.y(at),
+                    super::svg::esc(&what)
+                );
+            }
+        }
+        return leaders;
+    };
     let Some(lx) = g.x(Node::Rank(mm.overtake.receiver)) else { return leaders };
     let ya = sc.y(mm.at);
     let _ = write!(

@@ -261,6 +261,16 @@ impl Model {
         first.filter(|_| any_init)
     }
 
+    /// The first violation: the wrong receive of the mismatch, else the first failed operation
+    /// on a shown lane; its instant, lane and what it was.
+    pub fn first_violation(&self) -> Option<(Instant, Node, String)> {
+        if let Some(mm) = &self.mismatch {
+            return Some((mm.at, Node::Rank(mm.overtake.receiver), mm.headline.clone()));
+        }
+        let failed = self.done.iter().filter(|d| d.failed).min_by_key(|d| (d.at, d.lane));
+        failed.map(|d| (d.at, d.lane, format!("{} {}", super::svg::lane_name(d.lane), d.text)))
+    }
+
     /// Where the failing exchange begins: the first SYN of the two connections of the
     /// violation, or the start of the stall that let one overtake the other.
     pub fn exchange_start(&self) -> Option<Instant> {
