@@ -45,11 +45,15 @@ pub fn render_html(report: &RunReport) -> String {
         return render_html(&run_case(&report.case, true));
     }
     let model = Model::build(report);
+    let lines = explain(report);
+    let header = header_height(&lines, report.case.ranks > MAX_LANES);
+    let pic = svg::render(&model, Layout { width: PICTURE_W, focus_budget: VIEWPORT_H - header - 170.0 });
+    let (form, css) = controls(&pic);
     let mut h = String::new();
     let title = format!("bootsim timeline: {}", report.case);
     let _ = write!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}{css}</style></head><body>\n",
         esc(&title)
     );
     let verdict = report.verdict;
@@ -64,7 +68,6 @@ pub fn render_html(report: &RunReport) -> String {
         report.kernel.lost,
         report.kernel.retransmits,
     );
-    let lines = explain(report);
     if !lines.is_empty() {
         h.push_str("<ol id=\"explain\">");
         for l in &lines {
@@ -82,9 +85,7 @@ pub fn render_html(report: &RunReport) -> String {
     }
     h.push_str(LEGEND);
     h.push_str("</header>\n");
-    let header = header_height(&lines, report.case.ranks > MAX_LANES);
-    let pic = svg::render(&model, Layout { width: PICTURE_W, focus_budget: VIEWPORT_H - header - 170.0 });
-    h.push_str(&controls(&pic));
+    h.push_str(&form);
     h.push_str("<main>");
     h.push_str(&pic.svg);
     h.push_str("</main>\n</body></html>\n");
@@ -93,9 +94,9 @@ pub fn render_html(report: &RunReport) -> String {
 
 /// A checkbox per band that can be hidden, and the CSS that hides it: its content disappears and
 /// everything below moves up by its height.
-fn controls(pic: &Picture) -> String {
+fn controls(pic: &Picture) -> (String, String) {
     if pic.bands.is_empty() {
-        return String::new();
+        return (String::new(), String::new());
     }
     let mut h = String::from("<form class=\"controls\" id=\"controls\">Show:");
     let mut css = String::new();
@@ -130,10 +131,8 @@ fn controls(pic: &Picture) -> String {
         }
         let _ = writeln!(css, "{sel} #timeline {{ height: {height:.0}px; }}");
     }
-    h.push_str("</form>\n<style>");
-    h.push_str(&css);
-    h.push_str("</style>\n");
-    h
+    h.push_str("</form>\n");
+    (h, css)
 }
 
 /// About how tall the header is at [`WINDOW`]'s width, for the violation to fit below it.
