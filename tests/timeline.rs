@@ -127,11 +127,13 @@ fn replay_writes_a_timeline_that_chromium_shows() {
 
 #[test]
 fn the_timeline_is_a_pure_function_of_the_case() {
-    let case = Case::parse(REPORT_CASE).unwrap();
-    let a = render_html(&run_case(&case, true));
-    let b = render_html(&run_case(&case, false));
-    assert_eq!(a, b);
-    assert!(a.contains(r#"class="stall decisive""#));
+    for case in [REPORT_CASE, LARGE_CASE] {
+        let case = Case::parse(case).unwrap();
+        let a = render_html(&run_case(&case, true));
+        let b = render_html(&run_case(&case, false));
+        assert!(a == b, "{case}: two renderings differ");
+        assert!(a.contains(r#"class="stall decisive""#));
+    }
 }
 
 #[test]

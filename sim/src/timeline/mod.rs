@@ -139,7 +139,7 @@ fn controls(pic: &Picture) -> (String, String) {
 fn header_height(explain: &[String], filtered: bool) -> f64 {
     let text_w = 1100.0 - 22.0;
     let explain_lines: f64 = explain.iter().map(|l| (width(l, 13.0, Font::Sans) / text_w).ceil().max(1.0)).sum();
-    16.0 + 30.0 + 22.0 + 28.0 + explain_lines * 18.2 + 12.0 + 3.0 * 20.0 + if filtered { 20.0 } else { 0.0 } + 30.0
+    16.0 + 30.0 + 22.0 + 28.0 + explain_lines * 18.2 + 12.0 + 4.0 * 21.0 + if filtered { 20.0 } else { 0.0 } + 30.0
 }
 
 const LEGEND: &str = concat!(
