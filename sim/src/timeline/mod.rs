@@ -12,10 +12,12 @@
 //! ranks of the violation (or the root and the first ranks of a passing run) and the connections
 //! between shown lanes. The file is a pure function of the case.
 
+mod axis;
 pub mod bands;
 mod callouts;
 pub mod labels;
 pub mod model;
+mod rxq;
 pub mod scale;
 pub mod svg;
 pub mod textwidth;

@@ -14,19 +14,23 @@ use std::fmt::Write;
 
 use bootsim_core::Instant;
 
+use super::axis::{grid, ticks};
 use super::bands::{bands, Band, STRIP};
 use super::callouts::callouts;
 use super::labels::{Anchor, Label, Placer, Rect};
-use super::model::{Model, Role, Stall};
+use super::model::{Model, Role};
+use super::rxq::stalls;
 use super::scale::Scale;
 use super::textwidth::Font;
 use crate::engine::outcome::Node;
 use crate::explain::{ms, ms_d};
 
-const AXIS_W: f64 = 84.0;
+/// Width of the time axis, left of the lanes.
+pub const AXIS_W: f64 = 84.0;
 /// Top of the first band (below the lane headers).
 const TOP: f64 = 62.0;
-const COL: f64 = 8.0;
+/// Pitch of the RX-queue columns.
+pub const COL: f64 = 8.0;
 const NOTE: f64 = 10.5;
 
 /// Escapes text for HTML and SVG.
@@ -113,11 +117,13 @@ impl Geometry {
         self.lanes.iter().position(|&l| l == n).map(|i| self.lane_x[i])
     }
 
-    fn ncols(&self, lane: usize) -> usize {
+    /// How many RX-queue columns lane `lane` has.
+    pub fn ncols(&self, lane: usize) -> usize {
         self.cols[lane].len().min(self.max_cols)
     }
 
-    fn col_x(&self, lane: usize, host: u32, queue: u16) -> f64 {
+    /// The x of the RX-queue column of (host, queue) left of lane `lane`.
+    pub fn col_x(&self, lane: usize, host: u32, queue: u16) -> f64 {
         let c = self.cols[lane].get(&(host, queue)).copied().unwrap_or(0);
         self.lane_x[lane] - 12.0 - (self.ncols(lane) - c) as f64 * COL
     }
@@ -203,10 +209,8 @@ pub fn render(m: &Model, layout: Layout) -> Picture {
         r#"<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">"#,
         r#"<path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>"#
     ));
-    for (i, &l) in m.lanes.iter().enumerate() {
-        let x = g.lane_x[i];
+    for x in &g.lane_x {
         let _ = write!(s, r#"<line class="lane-line" x1="{x:.1}" y1="{TOP:.1}" x2="{x:.1}" y2="{bottom:.1}"/>"#);
-        let _ = l;
     }
     // Nested groups: hiding band k moves everything after it up by its height.
     let mut heights = Vec::new();
@@ -215,11 +219,10 @@ pub fn render(m: &Model, layout: Layout) -> Picture {
         heights.push((b.clone(), tops[k + 1] - tops[k]));
     }
     s.push_str(&cv.band[bands.len()]);
-    for (k, b) in bands.iter().enumerate().rev() {
+    for k in (0..bands.len()).rev() {
         // The separator of band k+1 belongs to it, drawn over the band's shapes.
         let class = bands.get(k + 1).map_or(String::new(), |n| format!(" ph-{}", n.key));
         let _ = write!(s, r#"<g class="strip{class}">{}</g></g>"#, cv.strip[k + 1]);
-        let _ = b;
     }
     s.push_str(&head);
     s.push_str("</svg>");
@@ -294,99 +297,6 @@ fn lanes_head(s: &mut String, p: &mut Placer, m: &Model, g: &Geometry) {
                 TOP - 17.0
             );
         }
-    }
-}
-
-/// The grid lines and the cut marks, under everything else.
-fn grid(cv: &mut Canvas, sc: &Scale, width: f64) {
-    for (t, y) in sc.rows() {
-        let b = cv.band_of(t);
-        let _ = write!(cv.band[b], r#"<line class="grid" x1="{AXIS_W}" y1="{y:.1}" x2="{width:.0}" y2="{y:.1}"/>"#);
-    }
-    for c in sc.cuts() {
-        let mid = (c.y0 + c.y1) / 2.0;
-        // The cut belongs to the band of the row below it.
-        let t = sc.rows().find(|&(_, y)| y >= c.y1).map_or(Instant::ZERO, |r| r.0);
-        let b = cv.band_of(t);
-        let gap = ms_d(c.gap);
-        let _ = write!(
-            cv.band[b],
-            r#"<g class="cut"><title>{gap} between these rows, drawn shorter: time is to scale only between cuts</title><line class="cut-line" x1="{AXIS_W}" y1="{mid:.1}" x2="{width:.0}" y2="{mid:.1}"/><path class="cut-mark" d="M{:.1},{:.1} l10,-5 M{:.1},{:.1} l10,-5"/></g>"#,
-            AXIS_W - 5.0,
-            mid + 1.0,
-            AXIS_W - 5.0,
-            mid + 5.0,
-        );
-    }
-}
-
-/// The axis labels: each row's instant, and each cut's real length.
-fn ticks(cv: &mut Canvas, sc: &Scale) {
-    for (t, y) in sc.rows() {
-        let mut l = Label::new(AXIS_W - 6.0, y + 3.5, 10.0, Font::Sans, "tick", ms(t));
-        l.anchor = Anchor::End;
-        cv.text(t, l);
-    }
-    for c in sc.cuts() {
-        let t = sc.rows().find(|&(_, y)| y >= c.y1).map_or(Instant::ZERO, |r| r.0);
-        let mid = (c.y0 + c.y1) / 2.0;
-        let mut l = Label::new(AXIS_W - 8.0, mid + 3.5, 9.5, Font::Bold, "cut-label", format!("+{}", ms_d(c.gap)));
-        l.anchor = Anchor::End;
-        cv.text(t, l);
-    }
-}
-
-/// RX-queue stalls: one column per queue left of the lane, overlapping waits merged into one bar.
-fn stalls(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
-    let mut merged: BTreeMap<(usize, u32, u16), Vec<Vec<&Stall>>> = BTreeMap::new();
-    let mut sorted: Vec<&Stall> = m.stalls.iter().filter(|s| !s.decisive).collect();
-    sorted.sort_by_key(|s| (s.from, s.until));
-    for st in sorted {
-        let Some(lane) = m.lanes.iter().position(|&l| l == st.lane) else { continue };
-        let runs = merged.entry((lane, st.host, st.queue)).or_default();
-        match runs.last_mut() {
-            Some(run) if run.iter().map(|s| s.until).max().is_some_and(|u| u >= st.from) => run.push(st),
-            _ => runs.push(vec![st]),
-        }
-    }
-    for ((lane, host, queue), runs) in merged {
-        let x = g.col_x(lane, host, queue);
-        for run in runs {
-            let from = run[0].from;
-            let until = run.iter().map(|s| s.until).max().unwrap_or(from);
-            let (y0, y1) = (sc.y(from), sc.y(until));
-            let mut what: Vec<&str> = run.iter().map(|s| s.what.as_str()).take(6).collect();
-            let more = run.len().saturating_sub(what.len());
-            let tail = if more > 0 { format!("; and {more} more") } else { String::new() };
-            what.dedup();
-            let _ = write!(
-                cv.shape(until),
-                r#"<rect class="stall" x="{x:.1}" y="{y0:.1}" width="5" height="{:.1}" data-host="{host}" data-queue="{queue}"><title>RX queue {queue} on host {host}: its softirq CPU was busy, {} packet(s) waited here {}–{}: {}{tail}</title></rect>"#,
-                (y1 - y0).max(1.5),
-                run.len(),
-                ms(from),
-                ms(until),
-                esc(&what.join("; "))
-            );
-        }
-    }
-    for st in m.stalls.iter().filter(|s| s.decisive) {
-        let Some(lane) = m.lanes.iter().position(|&l| l == st.lane) else { continue };
-        let x = g.col_x(lane, st.host, st.queue) - 1.0;
-        let (y0, y1) = (sc.y(st.from), sc.y(st.until));
-        let _ = write!(
-            cv.shape(st.until),
-            r#"<rect class="stall decisive" x="{x:.1}" y="{y0:.1}" width="7" height="{:.1}" data-host="{}" data-queue="{}"><title>RX queue {} on host {} busy {} ({}–{}): {}</title></rect>"#,
-            (y1 - y0).max(1.5),
-            st.host,
-            st.queue,
-            st.queue,
-            st.host,
-            ms_d(st.until - st.from),
-            ms(st.from),
-            ms(st.until),
-            esc(&st.what)
-        );
     }
 }
 
