@@ -4,7 +4,9 @@
 #   scripts/timeline-screenshot.sh [CASE] [OUT.png]
 #
 # Renders `bootsim replay CASE --timeline` to HTML next to OUT.png and screenshots it with
-# headless chromium (scripts/install-chromium.sh), the window sized to the whole picture.
+# headless chromium (scripts/install-chromium.sh) as the page opens in a 1400x1000 window, the
+# size tests/timeline.rs checks (WINDOW=WxH to change; WINDOW=full for the whole page with
+# every band shown).
 set -euo pipefail
 
 CASE=${1:-"variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3"}
@@ -21,10 +23,15 @@ HTML="${OUT%.png}.html"
 "$BOOTSIM" replay "$CASE" --timeline "$HTML" >/dev/null || true
 [[ -s "$HTML" ]] || { echo "timeline-screenshot: no timeline written for '$CASE'" >&2; exit 1; }
 
-# The SVG's own size, plus the header above it (explanation and legend).
-read -r W H < <(grep -o '<svg[^>]*id="timeline"[^>]*>' "$HTML" |
-    sed -E 's/.*width="([0-9]+)" height="([0-9]+)".*/\1 \2/')
-W=$((W + 40)); H=$((H + 360))
+WINDOW=${WINDOW:-1400x1000}
+if [[ $WINDOW == full ]]; then
+    # Every band shown, the window as tall as the picture plus the header above it.
+    sed -i 's/type="checkbox" id="show-\([a-z]*\)">/type="checkbox" id="show-\1" checked>/g' "$HTML"
+    H=$(grep -o '<svg[^>]*id="timeline"[^>]*>' "$HTML" | sed -E 's/.*height="([0-9]+)".*/\1/')
+    W=1400; H=$((H + 420))
+else
+    W=${WINDOW%x*}; H=${WINDOW#*x}
+fi
 
 PROFILE=$(mktemp -d)
 trap 'rm -rf "$PROFILE"' EXIT

@@ -1,15 +1,24 @@
 //! `bootsim replay --timeline`: the HTML is self-contained and deterministic, and loaded in
 //! headless Chromium (Debian's `chromium`, scripts/install-chromium.sh) its DOM shows the lanes,
-//! the mismatch highlight, the stall shading and the expected and received QPN. Without chromium
-//! the browser test is skipped with a message, except under CI (env CI set), where it fails.
+//! the mismatch highlight, the stall shading and the expected and received QPN. In a 1400x1000
+//! window, measured by tests/timeline_check.js on the rendered page: no two texts overlap, the
+//! first violation is on the first screen, the page is no wider than the window, every gap drawn
+//! shorter than to scale is marked, and the init checkbox hides and shows the init phase.
+//! Without chromium the browser tests are skipped with a message, except under CI (env CI set),
+//! where they fail.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bootsim_sim::{run_case, timeline::render_html, Case};
+use bootsim_sim::{run_case, timeline::render_html, timeline::scale::PX_PER_MS, timeline::WINDOW, Case};
+use serde_json::Value;
 
 const REPORT_CASE: &str = "engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3";
+/// A long run: 24 back-to-back alltoalls on 4 ranks (5 lanes), failing in the ninth.
+const LARGE_CASE: &str = "engine=fast variant=nvshmem-3.7 workload=qp-create k=24 ranks=4 adversary=rss seed=1";
+/// Nine lanes (the most shown), passing: the widest picture.
+const WIDE_CASE: &str = "engine=fast variant=nvshmem-3.7 workload=qp-create k=6 ranks=8 adversary=rss seed=1";
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("bootsim-timeline-{}-{name}", std::process::id()));
@@ -20,11 +29,20 @@ fn scratch(name: &str) -> PathBuf {
 fn chromium() -> Option<String> {
     let bin = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
     let found = Command::new(&bin).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
-    found.is_ok_and(|s| s.success()).then_some(bin)
+    if found.is_ok_and(|s| s.success()) {
+        return Some(bin);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+    assert!(!ci, "chromium is required under CI: run scripts/install-chromium.sh (make test does)");
+    eprintln!("SKIPPED: chromium not found; run scripts/install-chromium.sh to check the timeline in a browser");
+    None
 }
 
-/// The DOM after load, as `chromium --headless --dump-dom` serialises it.
+/// The DOM after load, as `chromium --headless --dump-dom` serialises it (into a file: a DOM
+/// larger than a pipe's buffer would block chromium while this waits).
 fn dump_dom(bin: &str, html: &Path, profile: &Path) -> String {
+    let out_path = profile.with_extension("dom");
+    let out_file = std::fs::File::create(&out_path).expect("dom file");
     let mut child = Command::new(bin)
         .args([
             "--headless",
@@ -36,23 +54,26 @@ fn dump_dom(bin: &str, html: &Path, profile: &Path) -> String {
             "--no-first-run",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--window-size={},{}", WINDOW.0, WINDOW.1))
         .arg("--dump-dom")
         .arg(format!("file://{}", html.display()))
-        .stdout(Stdio::piped())
+        .stdout(out_file)
         .stderr(Stdio::null())
         .spawn()
         .expect("chromium starts");
     let start = Instant::now();
-    while child.try_wait().expect("chromium status").is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("chromium status") {
+            break status;
+        }
         if start.elapsed() > Duration::from_secs(120) {
             let _ = child.kill();
             panic!("chromium --dump-dom did not finish in 120 s");
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().expect("chromium output");
-    assert!(out.status.success(), "chromium failed: {:?}", out.status);
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(status.success(), "chromium failed: {status:?}");
+    std::fs::read_to_string(&out_path).expect("dom written")
 }
 
 /// The text content of the element with `id` (up to its closing tag).
@@ -78,12 +99,7 @@ fn replay_writes_a_timeline_that_chromium_shows() {
     assert!(!written.contains("<script") && !written.contains("<link") && !written.contains("src="));
     assert!(!written.replace("http://www.w3.org/2000/svg", "").contains("http"), "no external assets");
 
-    let Some(bin) = chromium() else {
-        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-        assert!(!ci, "chromium is required under CI: run scripts/install-chromium.sh (make test does)");
-        eprintln!("SKIPPED: chromium not found; run scripts/install-chromium.sh to check the timeline in a browser");
-        return;
-    };
+    let Some(bin) = chromium() else { return };
     let dom = dump_dom(&bin, &html, &dir.join("profile"));
     for needle in [
         "<svg",
@@ -111,11 +127,13 @@ fn replay_writes_a_timeline_that_chromium_shows() {
 
 #[test]
 fn the_timeline_is_a_pure_function_of_the_case() {
-    let case = Case::parse(REPORT_CASE).unwrap();
-    let a = render_html(&run_case(&case, true));
-    let b = render_html(&run_case(&case, false));
-    assert_eq!(a, b);
-    assert!(a.contains(r#"class="stall decisive""#));
+    for case in [REPORT_CASE, LARGE_CASE] {
+        let case = Case::parse(case).unwrap();
+        let a = render_html(&run_case(&case, true));
+        let b = render_html(&run_case(&case, false));
+        assert!(a == b, "{case}: two renderings differ");
+        assert!(a.contains(r#"class="stall decisive""#));
+    }
 }
 
 #[test]
@@ -136,4 +154,93 @@ fn large_worlds_show_only_the_lanes_involved() {
     assert!(html.contains(r#"id="lane-rank7""#) && !html.contains(r#"id="lane-rank8""#));
     let one = render_html(&run_case(&Case::parse("engine=fast variant=seq ranks=1 seed=1").unwrap(), true));
     assert!(one.contains(r#"id="lane-rank0""#));
+}
+
+/// The findings of tests/timeline_check.js on `html` loaded in a [`WINDOW`]-sized Chromium.
+fn measure(bin: &str, name: &str, html: &str) -> Value {
+    let dir = scratch(name);
+    let path = dir.join("page.html");
+    let script = format!("<script>const PX_PER_MS = {PX_PER_MS};\n{}</script>", include_str!("timeline_check.js"));
+    std::fs::write(&path, html.replace("</body>", &format!("{script}</body>"))).unwrap();
+    let dom = dump_dom(bin, &path, &dir.join("profile"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let json =
+        text_of(&dom, "check").replace("&quot;", "\"").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">");
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
+}
+
+/// What must hold in every state of the page: no overlapping texts, no sideways scrolling, no
+/// unmarked time cut.
+fn check_state(case: &str, what: &str, s: &Value) {
+    let labels = &s["labels"];
+    assert!(labels["texts"].as_u64().unwrap() > 10, "{case} {what}: too few texts measured: {s}");
+    assert_eq!(labels["count"], 0, "{case} {what}: overlapping texts: {}", labels["overlaps"]);
+    let (doc, view) = (s["doc_width"].as_f64().unwrap(), s["view_width"].as_f64().unwrap());
+    assert!(doc <= view, "{case} {what}: the page is {doc} px wide in a {view} px window");
+    assert_eq!(s["axis"]["unmarked"], serde_json::json!([]), "{case} {what}: cuts not marked: {s}");
+}
+
+fn check_page(case: &str) -> Value {
+    let html = render_html(&run_case(&Case::parse(case).unwrap(), true));
+    let Some(bin) = chromium() else { return Value::Null };
+    let m = measure(&bin, &case.replace([' ', '='], "_"), &html);
+    assert_eq!(m["inner"][0], WINDOW.0, "{case}: window {}", m["inner"]);
+    for what in ["initial", "toggled", "again"] {
+        if !m[what].is_null() {
+            check_state(case, what, &m[what]);
+        }
+    }
+    m
+}
+
+/// The first violation is inside the first screen, whole.
+fn assert_violation_on_first_screen(case: &str, m: &Value) {
+    let v = &m["initial"]["violation"];
+    assert!(!v.is_null(), "{case}: no #first-violation");
+    let (top, bottom) = (v["top"].as_f64().unwrap(), v["bottom"].as_f64().unwrap());
+    let (left, right) = (v["left"].as_f64().unwrap(), v["right"].as_f64().unwrap());
+    let height = m["inner"][1].as_f64().unwrap().min(WINDOW.1);
+    assert!(top >= 0.0 && bottom <= height && left >= 0.0 && right <= WINDOW.0, "{case}: violation at {v}");
+}
+
+/// The init checkbox hides and shows the init phase.
+fn assert_init_toggles(case: &str, m: &Value) {
+    let (a, b, c) = (&m["initial"]["init_shown"], &m["toggled"]["init_shown"], &m["again"]["init_shown"]);
+    let (a, b, c) = (a.as_u64().unwrap(), b.as_u64().unwrap(), c.as_u64().unwrap());
+    assert!((a == 0) != (b == 0), "{case}: init elements shown {a}, after the click {b}");
+    assert_eq!(a, c, "{case}: a second click restores the first view");
+}
+
+#[test]
+fn the_report_case_opens_on_its_violation_without_overlaps() {
+    let m = check_page(REPORT_CASE);
+    if m.is_null() {
+        return;
+    }
+    assert_violation_on_first_screen(REPORT_CASE, &m);
+    assert_init_toggles(REPORT_CASE, &m);
+    // The run's 30 ms wait at the end is cut, and marked.
+    assert!(
+        m["initial"]["axis"]["compressed"].as_u64().unwrap() > 0 && m["initial"]["axis"]["cuts"].as_u64().unwrap() > 0
+    );
+}
+
+#[test]
+fn a_long_run_opens_on_its_violation_without_overlaps() {
+    let m = check_page(LARGE_CASE);
+    if m.is_null() {
+        return;
+    }
+    assert_violation_on_first_screen(LARGE_CASE, &m);
+    assert_init_toggles(LARGE_CASE, &m);
+}
+
+#[test]
+fn nine_lanes_fit_the_window_without_overlaps() {
+    let m = check_page(WIDE_CASE);
+    if m.is_null() {
+        return;
+    }
+    assert!(m["initial"]["violation"].is_null());
+    assert_init_toggles(WIDE_CASE, &m);
 }

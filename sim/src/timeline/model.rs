@@ -64,12 +64,14 @@ pub struct Conn {
     pub label: String,
     /// When the sender wrote its message.
     pub sent: Option<Instant>,
-    /// When a receive took its message, and for what.
+    /// When a receive took its message, and the receive's step.
     pub taken: Option<(Instant, String)>,
     /// Its part in the violation.
     pub role: Role,
     /// Packet losses and retransmissions: (time, lane, words).
     pub marks: Vec<(Instant, Node, String)>,
+    /// Part of the init phase (check-in, peer addresses, init exchange).
+    pub init: bool,
 }
 
 /// A completed (or failed) operation on a lane.
@@ -83,6 +85,8 @@ pub struct Done {
     pub text: String,
     /// Whether it failed.
     pub failed: bool,
+    /// The init operation's completion.
+    pub init: bool,
 }
 
 /// The highlighted violation.
@@ -167,7 +171,8 @@ impl Model {
                 let name = if c.op.0 == 0 { c.kind.to_string() } else { format!("{} #{}", c.kind, c.op.0 - 1) };
                 let failed = c.result.is_err();
                 let text = format!("{name} {}", if failed { "failed" } else { "ok" });
-                m.done.push(Done { at: *at, lane, text, failed });
+                let init = c.kind == bootsim_core::OpKind::Init;
+                m.done.push(Done { at: *at, lane, text, failed, init });
             }
         }
         m.mismatch = overtake.map(|o| mismatch(report, o));
@@ -211,9 +216,10 @@ impl Model {
             acc: None,
             label,
             sent: sent.map(|s| s.at),
-            taken: taken.map(|t| (t.at, format!("took for {}", step_name(&t.origin)))),
+            taken: taken.map(|t| (t.at, step_name(&t.origin))),
             role,
             marks: Vec::new(),
+            init: sent.is_none() && role == Role::Plain,
         };
         for (i, (at, e)) in notes.iter().enumerate() {
             let lane_of = |dir: Dir| if dir == Dir::ToServer { server } else { client };
@@ -241,6 +247,32 @@ impl Model {
             }
         }
         self.conns.push(conn);
+    }
+
+    /// The first instant of anything outside the init phase, when there was an init phase.
+    pub fn init_end(&self) -> Option<Instant> {
+        let any_init = self.conns.iter().any(|c| c.init) || self.done.iter().any(|d| d.init);
+        let after = self.conns.iter().filter(|c| !c.init).flat_map(|c| [Some(c.syn), c.sent]).flatten();
+        let first = after.chain(self.done.iter().filter(|d| !d.init).map(|d| d.at)).min();
+        first.filter(|_| any_init)
+    }
+
+    /// The first violation: the wrong receive of the mismatch, else the first failed operation
+    /// on a shown lane; its instant, lane and what it was.
+    pub fn first_violation(&self) -> Option<(Instant, Node, String)> {
+        if let Some(mm) = &self.mismatch {
+            return Some((mm.at, Node::Rank(mm.overtake.receiver), mm.headline.clone()));
+        }
+        let failed = self.done.iter().filter(|d| d.failed).min_by_key(|d| (d.at, d.lane));
+        failed.map(|d| (d.at, d.lane, format!("{} {}", super::svg::lane_name(d.lane), d.text)))
+    }
+
+    /// Where the failing exchange begins: the first SYN of the two connections of the
+    /// violation, or the start of the stall that let one overtake the other.
+    pub fn exchange_start(&self) -> Option<Instant> {
+        self.mismatch.as_ref()?;
+        let conns = self.conns.iter().filter(|c| c.role != Role::Plain).map(|c| c.syn);
+        conns.chain(self.stalls.iter().filter(|s| s.decisive).map(|s| s.from)).min()
     }
 
     /// Every instant the picture places, unsorted.
