@@ -168,7 +168,7 @@ impl Model {
                 continue;
             }
             for (at, c) in &end.completions {
-                let name = if c.op.0 == 0 { c.kind.to_string() } else { format!("{} #{}", c.kind, c.op.0 - 1) };
+                let name = bootsim_core::OpName(c.kind, c.op).to_string();
                 let failed = c.result.is_err();
                 let text = format!("{name} {}", if failed { "failed" } else { "ok" });
                 let init = c.kind == bootsim_core::OpKind::Init;

@@ -335,7 +335,7 @@ fn body(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
             d.end,
             lane_i(Node::Rank(d.rank)),
             "note-drain",
-            format!("drain #{k} {}{what}", ms_d(d.end - d.start)),
+            format!("drain {k}: {}{what}", ms_d(d.end - d.start)),
             false,
         );
     }
@@ -424,16 +424,16 @@ fn body(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
                 y - 4.0,
                 c.id
             );
-            notes.add(*t, lane_i(*lane), "note-mark", format!("#{} {what}", c.id), c.init);
+            notes.add(*t, lane_i(*lane), "note-mark", format!("connection {} {what}", c.id), c.init);
         }
         s.push_str("</g>");
         let warn = if c.role == Role::Plain { "" } else { "⚠ " };
-        notes.add(c.syn, lane_i(c.client), "note-syn", format!("{warn}SYN #{}: {}", c.id, c.label), c.init);
+        notes.add(c.syn, lane_i(c.client), "note-syn", format!("{warn}SYN conn {}: {}", c.id, c.label), c.init);
         if let Some(a) = c.acc {
-            notes.add(a, lane_i(c.server), "note-accept", format!("accept #{}", c.id), c.init);
+            notes.add(a, lane_i(c.server), "note-accept", format!("accept conn {}", c.id), c.init);
         }
         if let Some((t, what)) = &c.taken {
-            notes.add(*t, lane_i(c.server), "note-read", format!("read #{} for {what}", c.id), c.init);
+            notes.add(*t, lane_i(c.server), "note-read", format!("read conn {} for {what}", c.id), c.init);
         }
         // Where the id sits along the arrow: the two arrows of a mismatch cross, keep them apart.
         let f = match c.role {
@@ -468,7 +468,7 @@ fn body(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {
             size,
             font,
             &format!("conn-id{role}{}", if init { " init" } else { "" }),
-            format!("#{id}"),
+            format!("conn {id}"),
         );
         l.anchor = Anchor::Middle;
         l.slide = 10.0;
