@@ -361,14 +361,21 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
     if hung.is_empty() {
         return Vec::new();
     }
-    let mut lines = vec![format!(
-        "{} of {} ranks were still waiting at the simulated deadline ({}).",
-        hung.len(),
-        out.ranks.len(),
-        ms(out.end)
-    )];
+    let at_deadline =
+        out.end.saturating_since(Instant::ZERO) + std::time::Duration::from_millis(1) >= report.case.deadline;
+    let when = if at_deadline {
+        format!("at the simulated deadline ({})", ms(out.end))
+    } else {
+        format!(
+            "when the run stopped at {}: nothing was left to happen (no packet in flight, no timer), so they \
+             would have waited forever",
+            ms(out.end)
+        )
+    };
+    let mut lines = vec![format!("{} of {} ranks were still waiting {when}.", hung.len(), out.ranks.len())];
     lines.extend(connect_deadlock(report));
     let mut stuck = Vec::new();
+    let mut explained: Vec<u32> = Vec::new();
     for &r in &hung {
         let pending = out.kernel_notes.iter().rev().find_map(|(&k, notes)| {
             let (syn, flow) = notes.iter().find_map(|(t, e)| match e {
@@ -401,6 +408,60 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
             "rank {r}'s connection {k} to rank {peer} (first SYN at {}) never reached accept(): {fate}; {lost} packet(s) lost, {rexmit} retransmission(s).",
             ms(syn)
         ));
+        explained.push(r);
+    }
+    lines.extend(lost_data_lines(report, &hung, &explained));
+    lines
+}
+
+/// Who a connection joins, as people name them: the root's check-in listener and its
+/// connections to a rank's root listener are the root's, the rest are ranks'.
+fn endpoints(flow: &crate::kernel::Flow) -> (String, String) {
+    use bootsim_core::ports::{FROM_ROOT_PORT, ROOT_PORT};
+    let client = if flow.server_port == FROM_ROOT_PORT { "the root".into() } else { format!("rank {}", flow.client.0) };
+    let server = if flow.server_port == ROOT_PORT { "the root".into() } else { format!("rank {}", flow.server.0) };
+    (client, server)
+}
+
+/// For hung ranks no pending connect explains: a connection of the rank still being
+/// retransmitted when the run ended (three or more times, backing off toward rto_max), the
+/// one that lost most.
+fn lost_data_lines(report: &RunReport, hung: &[u32], explained: &[u32]) -> Vec<String> {
+    let out = &report.outcome;
+    let rto_max = report.case.kernel_config().rto_max;
+    let mut lines = Vec::new();
+    for &r in hung.iter().filter(|r| !explained.contains(r)).take(2) {
+        let worst = out
+            .kernel_notes
+            .iter()
+            .filter_map(|(&k, notes)| {
+                let flow = notes.iter().find_map(|(_, e)| match e {
+                    EventKind::SynSent { flow, .. } => Some(*flow),
+                    _ => None,
+                })?;
+                let lost = notes.iter().filter(|(_, e)| matches!(e, EventKind::PacketLost { .. })).count();
+                let rexmit: Vec<Instant> =
+                    notes.iter().filter(|(_, e)| matches!(e, EventKind::Retransmit { .. })).map(|(t, _)| *t).collect();
+                // Still being retransmitted when the run ended: the connection's last event is a
+                // loss or a retransmission, after at least three of them (backing off).
+                let pending = notes
+                    .last()
+                    .is_some_and(|(_, e)| matches!(e, EventKind::PacketLost { .. } | EventKind::Retransmit { .. }));
+                let recent = rexmit.last().is_some_and(|t| out.end.saturating_since(*t) <= rto_max * 2);
+                let involved = flow.server.0 == r || flow.client.0 == r;
+                (involved && pending && recent && lost > 0 && rexmit.len() >= 3).then_some((lost, k, flow, rexmit))
+            })
+            .max_by_key(|(lost, k, _, _)| (*lost, std::cmp::Reverse(*k)));
+        if let Some((lost, k, flow, rexmit)) = worst {
+            let last = rexmit.last().map_or(String::new(), |t| format!(", the last at {}", ms(*t)));
+            let (from, to) = endpoints(&flow);
+            lines.push(format!(
+                "rank {r} waits while connection {k} from {from} to {to} is lost and retransmitted ({lost} loss(es), \
+                 {} retransmission(s){last}): TCP doubles its retransmission timeout after each loss (up to \
+                 rto_max), so its bytes had not arrived when the run ended.",
+                rexmit.len()
+            ));
+        }
     }
     lines
 }
@@ -482,5 +543,33 @@ mod tests {
             }
         }
         assert!(inversions > 20, "the sample must hold inversions to compare: {inversions}");
+    }
+
+    fn explanation(case: &str) -> Vec<String> {
+        let c = Case::parse(case).unwrap();
+        explain(&run_case(&c, true))
+    }
+
+    #[test]
+    fn a_hang_of_lost_retransmissions_names_the_connection_and_the_deadline() {
+        let lines = explanation(
+            "engine=fast variant=seq workload=deepep ranks=2 adversary=lossy loss_good=0.6 loss_bad=0.95 \
+             deadline_ms=20000 seed=3",
+        );
+        let text = lines.join("\n");
+        assert!(text.contains("still waiting at the simulated deadline (20000.000 ms)"), "{text}");
+        assert!(text.contains("from rank 1 to the root is lost and retransmitted"), "{text}");
+    }
+
+    #[test]
+    fn a_hang_that_stops_early_does_not_claim_the_deadline() {
+        // One rank fails on a size mismatch; the ranks waiting for it have nothing left to
+        // happen, so the run stops long before its deadline.
+        let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=churn ranks=8 adversary=swarm seed=2").unwrap();
+        let report = run_case(&c, true);
+        assert!(report.outcome.ranks.iter().any(|r| r.finished.is_none()), "some rank hangs");
+        assert!(report.outcome.end.saturating_since(Instant::ZERO) < c.deadline, "stopped early");
+        let first = stuck_lines(&report).remove(0);
+        assert!(first.contains("when the run stopped at") && !first.contains("deadline"), "{first}");
     }
 }
