@@ -121,8 +121,9 @@ fn note_time(out: &Outcome, k: u64, f: impl Fn(&EventKind) -> bool) -> Option<In
 }
 
 /// The RX stall on connection `ka` (sent first) that most delayed it while `kb` overtook it:
-/// the one overlapping most with the window from `kb`'s SYN to `ka`'s enqueue, else the longest
-/// before that enqueue. Returns its index in `ka`'s kernel notes and the event.
+/// the one overlapping most with the window from `kb`'s SYN to `ka`'s enqueue. A stall outside
+/// that window cannot have let `kb` pass (it may predate `kb` by seconds), so none is named then.
+/// Returns its index in `ka`'s kernel notes and the event.
 pub fn decisive_stall(out: &Outcome, ka: u64, kb: u64) -> Option<(usize, EventKind)> {
     let limit = enqueued_at(out, ka).or(accepted_at(out, ka)).unwrap_or(out.end);
     let start = note_time(out, kb, |e| matches!(e, EventKind::SynSent { .. })).unwrap_or(Instant::ZERO);
@@ -134,7 +135,10 @@ pub fn decisive_stall(out: &Outcome, ka: u64, kb: u64) -> Option<(usize, EventKi
         }
         _ => None,
     });
-    stalls.max_by_key(|&(overlap, len, i, _)| (overlap, len, std::cmp::Reverse(i))).map(|(_, _, i, e)| (i, e))
+    stalls
+        .filter(|&(overlap, ..)| overlap > 0)
+        .max_by_key(|&(overlap, len, i, _)| (overlap, len, std::cmp::Reverse(i)))
+        .map(|(_, _, i, e)| (i, e))
 }
 
 /// Three to six plain lines for a failing run (none for pass and benign): which message
@@ -571,5 +575,29 @@ mod tests {
         assert!(report.outcome.end.saturating_since(Instant::ZERO) < c.deadline, "stopped early");
         let first = stuck_lines(&report).remove(0);
         assert!(first.contains("when the run stopped at") && !first.contains("deadline"), "{first}");
+    }
+
+    #[test]
+    fn the_decisive_stall_overlaps_the_window_in_which_the_overtake_happened() {
+        let mut named = 0;
+        for (wl, ranks, adversary) in [("deepep", 2, "rss"), ("qp-create", 4, "overflow"), ("churn", 3, "swarm")] {
+            for seed in 0..40 {
+                let c = Case::parse(&format!(
+                    "engine=fast variant=nvshmem-3.7 workload={wl} ranks={ranks} adversary={adversary} seed={seed}"
+                ))
+                .unwrap();
+                let report = run_case(&c, true);
+                let out = &report.outcome;
+                let Some(o) = find_overtake(out) else { continue };
+                let Some(ka) = o.expected else { continue };
+                let (ka, kb) = (ka.0, o.taken.0);
+                let Some((_, EventKind::RxStall { from, until, .. })) = decisive_stall(out, ka, kb) else { continue };
+                let start = note_time(out, kb, |e| matches!(e, EventKind::SynSent { .. })).unwrap();
+                let limit = enqueued_at(out, ka).or(accepted_at(out, ka)).unwrap_or(out.end);
+                assert!(until > start && from < limit, "{c}: stall {from}..{until} outside {start}..{limit}");
+                named += 1;
+            }
+        }
+        assert!(named > 10, "the sample must name stalls: {named}");
     }
 }
