@@ -15,7 +15,7 @@ use crate::wire::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble,
 pub const MAX_RANKS: u32 = 65536;
 
 /// What the root is told.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RootConfig {
     /// The unique ID (its version and magic; its address is where the driver listens).
     pub uid: UniqueId,
@@ -25,7 +25,7 @@ pub struct RootConfig {
     pub limits: Limits,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Phase {
     Listening,
     Accepting(ConnId),
@@ -36,8 +36,8 @@ enum Phase {
     Done,
 }
 
-/// The bootstrap root.
-#[derive(Debug)]
+/// The bootstrap root (`Clone` and `Hash` as [`crate::Rank`]'s).
+#[derive(Clone, Debug, Hash)]
 pub struct Root {
     cfg: RootConfig,
     now: Instant,

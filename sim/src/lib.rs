@@ -7,6 +7,7 @@
 pub mod case;
 pub mod engine;
 pub mod explain;
+pub mod explore;
 pub mod kernel;
 pub mod oracle;
 pub mod run;

@@ -20,7 +20,7 @@ use conn::{ConnTable, Role};
 use plan::Step;
 
 /// Everything a rank is told before it starts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RankConfig {
     /// This rank, `0..nranks`.
     pub rank: u32,
@@ -50,7 +50,7 @@ pub enum Op {
 }
 
 /// The operation in progress.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Running {
     id: OpId,
     kind: OpKind,
@@ -61,7 +61,7 @@ struct Running {
 }
 
 /// What the front step is blocked on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Wait {
     /// The front step has not begun.
     Start,
@@ -85,8 +85,9 @@ enum Wait {
     Arrival,
 }
 
-/// A rank of the bootstrap.
-#[derive(Debug)]
+/// A rank of the bootstrap. `Clone` and `Hash` let an explorer copy a world and recognise a
+/// state it has seen.
+#[derive(Clone, Debug, Hash)]
 pub struct Rank {
     cfg: RankConfig,
     now: Instant,
