@@ -32,8 +32,9 @@ pub struct ExploreArgs {
     /// Fault choices the explorer may also make: `drain-timeout` (a drain gives up, fail-open).
     #[arg(long, value_delimiter = ',')]
     faults: Vec<String>,
-    /// Most distinct states (per case, per map cell); past it the result is "incomplete".
-    #[arg(long, default_value_t = 2_000_000)]
+    /// Most distinct states (per case, per map cell); past it the result is "incomplete". Memory
+    /// grows with the widest level of the search, a few KB per state: the default stays under 4 GiB.
+    #[arg(long, default_value_t = 500_000)]
     max_states: usize,
     /// Most choices along one schedule; deeper states make the result "incomplete".
     #[arg(long, default_value_t = 10_000)]

@@ -21,7 +21,7 @@ pub struct Bounds {
 
 impl Default for Bounds {
     fn default() -> Self {
-        Bounds { max_states: 2_000_000, max_depth: 10_000, stop_at_violation: true }
+        Bounds { max_states: 500_000, max_depth: 10_000, stop_at_violation: true }
     }
 }
 

@@ -5,10 +5,16 @@
 //! The accept-queue model. A connection to a peer listener is *in flight* from its connect until
 //! it is accepted, and may be accepted in any order, limited by causality:
 //! - it cannot be accepted before its connect was issued (it does not exist before);
-//! - a drain that completes *commits* its connection to the queue (the kernel acknowledged the
-//!   data, so the child is queued): connections dialed after that (its sender's next one
-//!   included) are accepted after it; connections already in flight may still precede it;
+//! - a drain that completes proves its connection queued (the peer's kernel acknowledged the
+//!   data, so the child is in the accept queue): a connection dialed by a node that *knows* the
+//!   drain completed is accepted after it. The sender knows at once; others learn it from bytes,
+//!   accepts and closes that carry the knowledge (happens-before), so a concurrent connection
+//!   from another rank may still go first;
+//! - a drain that gives up (`--faults drain-timeout`) proves nothing (fail-open);
 //! - a persistent stream is one connection: its messages keep TCP order.
+//!
+//! A drain's outcome is decided as soon as it starts, before any other choice: only its sender
+//! (blocked in the drain) sees it, so deciding it later adds no behaviour.
 //!
 //! The root's rendezvous and a rank's root listener are FIFO: each rank's state after its
 //! check-in does not depend on the order the root took them (the root answers in rank order once
@@ -65,6 +71,8 @@ struct Link {
     /// Bytes the client wrote before the accept (delivered with it).
     early: Vec<u8>,
     early_eof: bool,
+    /// Completed drains the client knew of when it wrote the early bytes (delivered with them).
+    early_know: BTreeSet<LinkId>,
     client_open: bool,
     server_open: bool,
     /// Origins of the messages sent on it, in order, and how many were taken.
@@ -106,17 +114,20 @@ pub struct World {
     pending_accept: BTreeMap<Key, ConnId>,
     links: BTreeMap<LinkId, Link>,
     server_end: BTreeMap<(Node, ConnId), LinkId>,
-    /// FIFO part of each listener's queue: committed connections, in order.
-    committed: BTreeMap<Key, VecDeque<LinkId>>,
-    /// In-flight connections to peer listeners, each with the committed connection it must follow.
-    inflight: BTreeMap<Key, BTreeMap<LinkId, Option<LinkId>>>,
+    /// The root's and root listeners' queues (FIFO).
+    fifo: BTreeMap<Key, VecDeque<LinkId>>,
+    /// In-flight connections to peer listeners, each with the drained connections it must follow.
+    inflight: BTreeMap<Key, BTreeMap<LinkId, BTreeSet<LinkId>>>,
+    /// Per node, the completed drains of connections still in flight it knows of.
+    know: BTreeMap<Node, BTreeSet<LinkId>>,
     /// Connects to a listener not yet open (NVSHMEM retries "refused").
     waiting_connects: BTreeMap<Key, Vec<LinkId>>,
     dials: BTreeMap<(u32, u32), u32>,
-    /// Drains awaiting the explorer's choice (faults on).
+    /// Drains awaiting the explorer's decision (faults on); decided first, lowest first.
     drains: BTreeSet<LinkId>,
     /// Per rank, a running hash of what the oracle judges that the rank's state forgets: its
-    /// completions and, for every message it took, the message that was sent.
+    /// completions and, for every message it took, the message that was sent. (Drains that gave
+    /// up are findings that never change a verdict: worlds differing only there are merged.)
     observed: Vec<u64>,
     /// Root completion, when it came.
     root_done: Option<Completion>,
@@ -161,8 +172,9 @@ impl World {
             pending_accept: BTreeMap::new(),
             links: BTreeMap::new(),
             server_end: BTreeMap::new(),
-            committed: BTreeMap::new(),
+            fifo: BTreeMap::new(),
             inflight: BTreeMap::new(),
+            know: BTreeMap::new(),
             waiting_connects: BTreeMap::new(),
             dials: BTreeMap::new(),
             drains: BTreeSet::new(),
@@ -196,10 +208,15 @@ impl World {
                 let link = w.link_named(conn).expect("a chosen connection exists");
                 if let Some(q) = w.inflight.get_mut(&key) {
                     q.remove(&link);
+                    // Nothing has to follow it any more: forget it everywhere.
+                    for after in q.values_mut() {
+                        after.remove(&link);
+                    }
                 }
-                if let Some(q) = w.committed.get_mut(&key) {
-                    q.retain(|&l| l != link);
+                for known in w.know.values_mut() {
+                    known.remove(&link);
                 }
+                w.know.retain(|_, k| !k.is_empty());
                 w.accept(key, link);
             }
             Choice::Drain { conn, gives_up } => {
@@ -210,8 +227,7 @@ impl World {
                 if gives_up {
                     w.work.push_back((node, OwnedInput::DrainTimedOut { conn: c, waited: bound, unacked: 1 }));
                 } else {
-                    w.commit(link);
-                    w.work.push_back((node, OwnedInput::Drained { conn: c, waited: Duration::ZERO }));
+                    w.drained(link);
                 }
             }
         }
@@ -239,8 +255,9 @@ impl World {
         self.pending_accept.hash(h);
         self.links.hash(h);
         self.server_end.hash(h);
-        self.committed.hash(h);
+        self.fifo.hash(h);
         self.inflight.hash(h);
+        self.know.hash(h);
         self.waiting_connects.hash(h);
         self.dials.hash(h);
         self.drains.hash(h);
@@ -308,24 +325,20 @@ impl World {
             self.collect(node);
         }
         let mut choices = Vec::new();
+        if let Some(conn) = self.drains.iter().find_map(|l| self.links.get(l).and_then(|l| l.name)) {
+            choices.push(Choice::Drain { conn, gives_up: false });
+            choices.push(Choice::Drain { conn, gives_up: true });
+            self.choices = choices;
+            return;
+        }
         for (&key, _) in &self.pending_accept {
             let (Node::Rank(at), Listener::Peers) = key else { continue };
-            let committed = self.committed.get(&key);
-            let head = committed.and_then(|q| q.front()).copied();
-            let mut links: Vec<LinkId> = head.into_iter().collect();
-            if let Some(inflight) = self.inflight.get(&key) {
-                let free = |after: &Option<LinkId>| after.is_none_or(|a| !committed.is_some_and(|q| q.contains(&a)));
-                links.extend(inflight.iter().filter(|(_, after)| free(after)).map(|(l, _)| *l));
-            }
-            for l in links {
-                let conn = self.links[&l].name.expect("peer-listener connections are named");
-                choices.push(Choice::Accept { at, conn });
-            }
-        }
-        for &l in &self.drains {
-            if let Some(conn) = self.links.get(&l).and_then(|l| l.name) {
-                choices.push(Choice::Drain { conn, gives_up: false });
-                choices.push(Choice::Drain { conn, gives_up: true });
+            let Some(inflight) = self.inflight.get(&key) else { continue };
+            for (l, after) in inflight {
+                if after.iter().all(|a| !inflight.contains_key(a)) {
+                    let conn = self.links[l].name.expect("peer-listener connections are named");
+                    choices.push(Choice::Accept { at, conn });
+                }
             }
         }
         choices.sort();
@@ -398,7 +411,7 @@ impl World {
                 self.open.remove(&key);
                 self.pending_accept.remove(&key);
                 let queued: Vec<LinkId> = self
-                    .committed
+                    .fifo
                     .remove(&key)
                     .unwrap_or_default()
                     .into_iter()
@@ -431,6 +444,7 @@ impl World {
                     server: None,
                     early: Vec::new(),
                     early_eof: false,
+                    early_know: self.know.get(&node).cloned().unwrap_or_default(),
                     client_open: true,
                     server_open: true,
                     sent: Vec::new(),
@@ -445,18 +459,24 @@ impl World {
             }
             Output::Write { conn, bytes } => {
                 let Some(link) = self.link_of(node, conn) else { return };
+                let known = self.know.get(&node).cloned().unwrap_or_default();
                 let l = self.links.get_mut(&link).expect("linked");
                 if link.0 == node && link.1 == conn {
                     match l.server {
                         Some(s) if l.server_open => {
                             let server = l.listener.0;
                             self.work.push_back((server, OwnedInput::Received { conn: s, bytes }));
+                            self.learn(server, &known);
                         }
                         Some(_) => {}
-                        None => l.early.extend_from_slice(&bytes),
+                        None => {
+                            l.early.extend_from_slice(&bytes);
+                            l.early_know.extend(known);
+                        }
                     }
                 } else if l.client_open {
                     self.work.push_back((link.0, OwnedInput::Received { conn: link.1, bytes }));
+                    self.learn(link.0, &known);
                 }
             }
             Output::Drain { conn, .. } => {
@@ -464,8 +484,7 @@ impl World {
                 if self.faults.drain_timeout && self.links.get(&link).is_some_and(|l| l.name.is_some()) {
                     self.drains.insert(link);
                 } else {
-                    self.commit(link);
-                    self.work.push_back((node, OwnedInput::Drained { conn, waited: Duration::ZERO }));
+                    self.drained(link);
                 }
             }
             Output::Close { conn } => self.close(node, conn),
@@ -482,11 +501,6 @@ impl World {
                         l.taken += 1;
                         if let Node::Rank(r) = node {
                             self.observe(r, &(origin, from, sent));
-                        }
-                    }
-                    (Event::DrainGaveUp { to, tag, .. }, _) => {
-                        if let Node::Rank(r) = node {
-                            self.observe(r, &("gave up", to, tag));
                         }
                     }
                     _ => {}
@@ -516,24 +530,42 @@ impl World {
     }
 
     /// A connect to an open listener: the client is connected at once; the connection joins
-    /// the listener's queue (FIFO listeners) or its in-flight set (peer listeners).
+    /// the listener's queue (FIFO listeners) or its in-flight set (peer listeners), after every
+    /// drained connection to that listener its dialer knows of.
     fn connect(&mut self, link: LinkId, key: Key) {
         self.work.push_back((link.0, OwnedInput::Connected { conn: link.1 }));
         if key.1 == Listener::Peers {
-            let after = self.committed.get(&key).and_then(|q| q.back()).copied();
-            self.inflight.entry(key).or_default().insert(link, after);
+            let inflight = self.inflight.entry(key).or_default();
+            let known = self.know.get(&link.0);
+            let after: BTreeSet<LinkId> =
+                known.into_iter().flatten().filter(|d| inflight.contains_key(d)).copied().collect();
+            inflight.insert(link, after);
         } else {
-            self.committed.entry(key).or_default().push_back(link);
+            self.fifo.entry(key).or_default().push_back(link);
             self.accept_fifo(key);
         }
     }
 
-    /// A completed drain: the connection is queued from now on, ahead of every later one.
-    fn commit(&mut self, link: LinkId) {
-        let Some(key) = self.links.get(&link).map(|l| l.listener) else { return };
-        let was_inflight = self.inflight.get_mut(&key).and_then(|q| q.remove(&link)).is_some();
-        if was_inflight {
-            self.committed.entry(key).or_default().push_back(link);
+    /// A completed drain: its connection is queued, and its sender knows it.
+    fn drained(&mut self, link: LinkId) {
+        let key = self.links.get(&link).map(|l| l.listener);
+        if key.is_some_and(|k| self.inflight.get(&k).is_some_and(|q| q.contains_key(&link))) {
+            self.know.entry(link.0).or_default().insert(link);
+        }
+        self.work.push_back((link.0, OwnedInput::Drained { conn: link.1, waited: Duration::ZERO }));
+    }
+
+    /// `node` receives something sent by a node that knew `known`.
+    fn learn(&mut self, node: Node, known: &BTreeSet<LinkId>) {
+        let live: Vec<LinkId> = known
+            .iter()
+            .filter(|d| {
+                self.links.get(d).is_some_and(|l| self.inflight.get(&l.listener).is_some_and(|q| q.contains_key(d)))
+            })
+            .copied()
+            .collect();
+        if !live.is_empty() {
+            self.know.entry(node).or_default().extend(live);
         }
     }
 
@@ -542,7 +574,7 @@ impl World {
         if key.1 == Listener::Peers || !self.pending_accept.contains_key(&key) {
             return;
         }
-        let Some(link) = self.committed.get_mut(&key).and_then(VecDeque::pop_front) else { return };
+        let Some(link) = self.fifo.get_mut(&key).and_then(VecDeque::pop_front) else { return };
         self.accept(key, link);
     }
 
@@ -558,7 +590,10 @@ impl World {
         let l = self.links.get_mut(&link).expect("accepted link exists");
         l.server = Some(conn);
         let early = std::mem::take(&mut l.early);
+        let early_know = std::mem::take(&mut l.early_know);
         let eof = l.early_eof;
+        // The connect and any early bytes carry what the client knew when it sent them.
+        self.learn(server, &early_know);
         self.work.push_back((server, OwnedInput::Accepted { conn, from }));
         if !early.is_empty() {
             self.work.push_back((server, OwnedInput::Received { conn, bytes: early }));
@@ -570,19 +605,28 @@ impl World {
 
     fn close(&mut self, node: Node, conn: ConnId) {
         let Some(link) = self.link_of(node, conn) else { return };
+        let known = self.know.get(&node).cloned().unwrap_or_default();
         let l = self.links.get_mut(&link).expect("linked");
         let client_side = link == (node, conn) && l.client_open;
         if client_side {
             l.client_open = false;
             match l.server {
-                Some(s) if l.server_open => self.work.push_back((l.listener.0, OwnedInput::PeerClosed { conn: s })),
+                Some(s) if l.server_open => {
+                    let server = l.listener.0;
+                    self.work.push_back((server, OwnedInput::PeerClosed { conn: s }));
+                    self.learn(server, &known);
+                }
                 Some(_) => {}
-                None => l.early_eof = true,
+                None => {
+                    l.early_eof = true;
+                    l.early_know.extend(known);
+                }
             }
         } else {
             l.server_open = false;
             if l.client_open {
                 self.work.push_back((link.0, OwnedInput::PeerClosed { conn: link.1 }));
+                self.learn(link.0, &known);
             }
         }
         let l = &self.links[&link];
