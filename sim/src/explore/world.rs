@@ -331,7 +331,7 @@ impl World {
             self.choices = choices;
             return;
         }
-        for (&key, _) in &self.pending_accept {
+        for &key in self.pending_accept.keys() {
             let (Node::Rank(at), Listener::Peers) = key else { continue };
             let Some(inflight) = self.inflight.get(&key) else { continue };
             for (l, after) in inflight {
