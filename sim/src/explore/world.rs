@@ -87,6 +87,20 @@ enum Entry {
     Completed(Node, Completion),
 }
 
+/// A `Hasher` that keeps the bytes it is fed, for one cryptographic digest of them (derived
+/// `Hash` impls make many tiny writes, which a streaming hasher pays for one by one).
+struct ByteSink(Vec<u8>);
+
+impl Hasher for ByteSink {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        0 // unused: the bytes are digested
+    }
+}
+
 /// The choices that led to a world (a persistent list, newest first).
 struct Trail {
     choice: Choice,
@@ -238,12 +252,11 @@ impl World {
     /// A 128-bit fingerprint of everything that decides what can still happen and what the
     /// oracle will say: two worlds with the same fingerprint have the same futures and verdicts.
     pub fn fingerprint(&self) -> u128 {
-        let mut a = std::collections::hash_map::DefaultHasher::new();
-        let mut b = std::collections::hash_map::DefaultHasher::new();
-        b.write_u64(0x9e37_79b9_7f4a_7c15);
-        self.hash_state(&mut a);
-        self.hash_state(&mut b);
-        u128::from(a.finish()) << 64 | u128::from(b.finish())
+        use sha2::{Digest, Sha256};
+        let mut bytes = ByteSink(Vec::with_capacity(4096));
+        self.hash_state(&mut bytes);
+        let digest = Sha256::digest(&bytes.0);
+        u128::from_le_bytes(digest[..16].try_into().expect("16 bytes"))
     }
 
     fn hash_state<H: Hasher>(&self, h: &mut H) {
