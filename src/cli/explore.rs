@@ -91,12 +91,15 @@ fn print_exploration(ex: &Exploration, faults: Faults) {
         "states: {}  transitions: {}  final states: {}  longest schedule: {} choices",
         ex.states, ex.transitions, ex.finals, ex.depth
     );
-    let at_least = if ex.schedules_exact { "" } else { "at least " };
-    let ratio = ex.schedules as f64 / ex.states.max(1) as f64;
-    println!(
-        "schedules: {at_least}{} (what enumerating every schedule would run; {} states explored, {:.1}x fewer)",
-        ex.schedules, ex.states, ratio
-    );
+    if ex.incomplete.is_none() && ex.schedules_exact {
+        let ratio = ex.schedules as f64 / ex.states.max(1) as f64;
+        println!(
+            "schedules: {} (what enumerating every schedule would run; {} states explored, {ratio:.1}x fewer)",
+            ex.schedules, ex.states
+        );
+    } else {
+        println!("schedules: {} complete ones reached before stopping", ex.schedules);
+    }
     let verdicts: Vec<String> =
         ex.verdicts.iter().map(|(v, (states, n))| format!("{v} {n} ({states} final states)")).collect();
     println!("schedules by verdict: {}", verdicts.join(", "));
