@@ -7,6 +7,7 @@ use std::time::Instant as WallClock;
 use anyhow::{bail, Context};
 use bootsim_core::PRESETS;
 use bootsim_sim::explore::hazard::{cell, pairs, Cell};
+use bootsim_sim::explore::search::MAX_RANKS;
 use bootsim_sim::explore::{explore as explore_case, Bounds, Exploration, Faults};
 use bootsim_sim::{run_case, Case, Verdict};
 
@@ -63,6 +64,9 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     let case = Case::parse(text).with_context(|| format!("in '{text}'"))?;
     if !case.schedule.is_empty() {
         bail!("in '{text}': explore chooses the schedule itself; remove accept= and drain_fail=");
+    }
+    if case.ranks > MAX_RANKS {
+        bail!("in '{text}': explore models no timers, so at most ranks={MAX_RANKS} (NVSHMEM staggers larger worlds)");
     }
     if faults.drain_timeout && case.variant.drain.is_none() {
         bail!("--faults drain-timeout: variant {} has no drain (drain, pr97, or drain_ms > 0)", case.variant_name);

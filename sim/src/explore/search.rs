@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::schedule::Schedule;
 use super::world::{Choice, Faults, World};
-use crate::case::Case;
+use crate::case::{Case, EngineKind};
 use crate::oracle::{judge, Finding, Verdict};
 
 /// What to explore and when to stop.
@@ -81,9 +81,15 @@ impl Exploration {
     }
 }
 
-/// Explores every schedule of `case`'s accept order (and the `faults` chosen) within `bounds`.
+/// The largest world explored: above it NVSHMEM staggers check-ins on a timer, and the
+/// explorer's world has no time.
+pub const MAX_RANKS: u32 = 128;
+
+/// Explores every schedule of `case`'s accept order (and the `faults` chosen) within `bounds`;
+/// `case.ranks` must be at most [`MAX_RANKS`].
 pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
-    let base = Case { schedule: Schedule::default(), ..case.clone() };
+    // The counterexample replays on the fast engine, whatever engine the case named.
+    let base = Case { schedule: Schedule::default(), engine: EngineKind::Fast, ..case.clone() };
     let mut ex = Exploration {
         case: base.clone(),
         states: 1,

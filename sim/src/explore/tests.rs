@@ -145,3 +145,11 @@ fn the_hazard_map_names_the_reports_pair() {
     let c = hazard::cell("variant=nvshmem-3.8", name, ops, 2, Faults::default(), 100_000).unwrap();
     assert!(c.exploration.proves_pass());
 }
+
+#[test]
+fn an_accept_naming_a_connection_never_opened_is_a_hang_not_a_panic() {
+    let case = Case::parse("variant=nvshmem-3.4 workload=deepep ranks=2 accept=1:0.5").unwrap();
+    let r = run_case(&case, false);
+    assert_eq!(r.verdict, Verdict::Hang);
+    assert!(r.findings.iter().any(|f| f.to_string().contains("rank 1 waits for init: connecting the ring")));
+}
