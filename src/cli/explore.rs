@@ -101,8 +101,10 @@ fn print_exploration(ex: &Exploration, faults: Faults) {
             "schedules: {} (what enumerating every schedule would run; {} states explored, {ratio:.1}x fewer)",
             ex.schedules, ex.states
         );
-    } else {
+    } else if ex.incomplete.is_some() {
         println!("schedules: {} complete ones reached before stopping", ex.schedules);
+    } else {
+        println!("schedules: at least {} (a state was reached at two depths: counted once)", ex.schedules);
     }
     let verdicts: Vec<String> =
         ex.verdicts.iter().map(|(v, (states, n))| format!("{v} {n} ({states} final states)")).collect();
