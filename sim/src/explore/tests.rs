@@ -36,8 +36,10 @@ fn the_reports_counterexample_is_found_at_n2_and_replays_on_the_fast_engine() {
     let text: Vec<String> = cx.findings.iter().map(|f| f.to_string()).collect();
     assert!(text.iter().any(|f| f.contains("took barrier #2 round 1 from rank 0")), "{text:?}");
     assert!(text.iter().any(|f| f.contains("zero GID: EINVAL")), "{text:?}");
-    let fast = run_case(&cx.case, false);
+    let fast = run_case(&cx.case, true);
     assert_eq!(fast.verdict, Verdict::Corruption);
+    let why = crate::explain(&fast).join("\n");
+    assert!(why.contains("the case's accept= order had rank 1 take"), "{why}");
     // The same case without the schedule passes on a FIFO kernel: the schedule is what fails it.
     let fifo = Case { adversary: "fifo".into(), ..cx.case.clone() };
     assert_eq!(run_case(&fifo, false).verdict, Verdict::Corruption);
