@@ -7,8 +7,20 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const SUBCOMMANDS: [&str; 11] =
-    ["run", "replay", "sweep", "compare", "shrink", "merge", "smoke", "bench", "probe", "real-nvshmem", "conformance"];
+const SUBCOMMANDS: [&str; 12] = [
+    "run",
+    "replay",
+    "sweep",
+    "compare",
+    "shrink",
+    "merge",
+    "smoke",
+    "bench",
+    "probe",
+    "real-nvshmem",
+    "conformance",
+    "explore",
+];
 
 /// What an example must do.
 enum Expect {
@@ -60,6 +72,23 @@ const EXPECTED: &[(&str, Expect)] = &[
         Exit(0, "seq          runs=100 pass=100"),
     ),
     ("bootsim smoke --local 8 --workload nvshmem-init --variant nvshmem-3.7", Exit(0, ": pass: all 8 ranks ok")),
+    (
+        "bootsim explore 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3'",
+        Exit(1, "fast engine: corruption (the same verdict)"),
+    ),
+    (
+        "bootsim run 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=fifo seed=0 accept=0:1.0,1.1,1.2/1:0.0,0.2,0.1'",
+        Exit(1, "verdict: corruption"),
+    ),
+    ("bootsim explore 'variant=seq workload=deepep ranks=4'", Exit(0, "no violation in any schedule (proved")),
+    (
+        "bootsim explore 'variant=pr97 workload=qp-create k=2 ranks=2' --faults drain-timeout",
+        Exit(1, "fast engine: corruption (the same verdict)"),
+    ),
+    (
+        "bootsim explore --pairs --variant nvshmem-3.4,nvshmem-3.7,disjoint --ranks 2..3",
+        Exit(0, "alltoall>barrier"),
+    ),
     (
         "srun -N2 --ntasks-per-node=8 bootsim smoke --session node001:29500 --workload deepep --variant nvshmem-3.7 --iterations 100",
         NotHere(CLUSTER),

@@ -7,7 +7,7 @@ use crate::ids::OpKind;
 use crate::wire::WireError;
 
 /// Why an operation (or the root) failed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum BootstrapError {
     /// Strict size check: the message's size differs from the receive buffer's.
     #[error("rank {rank}: {op} recv from rank {peer} tag {tag:#x}: message size mismatch: received {got} bytes instead of {expected}")]

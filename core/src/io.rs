@@ -79,7 +79,7 @@ impl OwnedInput {
 }
 
 /// What the state machine asks the driver to do, or tells it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Output {
     /// Open a listener on the bootstrap interface; answer with [`Input::Listening`].
     Listen { listener: Listener },
@@ -104,7 +104,7 @@ pub enum Output {
 }
 
 /// The end of an operation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Completion {
     /// Which operation.
     pub op: OpId,
@@ -115,7 +115,7 @@ pub struct Completion {
 }
 
 /// Observable protocol events, for traces, oracles and explanations.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Event {
     /// A point-to-point message was handed to a connection.
     MessageSent { conn: ConnId, to: u32, tag: i32, origin: MsgOrigin, size: usize },
@@ -141,7 +141,7 @@ pub enum Event {
 }
 
 /// Limits and timeouts that protect a state machine from bad peers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Limits {
     /// Largest frame accepted; a longer length is an error before any allocation.
     pub max_message: usize,

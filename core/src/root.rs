@@ -15,7 +15,7 @@ use crate::wire::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble,
 pub const MAX_RANKS: u32 = 65536;
 
 /// What the root is told.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RootConfig {
     /// The unique ID (its version and magic; its address is where the driver listens).
     pub uid: UniqueId,
@@ -25,7 +25,7 @@ pub struct RootConfig {
     pub limits: Limits,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Phase {
     Listening,
     /// Taking check-ins (one at a time as NVSHMEM, or several under [`Limits::read_ahead`]).
@@ -38,7 +38,7 @@ enum Phase {
 }
 
 /// How far an accepted connection's check-in has been read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Stage {
     Preamble,
     Version,
@@ -46,7 +46,7 @@ enum Stage {
 }
 
 /// An accepted connection whose check-in is being read.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 struct CheckIn {
     reader: FrameReader,
     remote: SocketAddr,
@@ -54,8 +54,8 @@ struct CheckIn {
     stage: Stage,
 }
 
-/// The bootstrap root.
-#[derive(Debug)]
+/// The bootstrap root (`Clone` and `Hash` as [`crate::Rank`]'s).
+#[derive(Clone, Debug, Hash)]
 pub struct Root {
     cfg: RootConfig,
     now: Instant,

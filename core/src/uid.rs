@@ -8,7 +8,7 @@ use crate::wire::{decode_sockaddr, encode_sockaddr, WireError, SOCKADDR_LEN};
 pub const NVSHMEM_UID_VERSION: i32 = (1 << 16) + 128;
 
 /// `nvshmemx_uniqueid_t` as the UID plugin fills it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct UniqueId {
     /// Wire-compatibility version, checked at the root.
     pub version: i32,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use bootsim_core::{Variant, PRESETS};
 
+use crate::explore::schedule::Schedule;
 use crate::kernel::{KernelConfig, PROFILES};
 use crate::workload::{format_ops, parse_ops, OpSpec, Workload, WORKLOADS};
 
@@ -55,6 +56,8 @@ pub struct Case {
     pub deadline: Duration,
     /// Kernel knobs set explicitly, in the order given.
     pub knobs: Vec<(String, String)>,
+    /// The explicit accept order and drain failures (`accept=`, `drain_fail=`; fast engine only).
+    pub schedule: Schedule,
 }
 
 /// A case string that does not parse; the message names the key and the accepted values.
@@ -75,7 +78,7 @@ pub const INIT_BYTES_PER_PEER: u128 = 28 + 32 + 48;
 pub const PAYLOAD_BUDGET: u128 = 4 << 30;
 
 const KEYS: &str =
-    "engine, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, deadline_ms, or a kernel knob";
+    "engine, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, deadline_ms, accept, drain_fail, or a kernel knob";
 
 impl Default for Case {
     fn default() -> Self {
@@ -91,6 +94,7 @@ impl Default for Case {
             seed: 0,
             deadline: Duration::from_secs(300),
             knobs: Vec::new(),
+            schedule: Schedule::default(),
         }
     }
 }
@@ -121,6 +125,14 @@ impl Case {
                 "simulated time before unfinished ranks are a hang".into(),
                 d.deadline.as_millis().to_string(),
             ),
+            (
+                "accept",
+                "explicit accept order, TO:FROM.K,...[/TO:...]: rank TO's peer listener takes rank FROM's K-th \
+                 connection to it next (fast engine; `bootsim explore` prints it)"
+                    .into(),
+                "the kernel's order".into(),
+            ),
+            ("drain_fail", "FROM>TO.K,...: these drains give up at their deadline (fail-open)".into(), "-".into()),
         ];
         let mut out = String::from("Case keys (space-separated key=value words, every one optional):\n");
         for (k, v, def) in rows {
@@ -211,6 +223,8 @@ impl Case {
                 "k" => k = Some(bounded("alltoalls", 1..=1024)?),
                 "len" => len = Some(bounded("operations", 1..=10_000)?),
                 "ops" => ops = Some(parse_ops(value).map_err(|e| err(format!("ops: {e}")))?),
+                "accept" => case.schedule.parse_accept(value).map_err(|e| err(format!("accept: {e}")))?,
+                "drain_fail" => case.schedule.parse_drain_fail(value).map_err(|e| err(format!("drain_fail: {e}")))?,
                 "deadline_ms" => {
                     let ms = num("milliseconds of simulated time")?;
                     if !(1..=MAX_DEADLINE_MS).contains(&ms) {
@@ -268,6 +282,13 @@ impl Case {
             }
             case.variant = case.variant.with_first_tag(first);
         }
+        case.schedule.validate(case.ranks).map_err(|e| err(format!("accept/drain_fail: {e}")))?;
+        if !case.schedule.drain_fail.is_empty() && case.variant.drain.is_none() {
+            return Err(err(format!(
+                "drain_fail needs a variant with a drain (drain, pr97, or drain_ms > 0), not {}",
+                case.variant_name
+            )));
+        }
         case.kernel_config().validate(case.ranks).map_err(err)?;
         let bytes = case.payload_bytes();
         if bytes > PAYLOAD_BUDGET {
@@ -284,6 +305,9 @@ impl Case {
         // One rule for every command (run, replay, sweep, compare, shrink): the fast engine
         // unless the case says engine=turmoil. Every printed case string names its engine.
         case.engine = engine.unwrap_or(EngineKind::Fast);
+        if case.engine == EngineKind::Turmoil && !case.schedule.is_empty() {
+            return Err(err("accept= and drain_fail= are honoured by engine=fast only".into()));
+        }
         Ok(case)
     }
 
@@ -342,6 +366,12 @@ impl fmt::Display for Case {
         if self.deadline != Case::default().deadline {
             write!(f, " deadline_ms={}", self.deadline.as_millis())?;
         }
+        if let Some(a) = self.schedule.accept_value() {
+            write!(f, " accept={a}")?;
+        }
+        if let Some(d) = self.schedule.drain_fail_value() {
+            write!(f, " drain_fail={d}")?;
+        }
         for (k, v) in &self.knobs {
             write!(f, " {k}={v}")?;
         }
@@ -359,6 +389,7 @@ mod tests {
             "engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=7",
             "engine=fast variant=pr97 drain_ms=5 workload=custom ops=allgather:8,barrier ranks=3 adversary=lossy seed=1 backlog=2",
             "engine=fast variant=seq workload=qp-create k=9 ranks=16 adversary=swarm seed=18446744073709551615 deadline_ms=5000",
+            "engine=fast variant=pr97 workload=deepep ranks=2 adversary=fifo seed=0 accept=1:0.0,0.2,0.1 drain_fail=0>1.1",
         ] {
             let c = Case::parse(s).unwrap();
             assert_eq!(c.to_string(), s);
@@ -397,6 +428,10 @@ mod tests {
         assert!(e("rto_min=0ns").contains("rto_min"));
         assert!(e("rto_min=2s rto_max=1s").contains("above rto_max"));
         assert!(e("stall_gap=off stalls=0:7:0:5 rx_queues=2").contains("does not exist"));
+        assert!(e("accept=1:0.0,2.1").contains("outside ranks=2"));
+        assert!(e("accept=1:0.x").contains("accept: `x`"));
+        assert!(e("variant=nvshmem-3.4 drain_fail=0>1.1").contains("needs a variant with a drain"));
+        assert!(e("engine=turmoil accept=1:0.0").contains("engine=fast only"));
     }
 
     #[test]

@@ -190,7 +190,7 @@ fn overtake_lines(report: &RunReport, o: &Overtake) -> Vec<String> {
                 "rank {p} sent {} ({} bytes, tag {:#x}) to rank {r} on connection {ka} at {}, then {} ({} bytes, tag {:#x}) on connection {kb} at {}.",
                 step_name(&a.origin), a.size, a.tag, ms(a.at), step_name(&taken.origin), taken.size, taken.tag, ms(taken.at)
             ));
-            lines.extend(why(out, ka, kb, a, r));
+            lines.extend(why(out, ka, kb, a, r, !report.case.schedule.accept.is_empty()));
         }
         None => lines.push(format!(
             "rank {p} sent {} ({} bytes, tag {:#x}) to rank {r} on connection {kb} at {}.",
@@ -205,8 +205,9 @@ fn overtake_lines(report: &RunReport, o: &Overtake) -> Vec<String> {
 }
 
 /// Why connection `ka` (sent first) reached the accept queue after `kb`: the longest RX stall,
-/// losses, backlog drops on `ka`'s handshake, and a drain on it that gave up.
-fn why(out: &Outcome, ka: u64, kb: u64, a: &SentMsg, r: u32) -> Vec<String> {
+/// losses, backlog drops on `ka`'s handshake, and a drain on it that gave up; or, `scheduled`,
+/// the case's explicit accept order.
+fn why(out: &Outcome, ka: u64, kb: u64, a: &SentMsg, r: u32, scheduled: bool) -> Vec<String> {
     let mut lines = Vec::new();
     let (enq_a, enq_b) = (enqueued_at(out, ka), enqueued_at(out, kb));
     let limit = enq_a.or(accepted_at(out, ka)).unwrap_or(out.end);
@@ -249,9 +250,22 @@ fn why(out: &Outcome, ka: u64, kb: u64, a: &SentMsg, r: u32) -> Vec<String> {
     if cause.is_empty() {
         cause.push(format!("{ka}'s handshake took longer to complete than {kb}'s"));
     }
+    let order = if scheduled {
+        cause = vec![format!("the case's accept= order had rank {r} take {kb} first, whatever the kernel queued")];
+        format!("rank {r} accepted {kb} first")
+    } else {
+        order
+    };
     cause.truncate(2);
     lines.push(format!("Connection {kb} overtook connection {ka}: {}, so {order}.", cause.join("; ")));
-    if let Some(d) = out.drains.iter().find(|d| d.kconn == Some(ka) && d.gave_up) {
+    if let Some(d) = out.drains.iter().find(|d| d.kconn == Some(ka) && d.gave_up && d.unacked == 0) {
+        // Only a forced failure gives up with nothing unacknowledged.
+        lines.push(format!(
+            "rank {}'s drain of connection {ka} was made to give up after {} (drain_fail=, fail-open), so nothing ordered connection {kb} after it.",
+            d.rank,
+            ms_d(d.end - d.start)
+        ));
+    } else if let Some(d) = out.drains.iter().find(|d| d.kconn == Some(ka) && d.gave_up) {
         lines.push(format!(
             "rank {}'s drain of connection {ka} gave up after {} with {} bytes unacknowledged (fail-open), so connection {kb} was opened before {ka}'s data had arrived.",
             d.rank,

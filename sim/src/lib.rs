@@ -9,6 +9,7 @@
 pub mod case;
 pub mod engine;
 pub mod explain;
+pub mod explore;
 pub mod kernel;
 pub mod oracle;
 pub mod run;

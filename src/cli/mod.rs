@@ -3,6 +3,7 @@
 mod bench;
 mod compare;
 mod conformance;
+mod explore;
 mod merge;
 mod plugin_rank;
 mod probe;
@@ -38,6 +39,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Minimise a failing case, keeping its verdict; `--save seeds/NAME.toml` records it.
     Shrink(shrink::ShrinkArgs),
+    /// Every accept order of a case: a proof of no violation, or the shortest counterexample.
+    Explore(explore::ExploreArgs),
     /// Combine `sweep --shard I/N --json` outputs into the summary `sweep` prints.
     Merge(merge::MergeArgs),
     /// The bootstrap over real TCP sockets, one rank per process, with the integrity oracle.
@@ -126,6 +129,7 @@ pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => bench::bench(a),
         Command::Smoke(a) => smoke::smoke(a),
         Command::Shrink(a) => shrink::shrink(a),
+        Command::Explore(a) => explore::explore(a),
         Command::Merge(a) => merge::merge(a),
         Command::PluginRank(a) => plugin_rank::plugin_rank(a),
         Command::RealNvshmem(a) => real_nvshmem::real_nvshmem(a),

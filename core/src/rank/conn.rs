@@ -9,7 +9,7 @@ use crate::variant::Transport;
 use crate::wire::{FrameReader, WireError};
 
 /// What a connection is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Role {
     /// Dialed to the root for the check-in.
     ToRoot,
@@ -26,7 +26,7 @@ pub(crate) enum Role {
 }
 
 /// The identifying header of an inbound point-to-point connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Header {
     /// The sender's rank as it wrote it.
     pub rank: i32,
@@ -37,7 +37,7 @@ pub(crate) struct Header {
 }
 
 /// Progress through an inbound connection's header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum HeaderState {
     Preamble,
     Rank,
@@ -47,7 +47,7 @@ enum HeaderState {
 }
 
 /// One connection.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 pub(crate) struct Conn {
     pub role: Role,
     pub remote: Option<SocketAddr>,
@@ -129,7 +129,7 @@ impl Conn {
 }
 
 /// All connections of one state machine, with ids allocated in order.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub(crate) struct ConnTable {
     next: u64,
     conns: BTreeMap<ConnId, Conn>,

@@ -20,7 +20,7 @@ use conn::{ConnTable, Role};
 use plan::Step;
 
 /// Everything a rank is told before it starts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RankConfig {
     /// This rank, `0..nranks`.
     pub rank: u32,
@@ -34,8 +34,9 @@ pub struct RankConfig {
     pub limits: Limits,
 }
 
-/// An application operation, started with [`Rank::start`] once init has completed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// An application operation, queued with [`Rank::push`] and started once init and the ones
+/// before it completed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     /// Ring allgather of `mine`; the result holds `nranks` slices of its length.
     Allgather { mine: Vec<u8> },
@@ -63,7 +64,7 @@ impl Op {
 }
 
 /// The operation in progress.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Running {
     id: OpId,
     kind: OpKind,
@@ -74,7 +75,7 @@ struct Running {
 }
 
 /// What the front step is blocked on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Wait {
     /// The front step has not begun.
     Start,
@@ -100,8 +101,9 @@ enum Wait {
     Inbound,
 }
 
-/// A rank of the bootstrap.
-#[derive(Debug)]
+/// A rank of the bootstrap. `Clone` and `Hash` let an explorer copy a world and recognise a
+/// state it has seen.
+#[derive(Clone, Debug, Hash)]
 pub struct Rank {
     cfg: RankConfig,
     now: Instant,

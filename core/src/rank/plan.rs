@@ -6,7 +6,7 @@ use std::ops::Range;
 use crate::variant::Variant;
 
 /// Which buffer a send step reads from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Source {
     /// The operation's input buffer (alltoall chunks, a plain send).
     Input,
@@ -15,7 +15,7 @@ pub(crate) enum Source {
 }
 
 /// One blocking step, in program order.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Step {
     /// Open both listeners and learn their addresses.
     Listen,

@@ -1,7 +1,7 @@
 //! Typed decoding errors: every malformed input names what was wrong.
 
 /// Why bytes from a connection could not be decoded.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum WireError {
     /// The connection preamble carried another session's magic (or garbage).
     #[error("bad magic 0x{got:016x} (expected 0x{expected:016x})")]

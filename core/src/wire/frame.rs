@@ -3,6 +3,15 @@
 use super::messages::Preamble;
 use super::WireError;
 
+/// Hashes what is left to read (not how the consumed bytes were chunked or compacted): two
+/// readers that will decode the same items hash alike.
+impl std::hash::Hash for FrameReader {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.unread().hash(state);
+        self.eof.hash(state);
+    }
+}
+
 /// Encodes one frame: `i32` length (host order) then the bytes.
 pub fn encode_frame(out: &mut Vec<u8>, bytes: &[u8]) {
     let len = i32::try_from(bytes.len()).expect("frames are bounded by max_message, far below 2 GiB");
@@ -35,6 +44,11 @@ impl FrameReader {
             self.pos = 0;
         }
         self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes received and not yet consumed, in order.
+    fn unread(&self) -> &[u8] {
+        &self.buf[self.pos..]
     }
 
     /// Records that the peer closed its side: incomplete items then fail as truncated.

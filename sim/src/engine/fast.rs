@@ -3,7 +3,7 @@
 //! the number of packets, not with the number of ranks cubed.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use bootsim_core::{
 
 use super::outcome::{Node, Outcome, RankEnd, TraceSink};
 use crate::case::Case;
+use crate::explore::schedule::ConnName;
 use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::seed::derive;
 use crate::words::{completion_line, event_line, kernel_line, ConnRef};
@@ -58,6 +59,24 @@ struct Drain {
     conn: ConnId,
     start: Instant,
     deadline: Instant,
+    /// `drain_fail=` names it: it gives up at its deadline whatever was acknowledged.
+    forced_fail: bool,
+}
+
+/// What an explicit schedule (`accept=`, `drain_fail=`) needs: every rank-to-peer-listener
+/// connection's name, and how far each rank's accepts have gone.
+#[derive(Default)]
+struct Names {
+    /// Connections each rank opened to each peer listener so far.
+    dials: BTreeMap<(u32, u32), u32>,
+    /// A rank's dialed connection by its core id.
+    by_conn: BTreeMap<(Node, ConnId), ConnName>,
+    /// Every kernel connection dialed for a named one (retries included).
+    by_kconn: BTreeMap<u64, ConnName>,
+    /// Accepts taken so far on each rank's peer listener.
+    accepts: BTreeMap<u32, usize>,
+    /// Listeners whose scheduled accept waits for a connection not yet queued.
+    waiting: BTreeSet<ListenerId>,
 }
 
 /// The fast engine's whole world.
@@ -84,6 +103,7 @@ struct World<'a> {
     sink: TraceSink,
     buf: Vec<u8>,
     remaining: usize,
+    names: Names,
 }
 
 /// Runs a case on the fast engine; `trace` keeps the full trace (otherwise only counters).
@@ -129,6 +149,7 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
         sink: TraceSink::new(trace),
         buf: vec![0u8; 64 << 10],
         remaining: n as usize + 1,
+        names: Names::default(),
     };
     w.sink.line(now, "world", format_args!("case {case}"));
     w.sink.line(now, "world", format_args!("kernel {}", w.kernel.config()));
@@ -160,6 +181,9 @@ impl World<'_> {
             self.now = self.now.max(next);
             self.kernel.handle_timeout(self.now);
             self.kernel_events();
+            for l in self.names.waiting.clone() {
+                self.try_accept(l);
+            }
             while let Some(Reverse((t, _, timer))) = self.timers.peek().copied() {
                 if t > self.now {
                     break;
@@ -294,6 +318,13 @@ impl World<'_> {
                 }
             }
             Output::Connect { conn, addr } => {
+                if let (Node::Rank(from), Some((to, port))) = (node, addr_host(addr)) {
+                    if port == sim_port(Listener::Peers) && to < self.case.ranks {
+                        let k = self.names.dials.entry((from, to)).or_insert(0);
+                        self.names.by_conn.insert((node, conn), ConnName { from, to, k: *k });
+                        *k += 1;
+                    }
+                }
                 self.dialing.insert((node, conn), Dialing { addr, retry: ConnectRetry::new(self.retry.clone()) });
                 self.dial(node, conn, addr);
             }
@@ -307,10 +338,12 @@ impl World<'_> {
             }
             Output::Drain { conn, deadline } => {
                 let Some(&sock) = self.sock_of.get(&(node, conn)) else { return };
-                if self.kernel.outq(sock) == 0 {
+                let forced_fail =
+                    self.names.by_conn.get(&(node, conn)).is_some_and(|n| self.case.schedule.drain_fail.contains(n));
+                if self.kernel.outq(sock) == 0 && !forced_fail {
                     self.work.push_back((node, OwnedInput::Drained { conn, waited: Duration::ZERO }));
                 } else {
-                    self.drains.insert(sock, Drain { node, conn, start: now, deadline });
+                    self.drains.insert(sock, Drain { node, conn, start: now, deadline, forced_fail });
                     self.schedule(deadline, Timer::DrainDeadline { sock });
                 }
             }
@@ -393,13 +426,41 @@ impl World<'_> {
         self.sink.line(now, node_name(node), format_args!("connect {} to {addr}", local(conn, sock)));
         self.sock_of.insert((node, conn), sock);
         self.owner.insert(sock, (node, conn));
+        if let Some(&name) = self.names.by_conn.get(&(node, conn)) {
+            self.names.by_kconn.insert(sock.conn(), name);
+        }
     }
 
+    /// Takes the next connection for `l`'s outstanding accept: the one `accept=` names for a
+    /// rank's peer listener (waiting until it is queued), else the kernel queue's oldest.
     fn try_accept(&mut self, l: ListenerId) {
-        let Some(&conn) = self.pending_accept.get(&l) else { return };
-        let Some((sock, flow)) = self.kernel.accept(self.now, l) else { return };
+        let Some(&conn) = self.pending_accept.get(&l) else {
+            self.names.waiting.remove(&l);
+            return;
+        };
+        let (node, listener) = self.listener_owner[&l];
+        let peer_rank = match (node, listener) {
+            (Node::Rank(r), Listener::Peers) => Some(r),
+            _ => None,
+        };
+        let nth = peer_rank.map_or(0, |r| self.names.accepts.get(&r).copied().unwrap_or(0));
+        let taken = match peer_rank.and_then(|r| self.case.schedule.accept_at(r, nth)) {
+            Some(want) => {
+                let by_kconn = &self.names.by_kconn;
+                let got = self.kernel.accept_where(self.now, l, |child| by_kconn.get(&child.conn()) == Some(&want));
+                if got.is_none() {
+                    self.names.waiting.insert(l);
+                }
+                got
+            }
+            None => self.kernel.accept(self.now, l),
+        };
+        let Some((sock, flow)) = taken else { return };
+        self.names.waiting.remove(&l);
+        if let Some(r) = peer_rank {
+            self.names.accepts.insert(r, nth + 1);
+        }
         self.pending_accept.remove(&l);
-        let (node, _) = self.listener_owner[&l];
         self.sock_of.insert((node, conn), sock);
         self.owner.insert(sock, (node, conn));
         let from = host_addr(flow.client.0, flow.client_port);
@@ -451,7 +512,7 @@ impl World<'_> {
                     self.read_all(sock)
                 }
                 EventKind::AllAcked { sock } => {
-                    if let Some(d) = self.drains.get(&sock) {
+                    if let Some(d) = self.drains.get(&sock).filter(|d| !d.forced_fail) {
                         // The drain polls every 200 µs from its start: it sees zero at the next poll.
                         let since = (at - d.start).as_nanos();
                         let poll = DRAIN_POLL.as_nanos();

@@ -165,8 +165,21 @@ impl Kernel {
 
     /// Take the oldest child from `l`'s accept queue, with its 4-tuple.
     pub fn accept(&mut self, now: Instant, l: ListenerId) -> Option<(SockId, Flow)> {
+        self.accept_where(now, l, |_| true)
+    }
+
+    /// Takes the first child of `l`'s accept queue that `pick` chooses (an explicit accept
+    /// order reorders the queue as the wire does a real kernel's), if there is one.
+    pub fn accept_where(
+        &mut self,
+        now: Instant,
+        l: ListenerId,
+        pick: impl Fn(SockId) -> bool,
+    ) -> Option<(SockId, Flow)> {
         let now = self.at(now);
-        let child = self.listeners.get_mut(l)?.queue.pop_front()?;
+        let queue = &mut self.listeners.get_mut(l)?.queue;
+        let i = queue.iter().position(|&c| pick(c))?;
+        let child = queue.remove(i)?;
         let c = self.conns.get_mut(&child.conn())?;
         c.in_accept_queue = false;
         let flow = c.flow;

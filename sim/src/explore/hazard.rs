@@ -1,0 +1,50 @@
+//! The hazard map: every back-to-back pair of collectives (and each with an allgather between),
+//! explored exhaustively per world size, with the worst verdict reachable and a counterexample.
+
+use super::search::{explore, Bounds, Exploration};
+use super::world::Faults;
+use crate::case::Case;
+use crate::workload::{OpSpec, Workload};
+
+/// The pairs the map explores, by name, as workload operations.
+pub fn pairs() -> Vec<(&'static str, Vec<OpSpec>)> {
+    use OpSpec::{Allgather, Alltoall, Barrier};
+    let (a, b, g) = (Alltoall(24), Barrier, Allgather(8));
+    vec![
+        ("alltoall>barrier", vec![a, b]),
+        ("barrier>alltoall", vec![b, a]),
+        ("alltoall>alltoall", vec![a, a]),
+        ("barrier>barrier", vec![b, b]),
+        ("alltoall>allgather>barrier", vec![a, g, b]),
+        ("barrier>allgather>alltoall", vec![b, g, a]),
+        ("alltoall>allgather>alltoall", vec![a, g, a]),
+        ("barrier>allgather>barrier", vec![b, g, b]),
+    ]
+}
+
+/// One cell of the map: a pair at one world size.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// The pair's name.
+    pub pair: &'static str,
+    /// World size.
+    pub ranks: u32,
+    /// What exploring it found.
+    pub exploration: Exploration,
+}
+
+/// Explores `pair` (workload operations) for `variant` (a case string's variant keys, e.g.
+/// `variant=pr97`) at `ranks`.
+pub fn cell(
+    variant_keys: &str,
+    pair: &'static str,
+    ops: &[OpSpec],
+    ranks: u32,
+    faults: Faults,
+    max_states: usize,
+) -> Result<Cell, crate::CaseError> {
+    let mut case = Case::parse(&format!("{variant_keys} ranks={ranks} adversary=fifo"))?;
+    case.workload = Workload::Custom(ops.to_vec());
+    let bounds = Bounds { max_states, stop_at_violation: false, ..Bounds::default() };
+    Ok(Cell { pair, ranks, exploration: explore(&case, faults, bounds) })
+}

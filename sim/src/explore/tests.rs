@@ -1,0 +1,157 @@
+//! The explorer's proofs and counterexamples, checked against the fast engine and sweeps.
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::case::Case;
+use crate::oracle::Verdict;
+use crate::run::run_case;
+use crate::sweep::sweep;
+
+fn everything() -> Bounds {
+    Bounds { stop_at_violation: false, ..Bounds::default() }
+}
+
+fn explored(s: &str, faults: Faults) -> Exploration {
+    explore(&Case::parse(s).expect("a valid case"), faults, everything())
+}
+
+/// Every example an exploration kept (one per verdict) replays on the fast engine with its verdict.
+fn assert_replays(ex: &Exploration) {
+    for (verdict, cx) in &ex.examples {
+        assert_eq!(Case::parse(&cx.case.to_string()).as_ref(), Ok(&cx.case), "the case string round-trips");
+        let fast = run_case(&cx.case, false).verdict;
+        assert_eq!(fast, *verdict, "fast engine on '{}'", cx.case);
+    }
+}
+
+#[test]
+fn the_reports_counterexample_is_found_at_n2_and_replays_on_the_fast_engine() {
+    let case = Case::parse("variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3").unwrap();
+    let ex = explore(&case, Faults::default(), Bounds::default());
+    let cx = ex.counterexample().expect("nvshmem-3.4 fails in some accept order");
+    assert_eq!(cx.verdict, Verdict::Corruption);
+    assert_eq!(cx.depth, 6, "ring, alltoall and barrier accepts at both ranks");
+    assert_eq!(cx.case.schedule.accept_value().as_deref(), Some("0:1.0,1.1,1.2/1:0.0,0.2,0.1"));
+    let text: Vec<String> = cx.findings.iter().map(|f| f.to_string()).collect();
+    assert!(text.iter().any(|f| f.contains("took barrier #2 round 1 from rank 0")), "{text:?}");
+    assert!(text.iter().any(|f| f.contains("zero GID: EINVAL")), "{text:?}");
+    let fast = run_case(&cx.case, true);
+    assert_eq!(fast.verdict, Verdict::Corruption);
+    let why = crate::explain(&fast).join("\n");
+    assert!(why.contains("the case's accept= order had rank 1 take"), "{why}");
+    // The same case without the schedule passes on a FIFO kernel: the schedule is what fails it.
+    let fifo = Case { adversary: "fifo".into(), ..cx.case.clone() };
+    assert_eq!(run_case(&fifo, false).verdict, Verdict::Corruption);
+    let plain = Case { schedule: Default::default(), ..fifo };
+    assert_eq!(run_case(&plain, false).verdict, Verdict::Pass);
+}
+
+#[test]
+fn seq_and_persistent_take_no_message_for_another_in_any_schedule() {
+    // As large as fits a few seconds each in a debug build on a slow 2-core machine (n=4, but
+    // seq on qp-create).
+    for s in [
+        "variant=seq workload=deepep ranks=4",
+        "variant=seq workload=qp-create k=3 ranks=3", // 69 000 states at n=4: 12 s in release
+        "variant=seq workload=churn len=6 ranks=4 seed=5",
+        "variant=persistent workload=deepep ranks=4",
+        "variant=persistent workload=qp-create k=3 ranks=4",
+        "variant=persistent workload=churn len=6 ranks=4 seed=5",
+    ] {
+        let ex = explored(s, Faults::default());
+        assert!(ex.proves_pass(), "{s}: {:?} {:?}", ex.verdicts, ex.incomplete);
+        assert!(ex.schedules > ex.states as u128, "{s}: the search did merge schedules");
+    }
+}
+
+#[test]
+fn the_same_workloads_fail_under_nvshmem_3_7_so_the_proofs_can_fail() {
+    let ex = explored("variant=nvshmem-3.7 workload=qp-create k=2 ranks=4", Faults::default());
+    assert_eq!(ex.incomplete, None);
+    assert!(ex.verdicts.contains_key(&Verdict::Corruption), "cross-wired QPs: {:?}", ex.verdicts);
+    assert!(ex.verdicts.contains_key(&Verdict::Pass));
+    assert!(!ex.proves_pass());
+    assert_replays(&ex);
+}
+
+#[test]
+fn drain_timeouts_break_the_proposed_fix_and_replay_with_drain_fail() {
+    let s = "variant=pr97 workload=qp-create k=2 ranks=2";
+    assert!(explored(s, Faults::default()).proves_pass(), "a drain that completes keeps order");
+    let ex = explored(s, Faults { drain_timeout: true });
+    let cx = ex.counterexample().expect("fail-open loses order");
+    assert_eq!(cx.verdict, Verdict::Corruption);
+    assert!(!cx.case.schedule.drain_fail.is_empty(), "{}", cx.case);
+    assert_replays(&ex);
+}
+
+#[test]
+fn counterexamples_of_every_verdict_replay_on_the_fast_engine() {
+    for s in [
+        "variant=nvshmem-3.4 workload=deepep ranks=2",
+        "variant=nvshmem-3.7 workload=deepep ranks=2",
+        "variant=nvshmem-3.4 workload=custom ops=barrier,barrier ranks=2",
+        "variant=disjoint workload=qp-create k=2 ranks=4",
+    ] {
+        let ex = explored(s, Faults::default());
+        assert!(!ex.examples.is_empty(), "{s}: something other than pass is reachable");
+        assert_replays(&ex);
+    }
+}
+
+#[test]
+fn failures_a_sweep_finds_at_small_n_are_reachable_by_explore() {
+    let mut failures = 0;
+    for s in [
+        "variant=nvshmem-3.4 workload=deepep ranks=2",
+        "variant=nvshmem-3.7 workload=deepep ranks=2",
+        "variant=nvshmem-3.4 workload=qp-create k=2 ranks=3",
+        "variant=nvshmem-3.7 workload=qp-create k=2 ranks=4",
+    ] {
+        let case = Case::parse(&format!("{s} adversary=rss")).unwrap();
+        let seeds: Vec<u64> = (0..24).collect();
+        let swept = sweep(&case, &seeds, 1, &|_, _| {});
+        let seen: BTreeSet<Verdict> = swept.results.iter().map(|r| r.verdict).filter(|v| !v.is_ok()).collect();
+        failures += seen.len();
+        let ex = explored(s, Faults::default());
+        assert_eq!(ex.incomplete, None, "{s}");
+        for v in seen {
+            assert!(ex.verdicts.contains_key(&v), "{s}: a sweep found {v}, explore reached only {:?}", ex.verdicts);
+        }
+    }
+    assert!(failures > 0, "the sample has failures to check");
+}
+
+#[test]
+fn bounds_report_incomplete_never_proved() {
+    let case = Case::parse("variant=seq workload=deepep ranks=3").unwrap();
+    let few = explore(&case, Faults::default(), Bounds { max_states: 10, ..everything() });
+    assert!(few.incomplete.as_deref().is_some_and(|w| w.contains("--max-states 10")), "{:?}", few.incomplete);
+    assert!(!few.proves_pass() && !few.schedules_exact);
+    let shallow = explore(&case, Faults::default(), Bounds { max_depth: 3, ..everything() });
+    assert!(shallow.incomplete.as_deref().is_some_and(|w| w.contains("--max-depth 3")));
+    assert!(!shallow.proves_pass());
+    let full = explore(&case, Faults::default(), everything());
+    assert!(full.proves_pass() && full.schedules_exact);
+    assert!(full.states > few.states);
+}
+
+#[test]
+fn the_hazard_map_names_the_reports_pair() {
+    let pairs = hazard::pairs();
+    let (name, ops) = &pairs[0];
+    assert_eq!(*name, "alltoall>barrier");
+    let c = hazard::cell("variant=nvshmem-3.4", name, ops, 2, Faults::default(), 100_000).unwrap();
+    assert_eq!(c.exploration.worst(), Verdict::Corruption);
+    let c = hazard::cell("variant=nvshmem-3.8", name, ops, 2, Faults::default(), 100_000).unwrap();
+    assert!(c.exploration.proves_pass());
+}
+
+#[test]
+fn an_accept_naming_a_connection_never_opened_is_a_hang_not_a_panic() {
+    let case = Case::parse("variant=nvshmem-3.4 workload=deepep ranks=2 accept=1:0.5").unwrap();
+    let r = run_case(&case, false);
+    assert_eq!(r.verdict, Verdict::Hang);
+    assert!(r.findings.iter().any(|f| f.to_string().contains("rank 1 waits for init: connecting the ring")));
+}

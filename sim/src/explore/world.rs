@@ -1,0 +1,663 @@
+//! The explorer's world: the root and N core ranks over zero-latency in-memory connections,
+//! where every step is deterministic except the choices an explorer makes: which connection a
+//! rank's peer listener accepts next and, with faults on, whether a drain gives up.
+//!
+//! The accept-queue model. A connection to a peer listener is *in flight* from its connect until
+//! it is accepted, and may be accepted in any order, limited by causality:
+//! - it cannot be accepted before its connect was issued (it does not exist before);
+//! - a drain that completes proves its connection queued (the peer's kernel acknowledged the
+//!   data, so the child is in the accept queue): a connection dialed by a node that *knows* the
+//!   drain completed is accepted after it. The sender knows at once; others learn it from bytes,
+//!   accepts and closes that carry the knowledge (happens-before), so a concurrent connection
+//!   from another rank may still go first;
+//! - a drain that gives up (`--faults drain-timeout`) proves nothing (fail-open);
+//! - a persistent stream is one connection: its messages keep TCP order.
+//!
+//! A drain's outcome is decided as soon as it starts, before any other choice: only its sender
+//! (blocked in the drain) sees it, so deciding it later adds no behaviour.
+//!
+//! The root's rendezvous and a rank's root listener are FIFO: each rank's state after its
+//! check-in does not depend on the order the root took them (the root answers in rank order once
+//! all are in), and the root listener only ever sees the root's one connection.
+//! Time never moves: nothing here waits on a timer (no stagger below 129 ranks, no op or header
+//! timeouts, drains answered at once or by a choice).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bootsim_core::ports::{sim_port, ROOT_PORT};
+use bootsim_core::{
+    Completion, ConnId, Event, Instant, Limits, Listener, MsgOrigin, Op, Output, OwnedInput, Rank, RankConfig, Root,
+    RootConfig, UniqueId,
+};
+
+use super::schedule::ConnName;
+use crate::case::Case;
+use crate::engine::fast::host_addr;
+use crate::engine::outcome::{event_conn, Node, Outcome};
+use crate::seed::derive;
+use crate::workload::{build_op, OpSpec};
+
+/// A listener: its owner and which.
+type Key = (Node, Listener);
+/// A connection, named by its dialing end.
+type LinkId = (Node, ConnId);
+
+/// What an explorer may decide at a quiescent state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Choice {
+    /// Rank `at`'s outstanding accept on its peer listener takes this connection.
+    Accept { at: u32, conn: ConnName },
+    /// A drain of this connection completes (`gives_up: false`) or gives up at its deadline.
+    Drain { conn: ConnName, gives_up: bool },
+}
+
+/// Which faults the explorer may choose.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// A drain may give up (fail-open) instead of completing.
+    pub drain_timeout: bool,
+}
+
+#[derive(Clone, Debug, Hash)]
+struct Link {
+    listener: Key,
+    name: Option<ConnName>,
+    /// The accepted end, once accepted.
+    server: Option<ConnId>,
+    /// Bytes the client wrote before the accept (delivered with it).
+    early: Vec<u8>,
+    early_eof: bool,
+    /// Completed drains the client knew of when it wrote the early bytes (delivered with them).
+    early_know: BTreeSet<LinkId>,
+    client_open: bool,
+    server_open: bool,
+    /// Origins of the messages sent on it, in order, and how many were taken.
+    sent: Vec<MsgOrigin>,
+    taken: usize,
+}
+
+/// What the oracle needs that the state machines forget: the run's history, shared between
+/// worlds (a persistent list, newest first).
+enum Entry {
+    Event(Node, Event, Option<u64>),
+    Completed(Node, Completion),
+}
+
+/// A `Hasher` that keeps the bytes it is fed, for one cryptographic digest of them (derived
+/// `Hash` impls make many tiny writes, which a streaming hasher pays for one by one).
+struct ByteSink(Vec<u8>);
+
+impl Hasher for ByteSink {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        0 // unused: the bytes are digested
+    }
+}
+
+/// The choices that led to a world (a persistent list, newest first).
+struct Trail {
+    choice: Choice,
+    prev: Option<Rc<Trail>>,
+}
+
+struct LogNode {
+    entry: Entry,
+    prev: Option<Rc<LogNode>>,
+}
+
+/// One state of the explored world.
+#[derive(Clone)]
+pub struct World {
+    case: Rc<Case>,
+    specs: Rc<Vec<OpSpec>>,
+    addrs: Rc<BTreeMap<SocketAddr, Key>>,
+    faults: Faults,
+    root: Root,
+    ranks: Vec<Rank>,
+    /// Per rank: the next workload operation to start, and whether it stopped on an error.
+    next_op: Vec<u32>,
+    stopped: Vec<bool>,
+    open: BTreeSet<Key>,
+    pending_accept: BTreeMap<Key, ConnId>,
+    links: BTreeMap<LinkId, Link>,
+    server_end: BTreeMap<(Node, ConnId), LinkId>,
+    /// The root's and root listeners' queues (FIFO).
+    fifo: BTreeMap<Key, VecDeque<LinkId>>,
+    /// In-flight connections to peer listeners, each with the drained connections it must follow.
+    inflight: BTreeMap<Key, BTreeMap<LinkId, BTreeSet<LinkId>>>,
+    /// Per node, the completed drains of connections still in flight it knows of.
+    know: BTreeMap<Node, BTreeSet<LinkId>>,
+    /// Connects to a listener not yet open (NVSHMEM retries "refused").
+    waiting_connects: BTreeMap<Key, Vec<LinkId>>,
+    dials: BTreeMap<(u32, u32), u32>,
+    /// Drains awaiting the explorer's decision (faults on); decided first, lowest first.
+    drains: BTreeSet<LinkId>,
+    /// Per rank, a running hash of what the oracle judges that the rank's state forgets: its
+    /// completions and, for every message it took, the message that was sent. (Drains that gave
+    /// up are findings that never change a verdict: worlds differing only there are merged.)
+    observed: Vec<u64>,
+    /// Root completion, when it came.
+    root_done: Option<Completion>,
+    work: VecDeque<(Node, OwnedInput)>,
+    log: Option<Rc<LogNode>>,
+    /// Choices taken so far, newest first.
+    trail: Option<Rc<Trail>>,
+    choices: Vec<Choice>,
+}
+
+impl World {
+    /// The world of `case` (its variant, workload and ranks; the adversary does not apply), run
+    /// until its first choice.
+    pub fn new(case: &Case, faults: Faults) -> World {
+        let n = case.ranks;
+        let uid = UniqueId {
+            version: case.variant.uid_version(),
+            root: host_addr(0, ROOT_PORT),
+            magic: derive(case.seed, "magic", 0),
+        };
+        let limits = Limits::default();
+        let mut addrs = BTreeMap::new();
+        addrs.insert(uid.root, (Node::Root, Listener::Rendezvous));
+        for r in 0..n {
+            for l in [Listener::Peers, Listener::FromRoot] {
+                addrs.insert(host_addr(r, sim_port(l)), (Node::Rank(r), l));
+            }
+        }
+        let now = Instant::ZERO;
+        let mut w = World {
+            case: Rc::new(case.clone()),
+            specs: Rc::new(case.workload.ops(case.seed)),
+            addrs: Rc::new(addrs),
+            faults,
+            root: Root::new(RootConfig { uid, nranks: None, limits }, now),
+            ranks: (0..n)
+                .map(|rank| Rank::new(RankConfig { rank, nranks: n, uid, variant: case.variant, limits }, now))
+                .collect(),
+            next_op: vec![0; n as usize],
+            stopped: vec![false; n as usize],
+            open: BTreeSet::new(),
+            pending_accept: BTreeMap::new(),
+            links: BTreeMap::new(),
+            server_end: BTreeMap::new(),
+            fifo: BTreeMap::new(),
+            inflight: BTreeMap::new(),
+            know: BTreeMap::new(),
+            waiting_connects: BTreeMap::new(),
+            dials: BTreeMap::new(),
+            drains: BTreeSet::new(),
+            observed: vec![0; n as usize],
+            root_done: None,
+            work: VecDeque::new(),
+            log: None,
+            trail: None,
+            choices: Vec::new(),
+        };
+        w.collect(Node::Root);
+        for r in 0..n {
+            w.collect(Node::Rank(r));
+        }
+        w.settle();
+        w
+    }
+
+    /// The choices open here, in a fixed order; none means the run is over.
+    pub fn choices(&self) -> &[Choice] {
+        &self.choices
+    }
+
+    /// The world after `choice` (one of [`World::choices`]), run until its next choice.
+    pub fn step(&self, choice: Choice) -> World {
+        let mut w = self.clone();
+        w.trail = Some(Rc::new(Trail { choice, prev: w.trail.take() }));
+        match choice {
+            Choice::Accept { at, conn } => {
+                let key = (Node::Rank(at), Listener::Peers);
+                let link = w.link_named(conn).expect("a chosen connection exists");
+                if let Some(q) = w.inflight.get_mut(&key) {
+                    q.remove(&link);
+                    // Nothing has to follow it any more: forget it everywhere.
+                    for after in q.values_mut() {
+                        after.remove(&link);
+                    }
+                }
+                for known in w.know.values_mut() {
+                    known.remove(&link);
+                }
+                w.know.retain(|_, k| !k.is_empty());
+                w.accept(key, link);
+            }
+            Choice::Drain { conn, gives_up } => {
+                let link = w.link_named(conn).expect("a draining connection exists");
+                w.drains.remove(&link);
+                let (node, c) = link;
+                let bound = w.case.variant.drain.unwrap_or_default();
+                if gives_up {
+                    w.work.push_back((node, OwnedInput::DrainTimedOut { conn: c, waited: bound, unacked: 1 }));
+                } else {
+                    w.drained(link);
+                }
+            }
+        }
+        w.settle();
+        w
+    }
+
+    /// A 128-bit fingerprint of everything that decides what can still happen and what the
+    /// oracle will say: two worlds with the same fingerprint have the same futures and verdicts.
+    pub fn fingerprint(&self) -> u128 {
+        use sha2::{Digest, Sha256};
+        let mut bytes = ByteSink(Vec::with_capacity(4096));
+        self.hash_state(&mut bytes);
+        let digest = Sha256::digest(&bytes.0);
+        u128::from_le_bytes(digest[..16].try_into().expect("16 bytes"))
+    }
+
+    fn hash_state<H: Hasher>(&self, h: &mut H) {
+        self.root.hash(h);
+        self.ranks.hash(h);
+        self.next_op.hash(h);
+        self.stopped.hash(h);
+        self.open.hash(h);
+        self.pending_accept.hash(h);
+        self.links.hash(h);
+        self.server_end.hash(h);
+        self.fifo.hash(h);
+        self.inflight.hash(h);
+        self.know.hash(h);
+        self.waiting_connects.hash(h);
+        self.dials.hash(h);
+        self.drains.hash(h);
+        self.observed.hash(h);
+        self.root_done.hash(h);
+    }
+
+    /// The run so far as an engine outcome, for the oracle (a hang where ranks are unfinished).
+    pub fn outcome(&self) -> Outcome {
+        let n = self.ranks.len();
+        let mut out = Outcome::new(n);
+        let mut entries = Vec::new();
+        let mut cur = self.log.as_deref();
+        while let Some(node) = cur {
+            entries.push(&node.entry);
+            cur = node.prev.as_deref();
+        }
+        for e in entries.into_iter().rev() {
+            match e {
+                Entry::Event(node, ev, kconn) => out.record_event(Instant::ZERO, *node, ev.clone(), *kconn),
+                Entry::Completed(Node::Rank(r), c) => {
+                    out.ranks[*r as usize].completions.push((Instant::ZERO, c.clone()))
+                }
+                Entry::Completed(Node::Root, c) => out.root_result = Some(c.result.clone()),
+            }
+        }
+        for (r, rank) in self.ranks.iter().enumerate() {
+            let end = &mut out.ranks[r];
+            let left = self.specs.len() - self.next_op[r] as usize;
+            let done = self.stopped[r] || (left == 0 && !rank.is_busy() && rank.is_ready());
+            end.finished = done.then_some(Instant::ZERO);
+            end.waiting_for = rank.waiting_for();
+            end.unexpected = rank.unexpected();
+            end.ops_left = if self.stopped[r] { 0 } else { left + usize::from(rank.is_busy()) };
+        }
+        out.root_waiting = self.root.waiting_for();
+        out
+    }
+
+    fn link_named(&self, name: ConnName) -> Option<LinkId> {
+        self.links.iter().find(|(_, l)| l.name == Some(name)).map(|(id, _)| *id)
+    }
+
+    fn kconn(link: LinkId) -> u64 {
+        let (node, conn) = link;
+        let owner = match node {
+            Node::Root => 0,
+            Node::Rank(r) => u64::from(r) + 1,
+        };
+        owner << 40 | conn.0
+    }
+
+    fn log(&mut self, entry: Entry) {
+        self.log = Some(Rc::new(LogNode { entry, prev: self.log.take() }));
+    }
+
+    /// Runs every deterministic consequence, then lists the choices.
+    fn settle(&mut self) {
+        while let Some((node, input)) = self.work.pop_front() {
+            let i = input.as_input();
+            match node {
+                Node::Root => self.root.handle(Instant::ZERO, i),
+                Node::Rank(r) => self.ranks[r as usize].handle(Instant::ZERO, i),
+            }
+            self.collect(node);
+        }
+        let mut choices = Vec::new();
+        if let Some(conn) = self.drains.iter().find_map(|l| self.links.get(l).and_then(|l| l.name)) {
+            choices.push(Choice::Drain { conn, gives_up: false });
+            choices.push(Choice::Drain { conn, gives_up: true });
+            self.choices = choices;
+            return;
+        }
+        for &key in self.pending_accept.keys() {
+            let (Node::Rank(at), Listener::Peers) = key else { continue };
+            let Some(inflight) = self.inflight.get(&key) else { continue };
+            for (l, after) in inflight {
+                if after.iter().all(|a| !inflight.contains_key(a)) {
+                    let conn = self.links[l].name.expect("peer-listener connections are named");
+                    choices.push(Choice::Accept { at, conn });
+                }
+            }
+        }
+        choices.sort();
+        self.choices = choices;
+    }
+
+    fn collect(&mut self, node: Node) {
+        loop {
+            let out = match node {
+                Node::Root => self.root.poll_output(),
+                Node::Rank(r) => self.ranks[r as usize].poll_output(),
+            };
+            let Some(out) = out else { return };
+            self.execute(node, out);
+        }
+    }
+
+    fn start_next(&mut self, r: u32) {
+        let ri = r as usize;
+        let Some(&spec) = self.specs.get(self.next_op[ri] as usize) else { return };
+        let index = self.next_op[ri];
+        self.next_op[ri] += 1;
+        let n = self.ranks.len() as u32;
+        let op: Op = build_op(spec, self.case.seed, index, r, n);
+        // Pushed one at a time (the rank's queue stays empty, so states do not carry the rest
+        // of the workload); one that cannot start completes with its error like any other.
+        self.ranks[ri].push(Instant::ZERO, op);
+        self.collect(Node::Rank(r));
+    }
+
+    fn observe(&mut self, r: u32, item: &impl Hash) {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.observed[r as usize].hash(&mut h);
+        item.hash(&mut h);
+        self.observed[r as usize] = h.finish();
+    }
+
+    fn link_of(&self, node: Node, conn: ConnId) -> Option<LinkId> {
+        if self.links.contains_key(&(node, conn)) {
+            return Some((node, conn));
+        }
+        self.server_end.get(&(node, conn)).copied()
+    }
+
+    fn execute(&mut self, node: Node, out: Output) {
+        match out {
+            Output::Listen { listener } => {
+                let key = (node, listener);
+                let host = match node {
+                    Node::Root => 0,
+                    Node::Rank(r) => r,
+                };
+                let port = if listener == Listener::Rendezvous { ROOT_PORT } else { sim_port(listener) };
+                self.open.insert(key);
+                self.work.push_back((node, OwnedInput::Listening { listener, addr: host_addr(host, port) }));
+                for link in self.waiting_connects.remove(&key).unwrap_or_default() {
+                    self.connect(link, key);
+                }
+            }
+            Output::Accept { listener, conn } => {
+                let key = (node, listener);
+                self.pending_accept.insert(key, conn);
+                self.accept_fifo(key);
+            }
+            Output::CloseListener { listener } => {
+                let key = (node, listener);
+                self.open.remove(&key);
+                self.pending_accept.remove(&key);
+                let queued: Vec<LinkId> = self
+                    .fifo
+                    .remove(&key)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(self.inflight.remove(&key).unwrap_or_default().into_keys())
+                    .collect();
+                for link in queued {
+                    if let Some(l) = self.links.get_mut(&link) {
+                        l.server_open = false;
+                        self.work.push_back((link.0, OwnedInput::PeerClosed { conn: link.1 }));
+                    }
+                }
+            }
+            Output::Connect { conn, addr } => {
+                let Some(&key) = self.addrs.get(&addr) else {
+                    let reason = format!("no route to {addr}");
+                    self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
+                    return;
+                };
+                let name = match (node, key) {
+                    (Node::Rank(from), (Node::Rank(to), Listener::Peers)) => {
+                        let k = self.dials.entry((from, to)).or_insert(0);
+                        *k += 1;
+                        Some(ConnName { from, to, k: *k - 1 })
+                    }
+                    _ => None,
+                };
+                let link = Link {
+                    listener: key,
+                    name,
+                    server: None,
+                    early: Vec::new(),
+                    early_eof: false,
+                    early_know: self.know.get(&node).cloned().unwrap_or_default(),
+                    client_open: true,
+                    server_open: true,
+                    sent: Vec::new(),
+                    taken: 0,
+                };
+                self.links.insert((node, conn), link);
+                if self.open.contains(&key) {
+                    self.connect((node, conn), key);
+                } else {
+                    self.waiting_connects.entry(key).or_default().push((node, conn));
+                }
+            }
+            Output::Write { conn, bytes } => {
+                let Some(link) = self.link_of(node, conn) else { return };
+                let known = self.know.get(&node).cloned().unwrap_or_default();
+                let l = self.links.get_mut(&link).expect("linked");
+                if link.0 == node && link.1 == conn {
+                    match l.server {
+                        Some(s) if l.server_open => {
+                            let server = l.listener.0;
+                            self.work.push_back((server, OwnedInput::Received { conn: s, bytes }));
+                            self.learn(server, &known);
+                        }
+                        Some(_) => {}
+                        None => {
+                            l.early.extend_from_slice(&bytes);
+                            l.early_know.extend(known);
+                        }
+                    }
+                } else if l.client_open {
+                    self.work.push_back((link.0, OwnedInput::Received { conn: link.1, bytes }));
+                    self.learn(link.0, &known);
+                }
+            }
+            Output::Drain { conn, .. } => {
+                let link = (node, conn);
+                if self.faults.drain_timeout && self.links.get(&link).is_some_and(|l| l.name.is_some()) {
+                    self.drains.insert(link);
+                } else {
+                    self.drained(link);
+                }
+            }
+            Output::Close { conn } => self.close(node, conn),
+            Output::Completed(c) => self.completed(node, c),
+            Output::Event(e) => {
+                let link = event_conn(&e).and_then(|c| self.link_of(node, c));
+                match (&e, link) {
+                    (Event::MessageSent { origin, .. }, Some(link)) => {
+                        self.links.get_mut(&link).expect("linked").sent.push(*origin);
+                    }
+                    (Event::MessageTaken { origin, from, .. }, Some(link)) => {
+                        let l = self.links.get_mut(&link).expect("linked");
+                        let sent = l.sent.get(l.taken).copied();
+                        l.taken += 1;
+                        if let Node::Rank(r) = node {
+                            self.observe(r, &(origin, from, sent));
+                        }
+                    }
+                    _ => {}
+                }
+                self.log(Entry::Event(node, e, link.map(Self::kconn)));
+            }
+        }
+    }
+
+    fn completed(&mut self, node: Node, c: Completion) {
+        match node {
+            Node::Root => {
+                self.root_done = Some(c.clone());
+                self.log(Entry::Completed(node, c));
+            }
+            Node::Rank(r) => {
+                let ok = c.result.is_ok();
+                self.observe(r, &c);
+                self.log(Entry::Completed(node, c));
+                if ok {
+                    self.start_next(r);
+                } else {
+                    self.stopped[r as usize] = true;
+                }
+            }
+        }
+    }
+
+    /// A connect to an open listener: the client is connected at once; the connection joins
+    /// the listener's queue (FIFO listeners) or its in-flight set (peer listeners), after every
+    /// drained connection to that listener its dialer knows of.
+    fn connect(&mut self, link: LinkId, key: Key) {
+        self.work.push_back((link.0, OwnedInput::Connected { conn: link.1 }));
+        if key.1 == Listener::Peers {
+            let inflight = self.inflight.entry(key).or_default();
+            let known = self.know.get(&link.0);
+            let after: BTreeSet<LinkId> =
+                known.into_iter().flatten().filter(|d| inflight.contains_key(d)).copied().collect();
+            inflight.insert(link, after);
+        } else {
+            self.fifo.entry(key).or_default().push_back(link);
+            self.accept_fifo(key);
+        }
+    }
+
+    /// A completed drain: its connection is queued, and its sender knows it.
+    fn drained(&mut self, link: LinkId) {
+        let key = self.links.get(&link).map(|l| l.listener);
+        if key.is_some_and(|k| self.inflight.get(&k).is_some_and(|q| q.contains_key(&link))) {
+            self.know.entry(link.0).or_default().insert(link);
+        }
+        self.work.push_back((link.0, OwnedInput::Drained { conn: link.1, waited: Duration::ZERO }));
+    }
+
+    /// `node` receives something sent by a node that knew `known`.
+    fn learn(&mut self, node: Node, known: &BTreeSet<LinkId>) {
+        let live: Vec<LinkId> = known
+            .iter()
+            .filter(|d| {
+                self.links.get(d).is_some_and(|l| self.inflight.get(&l.listener).is_some_and(|q| q.contains_key(d)))
+            })
+            .copied()
+            .collect();
+        if !live.is_empty() {
+            self.know.entry(node).or_default().extend(live);
+        }
+    }
+
+    /// FIFO listeners take their queue's head as soon as an accept is outstanding.
+    fn accept_fifo(&mut self, key: Key) {
+        if key.1 == Listener::Peers || !self.pending_accept.contains_key(&key) {
+            return;
+        }
+        let Some(link) = self.fifo.get_mut(&key).and_then(VecDeque::pop_front) else { return };
+        self.accept(key, link);
+    }
+
+    fn accept(&mut self, key: Key, link: LinkId) {
+        let conn = self.pending_accept.remove(&key).expect("an accept is outstanding");
+        let (server, _) = key;
+        let client_host = match link.0 {
+            Node::Root => 0,
+            Node::Rank(r) => r,
+        };
+        let from = host_addr(client_host, 40000u16.wrapping_add(link.1 .0 as u16));
+        self.server_end.insert((server, conn), link);
+        let l = self.links.get_mut(&link).expect("accepted link exists");
+        l.server = Some(conn);
+        let early = std::mem::take(&mut l.early);
+        let early_know = std::mem::take(&mut l.early_know);
+        let eof = l.early_eof;
+        // The connect and any early bytes carry what the client knew when it sent them.
+        self.learn(server, &early_know);
+        self.work.push_back((server, OwnedInput::Accepted { conn, from }));
+        if !early.is_empty() {
+            self.work.push_back((server, OwnedInput::Received { conn, bytes: early }));
+        }
+        if eof {
+            self.work.push_back((server, OwnedInput::PeerClosed { conn }));
+        }
+    }
+
+    fn close(&mut self, node: Node, conn: ConnId) {
+        let Some(link) = self.link_of(node, conn) else { return };
+        let known = self.know.get(&node).cloned().unwrap_or_default();
+        let l = self.links.get_mut(&link).expect("linked");
+        let client_side = link == (node, conn) && l.client_open;
+        if client_side {
+            l.client_open = false;
+            match l.server {
+                Some(s) if l.server_open => {
+                    let server = l.listener.0;
+                    self.work.push_back((server, OwnedInput::PeerClosed { conn: s }));
+                    self.learn(server, &known);
+                }
+                Some(_) => {}
+                None => {
+                    l.early_eof = true;
+                    l.early_know.extend(known);
+                }
+            }
+        } else {
+            l.server_open = false;
+            if l.client_open {
+                self.work.push_back((link.0, OwnedInput::PeerClosed { conn: link.1 }));
+                self.learn(link.0, &known);
+            }
+        }
+        let l = &self.links[&link];
+        if !l.client_open && !l.server_open {
+            if let Some(s) = l.server {
+                self.server_end.remove(&(l.listener.0, s));
+            }
+            self.links.remove(&link);
+            self.drains.remove(&link);
+        }
+    }
+
+    /// The choices taken to reach this world, oldest first.
+    pub fn path(&self) -> Vec<Choice> {
+        let mut out = Vec::new();
+        let mut cur = self.trail.as_deref();
+        while let Some(t) = cur {
+            out.push(t.choice);
+            cur = t.prev.as_deref();
+        }
+        out.reverse();
+        out
+    }
+}

@@ -1,0 +1,204 @@
+//! `bootsim explore`: every accept order of a case, a proof or the shortest counterexample; with
+//! `--pairs`, the hazard map of back-to-back collectives.
+
+use std::process::ExitCode;
+use std::time::Instant as WallClock;
+
+use anyhow::{bail, Context};
+use bootsim_core::PRESETS;
+use bootsim_sim::explore::hazard::{cell, pairs, Cell};
+use bootsim_sim::explore::search::MAX_RANKS;
+use bootsim_sim::explore::{explore as explore_case, Bounds, Exploration, Faults};
+use bootsim_sim::{run_case, Case, Verdict};
+
+/// Arguments of `bootsim explore`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Exit: 0 no violation (proved, or none in what was explored when a bound stopped it: the output says which); 1 a counterexample; 2 bad usage."
+)]
+pub struct ExploreArgs {
+    /// The case string: its variant, workload and ranks are explored; its adversary and seed
+    /// only go into the counterexample's replay line.
+    #[arg(required_unless_present = "pairs")]
+    case: Option<String>,
+    /// The hazard map: every back-to-back pair of collectives for each `--variant` and `--ranks`.
+    #[arg(long, conflicts_with = "case")]
+    pairs: bool,
+    /// Variants of the hazard map (comma-separated presets).
+    #[arg(long, value_delimiter = ',', requires = "pairs", default_value = "nvshmem-3.4")]
+    variant: Vec<String>,
+    /// World sizes of the hazard map: `N` or `A..B` (inclusive).
+    #[arg(long, requires = "pairs", default_value = "2..4")]
+    ranks: String,
+    /// Fault choices the explorer may also make: `drain-timeout` (a drain gives up, fail-open).
+    #[arg(long, value_delimiter = ',')]
+    faults: Vec<String>,
+    /// Most distinct states (per case, per map cell); past it the result is "incomplete". Memory
+    /// grows with the widest level of the search, a few KB per state: the default stays under 4 GiB.
+    #[arg(long, default_value_t = 500_000)]
+    max_states: usize,
+    /// Most choices along one schedule; deeper states make the result "incomplete".
+    #[arg(long, default_value_t = 10_000)]
+    max_depth: usize,
+    /// Keep exploring after the first violation (every reachable verdict and its shortest schedule).
+    #[arg(long)]
+    all: bool,
+}
+
+/// Runs the exploration or the hazard map.
+pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
+    let mut faults = Faults::default();
+    for f in &a.faults {
+        match f.as_str() {
+            "drain-timeout" => faults.drain_timeout = true,
+            other => bail!("--faults `{other}`: accepted: drain-timeout"),
+        }
+    }
+    if a.max_states == 0 || a.max_depth == 0 {
+        bail!("--max-states and --max-depth must be at least 1");
+    }
+    if a.pairs {
+        return hazard_map(&a, faults);
+    }
+    let text = a.case.as_deref().expect("clap requires a case without --pairs");
+    let case = Case::parse(text).with_context(|| format!("in '{text}'"))?;
+    if !case.schedule.is_empty() {
+        bail!("in '{text}': explore chooses the schedule itself; remove accept= and drain_fail=");
+    }
+    if case.ranks > MAX_RANKS {
+        bail!("in '{text}': explore models no timers, so at most ranks={MAX_RANKS} (NVSHMEM staggers larger worlds)");
+    }
+    if faults.drain_timeout && case.variant.drain.is_none() {
+        bail!("--faults drain-timeout: variant {} has no drain (drain, pr97, or drain_ms > 0)", case.variant_name);
+    }
+    let bounds = Bounds { max_states: a.max_states, max_depth: a.max_depth, stop_at_violation: !a.all };
+    let clock = WallClock::now();
+    let ex = explore_case(&case, faults, bounds);
+    let secs = clock.elapsed().as_secs_f64();
+    print_exploration(&ex, faults);
+    println!("time: {secs:.3} s");
+    Ok(if ex.counterexample().is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn model(faults: Faults) -> &'static str {
+    if faults.drain_timeout {
+        "every accept order at every peer listener; every drain completes or gives up"
+    } else {
+        "every accept order at every peer listener; drains complete"
+    }
+}
+
+fn print_exploration(ex: &Exploration, faults: Faults) {
+    println!("explore: {}", ex.case);
+    println!("model: {}", model(faults));
+    println!(
+        "states: {}  transitions: {}  final states: {}  longest schedule: {} choices",
+        ex.states, ex.transitions, ex.finals, ex.depth
+    );
+    if ex.incomplete.is_none() && ex.schedules_exact {
+        let ratio = ex.schedules as f64 / ex.states.max(1) as f64;
+        println!(
+            "schedules: {} (what enumerating every schedule would run; {} states explored, {ratio:.1}x fewer)",
+            ex.schedules, ex.states
+        );
+    } else if ex.incomplete.is_some() {
+        println!("schedules: {} complete ones reached before stopping", ex.schedules);
+    } else {
+        println!("schedules: at least {} (a state was reached at two depths: counted once)", ex.schedules);
+    }
+    let verdicts: Vec<String> =
+        ex.verdicts.iter().map(|(v, (states, n))| format!("{v} {n} ({states} final states)")).collect();
+    println!("schedules by verdict: {}", verdicts.join(", "));
+    match (ex.counterexample(), &ex.incomplete) {
+        (Some(c), _) => {
+            println!("result: counterexample, shortest ({} choices): {}", c.depth, c.verdict);
+            for f in &c.findings {
+                println!("  {f}");
+            }
+            println!("replay: bootsim replay '{}'", c.case);
+            let fast = run_case(&c.case, false).verdict;
+            let same =
+                if fast == c.verdict { "the same verdict" } else { "A DIFFERENT VERDICT (a bug: please report it)" };
+            println!("fast engine: {fast} ({same})");
+        }
+        (None, None) => {
+            println!("result: no violation in any schedule (proved for this model)");
+            if let Some(b) = ex.examples.get(&Verdict::Benign) {
+                println!("  benign swaps are reachable (barrier bytes are unused): bootsim replay '{}'", b.case);
+            }
+        }
+        (None, Some(why)) => {
+            println!("result: incomplete ({why}): no violation in the schedules explored, not a proof")
+        }
+    }
+}
+
+fn parse_ranks(s: &str) -> anyhow::Result<(u32, u32)> {
+    let num = |x: &str| x.trim().parse::<u32>().with_context(|| format!("--ranks `{s}`: expected N or A..B"));
+    let (lo, hi) = match s.split_once("..") {
+        Some((a, b)) => (num(a)?, num(b.trim_start_matches('='))?),
+        None => (num(s)?, num(s)?),
+    };
+    if lo < 2 || hi < lo || hi > 64 {
+        bail!("--ranks `{s}`: must be within 2..64, smallest first");
+    }
+    Ok((lo, hi))
+}
+
+fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
+    let (lo, hi) = parse_ranks(&a.ranks)?;
+    for v in &a.variant {
+        if !PRESETS.contains(&v.as_str()) {
+            bail!("--variant `{v}`: accepted: {}", PRESETS.join(", "));
+        }
+    }
+    let clock = WallClock::now();
+    let mut states = 0usize;
+    for v in &a.variant {
+        let keys = format!("variant={v}");
+        if faults.drain_timeout && Case::parse(&keys)?.variant.drain.is_none() {
+            bail!("--faults drain-timeout: variant {v} has no drain");
+        }
+        println!("hazard map: variant={v}; model: {}; worst verdict reachable", model(faults));
+        let mut header = format!("{:<30}", "pair");
+        for n in lo..=hi {
+            header.push_str(&format!(" {:>12}", format!("n={n}")));
+        }
+        println!("{header}");
+        let mut examples = Vec::new();
+        let mut incomplete = false;
+        for (name, ops) in pairs() {
+            let mut row = format!("{name:<30}");
+            let mut shown = false;
+            for n in lo..=hi {
+                let c: Cell = cell(&keys, name, &ops, n, faults, a.max_states)?;
+                let ex = &c.exploration;
+                states += ex.states;
+                let mark = if ex.incomplete.is_some() { "*" } else { "" };
+                incomplete |= ex.incomplete.is_some();
+                row.push_str(&format!(" {:>12}", format!("{}{mark}", ex.worst())));
+                let worst = ex.examples.get(&ex.worst());
+                if let (Some(cx), false) = (worst, shown) {
+                    examples.push(format!("  {name} n={n} {}: bootsim replay '{}'", cx.verdict, cx.case));
+                    shown = true;
+                }
+            }
+            println!("{row}");
+        }
+        if incomplete {
+            println!(
+                "* incomplete: --max-states {} reached; a violation shown is real, a pass is not proved",
+                a.max_states
+            );
+        }
+        if !examples.is_empty() {
+            println!("counterexamples (smallest n):");
+            for e in examples {
+                println!("{e}");
+            }
+        }
+        println!();
+    }
+    println!("states explored: {states}; time: {:.1} s", clock.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
