@@ -74,6 +74,9 @@ impl fmt::Display for RunReport {
             k.retransmits,
             k.backlog_drops
         )?;
+        if k.ring_drops + k.napi_deferrals > 0 {
+            writeln!(f, "load: {} RX-ring drops, {} NAPI polls deferred to ksoftirqd", k.ring_drops, k.napi_deferrals)?;
+        }
         for finding in &self.findings {
             writeln!(f, "  {finding}")?;
         }

@@ -195,6 +195,7 @@ impl Outcome {
         let flow = match kind {
             EventKind::RxStall { flow, .. }
             | EventKind::PacketLost { flow, .. }
+            | EventKind::RingDrop { flow, .. }
             | EventKind::Retransmit { flow, .. }
             | EventKind::BacklogDrop { flow, .. }
             | EventKind::SynAckExpired { flow } => flow,
