@@ -543,6 +543,11 @@ impl KernelConfig {
                  (keep it below 1)"
             ));
         }
+        if l.flood_rate > 0 && l.rx_ring == 0 {
+            return Err("flood_rate needs a bounded ring (rx_ring > 0): behind a flood an unbounded RX queue \
+                        can grow without limit"
+                .into());
+        }
         for st in &self.stalls {
             if st.host >= hosts || st.queue >= self.rx_queues {
                 return Err(format!(
@@ -746,7 +751,9 @@ mod tests {
         let e = cfg.set("napi_budget_time", "0").unwrap_err().to_string();
         assert!(e.contains("or off"), "{e}");
         assert_eq!(cfg, KernelConfig::default());
-        cfg.apply_words("flood_rate=1000000 flood_cost=1us").unwrap();
+        cfg.apply_words("flood_rate=100000").unwrap();
+        assert!(cfg.validate(2).unwrap_err().contains("rx_ring"));
+        cfg.apply_words("rx_ring=64 flood_rate=1000000 flood_cost=1us").unwrap();
         let e = cfg.validate(2).unwrap_err();
         assert!(e.contains("saturate"), "{e}");
         cfg.set("flood_cost", "900ns").unwrap();
