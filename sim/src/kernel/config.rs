@@ -400,7 +400,7 @@ impl KernelConfig {
                 napi_budget_time: Some(Duration::from_millis(2)),
                 ksoftirqd_delay: Duration::from_millis(1),
                 rx_ring: 1024,
-                flood_rate: 300_000,
+                flood_rate: 600_000,
                 flood_flows: 4,
                 flood_cost: Duration::from_nanos(1500),
             },

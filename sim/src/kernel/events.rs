@@ -374,6 +374,8 @@ pub struct KernelStats {
     pub ring_drops: u64,
     /// NAPI polls that exhausted their budget and left the rest to ksoftirqd.
     pub napi_deferrals: u64,
+    /// Total time packets spent in RX queues before TCP saw them (waiting and service), in ns.
+    pub rx_wait_ns: u64,
 }
 
 #[cfg(test)]
