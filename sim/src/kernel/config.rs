@@ -302,7 +302,7 @@ const KNOBS: &[(&str, &str)] = &[
     ("rx_ring", "RX ring length in packets, full ring drops, 0 = unbounded (ethtool -g, mlx5 1024)"),
     ("flood_rate", "background UDP flood, packets per second per host, 0 = off (an iperf3 -u flood)"),
     ("flood_flows", "flows of the flood, each hashed by RSS onto one RX queue (>= 1; iperf3 -P)"),
-    ("flood_cost", "softirq time per flood packet (duration; ~1us for UDP)"),
+    ("flood_cost", "softirq time per flood packet (duration; ~1.5us for UDP)"),
     ("stalls", "forced RX-queue stalls HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US, `;`-joined, or none"),
 ];
 

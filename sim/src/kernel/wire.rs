@@ -271,7 +271,8 @@ impl Net {
             self.trace(at, EventKind::RingDrop { host: HostId(host), queue, flow, dir, seg });
             return;
         };
-        self.stats.rx_wait_ns = self.stats.rx_wait_ns.saturating_add(admitted.done.saturating_since(at).as_nanos() as u64);
+        self.stats.rx_wait_ns =
+            self.stats.rx_wait_ns.saturating_add(admitted.done.saturating_since(at).as_nanos() as u64);
         if let Some((from, until)) = admitted.stall {
             self.stats.stalled += 1;
             self.trace(
