@@ -40,4 +40,4 @@ for f in "${fs[@]}"; do
     for n in "${rs[@]}"; do printf ' %s |' "$(cell "$n" load --set "flood_rate=$f")"; done
     printf '\n'
 done
-echo "($seeds seeds per cell; failure = error + corruption + hang)"
+printf '\n(%s seeds per cell; failure = error + corruption + hang)\n' "$seeds"
