@@ -292,3 +292,40 @@ impl Net {
         self.schedule(admitted.done, Work::Deliver(pkt));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flood_flows_land_on_queues_by_the_hosts_rss_key() {
+        let mut cfg = KernelConfig::profile("load").unwrap();
+        cfg.set("flood_flows", "64").unwrap();
+        let rss = Rss::new(&mut rng::stream(3, Purpose::Setup, 0, 0), 8);
+        let per = flood_flows_per_queue(&cfg, &rss, 3, 0, 8);
+        assert_eq!(per.iter().sum::<u32>(), 64);
+        assert!(per.iter().filter(|&&k| k > 0).count() >= 6, "{per:?}");
+        assert_eq!(per, flood_flows_per_queue(&cfg, &rss, 3, 0, 8), "a function of the seed");
+        // Few flows spread unevenly: some queues carry none, so the load differs by queue.
+        cfg.set("flood_flows", "4").unwrap();
+        let per = flood_flows_per_queue(&cfg, &rss, 3, 0, 8);
+        assert_eq!(per.iter().sum::<u32>(), 4);
+        assert!(per.contains(&0), "{per:?}");
+        cfg.set("flood_rate", "0").unwrap();
+        assert_eq!(flood_flows_per_queue(&cfg, &rss, 3, 0, 8), vec![0; 8]);
+    }
+
+    #[test]
+    fn each_packet_kind_costs_its_own_softirq_time() {
+        let cfg = KernelConfig::profile("load").unwrap();
+        let us = Duration::from_micros;
+        assert_eq!(cost(&cfg, Seg::Syn), us(5));
+        assert_eq!(cost(&cfg, Seg::SynAck), us(5));
+        assert_eq!(cost(&cfg, Seg::Ack), us(2));
+        assert_eq!(cost(&cfg, Seg::DataAck { upto: 1 }), us(2));
+        assert_eq!(cost(&cfg, Seg::Data { idx: 0 }), us(3));
+        let old = KernelConfig::profile("rss").unwrap();
+        assert_eq!(cost(&old, Seg::Syn), old.service);
+        assert_eq!(cost(&old, Seg::Data { idx: 0 }), old.service);
+    }
+}
