@@ -44,6 +44,11 @@ const EXPECTED: &[(&str, Expect)] = &[
     ("make test", NotHere("this very test suite")),
     ("make real-nvshmem", NotHere("200 runs a row; tests/real_nvshmem.rs runs the same table with 4")),
     ("PROPTEST_CASES=10000 cargo test --release --test properties", NotHere("tests/properties.rs, 128 cases")),
+    ("scripts/load-table.sh 200", NotHere("about ten minutes on a release build; tests/load_table.rs runs it with 3 seeds")),
+    (
+        "bootsim run 'variant=nvshmem-3.7 workload=custom ops=barrier,alltoall:576 ranks=16 adversary=load seed=1'",
+        Exit(0, "NAPI polls deferred to ksoftirqd"),
+    ),
     (
         "bootsim run 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3'",
         Exit(1, "verdict: corruption"),
@@ -183,7 +188,11 @@ fn documented() -> Vec<(String, String)> {
             let words: Vec<&str> = cmd.split_whitespace().collect();
             let is_cmd = match words.as_slice() {
                 ["bootsim", sub, ..] => SUBCOMMANDS.contains(sub),
-                [first, ..] => ["srun", "mpirun", "make"].contains(first) || first.starts_with("PROPTEST_CASES="),
+                [first, ..] => {
+                    ["srun", "mpirun", "make"].contains(first)
+                        || first.starts_with("PROPTEST_CASES=")
+                        || first.starts_with("scripts/")
+                }
                 [] => false,
             };
             if is_cmd {

@@ -74,6 +74,16 @@ impl fmt::Display for RunReport {
             k.retransmits,
             k.backlog_drops
         )?;
+        if self.case.kernel_config().load.queue_model_on() {
+            let delivered = k.packets.saturating_sub(k.lost + k.ring_drops).max(1);
+            writeln!(
+                f,
+                "load: {} RX-ring drops, {} NAPI polls deferred to ksoftirqd, {:.1} us mean RX-queue time",
+                k.ring_drops,
+                k.napi_deferrals,
+                k.rx_wait_ns as f64 / delivered as f64 / 1e3
+            )?;
+        }
         for finding in &self.findings {
             writeln!(f, "  {finding}")?;
         }

@@ -113,6 +113,7 @@ pub fn kernel_conn(kind: &EventKind, flows: &mut BTreeMap<Flow, u64>) -> Option<
         | EventKind::Aborted { sock } => Some(sock.conn()),
         EventKind::RxStall { flow, .. }
         | EventKind::PacketLost { flow, .. }
+        | EventKind::RingDrop { flow, .. }
         | EventKind::Retransmit { flow, .. }
         | EventKind::BacklogDrop { flow, .. }
         | EventKind::SynAckExpired { flow } => flows.get(&flow).copied(),
@@ -164,6 +165,12 @@ pub fn kernel_line(kind: &EventKind, conn: Option<u64>) -> String {
         ),
         EventKind::PacketLost { host: h, queue, flow, dir, seg } => format!(
             "{}'s {} was lost on the way to {} (RX queue {queue})",
+            conn_or_flow(conn, &flow),
+            seg_name(seg, dir),
+            host(h)
+        ),
+        EventKind::RingDrop { host: h, queue, flow, dir, seg } => format!(
+            "{}'s {} was dropped at {}: RX queue {queue}'s ring was full",
             conn_or_flow(conn, &flow),
             seg_name(seg, dir),
             host(h)

@@ -72,13 +72,22 @@ fn fast_engine_lines_are_plain_words() {
         "engine=fast variant=pr97 drain_ms=100 workload=qp-create ranks=4 adversary=lossy seed=52",
         "engine=fast variant=nvshmem-3.4 workload=deepep ranks=4 adversary=overflow seed=28",
         "engine=fast variant=drain workload=deepep ranks=4 adversary=swarm seed=1",
+        "engine=fast variant=nvshmem-3.7 workload=deepep ranks=4 adversary=load rx_ring=8 seed=3",
     ] {
         all.extend(assert_plain(case));
     }
     // The cases cover the event kinds whose wording this test guards.
-    for word in
-        ["sent its SYN", "waited", "was lost", "retransmitted", "took rank", "sent alltoall", " took ", "drain of"]
-    {
+    for word in [
+        "sent its SYN",
+        "waited",
+        "was lost",
+        "retransmitted",
+        "took rank",
+        "sent alltoall",
+        " took ",
+        "drain of",
+        "ring was full",
+    ] {
         assert!(all.iter().any(|l| l.contains(word)), "no trace line with {word:?}");
     }
 }

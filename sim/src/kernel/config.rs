@@ -54,6 +54,43 @@ pub struct KernelConfig {
     pub trace: bool,
     /// Forced RX-queue stalls, on top of (or, with `stall_gap=off`, instead of) random ones.
     pub stalls: Vec<ScriptedStall>,
+    /// Load-dependent receive path ([`LoadConfig`]); all off in every profile but `load`.
+    pub load: LoadConfig,
+}
+
+/// The load-dependent receive path: TCP's per-packet cost by kind, NAPI's poll budget with
+/// deferral to ksoftirqd, a bounded RX ring, and a background packet flood. Zero or `None`
+/// switches a part off; `Default` is all off (today's constant-cost, unbounded queue).
+/// The Linux values (the `load` profile) and their sources are in docs/load-model.md.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadConfig {
+    /// Softirq time a SYN or SYN-ACK costs on top of `service` (request-socket work).
+    pub syn_cost: Duration,
+    /// Softirq time a pure ACK, FIN-less ACK or RST costs on top of `service`.
+    pub ack_cost: Duration,
+    /// Softirq time a data or FIN segment costs on top of `service` (queueing to the socket).
+    pub data_cost: Duration,
+    /// NAPI budget in packets per poll (`net.core.netdev_budget`); 0: unlimited.
+    pub napi_budget: u32,
+    /// NAPI budget in time per poll (`net.core.netdev_budget_usecs`); `None`: unlimited.
+    pub napi_budget_time: Option<Duration>,
+    /// How long a poll that exhausted its budget waits for ksoftirqd to be scheduled.
+    pub ksoftirqd_delay: Duration,
+    /// RX ring length in packets (`ethtool -g`); a packet finding it full is dropped; 0: unbounded.
+    pub rx_ring: u32,
+    /// Background packets per second arriving at every host (an iperf3 UDP flood); 0: none.
+    pub flood_rate: u64,
+    /// Flows the flood is made of: each is hashed by RSS onto one RX queue.
+    pub flood_flows: u32,
+    /// Softirq time one flood packet costs.
+    pub flood_cost: Duration,
+}
+
+impl LoadConfig {
+    /// Whether any part that needs the loaded queue model (budget, ring, flood) is on.
+    pub fn queue_model_on(&self) -> bool {
+        self.napi_budget > 0 || self.napi_budget_time.is_some() || self.rx_ring > 0 || self.flood_rate > 0
+    }
 }
 
 /// One forced RX-queue stall on `host`'s RX queue `queue`, written `HOST:QUEUE:START_US:DUR_US`
@@ -181,16 +218,17 @@ impl Default for KernelConfig {
             data_retries: 15,
             trace: true,
             stalls: Vec::new(),
+            load: LoadConfig { flood_flows: 1, ..LoadConfig::default() },
         }
     }
 }
 
 /// The names `KernelConfig::profile` accepts.
-pub const PROFILES: &[&str] = &["fifo", "rss", "lossy", "overflow", "swarm"];
+pub const PROFILES: &[&str] = &["fifo", "rss", "lossy", "overflow", "swarm", "load"];
 
 /// `KernelConfig::profile` was given a name it does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown kernel profile `{0}`; accepted: fifo, rss, lossy, overflow, swarm")]
+#[error("unknown kernel profile `{0}`; accepted: fifo, rss, lossy, overflow, swarm, load")]
 pub struct UnknownProfile(pub String);
 
 /// A knob could not be set.
@@ -255,14 +293,25 @@ const KNOBS: &[(&str, &str)] = &[
     ("rto_max", "data retransmission timeout ceiling (duration)"),
     ("data_retries", "data retransmissions before abort (tcp_retries2)"),
     ("trace", "emit trace events: true or false"),
+    ("syn_cost", "extra softirq time per SYN / SYN-ACK (duration; Linux ~4us, load profile)"),
+    ("ack_cost", "extra softirq time per pure ACK or RST (duration; Linux ~1us)"),
+    ("data_cost", "extra softirq time per data or FIN segment (duration; Linux ~2us)"),
+    ("napi_budget", "packets per NAPI poll before deferring to ksoftirqd, 0 = off (netdev_budget, Linux 300)"),
+    ("napi_budget_time", "time per NAPI poll before deferring, or off (netdev_budget_usecs, Linux 2ms)"),
+    ("ksoftirqd_delay", "wait for ksoftirqd after a poll exhausts its budget (duration; ~1ms)"),
+    ("rx_ring", "RX ring length in packets, full ring drops, 0 = unbounded (ethtool -g, mlx5 1024)"),
+    ("flood_rate", "background UDP flood, packets per second per host, 0 = off (an iperf3 -u flood)"),
+    ("flood_flows", "flows of the flood, each hashed by RSS onto one RX queue (>= 1; iperf3 -P)"),
+    ("flood_cost", "softirq time per flood packet (duration; ~1.5us for UDP)"),
     ("stalls", "forced RX-queue stalls HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US, `;`-joined, or none"),
 ];
 
 impl KernelConfig {
     /// A named profile: `fifo` (one queue, no stalls, no loss: production without load), `rss`
     /// (eight queues with frequent heavy-tailed softirq stalls: the bug report's condition),
-    /// `lossy` (rss plus bursty loss), `overflow` (rss with a backlog of 2) or `swarm`
-    /// (`KernelConfig::swarm(0)`; use [`KernelConfig::profile_for_seed`] to vary it).
+    /// `lossy` (rss plus bursty loss), `overflow` (rss with a backlog of 2), `swarm`
+    /// (`KernelConfig::swarm(0)`; use [`KernelConfig::profile_for_seed`] to vary it) or `load`
+    /// (the load-dependent receive path with Linux's values and a background flood).
     pub fn profile(name: &str) -> Result<KernelConfig, UnknownProfile> {
         Self::profile_for_seed(name, 0)
     }
@@ -287,6 +336,7 @@ impl KernelConfig {
             "lossy" => Ok(KernelConfig { loss_good: 0.001, loss_bad: 0.6, ..rss() }),
             "overflow" => Ok(KernelConfig { backlog: 2, ..rss() }),
             "swarm" => Ok(KernelConfig::swarm(seed)),
+            "load" => Ok(KernelConfig::load()),
             other => Err(UnknownProfile(other.to_string())),
         }
     }
@@ -326,6 +376,36 @@ impl KernelConfig {
         }
         cfg.backlog = [1u32, 2, 4, 16, 128, 4096][rng::below(r, 6) as usize];
         cfg
+    }
+
+    /// The `load` profile: eight RSS queues, per-kind TCP costs, NAPI's default budget and
+    /// deferral, a 1024-slot ring, a 4-flow background flood, and only light random CPU
+    /// stealing (the application's own time), so that queueing grows with traffic. The values
+    /// and their sources are in docs/load-model.md.
+    pub fn load() -> KernelConfig {
+        KernelConfig {
+            rx_queues: 8,
+            service: Duration::from_micros(1),
+            jitter: Duration::from_micros(2),
+            stall_gap: Some(Duration::from_millis(1)),
+            stall_skew: 10.0,
+            stall_xm: Duration::from_micros(20),
+            stall_alpha: 1.5,
+            stall_cap: Duration::from_millis(2),
+            load: LoadConfig {
+                syn_cost: Duration::from_micros(4),
+                ack_cost: Duration::from_micros(1),
+                data_cost: Duration::from_micros(2),
+                napi_budget: 300,
+                napi_budget_time: Some(Duration::from_millis(2)),
+                ksoftirqd_delay: Duration::from_millis(1),
+                rx_ring: 1024,
+                flood_rate: 600_000,
+                flood_flows: 4,
+                flood_cost: Duration::from_nanos(1500),
+            },
+            ..KernelConfig::default()
+        }
     }
 
     /// Every knob name with a one-line description.
@@ -395,6 +475,35 @@ impl KernelConfig {
                     dur().and_then(|d| if d.is_zero() { Err(bad("a duration > 0, e.g. 120s")) } else { Ok(d) })?
             }
             "data_retries" => self.data_retries = small("an integer in 0..=255")?,
+            "syn_cost" => self.load.syn_cost = dur()?,
+            "ack_cost" => self.load.ack_cost = dur()?,
+            "data_cost" => self.load.data_cost = dur()?,
+            "napi_budget" => {
+                const E: &str = "a number of packets, 0 for unlimited";
+                self.load.napi_budget = value.parse::<u32>().map_err(|_| bad(E))?;
+            }
+            "napi_budget_time" => {
+                self.load.napi_budget_time = if value == "off" {
+                    None
+                } else {
+                    Some(parse_duration(value).filter(|d| !d.is_zero()).ok_or_else(|| bad(DUR_OR_OFF))?)
+                }
+            }
+            "ksoftirqd_delay" => self.load.ksoftirqd_delay = dur()?,
+            "rx_ring" => {
+                const E: &str = "a number of packets, 0 for unbounded";
+                self.load.rx_ring = value.parse::<u32>().map_err(|_| bad(E))?;
+            }
+            "flood_rate" => {
+                const E: &str = "packets per second, at most 100000000, 0 for none";
+                self.load.flood_rate = value.parse::<u64>().ok().filter(|r| *r <= 100_000_000).ok_or_else(|| bad(E))?;
+            }
+            "flood_flows" => {
+                const E: &str = "an integer in 1..=1024";
+                self.load.flood_flows =
+                    value.parse::<u32>().ok().filter(|f| (1..=1024).contains(f)).ok_or_else(|| bad(E))?;
+            }
+            "flood_cost" => self.load.flood_cost = dur()?,
             "stalls" => {
                 const E: &str = "HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US items joined by `;`, or none";
                 self.stalls = ScriptedStall::parse_list(value).map_err(|why| KnobError::BadStalls {
@@ -426,6 +535,19 @@ impl KernelConfig {
         if self.rto_min > self.rto_max {
             return Err(format!("rto_min ({:?}) is above rto_max ({:?})", self.rto_min, self.rto_max));
         }
+        let l = &self.load;
+        let flood_share = l.flood_rate as f64 * l.flood_cost.as_secs_f64();
+        if flood_share >= 1.0 {
+            return Err(format!(
+                "flood_rate x flood_cost = {flood_share:.3} of a CPU: the flood alone would saturate a queue \
+                 (keep it below 1)"
+            ));
+        }
+        if l.flood_rate > 0 && l.rx_ring == 0 {
+            return Err("flood_rate needs a bounded ring (rx_ring > 0): behind a flood an unbounded RX queue \
+                        can grow without limit"
+                .into());
+        }
         for st in &self.stalls {
             if st.host >= hosts || st.queue >= self.rx_queues {
                 return Err(format!(
@@ -448,8 +570,8 @@ impl KernelConfig {
 }
 
 impl fmt::Display for KernelConfig {
-    /// Every knob as `key=value` words, parseable by `apply_words` (`stalls` only when set, so
-    /// traces of cases without scripted stalls do not change).
+    /// Every knob as `key=value` words, parseable by `apply_words` (`stalls` only when set and
+    /// the load knobs only when one differs from off, so traces of older cases do not change).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = FmtDuration;
         write!(
@@ -480,6 +602,24 @@ impl fmt::Display for KernelConfig {
             self.data_retries,
             self.trace,
         )?;
+        let l = &self.load;
+        if *l != KernelConfig::default().load {
+            write!(
+                f,
+                " syn_cost={} ack_cost={} data_cost={} napi_budget={} napi_budget_time={} ksoftirqd_delay={} \
+                 rx_ring={} flood_rate={} flood_flows={} flood_cost={}",
+                d.show(l.syn_cost),
+                d.show(l.ack_cost),
+                d.show(l.data_cost),
+                l.napi_budget,
+                l.napi_budget_time.map_or_else(|| "off".to_string(), |t| d.show(t)),
+                d.show(l.ksoftirqd_delay),
+                l.rx_ring,
+                l.flood_rate,
+                l.flood_flows,
+                d.show(l.flood_cost),
+            )?;
+        }
         if !self.stalls.is_empty() {
             write!(f, " stalls={}", ScriptedStall::format_list(&self.stalls))?;
         }
@@ -563,13 +703,15 @@ mod tests {
 
     #[test]
     fn knobs_are_documented_and_settable() {
-        let cfg = KernelConfig::profile("lossy").unwrap();
+        let cfg = KernelConfig::profile("load").unwrap();
         let words = cfg.to_string();
         for (key, doc) in KernelConfig::knobs() {
             assert!(!doc.is_empty());
             assert!(*key == "stalls" || words.contains(&format!("{key}=")), "{key} not printed");
         }
         assert_eq!(words.split_whitespace().count(), KernelConfig::knobs().len() - 1);
+        let old = KernelConfig::profile("lossy").unwrap().to_string();
+        assert!(!old.contains("flood_rate"), "profiles without the load path print as before: {old}");
         let mut scripted = cfg.clone();
         scripted.set("stalls", "0:4:10.153:48.5;1:7:p3:250").unwrap();
         let mut back = KernelConfig::default();
@@ -597,6 +739,26 @@ mod tests {
         }
         cfg.set("stalls", "none").unwrap();
         assert!(cfg.stalls.is_empty());
+    }
+
+    #[test]
+    fn load_knobs_are_validated() {
+        let mut cfg = KernelConfig::default();
+        let e = cfg.set("flood_flows", "0").unwrap_err().to_string();
+        assert!(e.contains("`flood_flows`") && e.contains("1..=1024"), "{e}");
+        let e = cfg.set("napi_budget", "-1").unwrap_err().to_string();
+        assert!(e.contains("`napi_budget`"), "{e}");
+        let e = cfg.set("napi_budget_time", "0").unwrap_err().to_string();
+        assert!(e.contains("or off"), "{e}");
+        assert_eq!(cfg, KernelConfig::default());
+        cfg.apply_words("flood_rate=100000").unwrap();
+        assert!(cfg.validate(2).unwrap_err().contains("rx_ring"));
+        cfg.apply_words("rx_ring=64 flood_rate=1000000 flood_cost=1us").unwrap();
+        let e = cfg.validate(2).unwrap_err();
+        assert!(e.contains("saturate"), "{e}");
+        cfg.set("flood_cost", "900ns").unwrap();
+        assert!(cfg.validate(2).is_ok());
+        assert!(cfg.load.queue_model_on() && !KernelConfig::default().load.queue_model_on());
     }
 
     #[test]

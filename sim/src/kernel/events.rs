@@ -267,6 +267,19 @@ pub enum EventKind {
         /// The packet's index among those that reached this queue (from 0): `stalls=H:Q:pN:D`.
         nth: u64,
     },
+    /// Trace: a packet found its RX ring full (`rx_ring`) and was dropped.
+    RingDrop {
+        /// Receiving host.
+        host: HostId,
+        /// The full RX queue.
+        queue: u16,
+        /// The packet's connection.
+        flow: Flow,
+        /// The packet's direction.
+        dir: Dir,
+        /// The packet.
+        seg: Seg,
+    },
     /// Trace: a packet was lost before reaching the receiving host's RX queue.
     PacketLost {
         /// Host it was travelling to.
@@ -357,6 +370,12 @@ pub struct KernelStats {
     pub enqueued: u64,
     /// Packets that arrived for a connection the model had already forgotten.
     pub orphans: u64,
+    /// Packets dropped because their RX ring was full (`rx_ring`); TCP retransmits them.
+    pub ring_drops: u64,
+    /// NAPI polls that exhausted their budget and left the rest to ksoftirqd.
+    pub napi_deferrals: u64,
+    /// Total time packets spent in RX queues before TCP saw them (waiting and service), in ns.
+    pub rx_wait_ns: u64,
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 mod config;
 mod events;
 mod loss;
+mod napi;
 mod rng;
 mod rss;
 mod softirq;
@@ -28,7 +29,7 @@ use std::collections::BTreeMap;
 
 use bootsim_core::Instant;
 
-pub use config::{KernelConfig, KnobError, ScriptedStall, StallAt, UnknownProfile, PROFILES};
+pub use config::{KernelConfig, KnobError, LoadConfig, ScriptedStall, StallAt, UnknownProfile, PROFILES};
 pub use events::{
     Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, ListenerId, Overflow, ReadOutcome, Seg, SockId,
 };
@@ -87,7 +88,7 @@ impl Kernel {
 
     /// Counters so far.
     pub fn stats(&self) -> KernelStats {
-        self.net.stats
+        self.net.stats()
     }
 
     fn at(&mut self, now: Instant) -> Instant {

@@ -17,6 +17,8 @@ pub(crate) enum Purpose {
     Jitter = 4,
     /// The swarm profile's knob draws.
     Swarm = 5,
+    /// Per receiving host: the source ports of the background flood's flows.
+    Flood = 6,
 }
 
 /// The stream for `purpose` owned by `(owner, sub)`, e.g. (host, queue), under `seed`.

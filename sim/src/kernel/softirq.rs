@@ -7,7 +7,10 @@ use std::time::Duration;
 use bootsim_core::Instant;
 use rand_chacha::ChaCha8Rng;
 
+use std::collections::VecDeque;
+
 use super::config::KernelConfig;
+use super::napi::{Loaded, Offer};
 use super::rng;
 
 /// The stall process's parameters, in nanoseconds, precomputed from the config.
@@ -109,6 +112,11 @@ pub(crate) struct RxQueue {
     kicks: Vec<(u64, u64)>,
     /// Packets admitted so far.
     arrivals: u64,
+    /// Busy periods generated ahead of the loaded model's clock (it looks ahead to find when a
+    /// packet completes, then comes back for the next arrival), oldest first.
+    ahead: VecDeque<(u64, u64)>,
+    /// The load-dependent model (budget, ring, flood), when any of it is on.
+    pub(crate) loaded: Option<Loaded>,
 }
 
 impl RxQueue {
@@ -130,6 +138,8 @@ impl RxQueue {
             script: Vec::new(),
             kicks: Vec::new(),
             arrivals: 0,
+            ahead: VecDeque::new(),
+            loaded: None,
         };
         if p.mean_gap.is_some() {
             q.restart(0, p);
@@ -151,6 +161,77 @@ impl RxQueue {
     /// The end of a forced busy period covering `t`, if any.
     fn scripted_until(&self, t: u64) -> Option<u64> {
         self.script.iter().take_while(|(s, _)| *s <= t).filter(|(_, e)| t < *e).map(|(_, e)| *e).max()
+    }
+
+    /// After this long unobserved the stall process restarts in its steady state.
+    pub(crate) fn skip_after(&self) -> u64 {
+        self.skip_after
+    }
+
+    /// Offer a packet costing `cost` arriving at `arrival`: through the load-dependent model
+    /// when it is on, else [`RxQueue::admit`]. `None`: the ring was full and it was dropped.
+    pub(crate) fn offer(&mut self, arrival: Instant, cost: Duration, p: &StallParams) -> Option<Admitted> {
+        let Some(mut l) = self.loaded.take() else {
+            return Some(self.admit(arrival, cost, p));
+        };
+        let cost_ns = u64::try_from(cost.as_nanos()).unwrap_or(u64::MAX);
+        let offer = l.offer(self, p, arrival.as_nanos(), cost_ns);
+        self.loaded = Some(l);
+        match offer {
+            Offer::Dropped => None,
+            Offer::Done { done, blocked, nth } => Some(Admitted {
+                done: Instant::from_nanos(done),
+                stall: blocked.map(|(a, b)| (Instant::from_nanos(a), Instant::from_nanos(b))),
+                nth,
+            }),
+        }
+    }
+
+    /// Polls of this queue deferred to ksoftirqd so far.
+    pub(crate) fn deferrals(&self) -> u64 {
+        self.loaded.as_ref().map_or(0, |l| l.deferrals)
+    }
+
+    /// The end of the forced busy period covering `t`, or the start of the next one.
+    pub(crate) fn scripted_at_or_after(&self, t: u64) -> Option<(u64, u64)> {
+        self.script.iter().filter(|(_, e)| t < *e).min().copied()
+    }
+
+    /// The forced stall of the next arriving packet (counting it), in nanoseconds.
+    pub(crate) fn next_kick(&mut self) -> (u64, u64) {
+        let nth = self.arrivals;
+        self.arrivals += 1;
+        (nth, self.kicks.iter().filter(|(n, _)| *n == nth).map(|(_, d)| *d).max().unwrap_or(0))
+    }
+
+    /// The random busy period covering `t`, or the next one after it, generated on demand and
+    /// kept until [`RxQueue::forget_before`]; `None` when stalls are off. Looking ahead and
+    /// back again is allowed: `t` need not increase between calls.
+    pub(crate) fn busy_at_or_after(&mut self, t: u64, p: &StallParams) -> Option<(u64, u64)> {
+        p.mean_gap?;
+        if let Some(&hit) = self.ahead.iter().find(|(_, e)| t < *e) {
+            return Some(hit);
+        }
+        if self.ahead.is_empty() && t > self.busy_end.saturating_add(self.skip_after) {
+            self.restart(t, p);
+        }
+        loop {
+            if self.busy_start < self.busy_end && self.ahead.back() != Some(&(self.busy_start, self.busy_end)) {
+                self.ahead.push_back((self.busy_start, self.busy_end));
+                if t < self.busy_end {
+                    return Some((self.busy_start, self.busy_end));
+                }
+            }
+            self.busy_start = self.busy_end + rng::exp_ns(&mut self.rng, self.gap).max(1);
+            self.busy_end = self.busy_start + rng::pareto_ns(&mut self.rng, p.xm, p.alpha, p.cap);
+        }
+    }
+
+    /// Drop looked-ahead busy periods that ended at or before `t` (the model's clock).
+    pub(crate) fn forget_before(&mut self, t: u64) {
+        while self.ahead.front().is_some_and(|(_, e)| *e <= t) {
+            self.ahead.pop_front();
+        }
     }
 
     /// Put the process in its steady state at `t`: busy with probability `rho` (for the

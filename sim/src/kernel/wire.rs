@@ -11,9 +11,38 @@ use rand_chacha::ChaCha8Rng;
 use super::config::{KernelConfig, StallAt};
 use super::events::{Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, Seg};
 use super::loss::{GilbertElliott, LossParams};
+use super::napi::{LoadParams, Loaded};
 use super::rng::{self, Purpose};
 use super::rss::Rss;
 use super::softirq::{RxQueue, StallParams};
+
+/// iperf3's default port, the flood's destination.
+const IPERF3_PORT: u16 = 5201;
+
+/// How many of the flood's flows RSS puts on each of `host`'s queues: flow `i` comes from
+/// host address `0xff0000 + i` (outside the cluster) on a seeded source port.
+fn flood_flows_per_queue(cfg: &KernelConfig, rss: &Rss, seed: u64, host: u32, queues: u16) -> Vec<u32> {
+    let mut per = vec![0u32; usize::from(queues)];
+    if cfg.load.flood_rate == 0 {
+        return per;
+    }
+    let mut r = rng::stream(seed, Purpose::Flood, host, 0);
+    for i in 0..cfg.load.flood_flows {
+        let port = EPHEMERAL.0 + rng::below(&mut r, u64::from(EPHEMERAL.1 - EPHEMERAL.0) + 1) as u16;
+        per[usize::from(rss.queue(0x00ff_0000 + i, port, host, IPERF3_PORT))] += 1;
+    }
+    per
+}
+
+/// Softirq time of one packet: `service` plus the TCP work of its kind.
+fn cost(cfg: &KernelConfig, seg: Seg) -> Duration {
+    let extra = match seg {
+        Seg::Syn | Seg::SynAck => cfg.load.syn_cost,
+        Seg::Ack | Seg::DataAck { .. } | Seg::Rst => cfg.load.ack_cost,
+        Seg::Data { .. } | Seg::Fin { .. } => cfg.load.data_cost,
+    };
+    cfg.service + extra
+}
 
 /// First and last Linux ephemeral port (`ip_local_port_range` default).
 const EPHEMERAL: (u16, u16) = (32768, 60999);
@@ -105,6 +134,7 @@ impl Net {
                 let rss = Rss::new(&mut setup, queues);
                 let span = u64::from(EPHEMERAL.1 - EPHEMERAL.0) + 1;
                 let next_port = EPHEMERAL.0 + rng::below(&mut setup, span) as u16;
+                let flood = flood_flows_per_queue(&cfg, &rss, seed, h, queues);
                 Host {
                     rss,
                     next_port,
@@ -117,7 +147,13 @@ impl Net {
                                     StallAt::Packet(n) => kicks.push((n, s.dur)),
                                 }
                             }
-                            RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall).with_script(script, kicks)
+                            let mut rx = RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall)
+                                .with_script(script, kicks);
+                            if cfg.load.queue_model_on() {
+                                let flows = flood[usize::from(q)];
+                                rx.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows)));
+                            }
+                            rx
                         })
                         .collect(),
                     loss: GilbertElliott::new(rng::stream(seed, Purpose::Loss, h, 0)),
@@ -179,6 +215,12 @@ impl Net {
         heap.pop().map(|Reverse(s)| (s.at, s.work))
     }
 
+    /// Counters so far, with the queues' deferred polls.
+    pub(crate) fn stats(&self) -> KernelStats {
+        let napi_deferrals = self.hosts.iter().flat_map(|h| &h.queues).map(RxQueue::deferrals).sum();
+        KernelStats { napi_deferrals, ..self.stats }
+    }
+
     /// Report an application event.
     pub(crate) fn emit(&mut self, at: Instant, kind: EventKind) {
         self.events.push_back(KernelEvent { at, kind });
@@ -223,7 +265,14 @@ impl Net {
             self.trace(at, EventKind::PacketLost { host: HostId(host), queue, flow, dir, seg });
             return;
         }
-        let admitted = h.queues[usize::from(queue)].admit(at, self.cfg.service, &self.stall);
+        let Some(admitted) = h.queues[usize::from(queue)].offer(at, cost(&self.cfg, pkt.seg), &self.stall) else {
+            self.stats.ring_drops += 1;
+            let (dir, seg) = (pkt.dir, pkt.seg);
+            self.trace(at, EventKind::RingDrop { host: HostId(host), queue, flow, dir, seg });
+            return;
+        };
+        self.stats.rx_wait_ns =
+            self.stats.rx_wait_ns.saturating_add(admitted.done.saturating_since(at).as_nanos() as u64);
         if let Some((from, until)) = admitted.stall {
             self.stats.stalled += 1;
             self.trace(
@@ -241,5 +290,42 @@ impl Net {
             );
         }
         self.schedule(admitted.done, Work::Deliver(pkt));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flood_flows_land_on_queues_by_the_hosts_rss_key() {
+        let mut cfg = KernelConfig::profile("load").unwrap();
+        cfg.set("flood_flows", "64").unwrap();
+        let rss = Rss::new(&mut rng::stream(3, Purpose::Setup, 0, 0), 8);
+        let per = flood_flows_per_queue(&cfg, &rss, 3, 0, 8);
+        assert_eq!(per.iter().sum::<u32>(), 64);
+        assert!(per.iter().filter(|&&k| k > 0).count() >= 6, "{per:?}");
+        assert_eq!(per, flood_flows_per_queue(&cfg, &rss, 3, 0, 8), "a function of the seed");
+        // Few flows spread unevenly: some queues carry none, so the load differs by queue.
+        cfg.set("flood_flows", "4").unwrap();
+        let per = flood_flows_per_queue(&cfg, &rss, 3, 0, 8);
+        assert_eq!(per.iter().sum::<u32>(), 4);
+        assert!(per.contains(&0), "{per:?}");
+        cfg.set("flood_rate", "0").unwrap();
+        assert_eq!(flood_flows_per_queue(&cfg, &rss, 3, 0, 8), vec![0; 8]);
+    }
+
+    #[test]
+    fn each_packet_kind_costs_its_own_softirq_time() {
+        let cfg = KernelConfig::profile("load").unwrap();
+        let us = Duration::from_micros;
+        assert_eq!(cost(&cfg, Seg::Syn), us(5));
+        assert_eq!(cost(&cfg, Seg::SynAck), us(5));
+        assert_eq!(cost(&cfg, Seg::Ack), us(2));
+        assert_eq!(cost(&cfg, Seg::DataAck { upto: 1 }), us(2));
+        assert_eq!(cost(&cfg, Seg::Data { idx: 0 }), us(3));
+        let old = KernelConfig::profile("rss").unwrap();
+        assert_eq!(cost(&old, Seg::Syn), old.service);
+        assert_eq!(cost(&old, Seg::Data { idx: 0 }), old.service);
     }
 }

@@ -238,6 +238,9 @@ impl Model {
                 EventKind::PacketLost { seg, dir, .. } => {
                     conn.marks.push((*at, lane_of(dir), format!("lost {}", seg_name(seg, dir))))
                 }
+                EventKind::RingDrop { seg, dir, .. } => {
+                    conn.marks.push((*at, lane_of(dir), format!("RX ring full: dropped {}", seg_name(seg, dir))))
+                }
                 EventKind::Retransmit { seg, dir, attempt, .. } => {
                     let sender = if dir == Dir::ToServer { client } else { server };
                     conn.marks.push((*at, sender, format!("retransmit {} ({attempt})", seg_name(seg, dir))))
