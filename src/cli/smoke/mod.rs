@@ -3,9 +3,10 @@
 //!
 //! Rendezvous, one of:
 //! - `--session host:port` (NVSHMEM_BOOTSTRAP_UID_SESSION_ID semantics): rank 0 also runs the
-//!   root at that address, every rank dials it. The session magic is `--magic`, else the
-//!   FNV-1a-64 hash of the string `host:port` actually used (so every rank derives the same one).
-//!   Iteration `i` uses port `port + i`.
+//!   root at that address, every rank dials it. The session magic is `--magic`, else a SHA-256
+//!   mix of the shared secret (`BOOTSIM_SESSION_SECRET` or `--secret-file`), the launcher's job
+//!   id and `host:port`, else (with a warning: anyone can compute it) of `host:port` alone; see
+//!   [`secret`]. Iteration `i` uses port `port + i`.
 //! - `--uid-file PATH`: rank 0 runs the root on an ephemeral port and writes the 128-byte unique
 //!   ID to PATH (tmp file + rename); the others poll for it for up to `--op-timeout-ms`.
 //!   Iteration `i > 0` uses `PATH.i`. Rank 0 removes the file once its iteration is over.
