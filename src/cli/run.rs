@@ -51,6 +51,9 @@ pub struct StatsJson {
     backlog_drops: u64,
     enqueued: u64,
     orphans: u64,
+    agenda_events: u64,
+    stale_timers: u64,
+    wakeups: u64,
 }
 
 /// One run as JSON: the stable output of `run --json` and `replay --json` (docs/json.md).
@@ -99,6 +102,9 @@ pub fn report_json<'a>(
             backlog_drops: k.backlog_drops,
             enqueued: k.enqueued,
             orphans: k.orphans,
+            agenda_events: k.agenda_events,
+            stale_timers: k.stale_timers,
+            wakeups: k.wakeups,
         },
         replay: format!("bootsim replay '{}'", report.case),
         trace_digest: report.trace.as_ref().map(|t| t.digest.as_str()),

@@ -376,6 +376,12 @@ pub struct KernelStats {
     pub napi_deferrals: u64,
     /// Total time packets spent in RX queues before TCP saw them (waiting and service), in ns.
     pub rx_wait_ns: u64,
+    /// Agenda entries processed: packet arrivals, deliveries and timer firings.
+    pub agenda_events: u64,
+    /// Retransmission-timer firings that found nothing to do (disarmed or superseded).
+    pub stale_timers: u64,
+    /// Calls to `handle_timeout` that had work due (the driver's wake-ups for the kernel).
+    pub wakeups: u64,
 }
 
 #[cfg(test)]

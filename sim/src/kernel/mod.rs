@@ -239,7 +239,11 @@ impl Kernel {
     /// Process everything due at or before `now`, in (time, scheduling order).
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.at(now);
+        if self.net.next_due().is_some_and(|t| t <= now) {
+            self.net.stats.wakeups += 1;
+        }
         while let Some((at, work)) = self.net.pop_due(now) {
+            self.net.stats.agenda_events += 1;
             match work {
                 Work::Arrive(pkt) => {
                     let Some(c) = self.conns.get(&pkt.conn) else {
@@ -258,7 +262,10 @@ impl Kernel {
                     }
                 }
                 Work::Timer { conn, side, gen } => {
-                    self.with_conn(at, conn, |c, cx| c.on_timer(cx, usize::from(side), gen));
+                    let fired = self.with_conn(at, conn, |c, cx| c.on_timer(cx, usize::from(side), gen));
+                    if fired != Some(true) {
+                        self.net.stats.stale_timers += 1;
+                    }
                 }
             }
         }

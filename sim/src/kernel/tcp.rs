@@ -546,20 +546,21 @@ impl Conn {
 
     // ---- timers ------------------------------------------------------------------------
 
-    /// A timer agenda entry for `side` came due.
-    pub(crate) fn on_timer(&mut self, cx: &mut Ctx<'_>, side: usize, gen: u32) {
+    /// A timer agenda entry for `side` came due; false if it found nothing to do (superseded,
+    /// disarmed, or early and re-queued).
+    pub(crate) fn on_timer(&mut self, cx: &mut Ctx<'_>, side: usize, gen: u32) -> bool {
         let t = &mut self.timer[side];
         if gen != t.gen {
-            return;
+            return false;
         }
         t.queued = None;
         match t.deadline {
-            None => return,
+            None => return false,
             Some(d) if d > cx.now => {
                 t.queued = Some(d);
                 let work = Work::Timer { conn: cx.id, side: side as u8, gen };
                 cx.net.schedule(d, work);
-                return;
+                return false;
             }
             Some(_) => t.deadline = None,
         }
@@ -596,7 +597,7 @@ impl Conn {
                 if attempt > cx.net.cfg.data_retries {
                     self.die(side);
                     cx.net.emit(cx.now, EventKind::Aborted { sock: sock(cx.id, side) });
-                    return;
+                    return true;
                 }
                 // Go-back-N: everything outstanding goes again (messages are a few segments).
                 let (una, nxt) = (h.snd_una, h.snd_nxt);
@@ -607,8 +608,9 @@ impl Conn {
                 let deadline = cx.now + self.rto(cx, side);
                 self.arm(cx, side, deadline);
             }
-            Sk::Open | Sk::Idle | Sk::Dead => {}
+            Sk::Open | Sk::Idle | Sk::Dead => return false,
         }
+        true
     }
 
     fn retransmit(&mut self, cx: &mut Ctx<'_>, to: usize, seg: Seg, attempt: u8) {
