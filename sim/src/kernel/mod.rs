@@ -238,10 +238,34 @@ impl Kernel {
 
     /// Process everything due at or before `now`, in (time, scheduling order).
     pub fn handle_timeout(&mut self, now: Instant) {
-        let now = self.at(now);
-        if self.net.next_due().is_some_and(|t| t <= now) {
+        self.handle_timeout_until(now, now);
+    }
+
+    /// [`Kernel::handle_timeout`] at `now`, then on through each later instant up to `limit`
+    /// while nothing a driver could observe happens (no application event, no child joining an
+    /// accept queue): the instants in between are ones a driver would wake for and find
+    /// nothing to do. Returns the last instant processed (`now` if no later one), where the
+    /// driver is now.
+    pub fn handle_timeout_until(&mut self, now: Instant, limit: Instant) -> Instant {
+        let mut at = self.at(now);
+        if self.net.next_due().is_some_and(|t| t <= at) {
             self.net.stats.wakeups += 1;
         }
+        self.net.observable = false;
+        loop {
+            self.run_due(at);
+            if self.net.observable {
+                return at;
+            }
+            match self.net.next_due() {
+                Some(t) if t <= limit => at = self.at(t),
+                _ => return at,
+            }
+        }
+    }
+
+    /// Every agenda entry due at or before `now`, in (time, scheduling order).
+    fn run_due(&mut self, now: Instant) {
         while let Some((at, work)) = self.net.pop_due(now) {
             self.net.stats.agenda_events += 1;
             match work {

@@ -432,6 +432,7 @@ impl Conn {
         lis.queue.push_back(child);
         let depth = lis.queue.len() as u32;
         cx.net.stats.enqueued += 1;
+        cx.net.observable = true;
         let ev = EventKind::ChildEnqueued { listener: l, sock: child, flow: self.flow, queue: self.q[S], depth };
         cx.net.trace(cx.now, ev);
         if depth == 1 {

@@ -116,6 +116,9 @@ pub(crate) struct Net {
     seq: u64,
     pub(crate) hosts: Vec<Host>,
     pub(crate) events: VecDeque<KernelEvent>,
+    /// Something a driver could act on happened since it was last cleared: an application
+    /// event, or a child joined an accept queue (a scheduled accept may be waiting for it).
+    pub(crate) observable: bool,
     pub(crate) stats: KernelStats,
 }
 
@@ -172,6 +175,7 @@ impl Net {
             seq: 0,
             hosts,
             events: VecDeque::new(),
+            observable: false,
             stats: KernelStats::default(),
         }
     }
@@ -223,6 +227,7 @@ impl Net {
 
     /// Report an application event.
     pub(crate) fn emit(&mut self, at: Instant, kind: EventKind) {
+        self.observable = true;
         self.events.push_back(KernelEvent { at, kind });
     }
 
