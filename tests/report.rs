@@ -93,7 +93,19 @@ fn run_json_has_the_documented_fields() {
     assert!(explain.iter().any(|l| l.as_str().unwrap().contains("RX queue 1 on host 0")));
     assert!(v["bootstrap_ms"].as_f64().unwrap() > 0.0);
     assert!(v["bootstrap_ns"].as_u64().unwrap() > 0);
-    for key in ["messages", "packets", "stalled", "lost", "retransmits", "backlog_drops", "enqueued", "orphans"] {
+    for key in [
+        "messages",
+        "packets",
+        "stalled",
+        "lost",
+        "retransmits",
+        "backlog_drops",
+        "enqueued",
+        "orphans",
+        "agenda_events",
+        "stale_timers",
+        "wakeups",
+    ] {
         assert!(v["stats"][key].is_u64(), "stats.{key}");
     }
     assert_eq!(v["stats"]["messages"], 4);
