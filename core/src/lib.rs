@@ -11,6 +11,7 @@
 pub mod error;
 pub mod ids;
 pub mod io;
+#[cfg(any(test, feature = "testing"))]
 pub mod memnet;
 pub mod ports;
 pub mod qp_handle;

@@ -11,8 +11,7 @@ use std::net::SocketAddr;
 
 use tokio::net::TcpStream;
 
-pub use bootsim_core::RetryPolicy;
-use bootsim_core::{ConnectFailure, ConnectRetry, RetryStep};
+use bootsim_core::{ConnectFailure, ConnectRetry, RetryPolicy, RetryStep};
 
 /// Why [`connect_with_retry`] gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use crate::workload::build_op;
 /// The drain's poll interval in the proposed fix.
 use bootsim_core::ports::{sim_port, DRAIN_POLL, ROOT_PORT};
 
-pub use crate::words::host_addr;
+use crate::words::host_addr;
 
 fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
     match addr {

@@ -4,7 +4,8 @@
 use bootsim_core::Instant;
 
 use crate::engine::outcome::{DrainNote, Node, Outcome};
-use crate::explain::{decisive_stall, find_overtake, seg_name, step_name, Overtake};
+use crate::explain::{decisive_stall, find_overtake, Overtake};
+use crate::words::{seg_name, step_name};
 use crate::kernel::{Dir, EventKind};
 use crate::oracle::Finding;
 use crate::run::RunReport;

@@ -16,8 +16,6 @@ use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use super::gate::{sim_now, GateHandle, Handshake};
 use crate::kernel::{ListenerId, SockId};
 
-/// Ports of the protocol's listeners (every host has its own address).
-pub use bootsim_core::ports::ROOT_PORT;
 use bootsim_core::ports::{sim_port, DRAIN_POLL};
 /// How often blocked accepts look at the model's accept queue.
 const ACCEPT_POLL: Duration = Duration::from_micros(100);

@@ -20,7 +20,8 @@ use crate::kernel::{Kernel, SockId};
 use crate::seed::derive;
 use crate::words::{completion_line, event_line};
 use crate::workload::build_op;
-use backend::{TurmoilNet, ROOT_PORT};
+use backend::TurmoilNet;
+use bootsim_core::ports::ROOT_PORT;
 use gate::{sim_now, GateHandle};
 
 /// How long every unfinished rank must be stuck, with the kernel model idle, to end a run early.
