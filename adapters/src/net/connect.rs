@@ -11,6 +11,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use tokio::net::TcpStream;
+use tracing::Instrument;
 
 use bootsim_core::{ConnectFailure, ConnectRetry, GaveUp, RetryPolicy, RetryStep};
 
@@ -164,12 +165,12 @@ where
     F: FnMut(SocketAddr) -> Fut,
     Fut: Future<Output = io::Result<TcpStream>>,
 {
-    match retry_dial(policy, || {
+    let attempt = || {
         let dialed = dial(addr);
         async move { attempt_of(addr, dialed.await) }
-    })
-    .await
-    {
+    };
+    // The span puts the address on the loop's "retrying" lines.
+    match retry_dial(policy, attempt).instrument(tracing::info_span!("connect", %addr)).await {
         Ok((stream, attempts)) => match stream.set_nodelay(true) {
             Ok(()) => Ok(stream),
             Err(last) => Err(ConnectError { addr, attempts, reason: GiveUp::NoDelay, last }),
