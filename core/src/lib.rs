@@ -11,6 +11,7 @@
 pub mod error;
 pub mod ids;
 pub mod io;
+#[cfg(any(test, feature = "testing"))]
 pub mod memnet;
 pub mod ports;
 pub mod qp_handle;
@@ -29,7 +30,7 @@ pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};
 pub use qp_handle::{GidDisplay, QpHandle};
 pub use rank::{Op, Rank, RankConfig};
 pub use report::RankReport;
-pub use retry::{ConnectFailure, ConnectRetry, RetryPolicy, RetryStep};
+pub use retry::{ConnectFailure, ConnectRetry, GaveUp, RetryPolicy, RetryStep};
 pub use root::{Root, RootConfig};
 pub use time::Instant;
 pub use uid::{UniqueId, NVSHMEM_UID_VERSION};

@@ -39,34 +39,19 @@ pub enum RetryStep {
     /// Sleep this long, then dial again with a fresh socket.
     RedialAfter(Duration),
     /// Give up: the limit for this kind of failure is reached.
-    GiveUp {
-        /// Which limit.
-        failure: ConnectFailure,
-        /// Attempts made, this one included.
-        attempts: u32,
-    },
+    GiveUp(GaveUp),
 }
 
-impl RetryStep {
-    /// The give-up reason as drivers report it, e.g. "connection refused 20000 times".
-    pub fn reason(&self) -> Option<String> {
-        match self {
-            RetryStep::RedialAfter(_) => None,
-            RetryStep::GiveUp { failure: ConnectFailure::Refused, .. } => {
-                Some(format!("connection refused {} times", self.count()))
-            }
-            RetryStep::GiveUp { failure: ConnectFailure::TimedOut, .. } => {
-                Some(format!("connect timed out {} times", self.count()))
-            }
-        }
-    }
-
-    fn count(&self) -> u32 {
-        match self {
-            RetryStep::GiveUp { attempts, .. } => *attempts,
-            RetryStep::RedialAfter(_) => 0,
-        }
-    }
+/// A connect that gave up: the limit of one kind of failure was reached. Its text, e.g.
+/// "connection refused 20000 times", is the final error every driver reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum GaveUp {
+    /// `refused_max` attempts were refused (this many).
+    #[error("connection refused {0} times")]
+    Refused(u32),
+    /// `timedout_max` attempts timed out (this many).
+    #[error("connect timed out {0} times")]
+    TimedOut(u32),
 }
 
 /// One connect's retry state: feed it each failure, do what it says.
@@ -91,8 +76,10 @@ impl ConnectRetry {
         };
         *count = count.saturating_add(1);
         if *count >= max.max(1) {
-            let failure_count = *count;
-            return RetryStep::GiveUp { failure, attempts: failure_count };
+            return RetryStep::GiveUp(match failure {
+                ConnectFailure::Refused => GaveUp::Refused(*count),
+                ConnectFailure::TimedOut => GaveUp::TimedOut(*count),
+            });
         }
         RetryStep::RedialAfter(self.policy.refused_interval)
     }
@@ -119,13 +106,14 @@ mod tests {
         let steps = run(p, &[Refused, TimedOut, Refused, TimedOut, Refused]);
         let wait = RetryStep::RedialAfter(Duration::from_millis(1));
         assert_eq!(steps[..4], [wait.clone(), wait.clone(), wait.clone(), wait]);
-        assert_eq!(steps[4], RetryStep::GiveUp { failure: Refused, attempts: 3 });
-        assert_eq!(steps[4].reason().unwrap(), "connection refused 3 times");
+        assert_eq!(steps[4], RetryStep::GiveUp(GaveUp::Refused(3)));
+        assert_eq!(GaveUp::Refused(3).to_string(), "connection refused 3 times");
         // Three timeouts end it (NVSHMEM's default), whatever the refusals before.
         let steps = run(RetryPolicy::default(), &[TimedOut, TimedOut, TimedOut]);
-        assert_eq!(steps[2].reason().unwrap(), "connect timed out 3 times");
+        assert_eq!(steps[2], RetryStep::GiveUp(GaveUp::TimedOut(3)));
+        assert_eq!(GaveUp::TimedOut(3).to_string(), "connect timed out 3 times");
         // A limit of 0 acts as 1: the first failure gives up.
         let p = RetryPolicy { refused_max: 0, ..RetryPolicy::default() };
-        assert!(matches!(run(p, &[Refused])[0], RetryStep::GiveUp { .. }));
+        assert_eq!(run(p, &[Refused])[0], RetryStep::GiveUp(GaveUp::Refused(1)));
     }
 }

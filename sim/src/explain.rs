@@ -11,7 +11,7 @@ use crate::engine::outcome::{Outcome, SentMsg};
 use crate::kernel::{Dir, EventKind};
 use crate::oracle::Finding;
 use crate::run::{run_case, RunReport};
-pub use crate::words::{ms, ms_d, seg_name, step_name};
+use crate::words::{ms, ms_d, seg_name, step_name};
 
 /// A message that a later message from the same sender overtook at the receiver.
 #[derive(Clone, Debug, PartialEq, Eq)]

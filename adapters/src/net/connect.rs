@@ -6,21 +6,20 @@
 //! attempt uses a fresh socket, and `TCP_NODELAY` is set on success as
 //! upstream does on both ends.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 
 use tokio::net::TcpStream;
+use tracing::Instrument;
 
-pub use bootsim_core::RetryPolicy;
-use bootsim_core::{ConnectFailure, ConnectRetry, RetryStep};
+use bootsim_core::{ConnectFailure, ConnectRetry, GaveUp, RetryPolicy, RetryStep};
 
 /// Why [`connect_with_retry`] gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GiveUp {
-    /// `refused_max` attempts were refused.
-    RefusedExhausted,
-    /// `timedout_max` attempts timed out.
-    TimedOutExhausted,
+    /// The retry's limit for one kind of failure was reached (core's [`GaveUp`]).
+    Exhausted(GaveUp),
     /// An errno that is never retried.
     Fatal,
     /// Connected, but setting `TCP_NODELAY` failed.
@@ -29,12 +28,11 @@ pub enum GiveUp {
 
 impl std::fmt::Display for GiveUp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::RefusedExhausted => "refused-retry limit reached",
-            Self::TimedOutExhausted => "timed-out-retry limit reached",
-            Self::Fatal => "non-retryable error",
-            Self::NoDelay => "setting TCP_NODELAY failed",
-        })
+        match self {
+            Self::Exhausted(why) => write!(f, "{why}"),
+            Self::Fatal => f.write_str("non-retryable error"),
+            Self::NoDelay => f.write_str("setting TCP_NODELAY failed"),
+        }
     }
 }
 
@@ -51,6 +49,59 @@ pub struct ConnectError {
     pub reason: GiveUp,
     /// The last error; its text is part of the message.
     pub last: io::Error,
+}
+
+/// How one connect attempt of an async driver ended, as the driver classified it.
+#[derive(Debug)]
+pub enum Attempt<T> {
+    /// Connected.
+    Connected(T),
+    /// Refused or timed out: the retry decides; the error is kept as the last one.
+    Failed(ConnectFailure, io::Error),
+    /// Any other error: never retried.
+    Fatal(io::Error),
+}
+
+/// A connect that [`retry_dial`] ended without a stream.
+#[derive(Debug)]
+pub struct DialFailed {
+    /// Attempts made, the last included.
+    pub attempts: u32,
+    /// The retry's give-up, or `None` for a fatal error.
+    pub gave_up: Option<GaveUp>,
+    /// The last attempt's error.
+    pub last: io::Error,
+}
+
+/// NVSHMEM's connect retry for every async driver (tokio sockets here, turmoil's simulated
+/// ones in bootsim-sim): makes an attempt with `dial`, asks core's [`ConnectRetry`] what a
+/// refusal or timeout means, sleeps its pause (tokio's clock, simulated under turmoil) and
+/// dials again, until connected or the retry gives up. Returns the stream and the attempts.
+pub async fn retry_dial<T, F, Fut>(policy: &RetryPolicy, mut dial: F) -> Result<(T, u32), DialFailed>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Attempt<T>>,
+{
+    let mut attempts: u32 = 0;
+    let mut retry = ConnectRetry::new(policy.clone());
+    loop {
+        attempts = attempts.saturating_add(1);
+        let (failure, last) = match dial().await {
+            Attempt::Connected(stream) => return Ok((stream, attempts)),
+            Attempt::Failed(failure, last) => (failure, last),
+            Attempt::Fatal(last) => return Err(DialFailed { attempts, gave_up: None, last }),
+        };
+        match retry.on_failure(failure) {
+            RetryStep::RedialAfter(pause) => {
+                let (refused, timed_out) = retry.failures();
+                if failure == ConnectFailure::TimedOut || refused.is_multiple_of(1000) {
+                    tracing::info!(refused, timed_out, error = %last, "connect failed, retrying");
+                }
+                tokio::time::sleep(pause).await;
+            }
+            RetryStep::GiveUp(why) => return Err(DialFailed { attempts, gave_up: Some(why), last }),
+        }
+    }
 }
 
 /// How one failed attempt is handled.
@@ -74,56 +125,60 @@ fn classify(err: &io::Error) -> Class {
     }
 }
 
+/// One tokio connect attempt, classified by errno.
+fn attempt_of(addr: SocketAddr, dialed: io::Result<TcpStream>) -> Attempt<TcpStream> {
+    let err = match dialed {
+        // Nobody listened yet and the kernel picked the target's own port as our ephemeral
+        // port: TCP's simultaneous open connected the socket to itself. That is a refusal
+        // (the peer is not up), not a peer: reading it would return our own preamble.
+        Ok(stream) if is_self_connection(&stream) => {
+            tracing::warn!(%addr, "connected to itself (the target port is in the ephemeral range and nothing listens yet); retrying");
+            drop(stream);
+            io::Error::from(io::ErrorKind::ConnectionRefused)
+        }
+        Ok(stream) => return Attempt::Connected(stream),
+        Err(e) => e,
+    };
+    match classify(&err) {
+        Class::Refused => Attempt::Failed(ConnectFailure::Refused, err),
+        Class::TimedOut => Attempt::Failed(ConnectFailure::TimedOut, err),
+        Class::Fatal => Attempt::Fatal(err),
+    }
+}
+
 /// Connects to `addr`, retrying `ECONNREFUSED` and `ETIMEDOUT` per `policy`
 /// and failing at once on any other error. Sets `TCP_NODELAY`.
 ///
 /// Cancel-safe: dropping the future drops any half-open socket.
 pub async fn connect_with_retry(addr: SocketAddr, policy: &RetryPolicy) -> Result<TcpStream, ConnectError> {
-    let mut attempts: u32 = 0;
-    let mut retry = ConnectRetry::new(policy.clone());
-    loop {
-        attempts = attempts.saturating_add(1);
-        let err = match TcpStream::connect(addr).await {
-            // Nobody listened yet and the kernel picked the target's own port as our ephemeral
-            // port: TCP's simultaneous open connected the socket to itself. That is a refusal
-            // (the peer is not up), not a peer: reading it would return our own preamble.
-            Ok(stream) if is_self_connection(&stream) => {
-                tracing::warn!(%addr, "connected to itself (the target port is in the ephemeral range and nothing listens yet); retrying");
-                drop(stream);
-                io::Error::from(io::ErrorKind::ConnectionRefused)
-            }
-            Ok(stream) => {
-                return match stream.set_nodelay(true) {
-                    Ok(()) => Ok(stream),
-                    Err(last) => Err(ConnectError { addr, attempts, reason: GiveUp::NoDelay, last }),
-                };
-            }
-            Err(e) => e,
-        };
-        let failure = match classify(&err) {
-            Class::Refused => ConnectFailure::Refused,
-            Class::TimedOut => ConnectFailure::TimedOut,
-            Class::Fatal => {
-                tracing::warn!(%addr, attempts, error = %err, "connect failed");
-                return Err(ConnectError { addr, attempts, reason: GiveUp::Fatal, last: err });
-            }
-        };
-        match retry.on_failure(failure) {
-            RetryStep::RedialAfter(pause) => {
-                let (refused, timed_out) = retry.failures();
-                if failure == ConnectFailure::TimedOut || refused.is_multiple_of(1000) {
-                    tracing::info!(%addr, refused, timed_out, "connect failed, retrying");
-                }
-                tokio::time::sleep(pause).await;
-            }
-            RetryStep::GiveUp { failure, .. } => {
-                let reason = match failure {
-                    ConnectFailure::Refused => GiveUp::RefusedExhausted,
-                    ConnectFailure::TimedOut => GiveUp::TimedOutExhausted,
-                };
-                tracing::warn!(%addr, attempts, %reason, error = %err, "connect failed");
-                return Err(ConnectError { addr, attempts, reason, last: err });
-            }
+    connect_with_retry_using(addr, policy, TcpStream::connect).await
+}
+
+/// [`connect_with_retry`] with the dial given: `dial(addr)` is one `connect()` (tests script
+/// errno sequences through it; production passes `TcpStream::connect`).
+pub async fn connect_with_retry_using<F, Fut>(
+    addr: SocketAddr,
+    policy: &RetryPolicy,
+    mut dial: F,
+) -> Result<TcpStream, ConnectError>
+where
+    F: FnMut(SocketAddr) -> Fut,
+    Fut: Future<Output = io::Result<TcpStream>>,
+{
+    let attempt = || {
+        let dialed = dial(addr);
+        async move { attempt_of(addr, dialed.await) }
+    };
+    // The span puts the address on the loop's "retrying" lines.
+    match retry_dial(policy, attempt).instrument(tracing::info_span!("connect", %addr)).await {
+        Ok((stream, attempts)) => match stream.set_nodelay(true) {
+            Ok(()) => Ok(stream),
+            Err(last) => Err(ConnectError { addr, attempts, reason: GiveUp::NoDelay, last }),
+        },
+        Err(DialFailed { attempts, gave_up, last }) => {
+            let reason = gave_up.map_or(GiveUp::Fatal, GiveUp::Exhausted);
+            tracing::warn!(%addr, attempts, %reason, error = %last, "connect failed");
+            Err(ConnectError { addr, attempts, reason, last })
         }
     }
 }
@@ -196,7 +251,7 @@ mod tests {
         let policy = RetryPolicy { refused_max: 5, ..RetryPolicy::default() };
         let err = connect_with_retry(addr, &policy).await.unwrap_err();
         assert_eq!(err.attempts, 5);
-        assert_eq!(err.reason, GiveUp::RefusedExhausted);
+        assert_eq!(err.reason, GiveUp::Exhausted(GaveUp::Refused(5)));
         let msg = err.to_string();
         assert!(msg.contains(&addr.to_string()), "{msg}");
         assert!(msg.contains("5 attempts"), "{msg}");

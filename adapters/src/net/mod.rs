@@ -8,8 +8,11 @@ mod ifaddr;
 mod launcher;
 
 /// Connect with NVSHMEM's retry policy: [`connect_with_retry`] under a
-/// [`RetryPolicy`], failing with a [`ConnectError`] whose [`GiveUp`] says why.
-pub use connect::{connect_with_retry, ConnectError, GiveUp, RetryPolicy};
+/// [`bootsim_core::RetryPolicy`], failing with a [`ConnectError`] whose [`GiveUp`] says why;
+/// [`retry_dial`] is that loop for any async driver (turmoil's too), fed [`Attempt`]s.
+pub use connect::{
+    connect_with_retry, connect_with_retry_using, retry_dial, Attempt, ConnectError, DialFailed, GiveUp,
+};
 /// Wait for the peer to ACK everything sent: [`drain`] polls [`outq`] and
 /// returns a [`DrainReport`] with a [`DrainOutcome`]; [`outq_not_sent`] is the
 /// never-sent part. Defaults: [`DEFAULT_POLL_INTERVAL`], [`DEFAULT_DRAIN_TIMEOUT`].

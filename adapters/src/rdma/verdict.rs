@@ -12,7 +12,7 @@ use bootsim_core::QpHandle;
 
 use super::canary::{Canary, Side};
 use super::exchange::{QpLayout, QpSlot};
-use super::gid::GidDisplay;
+use bootsim_core::GidDisplay;
 
 /// `IBV_WC_WR_FLUSH_ERR`: the completion status of work requests flushed because their QP went
 /// to the error state (a consequence of another error, never a cause).

@@ -16,7 +16,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::driver::{Backend, DrainResult};
-use crate::net::{self, DrainOutcome, RetryPolicy};
+use crate::net::{self, DrainOutcome};
+use bootsim_core::RetryPolicy;
 
 pub use session::{
     read_uid_file, run_blocking, run_blocking_until, run_process, write_atomically, write_uid_file, Rendezvous,

@@ -23,7 +23,7 @@ use crate::workload::build_op;
 /// The drain's poll interval in the proposed fix.
 use bootsim_core::ports::{sim_port, DRAIN_POLL, ROOT_PORT};
 
-pub use crate::words::host_addr;
+use crate::words::host_addr;
 
 fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
     match addr {
@@ -52,6 +52,29 @@ enum Timer {
 struct Dialing {
     addr: SocketAddr,
     retry: ConnectRetry,
+}
+
+/// What the fast engine does after a dialing connection's kernel event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Redial {
+    /// Dial again (a fresh kernel socket) at this time.
+    At(Instant),
+    /// Fail the connect with this reason (core's [`bootsim_core::GaveUp`] text).
+    Fail(String),
+}
+
+/// The fast engine's reaction to a kernel connect event under NVSHMEM's retry: an RST is a
+/// refusal, unanswered SYNs a timeout; other events are not connect failures (`None`).
+pub(crate) fn on_connect_event(retry: &mut ConnectRetry, now: Instant, kind: &EventKind) -> Option<Redial> {
+    let failure = match kind {
+        EventKind::Refused { .. } => ConnectFailure::Refused,
+        EventKind::ConnectTimedOut { .. } => ConnectFailure::TimedOut,
+        _ => return None,
+    };
+    Some(match retry.on_failure(failure) {
+        RetryStep::RedialAfter(pause) => Redial::At(now + pause),
+        RetryStep::GiveUp(why) => Redial::Fail(why.to_string()),
+    })
 }
 
 struct Drain {
@@ -401,18 +424,13 @@ impl World<'_> {
 
     /// NVSHMEM's connect retry (one state machine in core for every driver): redial after
     /// its pause, or report the connect failed.
-    fn connect_failed(&mut self, sock: SockId, failure: ConnectFailure) {
+    fn connect_failed(&mut self, sock: SockId, kind: &EventKind) {
         let Some(&(node, conn)) = self.owner.get(&sock) else { return };
         let Some(d) = self.dialing.get_mut(&(node, conn)) else { return };
-        match d.retry.on_failure(failure) {
-            RetryStep::RedialAfter(pause) => {
-                let at = self.now + pause;
-                self.schedule(at, Timer::Retry { node, conn });
-            }
-            step => {
-                let reason = step.reason().unwrap_or_default();
-                self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
-            }
+        match on_connect_event(&mut d.retry, self.now, kind) {
+            Some(Redial::At(at)) => self.schedule(at, Timer::Retry { node, conn }),
+            Some(Redial::Fail(reason)) => self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason })),
+            None => {}
         }
     }
 
@@ -508,8 +526,7 @@ impl World<'_> {
                         self.work.push_back((node, OwnedInput::Connected { conn }));
                     }
                 }
-                EventKind::Refused { sock } => self.connect_failed(sock, ConnectFailure::Refused),
-                EventKind::ConnectTimedOut { sock } => self.connect_failed(sock, ConnectFailure::TimedOut),
+                EventKind::Refused { sock } | EventKind::ConnectTimedOut { sock } => self.connect_failed(sock, &kind),
                 EventKind::Acceptable { listener } => self.try_accept(listener),
                 EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
                     self.read_all(sock)

@@ -4,4 +4,7 @@ pub mod fast;
 pub mod outcome;
 pub mod turmoil;
 
+#[cfg(test)]
+mod retry_script;
+
 pub use outcome::{Node, Outcome, Trace};

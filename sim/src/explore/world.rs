@@ -36,9 +36,9 @@ use bootsim_core::{
 
 use super::schedule::ConnName;
 use crate::case::Case;
-use crate::engine::fast::host_addr;
 use crate::engine::outcome::{event_conn, Node, Outcome};
 use crate::seed::derive;
+use crate::words::host_addr;
 use crate::workload::{build_op, OpSpec};
 
 /// A listener: its owner and which.

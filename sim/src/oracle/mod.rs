@@ -13,7 +13,7 @@ use crate::workload::{expected_result, qp_handle, OpSpec};
 mod provenance;
 mod results;
 
-pub use results::{judge_results, RankReport};
+pub use results::judge_results;
 
 /// How a run ended, worst first in `Ord`'s reverse: corruption beats error beats hang.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

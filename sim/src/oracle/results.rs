@@ -2,7 +2,7 @@
 //! sockets (`bootsim smoke`), the namespaces behind the userspace wire, and the real NVSHMEM
 //! plugin. Same findings and verdicts as a simulated run's [`super::judge`].
 
-pub use bootsim_core::RankReport;
+use bootsim_core::RankReport;
 
 use super::{corruption, Finding, Verdict};
 use crate::workload::{expected_result, OpSpec};

@@ -9,7 +9,7 @@ use super::labels::{Anchor, Label};
 use super::scale::Scale;
 use super::svg::{Canvas, AXIS_W};
 use super::textwidth::Font;
-use crate::explain::{ms, ms_d};
+use crate::words::{ms, ms_d};
 
 /// The grid lines and the cut marks, under everything else.
 pub fn grid(cv: &mut Canvas, sc: &Scale, width: f64) {

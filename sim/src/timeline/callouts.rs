@@ -12,7 +12,7 @@ use super::scale::Scale;
 use super::svg::{Canvas, Geometry};
 use super::textwidth::{wrap, Font};
 use crate::engine::outcome::Node;
-use crate::explain::{ms, ms_d};
+use crate::words::{ms, ms_d};
 
 const LINE: f64 = 15.0;
 

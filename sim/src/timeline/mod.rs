@@ -109,8 +109,8 @@ fn controls(pic: &Picture) -> (String, String) {
             h,
             "<label><input type=\"checkbox\" id=\"show-{k}\"{checked}> {} ({}–{})</label>",
             b.label,
-            crate::explain::ms(b.from),
-            crate::explain::ms(b.until)
+            crate::words::ms(b.from),
+            crate::words::ms(b.until)
         );
         let off = format!("body:has(#show-{k}:not(:checked))");
         let on = format!("body:has(#show-{k}:checked)");

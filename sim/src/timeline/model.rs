@@ -4,10 +4,11 @@
 use bootsim_core::Instant;
 
 use crate::engine::outcome::{DrainNote, Node, Outcome};
-use crate::explain::{decisive_stall, find_overtake, seg_name, step_name, Overtake};
+use crate::explain::{decisive_stall, find_overtake, Overtake};
 use crate::kernel::{Dir, EventKind};
 use crate::oracle::Finding;
 use crate::run::RunReport;
+use crate::words::{seg_name, step_name};
 
 /// Worlds up to this many ranks show every lane; larger ones only the violation's lanes.
 pub const MAX_LANES: u32 = 8;

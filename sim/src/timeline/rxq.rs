@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::model::{Model, Stall};
 use super::scale::Scale;
 use super::svg::{esc, Canvas, Geometry};
-use crate::explain::{ms, ms_d};
+use crate::words::{ms, ms_d};
 
 /// RX-queue stalls: one column per queue left of the lane, overlapping waits merged into one bar.
 pub fn stalls(cv: &mut Canvas, m: &Model, sc: &Scale, g: &Geometry) {

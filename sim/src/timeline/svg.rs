@@ -23,7 +23,7 @@ use super::rxq::stalls;
 use super::scale::Scale;
 use super::textwidth::Font;
 use crate::engine::outcome::Node;
-use crate::explain::{ms, ms_d};
+use crate::words::{ms, ms_d};
 
 /// Width of the time axis, left of the lanes.
 pub const AXIS_W: f64 = 84.0;

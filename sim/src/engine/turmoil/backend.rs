@@ -1,6 +1,7 @@
 //! The turmoil implementation of the driver's [`Backend`]: turmoil sockets, with accept order
 //! and send-queue drains decided by the kernel model through the [`GateHandle`].
 
+use std::future::Future;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::pin::Pin;
@@ -8,20 +9,18 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bootsim_adapters::driver::{Backend, DrainResult};
+use bootsim_adapters::net::{retry_dial, Attempt, DialFailed};
 use bootsim_core::Listener;
-use bootsim_core::{ConnectFailure, ConnectRetry, RetryPolicy, RetryStep};
+use bootsim_core::{ConnectFailure, RetryPolicy};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::gate::{sim_now, GateHandle, Handshake};
 use crate::kernel::{ListenerId, SockId};
 
-/// Ports of the protocol's listeners (every host has its own address).
-pub use bootsim_core::ports::ROOT_PORT;
 use bootsim_core::ports::{sim_port, DRAIN_POLL};
-/// How often blocked accepts look at the model's accept queue.
+/// How often blocked accepts (and connects) look at the model's queues.
 const ACCEPT_POLL: Duration = Duration::from_micros(100);
-/// The drain's poll interval in the proposed fix.
 /// Host `h`'s address in the simulation (turmoil hosts are named `h0`, `h1`, ...).
 pub fn host_ip(h: u32) -> IpAddr {
     turmoil::lookup(format!("h{h}"))
@@ -34,6 +33,8 @@ pub struct TurmoilNet {
     pub host: u32,
     /// The shared kernel gate.
     pub gate: GateHandle,
+    /// NVSHMEM's connect retry ([`RetryPolicy::default`] is upstream's constants).
+    pub retry: RetryPolicy,
 }
 
 /// A listener: turmoil's, drained eagerly into the gate by a task, and the model's.
@@ -77,6 +78,60 @@ fn host_of(ip: IpAddr) -> Option<u32> {
     name.strip_prefix('h')?.parse().ok()
 }
 
+impl TurmoilNet {
+    /// One connect attempt: turmoil connects at once (the eager acceptor); the model decides
+    /// when and how the kernel's handshake ends, as a blocking connect() would see it.
+    async fn dial_once(&self, to: u32, addr: SocketAddr) -> io::Result<(GateStream, Handshake)> {
+        let inner = turmoil::net::TcpStream::connect(addr).await?;
+        let local = inner.local_addr()?;
+        let sock = self.gate.lock().connected(self.host, to, addr.port(), local, addr);
+        loop {
+            match self.gate.lock().handshake(sock) {
+                Handshake::Pending => {}
+                end => return Ok((GateStream { inner, sock: Some(sock), id: Some(sock) }, end)),
+            }
+            tokio::time::sleep(ACCEPT_POLL).await;
+        }
+    }
+}
+
+/// How one simulated attempt ended for NVSHMEM's retry: the model's handshake (RST is a
+/// refusal, unanswered SYNs a timeout), or turmoil's own refusal when nothing is bound.
+pub fn attempt_of<T>(dialed: io::Result<(T, Handshake)>) -> Attempt<T> {
+    match dialed {
+        Ok((stream, Handshake::Established)) => Attempt::Connected(stream),
+        Ok((_, Handshake::Refused)) => {
+            Attempt::Failed(ConnectFailure::Refused, io::ErrorKind::ConnectionRefused.into())
+        }
+        Ok((_, Handshake::TimedOut | Handshake::Pending)) => {
+            Attempt::Failed(ConnectFailure::TimedOut, io::ErrorKind::TimedOut.into())
+        }
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Attempt::Failed(ConnectFailure::Refused, e),
+        Err(e) => Attempt::Fatal(e),
+    }
+}
+
+/// The turmoil driver's connect: NVSHMEM's retry (adapters' [`retry_dial`], core's state
+/// machine) over `dial`, one attempt each; a give-up fails with "connect to ADDR: " and core's
+/// [`bootsim_core::GaveUp`] text. Tests script `dial`; the backend dials turmoil and the model.
+pub async fn connect_retrying<T, F, Fut>(addr: SocketAddr, policy: &RetryPolicy, mut dial: F) -> io::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = io::Result<(T, Handshake)>>,
+{
+    let attempt = || {
+        let dialed = dial();
+        async move { attempt_of(dialed.await) }
+    };
+    match retry_dial(policy, attempt).await {
+        Ok((stream, _)) => Ok(stream),
+        Err(DialFailed { gave_up: Some(why), .. }) => {
+            Err(io::Error::new(io::ErrorKind::TimedOut, format!("connect to {addr}: {why}")))
+        }
+        Err(DialFailed { last, .. }) => Err(last),
+    }
+}
+
 impl Backend for TurmoilNet {
     type Listener = GateListener;
     type Stream = GateStream;
@@ -110,38 +165,7 @@ impl Backend for TurmoilNet {
 
     async fn connect(&self, addr: SocketAddr) -> io::Result<GateStream> {
         let to = host_of(addr.ip()).ok_or_else(|| io::Error::other(format!("no simulated host at {addr}")))?;
-        // NVSHMEM's blocking-connect retry: the one state machine in core every driver uses.
-        let mut retry = ConnectRetry::new(RetryPolicy::default());
-        loop {
-            let failure = match turmoil::net::TcpStream::connect(addr).await {
-                Ok(inner) => {
-                    let local = inner.local_addr()?;
-                    let sock = self.gate.lock().connected(self.host, to, addr.port(), local, addr);
-                    // turmoil connected at once (the eager acceptor); the model decides when the
-                    // kernel's handshake completes, as a blocking connect() would see it.
-                    loop {
-                        match self.gate.lock().handshake(sock) {
-                            Handshake::Established => {
-                                return Ok(GateStream { inner, sock: Some(sock), id: Some(sock) })
-                            }
-                            Handshake::Pending => {}
-                            Handshake::Refused => break ConnectFailure::Refused,
-                            Handshake::TimedOut => break ConnectFailure::TimedOut,
-                        }
-                        tokio::time::sleep(ACCEPT_POLL).await;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => ConnectFailure::Refused,
-                Err(e) => return Err(e),
-            };
-            match retry.on_failure(failure) {
-                RetryStep::RedialAfter(pause) => tokio::time::sleep(pause).await,
-                step => {
-                    let why = format!("connect to {addr}: {}", step.reason().unwrap_or_default());
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, why));
-                }
-            }
-        }
+        connect_retrying(addr, &self.retry, || self.dial_once(to, addr)).await
     }
 
     fn report_wait(&self, waiting: Option<String>, unexpected: Vec<(i32, i32)>) {

@@ -2,8 +2,8 @@
 //! as real sockets (`bootsim_adapters::driver`), over the [`backend::TurmoilNet`] backend whose
 //! accept order and drains come from the kernel model.
 
-mod backend;
-mod gate;
+pub(crate) mod backend;
+pub(crate) mod gate;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -20,7 +20,8 @@ use crate::kernel::{Kernel, SockId};
 use crate::seed::derive;
 use crate::words::{completion_line, event_line};
 use crate::workload::build_op;
-use backend::{TurmoilNet, ROOT_PORT};
+use backend::TurmoilNet;
+use bootsim_core::ports::ROOT_PORT;
 use gate::{sim_now, GateHandle};
 
 /// How long every unfinished rank must be stuck, with the kernel model idle, to end a run early.
@@ -65,7 +66,7 @@ pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome 
         sim.host(format!("h{r}"), move || {
             let (gate, slot, root_slot, ops) = (gate.clone(), slot.clone(), root_slot.clone(), ops.clone());
             async move {
-                let net = TurmoilNet { host: r, gate };
+                let net = TurmoilNet { host: r, gate, retry: bootsim_core::RetryPolicy::default() };
                 let uid = UniqueId {
                     version: variant.uid_version(),
                     root: std::net::SocketAddr::new(backend::host_ip(0), ROOT_PORT),
