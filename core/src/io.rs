@@ -1,6 +1,6 @@
 //! The contract between a state machine and its driver: inputs in, outputs out, time as a value.
 //!
-//! After every input (or [`crate::Rank::start`], or a timeout), the driver drains `poll_output`
+//! After every input (or [`crate::Rank::push`], or a timeout), the driver drains `poll_output`
 //! until it returns `None`, carries out each output in order, then sleeps until `poll_timeout`.
 
 use std::net::SocketAddr;
