@@ -156,15 +156,19 @@ fn forge_check_in(addr: SocketAddr, magic: u64) -> bool {
 
 #[test]
 fn a_check_in_forged_with_the_derivable_magic_takes_a_rank_only_without_a_shared_secret() {
-    // Without a secret the forgery works: the root takes it as rank 1, and the real rank 1 is
-    // then a duplicate. (This also proves the test derives the magic as bootsim does.)
+    // Without a secret the forgery works: the root takes it as rank 1. (This also proves the
+    // test derives the magic as bootsim does.)
     let addr: SocketAddr = ([127, 0, 0, 1], free_port(3, 1)).into();
     let mut children = vec![rank0(addr, 3_000, &[])];
     assert!(forge_check_in(addr, derived_magic(addr)), "the root answers a check-in with the derived magic");
     children.extend((1..4).map(|r| rank(addr, r, 3_000, &[])));
     let outs = finish(children, Duration::from_secs(60));
     assert_eq!(outs[0].0, Some(1), "{}", outs[0].1);
-    assert!(outs[0].1.contains("has already checked in"), "{}", outs[0].1);
+    // Which comes first decides the symptom: the real rank 1's check-in refused as a duplicate,
+    // or the root, with four check-ins in, dialing the forged rank 1's address and never
+    // getting through. Either way the root took the forgery as rank 1.
+    let took_it = ["has already checked in", "connect to rank 1 to send its successor"];
+    assert!(took_it.iter().any(|t| outs[0].1.contains(t)), "{}", outs[0].1);
     assert!(outs[0].1.contains("the session magic is derived from the address"), "{}", outs[0].1);
     // With a shared secret the same forgery is a stranger: dropped, and the session passes.
     let addr: SocketAddr = ([127, 0, 0, 1], free_port(4, 1)).into();
