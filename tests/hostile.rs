@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bootsim_core::wire::{encode_frame, ExtInfo, Preamble};
+use bootsim_core::codec::{encode_frame, ExtInfo, Preamble};
 use bootsim_core::NVSHMEM_UID_VERSION;
 use sha2::{Digest, Sha256};
 

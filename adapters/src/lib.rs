@@ -5,10 +5,10 @@
 //!   retry, interface selection, launcher rank/size).
 
 pub mod driver;
-pub mod net;
+pub mod os;
 pub mod plugin;
 pub mod probe;
 pub mod rdma;
-pub mod tokio_net;
+pub mod tokio_sockets;
 pub mod wire;
 pub mod wire_run;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use bootsim_core::{Limits, Op, Variant};
 
 use crate::driver::{DriverError, RankRun};
-use crate::tokio_net::{run_blocking, Rendezvous, SessionConfig};
+use crate::tokio_sockets::{run_blocking, Rendezvous, SessionConfig};
 use crate::wire::{host_addr, Policy, Wire, WireError, WireReport, MAX_HOSTS};
 
 /// The port of the root's listener on host 1.

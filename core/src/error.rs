@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::codec::WireError;
 use crate::ids::OpKind;
-use crate::wire::WireError;
 
 /// Why an operation (or the root) failed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]

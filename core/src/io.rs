@@ -6,10 +6,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::codec::WireError;
 use crate::error::BootstrapError;
 use crate::ids::{ConnId, Listener, MsgOrigin, OpId, OpKind};
 use crate::time::Instant;
-use crate::wire::WireError;
 
 /// What happened in the outside world.
 #[derive(Clone, Debug, PartialEq, Eq)]

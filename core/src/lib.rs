@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod codec;
 pub mod error;
 pub mod ids;
 pub mod io;
@@ -22,7 +23,6 @@ pub mod root;
 pub mod time;
 pub mod uid;
 pub mod variant;
-pub mod wire;
 
 pub use error::BootstrapError;
 pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind, OpName};

@@ -4,12 +4,12 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
+use crate::codec::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
 use crate::error::BootstrapError;
 use crate::ids::{ConnId, Listener, OpId, OpKind};
 use crate::io::{Completion, Event, Input, Limits, Output};
 use crate::time::Instant;
 use crate::uid::UniqueId;
-use crate::wire::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
 
 /// The largest world a root accepts (a check-in claiming more is refused before any allocation).
 pub const MAX_RANKS: u32 = 65536;

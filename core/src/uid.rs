@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use crate::wire::{decode_sockaddr, encode_sockaddr, WireError, SOCKADDR_LEN};
+use crate::codec::{decode_sockaddr, encode_sockaddr, WireError, SOCKADDR_LEN};
 
 /// `NVSHMEMX_UNIQUEID_INITIALIZER`'s version, `(1 << 16) + 128`: every NVSHMEM-compatible variant.
 pub const NVSHMEM_UID_VERSION: i32 = (1 << 16) + 128;

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use bootsim_core::wire::{encode_frame, ExtInfo, Preamble, WireError};
+use bootsim_core::codec::{encode_frame, ExtInfo, Preamble, WireError};
 use bootsim_core::{
     BootstrapError, ConnId, Event, Input, Instant, Limits, Output, Root, RootConfig, UniqueId, NVSHMEM_UID_VERSION,
 };

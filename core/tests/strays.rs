@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use bootsim_core::codec::{encode_frame, Preamble, WireError};
 use bootsim_core::memnet::{MemNet, Node};
-use bootsim_core::wire::{encode_frame, Preamble, WireError};
 use bootsim_core::{Event, Limits, Op, Variant, PRESETS};
 
 /// Strangers: they do not know the session's magic.

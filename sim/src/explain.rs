@@ -1,6 +1,6 @@
 //! Plain-language explanations of failing runs: which message overtook which and why, what the
 //! receiver took, and what it leads to. Built from the trace-time records of an
-//! [`Outcome`](crate::engine::Outcome); a report without them is re-run with tracing (the run is
+//! [`Outcome`]; a report without them is re-run with tracing (the run is
 //! deterministic, so the explanation is the same).
 
 use std::collections::BTreeMap;

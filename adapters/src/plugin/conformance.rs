@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use bootsim_core::wire::{ExtInfo, Preamble, SOCKADDR_LEN};
+use bootsim_core::codec::{ExtInfo, Preamble, SOCKADDR_LEN};
 use bootsim_core::NVSHMEM_UID_VERSION;
 
 use crate::wire::CapturedStream;
@@ -169,7 +169,7 @@ pub fn differences(a: &[ConnTranscript], b: &[ConnTranscript]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::wire::FlowInfo;
-    use bootsim_core::wire::{encode_frame, encode_sockaddr};
+    use bootsim_core::codec::{encode_frame, encode_sockaddr};
     use std::net::{SocketAddr, SocketAddrV4};
 
     fn stream(src: u8, dst: u8, frames: &[Vec<u8>], magic: u64) -> CapturedStream {

@@ -99,7 +99,7 @@ fn init<'p>(plugin: &'p Plugin, cfg: &PluginRankConfig) -> Result<PluginRank<'p>
     let uid = match &cfg.uid {
         UidSource::Create(path) => {
             let uid = handle.unique_id()?;
-            crate::tokio_net::write_atomically(path, &uid)
+            crate::tokio_sockets::write_atomically(path, &uid)
                 .map_err(|e| PluginError::Usage(format!("writing {}: {e}", path.display())))?;
             uid
         }

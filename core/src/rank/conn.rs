@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use crate::codec::{FrameReader, WireError};
 use crate::ids::ConnId;
 use crate::time::Instant;
 use crate::variant::Transport;
-use crate::wire::{FrameReader, WireError};
 
 /// What a connection is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

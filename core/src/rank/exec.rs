@@ -5,11 +5,11 @@ use std::time::Duration;
 use super::conn::{Conn, Role};
 use super::plan::{Source, Step};
 use super::{Rank, Running, Wait};
+use crate::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
 use crate::error::BootstrapError;
 use crate::ids::{ConnId, Listener, MsgOrigin, OpKind};
 use crate::io::{Completion, Event, Output};
 use crate::variant::{SizePolicy, Transport};
-use crate::wire::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
 
 /// How a step attempt ended.
 enum Progress {
@@ -216,7 +216,7 @@ impl Rank {
         };
         let slot = self.cfg.rank as usize * SOCKADDR_LEN;
         let op = self.op.as_mut().expect("init running");
-        op.result[slot..slot + SOCKADDR_LEN].copy_from_slice(&crate::wire::encode_sockaddr(&peers));
+        op.result[slot..slot + SOCKADDR_LEN].copy_from_slice(&crate::codec::encode_sockaddr(&peers));
         Ok(Progress::StepDone)
     }
 

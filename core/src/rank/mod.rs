@@ -8,13 +8,13 @@ mod plan;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
+use crate::codec::{WireError, SOCKADDR_LEN};
 use crate::error::BootstrapError;
 use crate::ids::{ConnId, Listener, OpId, OpKind};
 use crate::io::{Completion, Event, Input, Limits, Output};
 use crate::time::Instant;
 use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
-use crate::wire::{WireError, SOCKADDR_LEN};
 
 use conn::{ConnTable, Role};
 use plan::Step;

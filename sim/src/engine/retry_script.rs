@@ -11,7 +11,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bootsim_adapters::net::{connect_with_retry_using, GiveUp};
+use bootsim_adapters::os::{connect_with_retry_using, GiveUp};
 use bootsim_core::{ConnectFailure, ConnectRetry, Instant, RetryPolicy};
 
 use super::fast::{on_connect_event, Redial};

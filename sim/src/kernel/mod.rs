@@ -12,6 +12,7 @@
 //! [`Kernel::poll_timeout`] and call [`Kernel::handle_timeout`]. Same seed and same calls give
 //! the same events.
 
+mod agenda;
 mod config;
 mod events;
 mod loss;
@@ -20,7 +21,6 @@ mod rng;
 mod rss;
 mod softirq;
 mod tcp;
-mod wire;
 
 #[cfg(test)]
 mod tests;
@@ -34,8 +34,8 @@ pub use events::{
     Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, ListenerId, Overflow, ReadOutcome, Seg, SockId,
 };
 
+use agenda::{Net, Work};
 use tcp::{Conn, Ctx, Listener, Listeners};
-use wire::{Net, Work};
 
 /// Socket-call failures.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

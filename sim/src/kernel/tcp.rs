@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use bootsim_core::Instant;
 
+use super::agenda::{Net, Pkt, Work};
 use super::events::{Dir, EventKind, Flow, ListenerId, Overflow, ReadOutcome, Seg, SockId};
-use super::wire::{Net, Pkt, Work};
 
 const C: usize = 0;
 const S: usize = 1;

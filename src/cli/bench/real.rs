@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use bootsim_adapters::tokio_net::{real_limits, run_blocking, Rendezvous, SessionConfig};
+use bootsim_adapters::tokio_sockets::{real_limits, run_blocking, Rendezvous, SessionConfig};
 use bootsim_core::{Event, Variant};
 use bootsim_sim::workload::{build_op, Workload};
 

@@ -27,8 +27,8 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use bootsim_adapters::net;
-use bootsim_adapters::tokio_net::{real_limits, run_blocking, Rendezvous, SessionConfig};
+use bootsim_adapters::os;
+use bootsim_adapters::tokio_sockets::{real_limits, run_blocking, Rendezvous, SessionConfig};
 use bootsim_core::{UniqueId, Variant};
 use bootsim_sim::oracle::judge_results;
 use bootsim_sim::workload::{build_op, Workload};
@@ -153,7 +153,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     }
     let (rank, nranks) = match (args.rank, args.ranks) {
         (Some(r), Some(n)) => (r, n),
-        _ => net::from_process_env()?
+        _ => os::from_process_env()?
             .map(|l| (l.rank, l.size))
             .ok_or_else(|| anyhow!("no --rank/--ranks and no launcher variables (SLURM_PROCID, RANK, ...)"))?,
     };
@@ -182,7 +182,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     let ip = match (args.ip, session) {
         (Some(ip), _) => ip,
         (None, Some(s)) if s.ip().is_loopback() => s.ip(),
-        (None, s) => pick_ip(s.map_or(net::Family::V4, |s| net::Family::of(&s.ip())))?,
+        (None, s) => pick_ip(s.map_or(os::Family::V4, |s| os::Family::of(&s.ip())))?,
     };
     let op_timeout = Duration::from_millis(args.op_timeout_ms);
     let specs = workload.ops(args.seed);
@@ -513,10 +513,10 @@ fn resolve(session: &str) -> anyhow::Result<SocketAddr> {
 }
 
 /// The bootstrap interface's address, as NVSHMEM picks it (NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME).
-fn pick_ip(family: net::Family) -> anyhow::Result<IpAddr> {
-    let filter = std::env::var("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME").ok().map(|s| net::IfFilter::parse(&s));
-    let list = net::list_interfaces().context("listing interfaces")?;
-    let chosen = net::select(filter.as_ref(), family, &list);
+fn pick_ip(family: os::Family) -> anyhow::Result<IpAddr> {
+    let filter = std::env::var("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME").ok().map(|s| os::IfFilter::parse(&s));
+    let list = os::list_interfaces().context("listing interfaces")?;
+    let chosen = os::select(filter.as_ref(), family, &list);
     Ok(chosen.map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |i| i.addr))
 }
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::driver::rank_report;
 use bootsim_adapters::plugin::{supervise_with, PluginSpec, AFTER_PEER_FAILED};
-use bootsim_adapters::tokio_net::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
+use bootsim_adapters::tokio_sockets::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
 use bootsim_adapters::wire::{self, host_addr, Policy, Wire, WireReport};
 use bootsim_adapters::wire_run::rank_host;
 use bootsim_core::{RankReport, Variant};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::driver::{rank_report, run_of, DriverError, RankRun};
-use bootsim_adapters::tokio_net::real_limits;
+use bootsim_adapters::tokio_sockets::real_limits;
 use bootsim_adapters::wire::{self, FlowInfo, Policy, ReleaseReason, WireDecision, WireEvent, WireReport};
 use bootsim_adapters::wire_run::{self, host_rank, WireRunConfig, ROOT_PORT};
 use bootsim_core::{Event, Variant};

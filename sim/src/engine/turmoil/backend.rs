@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bootsim_adapters::driver::{Backend, DrainResult};
-use bootsim_adapters::net::{retry_dial, Attempt, DialFailed};
+use bootsim_adapters::os::{retry_dial, Attempt, DialFailed};
 use bootsim_core::Listener;
 use bootsim_core::{ConnectFailure, RetryPolicy};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};

@@ -1,5 +1,5 @@
 //! `engine=turmoil`: every rank and the root is a turmoil host running the same async driver
-//! as real sockets (`bootsim_adapters::driver`), over the [`backend::TurmoilNet`] backend whose
+//! as real sockets (`bootsim_adapters::driver`), over the `backend::TurmoilNet` backend whose
 //! accept order and drains come from the kernel model.
 
 pub(crate) mod backend;

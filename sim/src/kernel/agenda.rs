@@ -1,5 +1,5 @@
-//! The packet path between hosts: wire latency (FIFO per connection and direction), loss at the
-//! receiving NIC, the RSS-chosen RX queue and its softirq, and the (time, seq)-ordered agenda.
+//! The packet agenda: the path between hosts (link latency (FIFO per connection and direction), loss at the
+//! receiving NIC, the RSS-chosen RX queue and its softirq, all ordered by (time, seq)).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};

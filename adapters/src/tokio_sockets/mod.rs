@@ -1,5 +1,5 @@
-//! The real-socket [`Backend`]: tokio TCP on one interface address, NVSHMEM's connect retry
-//! ([`net::connect_with_retry`]) and the SIOCOUTQ drain ([`net::drain`]).
+//! The real-socket [`Backend`] and its one-rank-per-process session: tokio TCP on one interface address, NVSHMEM's connect retry
+//! ([`os::connect_with_retry`]) and the SIOCOUTQ drain ([`os::drain`]).
 
 #[cfg(test)]
 mod flood_tests;
@@ -16,7 +16,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::driver::{Backend, DrainResult};
-use crate::net::{self, DrainOutcome};
+use crate::os::{self, DrainOutcome};
 use bootsim_core::RetryPolicy;
 
 pub use session::{
@@ -62,7 +62,7 @@ pub struct TokioNet {
 impl TokioNet {
     /// Sockets on `ip`, ephemeral ports, NVSHMEM's retry and drain poll.
     pub fn new(ip: IpAddr) -> Self {
-        TokioNet { ip, rendezvous_port: 0, retry: RetryPolicy::default(), drain_poll: net::DEFAULT_POLL_INTERVAL }
+        TokioNet { ip, rendezvous_port: 0, retry: RetryPolicy::default(), drain_poll: os::DEFAULT_POLL_INTERVAL }
     }
 }
 
@@ -86,7 +86,7 @@ impl Backend for TokioNet {
     }
 
     async fn connect(&self, addr: SocketAddr) -> io::Result<TcpStream> {
-        net::connect_with_retry(addr, &self.retry).await.map_err(io::Error::other)
+        os::connect_with_retry(addr, &self.retry).await.map_err(io::Error::other)
     }
 
     fn split(&self, s: TcpStream) -> (OwnedReadHalf, OwnedWriteHalf) {
@@ -94,7 +94,7 @@ impl Backend for TokioNet {
     }
 
     async fn drain(&self, w: &OwnedWriteHalf, timeout: Duration) -> DrainResult {
-        let report = net::drain(w.as_ref(), timeout, self.drain_poll).await;
+        let report = os::drain(w.as_ref(), timeout, self.drain_poll).await;
         match report.outcome {
             DrainOutcome::Drained => DrainResult::Drained { waited: report.waited },
             DrainOutcome::TimedOut { unacked } => {

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bootsim_core::wire::WireError;
+use bootsim_core::codec::WireError;
 use bootsim_core::{Event, Limits, Listener, OpKind, RankConfig, RootConfig, Transport, UniqueId, Variant, PRESETS};
 use bootsim_sim::workload::{build_op, expected_result, Workload};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

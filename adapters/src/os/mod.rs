@@ -1,6 +1,7 @@
-//! Leaf utilities for the real-socket (tokio) backend: the SIOCOUTQ TX drain,
-//! NVSHMEM's connect retry, interface selection and launcher rank/size.
-//! Linux only (`SIOCOUTQ`, `getifaddrs`).
+//! What the operating system and the launcher give a real rank: the SIOCOUTQ TX drain,
+//! NVSHMEM's connect retry over errno (its loop, [`retry_dial`], also drives the turmoil
+//! backend), interface selection and the launcher's rank/size. Linux only (`SIOCOUTQ`,
+//! `getifaddrs`). The tokio sockets that use them are [`crate::tokio_sockets`].
 
 mod connect;
 mod drain;
