@@ -34,8 +34,10 @@ fmt:
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
+# Clippy, and rustdoc with broken or private links as errors (module renames must not leave dead links).
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
 unit:
 	$(CARGO) test --workspace

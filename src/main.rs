@@ -1,5 +1,7 @@
 //! `bootsim`: run, replay, sweep and compare bootstrap protocol variants in simulation, and run
 //! the same state machines over real sockets.
+// clap turns the argument docs into --help, where `[,select=S]` is syntax, not a link.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 mod cli;
 

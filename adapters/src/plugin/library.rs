@@ -2,7 +2,7 @@
 //!
 //! Every call into the plugin blocks (NVSHMEM's sockets are blocking and have no timeout), so a
 //! [`PluginRank`] is meant to live in a process of its own: the parent bounds it
-//! ([`super::process`]).
+//! ([`super::supervise`]).
 
 use std::ffi::c_int;
 use std::path::{Path, PathBuf};

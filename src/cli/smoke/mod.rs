@@ -14,7 +14,7 @@
 //!   in a fresh temporary directory, and prints their lines.
 //! - `--local N --wire POLICY`: the N ranks run as threads of this process, rank k in its own
 //!   network namespace as host k+1 (10.213.0.k+1) behind the userspace wire, which applies
-//!   POLICY to the connections between them (see [`wire_smoke`]). Needs CAP_NET_ADMIN and
+//!   POLICY to the connections between them (see `wire.rs`). Needs CAP_NET_ADMIN and
 //!   /dev/net/tun.
 //!
 //! Each rank stops at its first failed iteration. Exit 0: every iteration verified; 1: an
