@@ -9,14 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-/// Sleep between two `TIOCOUTQ` polls.
-pub const DRAIN_POLL_INTERVAL: Duration = Duration::from_micros(200);
-/// The default drain bound (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS's default).
-pub const DEFAULT_DRAIN_BOUND: Duration = Duration::from_millis(1000);
+use crate::os::{outq, DEFAULT_POLL_INTERVAL};
 
-/// How one drain went.
+/// How one blocking drain went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DrainOutcome {
+pub struct DrainWait {
     /// Time from the first poll to the last.
     pub waited: Duration,
     /// `TIOCOUTQ` polls made.
@@ -25,22 +22,20 @@ pub struct DrainOutcome {
     pub timed_out: bool,
 }
 
-/// Polls `TIOCOUTQ` on `fd` every [`DRAIN_POLL_INTERVAL`] until it reads 0 or `bound` has passed.
-pub fn drain_txq(fd: RawFd, bound: Duration) -> io::Result<DrainOutcome> {
+/// Polls [`outq`] on `fd` every [`DEFAULT_POLL_INTERVAL`] until it reads 0 or `bound` has
+/// passed, blocking the thread (the probe's sender is a plain thread; the async driver's drain
+/// is [`crate::os::drain`]).
+pub fn drain_txq(fd: RawFd, bound: Duration) -> io::Result<DrainWait> {
     let start = Instant::now();
     let mut polls = 0;
     loop {
-        let mut queued: libc::c_int = 0;
-        // SAFETY: TIOCOUTQ writes one int through a live pointer.
-        if unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut queued) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let queued = outq(fd)?;
         polls += 1;
         let waited = start.elapsed();
         if queued == 0 || waited >= bound {
-            return Ok(DrainOutcome { waited, polls, timed_out: queued != 0 });
+            return Ok(DrainWait { waited, polls, timed_out: queued != 0 });
         }
-        thread::sleep(DRAIN_POLL_INTERVAL.min(bound - waited));
+        thread::sleep(DEFAULT_POLL_INTERVAL.min(bound - waited));
     }
 }
 
@@ -63,7 +58,7 @@ pub struct DrainSummary {
 
 impl DrainSummary {
     /// Summarises `outcomes` of drains bounded by `bound`.
-    pub fn from_outcomes(bound: Duration, outcomes: &[DrainOutcome]) -> Self {
+    pub fn from_outcomes(bound: Duration, outcomes: &[DrainWait]) -> Self {
         let total: u128 = outcomes.iter().map(|o| o.waited.as_micros()).sum();
         DrainSummary {
             bound_ms: bound.as_millis() as u64,
@@ -79,18 +74,19 @@ impl DrainSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::DEFAULT_DRAIN_TIMEOUT;
 
     #[test]
     fn summary_of_nothing_and_of_some() {
-        assert_eq!(DrainSummary::from_outcomes(DEFAULT_DRAIN_BOUND, &[]).mean_us, 0);
-        let o = |ms, timed_out| DrainOutcome { waited: Duration::from_millis(ms), polls: 2, timed_out };
+        assert_eq!(DrainSummary::from_outcomes(DEFAULT_DRAIN_TIMEOUT, &[]).mean_us, 0);
+        let o = |ms, timed_out| DrainWait { waited: Duration::from_millis(ms), polls: 2, timed_out };
         let s = DrainSummary::from_outcomes(Duration::from_millis(100), &[o(10, false), o(100, true)]);
         assert_eq!((s.bound_ms, s.drains, s.mean_us, s.max_us, s.polls, s.timeouts), (100, 2, 55_000, 100_000, 4, 1));
     }
 
     #[test]
     fn bad_fd_is_an_error() {
-        assert!(drain_txq(-1, DEFAULT_DRAIN_BOUND).is_err());
+        assert!(drain_txq(-1, DEFAULT_DRAIN_TIMEOUT).is_err());
     }
 
     #[test]
@@ -101,7 +97,7 @@ mod tests {
         let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let _server = l.accept().unwrap();
         c.write_all(&[1; 72]).unwrap();
-        let o = drain_txq(c.as_raw_fd(), DEFAULT_DRAIN_BOUND).unwrap();
+        let o = drain_txq(c.as_raw_fd(), DEFAULT_DRAIN_TIMEOUT).unwrap();
         assert!(!o.timed_out);
     }
 }

@@ -21,7 +21,7 @@ use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-pub use drain::{drain_txq, DrainOutcome, DrainSummary, DEFAULT_DRAIN_BOUND, DRAIN_POLL_INTERVAL};
+pub use drain::{drain_txq, DrainSummary, DrainWait};
 pub use receiver::{listen, ListenReport, ProbeListener, DEFAULT_IDLE_TIMEOUT};
 pub use report::{ProbeReport, WireSummary};
 pub use sender::{connect, frame, ConnectReport, CONNECT_TIMEOUT, READY_WAIT};

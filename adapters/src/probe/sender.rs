@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::drain::{drain_txq, DrainOutcome, DrainSummary};
+use super::drain::{drain_txq, DrainSummary, DrainWait};
 use super::{ProbeError, PAYLOAD_LEN};
 
 /// How long one `connect` may take.
@@ -51,7 +51,7 @@ pub fn frame(idx: u32) -> Vec<u8> {
 /// retries for [`READY_WAIT`] while refused, so the listener may start a little later.
 pub fn connect(addr: SocketAddr, k: u32, drain: Option<Duration>) -> Result<ConnectReport, ProbeError> {
     let start = Instant::now();
-    let mut outcomes: Vec<DrainOutcome> = Vec::new();
+    let mut outcomes: Vec<DrainWait> = Vec::new();
     for idx in 0..k {
         let ctx = |what: &'static str| move |e| ProbeError::io(format!("connection {idx} to {addr}: {what}"), e);
         let mut stream = if idx == 0 {

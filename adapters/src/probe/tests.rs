@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::os::DEFAULT_DRAIN_TIMEOUT;
 use crate::wire::{wire_available, Wire};
 
 fn available() -> bool {
@@ -121,7 +122,7 @@ fn listen_and_connect_halves_across_hosts() {
     let wire = Wire::start(3, Policy::None).unwrap();
     let addr = SocketAddr::V4(SocketAddrV4::new(host_addr(3), 7001));
     // The connecting half starts first and retries while refused.
-    let sent = wire.spawn(1, move || connect(addr, 4, Some(DEFAULT_DRAIN_BOUND))).unwrap();
+    let sent = wire.spawn(1, move || connect(addr, 4, Some(DEFAULT_DRAIN_TIMEOUT))).unwrap();
     std::thread::sleep(Duration::from_millis(100));
     let heard = wire.spawn(3, move || listen(addr, 4)).unwrap();
     let sent = sent.join().unwrap().unwrap();

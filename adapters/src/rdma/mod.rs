@@ -33,4 +33,4 @@ pub mod device;
 pub use canary::{Canary, Side};
 pub use exchange::{ExchangeError, ExtraRecord, QpLayout, QpSlot};
 pub use gid::{select_gid, GidChoice, GidEntry, GidError, GidType};
-pub use verdict::{judge, predict, predict_world, Observation, Predicted, QpVerdict, Report, Summary, Verdict};
+pub use verdict::{judge, predict, predict_world, Observation, Predicted, QpFate, QpVerdict, Report, Summary};

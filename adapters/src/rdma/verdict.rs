@@ -108,7 +108,7 @@ impl fmt::Display for HandleDisplay<'_> {
 
 /// What happened to one QP.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum QpFate {
     /// Connected; the right canary arrived and our canary was acknowledged.
     Ok,
     /// `handshake` (INIT → RTR → RTS) failed with `errno`; `given` is the remote handle it was
@@ -153,48 +153,48 @@ pub enum Verdict {
     },
 }
 
-impl Verdict {
+impl QpFate {
     /// The verdict's class.
     pub fn class(&self) -> VerdictClass {
         match self {
-            Verdict::Ok => VerdictClass::Ok,
-            Verdict::ModifyQpFailed { .. } => VerdictClass::ModifyQpFailed,
-            Verdict::WrongPeer { .. } => VerdictClass::WrongPeer,
-            Verdict::CompletionError { .. } => VerdictClass::CompletionError,
-            Verdict::Garbled { .. } => VerdictClass::Garbled,
-            Verdict::TimedOut { .. } => VerdictClass::TimedOut,
+            QpFate::Ok => VerdictClass::Ok,
+            QpFate::ModifyQpFailed { .. } => VerdictClass::ModifyQpFailed,
+            QpFate::WrongPeer { .. } => VerdictClass::WrongPeer,
+            QpFate::CompletionError { .. } => VerdictClass::CompletionError,
+            QpFate::Garbled { .. } => VerdictClass::Garbled,
+            QpFate::TimedOut { .. } => VerdictClass::TimedOut,
         }
     }
 
-    /// True for [`Verdict::Ok`].
+    /// True for [`QpFate::Ok`].
     pub fn is_ok(&self) -> bool {
-        matches!(self, Verdict::Ok)
+        matches!(self, QpFate::Ok)
     }
 }
 
-impl fmt::Display for Verdict {
+impl fmt::Display for QpFate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Verdict::Ok => f.write_str("ok"),
-            Verdict::ModifyQpFailed { errno, given } => {
+            QpFate::Ok => f.write_str("ok"),
+            QpFate::ModifyQpFailed { errno, given } => {
                 write!(f, "modify_qp failed ({}), given {}", Errno(*errno), HandleDisplay(given))
             }
-            Verdict::WrongPeer { expected_peer, got_peer, qp, canary } => write!(
+            QpFate::WrongPeer { expected_peer, got_peer, qp, canary } => write!(
                 f,
                 "wrong peer: qp {qp} toward rank {expected_peer} got a canary from rank \
                  {got_peer} ({canary})"
             ),
-            Verdict::CompletionError { side, status, vendor_err } => {
+            QpFate::CompletionError { side, status, vendor_err } => {
                 write!(f, "{side} completion error {} ({status}), vendor_err {vendor_err:#x}", wc_status_name(*status))
             }
-            Verdict::Garbled { bytes } => {
+            QpFate::Garbled { bytes } => {
                 f.write_str("garbled canary:")?;
                 for b in bytes {
                     write!(f, " {b:02x}")?;
                 }
                 Ok(())
             }
-            Verdict::TimedOut { sent, received } => {
+            QpFate::TimedOut { sent, received } => {
                 write!(f, "timed out (canary sent: {}, canary received: {})", yes_no(*sent), yes_no(*received))
             }
         }
@@ -209,20 +209,20 @@ fn yes_no(b: bool) -> &'static str {
     }
 }
 
-/// The class of a [`Verdict`], without its details.
+/// The class of a [`QpFate`], without its details.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum VerdictClass {
-    /// [`Verdict::Ok`].
+    /// [`QpFate::Ok`].
     Ok,
-    /// [`Verdict::ModifyQpFailed`].
+    /// [`QpFate::ModifyQpFailed`].
     ModifyQpFailed,
-    /// [`Verdict::WrongPeer`].
+    /// [`QpFate::WrongPeer`].
     WrongPeer,
-    /// [`Verdict::CompletionError`].
+    /// [`QpFate::CompletionError`].
     CompletionError,
-    /// [`Verdict::Garbled`].
+    /// [`QpFate::Garbled`].
     Garbled,
-    /// [`Verdict::TimedOut`].
+    /// [`QpFate::TimedOut`].
     TimedOut,
 }
 
@@ -232,7 +232,7 @@ pub struct QpVerdict {
     /// Which QP.
     pub slot: QpSlot,
     /// What happened to it.
-    pub verdict: Verdict,
+    pub verdict: QpFate,
 }
 
 impl fmt::Display for QpVerdict {
@@ -267,17 +267,17 @@ pub struct Observation {
 /// a failed handshake; a received canary that is garbled or from the wrong place; a completion
 /// error (a non-flush error before a flush, the send before the receive); both completions
 /// successful → ok; otherwise timed out.
-pub fn judge(me: u32, slot: QpSlot, obs: &Observation) -> Verdict {
+pub fn judge(me: u32, slot: QpSlot, obs: &Observation) -> QpFate {
     if let Some(errno) = obs.handshake_errno {
-        return Verdict::ModifyQpFailed { errno, given: obs.given };
+        return QpFate::ModifyQpFailed { errno, given: obs.given };
     }
     if let Some(Ok(bytes)) = &obs.recv {
         let canary = Canary::from_bytes(bytes);
         if !canary.is_valid() {
-            return Verdict::Garbled { bytes: *bytes };
+            return QpFate::Garbled { bytes: *bytes };
         }
         if canary.sender != slot.peer || canary.receiver != me || canary.qp != slot.qp {
-            return Verdict::WrongPeer { expected_peer: slot.peer, got_peer: canary.sender, qp: slot.qp, canary };
+            return QpFate::WrongPeer { expected_peer: slot.peer, got_peer: canary.sender, qp: slot.qp, canary };
         }
     }
     let mut errors: Vec<(Side, WcError)> = Vec::new();
@@ -290,11 +290,11 @@ pub fn judge(me: u32, slot: QpSlot, obs: &Observation) -> Verdict {
     // Stable sort: non-flush errors first, send before recv among equals.
     errors.sort_by_key(|(_, e)| e.status == WC_WR_FLUSH_ERR);
     if let Some((side, e)) = errors.first() {
-        return Verdict::CompletionError { side: *side, status: e.status, vendor_err: e.vendor_err };
+        return QpFate::CompletionError { side: *side, status: e.status, vendor_err: e.vendor_err };
     }
     match (&obs.send, &obs.recv) {
-        (Some(Ok(())), Some(Ok(_))) => Verdict::Ok,
-        (send, recv) => Verdict::TimedOut { sent: send.is_some(), received: recv.is_some() },
+        (Some(Ok(())), Some(Ok(_))) => QpFate::Ok,
+        (send, recv) => QpFate::TimedOut { sent: send.is_some(), received: recv.is_some() },
     }
 }
 
@@ -389,10 +389,10 @@ impl Predicted {
     /// Whether an observed verdict is consistent with this prediction. A cross-wired QP (or
     /// one whose peer is miswired) may legitimately show up as a wrong canary, a completion
     /// error or a timeout.
-    pub fn matches(&self, verdict: &Verdict) -> bool {
+    pub fn matches(&self, verdict: &QpFate) -> bool {
         match (self, verdict) {
-            (Predicted::Ok, Verdict::Ok) => true,
-            (Predicted::ModifyQpFails { errno }, Verdict::ModifyQpFailed { errno: got, .. }) => errno == got,
+            (Predicted::Ok, QpFate::Ok) => true,
+            (Predicted::ModifyQpFails { errno }, QpFate::ModifyQpFailed { errno: got, .. }) => errno == got,
             (Predicted::CrossWired { .. } | Predicted::PeerMiswired, v) => {
                 matches!(v.class(), VerdictClass::WrongPeer | VerdictClass::CompletionError | VerdictClass::TimedOut)
             }
@@ -419,17 +419,17 @@ impl fmt::Display for Predicted {
 /// Counts of each verdict class over a set of QPs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
-    /// [`Verdict::Ok`].
+    /// [`QpFate::Ok`].
     pub ok: usize,
-    /// [`Verdict::ModifyQpFailed`].
+    /// [`QpFate::ModifyQpFailed`].
     pub modify_qp_failed: usize,
-    /// [`Verdict::WrongPeer`].
+    /// [`QpFate::WrongPeer`].
     pub wrong_peer: usize,
-    /// [`Verdict::CompletionError`].
+    /// [`QpFate::CompletionError`].
     pub completion_error: usize,
-    /// [`Verdict::Garbled`].
+    /// [`QpFate::Garbled`].
     pub garbled: usize,
-    /// [`Verdict::TimedOut`].
+    /// [`QpFate::TimedOut`].
     pub timed_out: usize,
     /// `ModifyQpFailed` broken down by errno.
     pub errnos: BTreeMap<i32, usize>,
@@ -439,7 +439,7 @@ pub struct Summary {
 
 impl Summary {
     /// Summarises verdicts.
-    pub fn of<'a>(verdicts: impl IntoIterator<Item = &'a Verdict>) -> Summary {
+    pub fn of<'a>(verdicts: impl IntoIterator<Item = &'a QpFate>) -> Summary {
         let mut s = Summary::default();
         for v in verdicts {
             s.add(v);
@@ -448,20 +448,20 @@ impl Summary {
     }
 
     /// Counts one more verdict.
-    pub fn add(&mut self, v: &Verdict) {
+    pub fn add(&mut self, v: &QpFate) {
         match v {
-            Verdict::Ok => self.ok += 1,
-            Verdict::ModifyQpFailed { errno, .. } => {
+            QpFate::Ok => self.ok += 1,
+            QpFate::ModifyQpFailed { errno, .. } => {
                 self.modify_qp_failed += 1;
                 *self.errnos.entry(*errno).or_default() += 1;
             }
-            Verdict::WrongPeer { .. } => self.wrong_peer += 1,
-            Verdict::CompletionError { status, .. } => {
+            QpFate::WrongPeer { .. } => self.wrong_peer += 1,
+            QpFate::CompletionError { status, .. } => {
                 self.completion_error += 1;
                 *self.statuses.entry(*status).or_default() += 1;
             }
-            Verdict::Garbled { .. } => self.garbled += 1,
-            Verdict::TimedOut { .. } => self.timed_out += 1,
+            QpFate::Garbled { .. } => self.garbled += 1,
+            QpFate::TimedOut { .. } => self.timed_out += 1,
         }
     }
 
@@ -587,11 +587,11 @@ mod tests {
 
     #[test]
     fn judge_ok_and_wrong_peer() {
-        assert_eq!(judge(0, SLOT, &obs()), Verdict::Ok);
+        assert_eq!(judge(0, SLOT, &obs()), QpFate::Ok);
 
         let from_rank_2 = Observation { recv: Some(Ok(Canary::new(2, 0, 0).to_bytes())), ..obs() };
         let v = judge(0, SLOT, &from_rank_2);
-        assert_eq!(v, Verdict::WrongPeer { expected_peer: 1, got_peer: 2, qp: 0, canary: Canary::new(2, 0, 0) });
+        assert_eq!(v, QpFate::WrongPeer { expected_peer: 1, got_peer: 2, qp: 0, canary: Canary::new(2, 0, 0) });
         assert_eq!(
             v.to_string(),
             "wrong peer: qp 0 toward rank 1 got a canary from rank 2 (canary rank 2 -> rank 0 qp 0)"
@@ -612,7 +612,7 @@ mod tests {
     fn judge_modify_qp_failure_shows_zeroes() {
         let o = Observation { given: QpHandle::default(), handshake_errno: Some(libc::EINVAL), send: None, recv: None };
         let v = judge(0, SLOT, &o);
-        assert_eq!(v, Verdict::ModifyQpFailed { errno: libc::EINVAL, given: QpHandle::default() });
+        assert_eq!(v, QpFate::ModifyQpFailed { errno: libc::EINVAL, given: QpHandle::default() });
         let s = v.to_string();
         assert!(s.starts_with("modify_qp failed (EINVAL: Invalid argument (os error 22))"), "{s}");
         assert!(s.contains("qpn 0x0 (ZERO)"), "{s}");
@@ -628,41 +628,41 @@ mod tests {
         let flush = WcError { status: WC_WR_FLUSH_ERR, vendor_err: 0xf5 };
         let o = Observation { send: Some(Err(retry)), recv: Some(Err(flush)), ..obs() };
         let v = judge(0, SLOT, &o);
-        assert_eq!(v, Verdict::CompletionError { side: Side::Send, status: WC_RETRY_EXC_ERR, vendor_err: 0x81 });
+        assert_eq!(v, QpFate::CompletionError { side: Side::Send, status: WC_RETRY_EXC_ERR, vendor_err: 0x81 });
         assert_eq!(v.to_string(), "send completion error IBV_WC_RETRY_EXC_ERR (12), vendor_err 0x81");
         let flipped = Observation { send: Some(Err(flush)), recv: Some(Err(retry)), ..obs() };
         assert!(matches!(
             judge(0, SLOT, &flipped),
-            Verdict::CompletionError { side: Side::Recv, status: WC_RETRY_EXC_ERR, .. }
+            QpFate::CompletionError { side: Side::Recv, status: WC_RETRY_EXC_ERR, .. }
         ));
     }
 
     #[test]
     fn judge_garbled_and_timeouts() {
         let g = Observation { recv: Some(Ok([0xaa; 16])), ..obs() };
-        assert_eq!(judge(0, SLOT, &g), Verdict::Garbled { bytes: [0xaa; 16] });
+        assert_eq!(judge(0, SLOT, &g), QpFate::Garbled { bytes: [0xaa; 16] });
         assert!(judge(0, SLOT, &g).to_string().starts_with("garbled canary: aa aa"));
 
         let no_recv = Observation { recv: None, ..obs() };
         let v = judge(0, SLOT, &no_recv);
-        assert_eq!(v, Verdict::TimedOut { sent: true, received: false });
+        assert_eq!(v, QpFate::TimedOut { sent: true, received: false });
         assert_eq!(v.to_string(), "timed out (canary sent: yes, canary received: no)");
         let no_send = Observation { send: None, ..obs() };
-        assert_eq!(judge(0, SLOT, &no_send), Verdict::TimedOut { sent: false, received: true });
+        assert_eq!(judge(0, SLOT, &no_send), QpFate::TimedOut { sent: false, received: true });
     }
 
     #[test]
     fn predictions_match_verdicts() {
         let e = good(1);
-        assert!(predict(&e, &e).matches(&Verdict::Ok));
+        assert!(predict(&e, &e).matches(&QpFate::Ok));
         let zero = predict(&QpHandle::default(), &e);
-        assert!(zero.matches(&Verdict::ModifyQpFailed { errno: libc::EINVAL, given: QpHandle::default() }));
-        assert!(!zero.matches(&Verdict::ModifyQpFailed { errno: libc::ENOMEM, given: QpHandle::default() }));
-        assert!(!zero.matches(&Verdict::Ok));
+        assert!(zero.matches(&QpFate::ModifyQpFailed { errno: libc::EINVAL, given: QpHandle::default() }));
+        assert!(!zero.matches(&QpFate::ModifyQpFailed { errno: libc::ENOMEM, given: QpHandle::default() }));
+        assert!(!zero.matches(&QpFate::Ok));
         let cross = predict(&good(2), &e);
-        assert!(cross.matches(&Verdict::TimedOut { sent: false, received: false }));
-        assert!(cross.matches(&Verdict::CompletionError { side: Side::Send, status: WC_RETRY_EXC_ERR, vendor_err: 0 }));
-        assert!(!cross.matches(&Verdict::Ok));
+        assert!(cross.matches(&QpFate::TimedOut { sent: false, received: false }));
+        assert!(cross.matches(&QpFate::CompletionError { side: Side::Send, status: WC_RETRY_EXC_ERR, vendor_err: 0 }));
+        assert!(!cross.matches(&QpFate::Ok));
         assert!(zero.to_string().starts_with("modify_qp fails at RTR (EINVAL"));
         assert!(cross.to_string().starts_with("cross-wired: expected qpn 0x1"));
     }
@@ -670,14 +670,14 @@ mod tests {
     #[test]
     fn summary_counts_and_displays() {
         let verdicts = vec![
-            Verdict::Ok,
-            Verdict::Ok,
-            Verdict::ModifyQpFailed { errno: libc::EINVAL, given: QpHandle::default() },
-            Verdict::ModifyQpFailed { errno: libc::EINVAL, given: QpHandle::default() },
-            Verdict::WrongPeer { expected_peer: 1, got_peer: 2, qp: 0, canary: Canary::new(2, 0, 0) },
-            Verdict::CompletionError { side: Side::Send, status: WC_RETRY_EXC_ERR, vendor_err: 0 },
-            Verdict::Garbled { bytes: [0; 16] },
-            Verdict::TimedOut { sent: true, received: false },
+            QpFate::Ok,
+            QpFate::Ok,
+            QpFate::ModifyQpFailed { errno: libc::EINVAL, given: QpHandle::default() },
+            QpFate::ModifyQpFailed { errno: libc::EINVAL, given: QpHandle::default() },
+            QpFate::WrongPeer { expected_peer: 1, got_peer: 2, qp: 0, canary: Canary::new(2, 0, 0) },
+            QpFate::CompletionError { side: Side::Send, status: WC_RETRY_EXC_ERR, vendor_err: 0 },
+            QpFate::Garbled { bytes: [0; 16] },
+            QpFate::TimedOut { sent: true, received: false },
         ];
         let s = Summary::of(&verdicts);
         assert_eq!(s.total(), 8);
@@ -796,6 +796,6 @@ mod tests {
         assert_eq!(p[1][0], Predicted::PeerMiswired);
         assert!(matches!(p[1][1], Predicted::CrossWired { .. }));
         assert_eq!(p[0][2], Predicted::PeerMiswired);
-        assert!(Predicted::PeerMiswired.matches(&Verdict::TimedOut { sent: false, received: true }));
+        assert!(Predicted::PeerMiswired.matches(&QpFate::TimedOut { sent: false, received: true }));
     }
 }
