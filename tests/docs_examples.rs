@@ -1,4 +1,4 @@
-//! Every command shown in README.md and docs/*.md is run here, as a user would type it, and
+//! Every command shown in README.md, ARCHITECTURE.md, BENCHMARKS.md and docs/*.md is run here, as a user would type it, and
 //! must end as the text says. A command added to the docs without an entry in [`EXPECTED`]
 //! fails this test, so examples cannot drift from what the program does.
 
@@ -42,6 +42,8 @@ const CLUSTER: &str =
 const EXPECTED: &[(&str, Expect)] = &[
     ("make run", NotHere("the same compare as below over 200 seeds; make is not run from a test")),
     ("make test", NotHere("this very test suite")),
+    ("make bench", NotHere("about 90 s of release runs; its quick form below is what tests/bench.rs runs")),
+    ("bootsim bench --quick", NotHere("tests/bench.rs runs it and checks every section's output")),
     ("make real-nvshmem", NotHere("200 runs a row; tests/real_nvshmem.rs runs the same table with 4")),
     ("PROPTEST_CASES=10000 cargo test --release --test properties", NotHere("tests/properties.rs, 128 cases")),
     ("scripts/load-table.sh 200", NotHere("about ten minutes on a release build; tests/load_table.rs runs it with 3 seeds")),
@@ -151,10 +153,11 @@ const EXPECTED: &[(&str, Expect)] = &[
     ),
 ];
 
-/// Every command in the code blocks of README.md and docs/*.md (continuations joined,
-/// trailing comments stripped).
+/// Every command in the code blocks of README.md, ARCHITECTURE.md, BENCHMARKS.md and docs/*.md
+/// (continuations joined, trailing comments stripped).
 fn documented() -> Vec<(String, String)> {
-    let mut files = vec![PathBuf::from(ROOT).join("README.md")];
+    let mut files: Vec<PathBuf> =
+        ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"].iter().map(|f| PathBuf::from(ROOT).join(f)).collect();
     let mut docs: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join("docs"))
         .unwrap()
         .map(|e| e.unwrap().path())
