@@ -3,7 +3,7 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench rdma-build
+.PHONY: bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench rdma-build
 
 # The first build takes minutes on a fresh machine: cargo shows it (no --quiet).
 run:
@@ -44,6 +44,11 @@ unit:
 
 bench:
 	$(CARGO) run --release --quiet -- bench
+
+# The same table with the scale series up to 4096 ranks (tens of minutes; each point in a child
+# capped at 3/4 of the machine's memory, reported as out of memory if it does not fit).
+bench-scale:
+	$(CARGO) run --release --quiet -- bench --max-ranks 4096
 
 # The ibverbs check compiles against Debian's rdma-core headers (feature `rdma`).
 rdma-build:

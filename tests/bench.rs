@@ -41,4 +41,8 @@ fn bench_quick_exits_0_and_prints_one_table() {
     // Every target carries a verdict.
     assert!(out.contains("fast >= 50x turmoil: "), "{out}");
     assert!(out.contains("median <= 10 seeds: "), "{out}");
+    // The scale rows measure what issue #17's table asks, side by side.
+    assert!(out.contains("CPU-s") && out.contains("agenda events") && out.contains("wake-ups"), "{out}");
+    assert!(out.contains("CPU - messages exponent: "), "{out}");
+    assert!(out.contains("ranks=4096 | not run (--max-ranks; make bench-scale)"), "{out}");
 }

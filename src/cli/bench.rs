@@ -19,7 +19,8 @@ use bootsim_sim::{run_case, Case};
 /// Arguments of `bootsim bench`.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// Largest world of the scale series (16, 64, 256, ... up to this).
+    /// Largest world of the scale series (16, 64, 256, 1024, 2048, 4096: every point up to this;
+    /// `make bench-scale` runs all).
     #[arg(long, default_value_t = 1024)]
     max_ranks: u32,
     /// Fresh seeds for the time-to-detect figures.
@@ -219,7 +220,8 @@ fn throughput_section(quick: bool, rows: &mut Vec<Row>) -> anyhow::Result<()> {
     )));
     rows.push(
         Row::new(SECTION, subjects[f_dee].0.clone(), figure(f_dee))
-            .ratio(format!("fast / turmoil: {:.0}x", ratio(f_dee, t_dee, false))),
+            .ratio(format!("fast / turmoil: {:.1}x", ratio(f_dee, t_dee, false)))
+            .target("fast >= 50x turmoil", Some(ratio(f_dee, t_dee, false) >= 50.0)),
     );
     let x = ratio(f_init, t_init, false);
     // Both engines run the same kernel model, packet by packet: a turmoil run cannot take less
@@ -241,29 +243,97 @@ fn scale_case(ranks: u32) -> String {
     format!("engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks={ranks} adversary=rss seed=1")
 }
 
-/// `--scale-child N`: the median wall time of the point (repeated while cheap), in seconds.
+/// The scale series: every point up to `--max-ranks` (`make bench-scale` goes to 4096).
+const SCALE_POINTS: [u32; 6] = [16, 64, 256, 1024, 2048, 4096];
+
+/// Issue #17's targets per scale point: (ranks, CPU seconds, peak MiB).
+const SCALE_TARGETS: [(u32, f64, f64); 3] = [(1024, 10.0, 300.0), (2048, 60.0, 1024.0), (4096, 300.0, 4096.0)];
+
+/// Engine events per bootstrap message the fast engine should stay under, at every size.
+const EVENTS_PER_MESSAGE_TARGET: f64 = 20.0;
+
+/// The CPU time this process has used so far (`CLOCK_PROCESS_CPUTIME_ID`).
+fn process_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec through a pointer to a live local.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// `--scale-child N`: the median wall and CPU time of the point (repeated while cheap), and
+/// what one run did, as `key value` lines.
 fn scale_child(ranks: u32) -> anyhow::Result<ExitCode> {
     let c = case(&scale_case(ranks))?;
-    let mut walls = Vec::new();
+    let (mut walls, mut cpus) = (Vec::new(), Vec::new());
     let start = Instant::now();
+    let mut last = None;
     while walls.is_empty() || (walls.len() < 5 && start.elapsed() < Duration::from_secs(1)) {
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), process_cpu());
         let report = run_case(&c, false);
         walls.push(t.elapsed().as_secs_f64());
-        std::hint::black_box(report);
+        cpus.push((process_cpu() - cpu).as_secs_f64());
+        last = Some(std::hint::black_box(report));
     }
-    println!("wall_s {}", median_f(walls));
+    let r = last.expect("one run at least");
+    println!("wall_s {}\ncpu_s {}", median_f(walls), median_f(cpus));
+    let k = &r.kernel;
+    println!(
+        "messages {}\nagenda_events {}\nwakeups {}\npackets {}",
+        r.messages, k.agenda_events, k.wakeups, k.packets
+    );
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs one scale point in a child `bootsim bench --scale-child N`: (wall s, peak RSS MiB).
-fn scale_point(ranks: u32) -> anyhow::Result<(f64, f64)> {
+/// What one scale point measured.
+struct ScalePoint {
+    wall: f64,
+    cpu: f64,
+    peak_mib: f64,
+    messages: f64,
+    agenda_events: f64,
+    wakeups: f64,
+    packets: f64,
+}
+
+/// How one scale child ended.
+enum ScaleEnd {
+    Done(ScalePoint),
+    /// It ran out of the address-space cap (MiB) or was killed; the peak it reached.
+    OutOfMemory {
+        cap_mib: f64,
+        peak_mib: f64,
+    },
+}
+
+/// The child's address-space cap: three quarters of this machine's memory, so a point that
+/// cannot fit fails alone instead of pushing the machine into swap or the OOM killer.
+fn memory_cap_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 =
+        info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024 / 4 * 3)
+}
+
+/// Runs one scale point in a child `bootsim bench --scale-child N` under the memory cap.
+fn scale_point(ranks: u32) -> anyhow::Result<ScaleEnd> {
     let exe = std::env::current_exe().context("locating the bootsim binary")?;
-    let child = Command::new(exe)
-        .args(["bench", "--scale-child", &ranks.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("spawning the scale child")?;
+    let cap = memory_cap_bytes();
+    let mut cmd = Command::new(exe);
+    cmd.args(["bench", "--scale-child", &ranks.to_string()]).stdout(Stdio::piped()).stderr(Stdio::null());
+    if let Some(cap) = cap {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit { rlim_cur: cap, rlim_max: cap };
+                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let child = cmd.spawn().context("spawning the scale child")?;
     let pid = child.id() as libc::pid_t;
     let mut stdout = child.stdout.context("the child's stdout")?;
     let mut text = String::new();
@@ -274,12 +344,31 @@ fn scale_point(ranks: u32) -> anyhow::Result<(f64, f64)> {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
     anyhow::ensure!(rc == pid, "wait4 on the scale child failed");
-    anyhow::ensure!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "scale child at {ranks} ranks failed");
-    let wall = text
-        .lines()
-        .find_map(|l| l.strip_prefix("wall_s ")?.trim().parse::<f64>().ok())
-        .context("the scale child printed no wall time")?;
-    Ok((wall, ru.ru_maxrss as f64 / 1024.0))
+    let peak_mib = ru.ru_maxrss as f64 / 1024.0;
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        // An allocation beyond RLIMIT_AS aborts the child (SIGABRT); the kernel's OOM killer
+        // sends SIGKILL.
+        let sig = if libc::WIFSIGNALED(status) { libc::WTERMSIG(status) } else { 0 };
+        anyhow::ensure!(
+            sig == libc::SIGABRT || sig == libc::SIGKILL,
+            "scale child at {ranks} ranks failed (status {status:#x})"
+        );
+        return Ok(ScaleEnd::OutOfMemory { cap_mib: cap.unwrap_or(0) as f64 / 1048576.0, peak_mib });
+    }
+    let field = |key: &str| -> anyhow::Result<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse::<f64>().ok())
+            .with_context(|| format!("the scale child printed no {key}"))
+    };
+    Ok(ScaleEnd::Done(ScalePoint {
+        wall: field("wall_s")?,
+        cpu: field("cpu_s")?,
+        peak_mib,
+        messages: field("messages")?,
+        agenda_events: field("agenda_events")?,
+        wakeups: field("wakeups")?,
+        packets: field("packets")?,
+    }))
 }
 
 /// Least-squares slope of ln(y) against ln(x).
@@ -297,41 +386,90 @@ fn log_log_slope(points: &[(f64, f64)]) -> Option<f64> {
 
 fn scale_section(max_ranks: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
     const SECTION: &str = "2 scale";
-    let mut wall_pts = Vec::new();
-    let mut mem_pts = Vec::new();
-    let mut n = 16;
-    let mut reached_1024 = None;
-    while n <= max_ranks {
+    let (mut cpu_pts, mut mem_pts, mut msg_pts) = (Vec::new(), Vec::new(), Vec::new());
+    let mut stopped = false;
+    for &n in SCALE_POINTS.iter().filter(|&&n| n <= max_ranks) {
+        let case = format!("fast nvshmem-init ranks={n}");
+        let target = SCALE_TARGETS.iter().find(|t| t.0 == n);
+        let target_text = |t: &(u32, f64, f64)| {
+            format!("<= {} CPU-s, <= {} MiB, <= {EVENTS_PER_MESSAGE_TARGET} events/msg", t.1, t.2)
+        };
+        if stopped {
+            let mut row = Row::new(SECTION, case, "not run: a smaller point ran out of memory");
+            if let Some(t) = target {
+                row = row.target(target_text(t), Some(false));
+            }
+            rows.push(row);
+            continue;
+        }
         progress(&format!("scale: nvshmem-init at {n} ranks"));
-        let (wall, rss) = scale_point(n)?;
-        let mut row =
-            Row::new(SECTION, format!("fast nvshmem-init ranks={n}"), format!("{wall:.3} s, peak {rss:.1} MiB"));
-        if n == 1024 {
-            reached_1024 = Some(wall < 60.0);
-            row = row.target("1024 ranks < 60 s", Some(wall < 60.0));
+        let p = match scale_point(n)? {
+            ScaleEnd::Done(p) => p,
+            ScaleEnd::OutOfMemory { cap_mib, peak_mib } => {
+                let mut row = Row::new(
+                    SECTION,
+                    case,
+                    format!("not runnable: out of memory under a {cap_mib:.0} MiB cap (peak {peak_mib:.0} MiB)"),
+                );
+                if let Some(t) = target {
+                    row = row.target(target_text(t), Some(false));
+                }
+                rows.push(row);
+                stopped = true;
+                continue;
+            }
+        };
+        let per_msg = |x: f64| x / p.messages.max(1.0);
+        let mut row = Row::new(
+            SECTION,
+            case,
+            format!(
+                "{:.2} CPU-s ({:.2} s wall), peak {:.1} MiB; {:.0} messages; per message {:.1} agenda events, {:.1} wake-ups, {:.1} packets",
+                p.cpu,
+                p.wall,
+                p.peak_mib,
+                p.messages,
+                per_msg(p.agenda_events),
+                per_msg(p.wakeups),
+                per_msg(p.packets)
+            ),
+        );
+        if let Some(t) = target {
+            let met = p.cpu <= t.1 && p.peak_mib <= t.2 && per_msg(p.agenda_events) <= EVENTS_PER_MESSAGE_TARGET;
+            row = row.target(target_text(t), Some(met));
         }
         rows.push(row);
-        wall_pts.push((n as f64, wall));
-        mem_pts.push((n as f64, rss));
-        n *= 4;
+        cpu_pts.push((n as f64, p.cpu));
+        mem_pts.push((n as f64, p.peak_mib));
+        msg_pts.push((n as f64, p.messages));
     }
-    if reached_1024.is_none() {
-        rows.push(Row::new(SECTION, "fast nvshmem-init ranks=1024", "not run").target("1024 ranks < 60 s", None));
+    for t in SCALE_TARGETS.iter().filter(|t| t.0 > max_ranks) {
+        rows.push(
+            Row::new(SECTION, format!("fast nvshmem-init ranks={}", t.0), "not run (--max-ranks; make bench-scale)")
+                .target(format!("<= {} CPU-s, <= {} MiB", t.1, t.2), None),
+        );
     }
     let show = |k: Option<f64>| k.map_or("-".to_string(), |k| format!("{k:.2}"));
-    // The smallest worlds are dominated by fixed costs; the exponent is fitted on n >= 64 when
-    // there are at least two such points.
-    let tail = |p: &[(f64, f64)]| if p.len() >= 3 { p[1..].to_vec() } else { p.to_vec() };
-    let from = if wall_pts.len() >= 3 { 64 } else { 16 };
-    rows.push(Row::new(
-        SECTION,
-        format!("growth exponent, fit over ranks >= {from}"),
-        format!(
-            "wall ~ ranks^{}, peak memory ~ ranks^{}",
-            show(log_log_slope(&tail(&wall_pts))),
-            show(log_log_slope(&tail(&mem_pts)))
-        ),
-    ));
+    // The smallest worlds are dominated by fixed costs; exponents are fitted on n >= 256 when
+    // there are at least two such points, else on n >= 64.
+    let from = if cpu_pts.iter().filter(|p| p.0 >= 256.0).count() >= 2 { 256.0 } else { 64.0 };
+    let tail = |p: &[(f64, f64)]| p.iter().copied().filter(|q| q.0 >= from).collect::<Vec<_>>();
+    let (cpu_k, msg_k) = (log_log_slope(&tail(&cpu_pts)), log_log_slope(&tail(&msg_pts)));
+    let gap = cpu_k.zip(msg_k).map(|(c, m)| c - m);
+    rows.push(
+        Row::new(
+            SECTION,
+            format!("growth exponents, fit over ranks >= {from}"),
+            format!(
+                "CPU ~ ranks^{}, messages ~ ranks^{}, peak memory ~ ranks^{}",
+                show(cpu_k),
+                show(msg_k),
+                show(log_log_slope(&tail(&mem_pts)))
+            ),
+        )
+        .ratio(format!("CPU - messages exponent: {}", show(gap)))
+        .target("gap <= 0.05 (cost proportional to messages)", gap.map(|g| g <= 0.05)),
+    );
     Ok(())
 }
 
