@@ -90,8 +90,9 @@ pub enum Output {
     CloseListener { listener: Listener },
     /// Connect (retrying on "refused" as NVSHMEM does); answer with [`Input::Connected`].
     Connect { conn: ConnId, addr: SocketAddr },
-    /// Queue bytes for sending, after any bytes queued before on this connection.
-    Write { conn: ConnId, bytes: Vec<u8> },
+    /// Queue `len` bytes for sending, after any bytes queued before on this connection; the
+    /// bytes are in the buffer the driver passed to `poll_output`.
+    Write { conn: ConnId, len: usize },
     /// Wait until every byte written on `conn` is acknowledged by the peer's kernel (SIOCOUTQ
     /// reads 0), or until `deadline`; answer with [`Input::Drained`] or [`Input::DrainTimedOut`].
     Drain { conn: ConnId, deadline: Instant },

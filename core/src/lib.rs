@@ -14,6 +14,7 @@ pub mod ids;
 pub mod io;
 #[cfg(any(test, feature = "testing"))]
 pub mod memnet;
+mod outbox;
 pub mod ports;
 pub mod qp_handle;
 pub mod rank;

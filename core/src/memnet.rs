@@ -76,6 +76,8 @@ pub struct MemNet {
     holds: Vec<Hold>,
     dialed: BTreeMap<(u32, SocketAddr), u32>,
     work: VecDeque<(Node, OwnedInput)>,
+    /// The buffer the state machines write frames into (`poll_output`), reused.
+    tx: Vec<u8>,
     /// Every completion, in order.
     pub completions: Vec<(Instant, Node, Completion)>,
     /// Every event, in order.
@@ -124,6 +126,7 @@ impl MemNet {
             holds: Vec::new(),
             dialed: BTreeMap::new(),
             work: VecDeque::new(),
+            tx: Vec::new(),
             completions: Vec::new(),
             events: Vec::new(),
         };
@@ -161,9 +164,9 @@ impl MemNet {
     fn inject_at(&mut self, addr: SocketAddr, bytes: Vec<u8>, close: bool) {
         let conn = ConnId(1_000_000 + self.links.len() as u64);
         self.connect(Node::Stranger, conn, addr);
-        self.execute(Node::Stranger, Output::Write { conn, bytes });
+        self.execute(Node::Stranger, Output::Write { conn, len: bytes.len() }, &bytes);
         if close {
-            self.execute(Node::Stranger, Output::Close { conn });
+            self.execute(Node::Stranger, Output::Close { conn }, &[]);
         }
     }
 
@@ -238,18 +241,21 @@ impl MemNet {
 
     /// Drains a node's outputs and carries them out.
     fn collect(&mut self, node: Node) {
+        let mut tx = std::mem::take(&mut self.tx);
         loop {
             let out = match node {
-                Node::Root => self.root.poll_output(),
-                Node::Rank(r) => self.ranks[r as usize].poll_output(),
+                Node::Root => self.root.poll_output(&mut tx),
+                Node::Rank(r) => self.ranks[r as usize].poll_output(&mut tx),
                 Node::Stranger => None,
             };
-            let Some(out) = out else { return };
-            self.execute(node, out);
+            let Some(out) = out else { break };
+            self.execute(node, out, &tx);
         }
+        self.tx = tx;
     }
 
-    fn execute(&mut self, node: Node, out: Output) {
+    /// Carries out one output; `tx` holds a write's bytes.
+    fn execute(&mut self, node: Node, out: Output, tx: &[u8]) {
         let now = self.now;
         match out {
             Output::Listen { listener } => {
@@ -274,12 +280,12 @@ impl MemNet {
                 }
             }
             Output::Connect { conn, addr } => self.connect(node, conn, addr),
-            Output::Write { conn, bytes } => {
+            Output::Write { conn, .. } => {
                 let Some(&(i, side)) = self.by_end.get(&(node, conn)) else { return };
                 let other = &self.links[i].ends[1 - side];
                 match other.conn {
-                    Some(c) => self.work.push_back((other.node, OwnedInput::Received { conn: c, bytes })),
-                    None => self.links[i].early.extend_from_slice(&bytes),
+                    Some(c) => self.work.push_back((other.node, OwnedInput::Received { conn: c, bytes: tx.to_vec() })),
+                    None => self.links[i].early.extend_from_slice(tx),
                 }
             }
             Output::Drain { conn, deadline } => {

@@ -1,7 +1,9 @@
 //! The root as a sans-IO state machine: NVSHMEM's `bootstrap_root` thread, which takes every
 //! rank's check-in one at a time and then tells each rank, in rank order, its ring successor.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
+
+use crate::outbox::Outbox;
 use std::net::SocketAddr;
 
 use crate::codec::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
@@ -59,7 +61,7 @@ struct CheckIn {
 pub struct Root {
     cfg: RootConfig,
     now: Instant,
-    out: VecDeque<Output>,
+    out: Outbox,
     phase: Phase,
     next_conn: u64,
     /// The connection of the accept the driver was asked for, until it is accepted.
@@ -81,7 +83,7 @@ impl Root {
             nranks: cfg.nranks,
             cfg,
             now,
-            out: VecDeque::from([Output::Listen { listener: Listener::Rendezvous }]),
+            out: Outbox::with(Output::Listen { listener: Listener::Rendezvous }),
             phase: Phase::Listening,
             next_conn: 0,
             accepting: None,
@@ -229,9 +231,10 @@ impl Root {
         }
     }
 
-    /// The next output for the driver.
-    pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+    /// The next output for the driver. For an [`Output::Write`], the bytes to send replace
+    /// the contents of `tx`, a buffer the driver owns and reuses.
+    pub fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<Output> {
+        self.out.poll(tx)
     }
 
     fn progress(&mut self) {
@@ -314,9 +317,7 @@ impl Root {
                         c.stage = Stage::Info;
                         let from = c.remote.to_string();
                         let ours = self.cfg.uid.version;
-                        let mut bytes = Vec::new();
-                        encode_frame(&mut bytes, &ours.to_le_bytes());
-                        self.out.push_back(Output::Write { conn, bytes });
+                        self.out.write(conn, |b| encode_frame(b, &ours.to_le_bytes()));
                         if theirs != ours {
                             self.checkins.remove(&conn);
                             self.out.push_back(Output::Close { conn });
@@ -402,9 +403,11 @@ impl Root {
     fn send_successor(&mut self, rank: u32, conn: ConnId) {
         let n = self.nranks.expect("known after check-ins");
         let next = self.listen[((rank + 1) % n) as usize].expect("every rank checked in");
-        let mut bytes = Preamble::bootstrap(self.cfg.uid.magic).encode().to_vec();
-        encode_frame(&mut bytes, &encode_sockaddr(&next));
-        self.out.push_back(Output::Write { conn, bytes });
+        let preamble = Preamble::bootstrap(self.cfg.uid.magic).encode();
+        self.out.write(conn, |b| {
+            b.extend_from_slice(&preamble);
+            encode_frame(b, &encode_sockaddr(&next));
+        });
         self.out.push_back(Output::Close { conn });
         if rank + 1 < n {
             self.connect_to(rank + 1);

@@ -25,7 +25,13 @@ fn new_root() -> (Root, Vec<Output>) {
 }
 
 fn drain(root: &mut Root) -> Vec<Output> {
-    std::iter::from_fn(|| root.poll_output()).collect()
+    drain_writes(root).into_iter().map(|(o, _)| o).collect()
+}
+
+/// Every output, each write with the bytes the root put in the driver's buffer.
+fn drain_writes(root: &mut Root) -> Vec<(Output, Vec<u8>)> {
+    let mut tx = Vec::new();
+    std::iter::from_fn(|| root.poll_output(&mut tx).map(|o| (o, tx.clone()))).collect()
 }
 
 fn accepted(out: &[Output]) -> ConnId {
@@ -78,11 +84,14 @@ fn nranks_disagreement_and_range_are_errors() {
 fn wrong_version_is_answered_then_an_error() {
     let (mut root, out) = new_root();
     let conn = accepted(&out);
-    let out = feed(&mut root, conn, &check_in_bytes(MAGIC, 12345, 0, 2));
+    root.handle(Instant::ZERO, Input::Accepted { conn, from: addr("10.1.0.9:40000") });
+    root.handle(Instant::ZERO, Input::Received { conn, bytes: &check_in_bytes(MAGIC, 12345, 0, 2) });
+    let written = drain_writes(&mut root);
     // The root still answers with its own version so the rank can fail cleanly too.
     let mut version = Vec::new();
     encode_frame(&mut version, &NVSHMEM_UID_VERSION.to_le_bytes());
-    assert!(out.contains(&Output::Write { conn, bytes: version }));
+    assert!(written.contains(&(Output::Write { conn, len: version.len() }, version)), "{written:?}");
+    let out: Vec<Output> = written.into_iter().map(|(o, _)| o).collect();
     assert_eq!(
         error(&out),
         Some(BootstrapError::RootVersionMismatch {

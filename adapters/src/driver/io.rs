@@ -64,8 +64,8 @@ impl<B: Backend> Io<B> {
         Instant::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
 
-    /// Carries out one output (`Completed` and `Event` are the caller's).
-    pub(super) async fn execute(&mut self, out: Output) {
+    /// Carries out one output (`Completed` and `Event` are the caller's); `tx` holds a write's bytes.
+    pub(super) async fn execute(&mut self, out: Output, tx: &[u8]) {
         tracing::trace!(who = %self.who, ?out, "output");
         match out {
             Output::Listen { listener } => match self.backend.listen(listener).await {
@@ -94,7 +94,8 @@ impl<B: Backend> Io<B> {
                 }
             }
             Output::Connect { conn, addr } => self.open(conn, Start::Connect(addr)),
-            Output::Write { conn, bytes } => self.command(conn, Cmd::Write(bytes)),
+            // The writer task owns what it sends: one copy out of the shared buffer.
+            Output::Write { conn, .. } => self.command(conn, Cmd::Write(tx.to_vec())),
             Output::Drain { conn, deadline } => {
                 let bound = deadline.saturating_since(self.now());
                 self.command(conn, Cmd::Drain(bound));

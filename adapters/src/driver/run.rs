@@ -22,8 +22,10 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
     let mut run = RankRun::default();
     let mut failure: Option<BootstrapError> = None;
     let mut strangers = StrangerLog::default();
+    // The frames the state machine writes; reused from one write to the next.
+    let mut tx = Vec::new();
     loop {
-        while let Some(out) = rank.poll_output() {
+        while let Some(out) = rank.poll_output(&mut tx) {
             match out {
                 Output::Completed(c) => {
                     tracing::debug!(%who, op = c.op.0, kind = %c.kind, ok = c.result.is_ok(), "completed");
@@ -41,7 +43,7 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
                     run.events.push(e);
                     run.events_at.push(io.now());
                 }
-                other => io.execute(other).await,
+                other => io.execute(other, &tx).await,
             }
         }
         if failure.is_some() || rank.is_finished() {
@@ -57,8 +59,8 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
     if !leaked.is_empty() {
         tracing::warn!(%who, ?leaked, "unexpected-list entries left at close");
     }
-    while let Some(out) = rank.poll_output() {
-        io.execute(out).await;
+    while let Some(out) = rank.poll_output(&mut tx) {
+        io.execute(out, &tx).await;
     }
     io.finish().await;
     match failure {
@@ -87,8 +89,10 @@ pub async fn run_root_notify<B: Backend>(
     let mut result: Option<Completion> = None;
     let mut run = RootRun::default();
     let mut strangers = StrangerLog::default();
+    // The frames the state machine writes; reused from one write to the next.
+    let mut tx = Vec::new();
     loop {
-        while let Some(out) = root.poll_output() {
+        while let Some(out) = root.poll_output(&mut tx) {
             match out {
                 Output::Completed(c) => result = Some(c),
                 Output::Event(e) => {
@@ -97,7 +101,7 @@ pub async fn run_root_notify<B: Backend>(
                     run.events_at.push(io.now());
                     run.events.push(e);
                 }
-                other => io.execute(other).await,
+                other => io.execute(other, &tx).await,
             }
         }
         if let (Some(addr), Some(_)) = (root.addr(), notify.as_ref()) {

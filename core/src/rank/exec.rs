@@ -145,8 +145,9 @@ impl Rank {
         }
     }
 
-    fn write(&mut self, conn: ConnId, bytes: Vec<u8>) {
-        self.out.push_back(Output::Write { conn, bytes });
+    /// Queues a write of one frame holding `bytes`.
+    fn write_frame(&mut self, conn: ConnId, bytes: &[u8]) {
+        self.out.write(conn, |b| encode_frame(b, bytes));
     }
 
     fn close_conn(&mut self, conn: ConnId) {
@@ -177,10 +178,9 @@ impl Rank {
             Step::AwaitSuccessor => self.step_await_successor(wait),
             Step::RingConnect => self.step_ring_connect(wait),
             Step::RingSend { slice } => {
-                let mut bytes = Vec::with_capacity(4 + slice.len());
-                encode_frame(&mut bytes, &self.running().result[slice]);
                 let conn = self.ring_send.expect("ring connected during init");
-                self.write(conn, bytes);
+                let op = self.op.as_ref().expect("a running operation");
+                self.out.write(conn, |b| encode_frame(b, &op.result[slice]));
                 Ok(Progress::StepDone)
             }
             Step::RingRecv { slice } => self.step_ring_recv(slice),
@@ -228,9 +228,11 @@ impl Rank {
                 Ok(Progress::Moved)
             }
             Wait::Connecting(conn) if self.established(conn) => {
-                let mut bytes = Preamble::bootstrap(self.cfg.uid.magic).encode().to_vec();
-                encode_frame(&mut bytes, &self.cfg.uid.version.to_le_bytes());
-                self.write(conn, bytes);
+                let (preamble, version) = (Preamble::bootstrap(self.cfg.uid.magic).encode(), self.cfg.uid.version);
+                self.out.write(conn, |b| {
+                    b.extend_from_slice(&preamble);
+                    encode_frame(b, &version.to_le_bytes());
+                });
                 self.set_wait(Wait::Reading(conn));
                 Ok(Progress::Moved)
             }
@@ -252,9 +254,7 @@ impl Rank {
                     listen_root: self.listeners[&Listener::FromRoot],
                     listen: self.listeners[&Listener::Peers],
                 };
-                let mut bytes = Vec::new();
-                encode_frame(&mut bytes, &info.encode());
-                self.write(conn, bytes);
+                self.write_frame(conn, &info.encode());
                 self.close_conn(conn);
                 Ok(Progress::StepDone)
             }
@@ -306,7 +306,8 @@ impl Rank {
                 Ok(Progress::Moved)
             }
             Wait::Connecting(conn) if self.established(conn) => {
-                self.write(conn, Preamble::bootstrap(self.cfg.uid.magic).encode().to_vec());
+                let preamble = Preamble::bootstrap(self.cfg.uid.magic).encode();
+                self.out.write(conn, |b| b.extend_from_slice(&preamble));
                 self.ring_send = Some(conn);
                 Ok(self.accept(Listener::Peers))
             }
@@ -396,13 +397,16 @@ impl Rank {
                 Ok(Progress::Moved)
             }
             Wait::Connecting(conn) if self.established(conn) => {
-                let mut bytes = Preamble::bootstrap(self.cfg.uid.magic).encode().to_vec();
-                if transport == Transport::Persistent {
-                    encode_frame(&mut bytes, &(self.cfg.rank as i32).to_le_bytes());
-                    self.write(conn, bytes);
+                let (preamble, me) = (Preamble::bootstrap(self.cfg.uid.magic).encode(), self.cfg.rank as i32);
+                let persistent = transport == Transport::Persistent;
+                self.out.write(conn, |b| {
+                    b.extend_from_slice(&preamble);
+                    if persistent {
+                        encode_frame(b, &me.to_le_bytes());
+                    }
+                });
+                if persistent {
                     self.stream_out[peer as usize] = Some(conn);
-                } else {
-                    self.write(conn, bytes);
                 }
                 Ok(self.send_message(conn, peer, tag, step, source, range))
             }
@@ -441,22 +445,22 @@ impl Rank {
         if transport == Transport::Sequenced {
             self.seq_out[peer as usize] += 1;
         }
-        let op = self.running();
+        let op = self.op.as_ref().expect("a running operation");
         let data = match source {
             Source::Input => &op.input[range],
             Source::Result => &op.result[range],
         };
-        let size = data.len();
-        let mut bytes = Vec::with_capacity(40 + size);
-        if transport != Transport::Persistent {
-            encode_frame(&mut bytes, &(self.cfg.rank as i32).to_le_bytes());
-        }
-        encode_frame(&mut bytes, &tag.to_le_bytes());
-        if transport == Transport::Sequenced {
-            encode_frame(&mut bytes, &seq.to_le_bytes());
-        }
-        encode_frame(&mut bytes, data);
-        self.write(conn, bytes);
+        let (size, me) = (data.len(), self.cfg.rank as i32);
+        self.out.write(conn, |b| {
+            if transport != Transport::Persistent {
+                encode_frame(b, &me.to_le_bytes());
+            }
+            encode_frame(b, &tag.to_le_bytes());
+            if transport == Transport::Sequenced {
+                encode_frame(b, &seq.to_le_bytes());
+            }
+            encode_frame(b, data);
+        });
         let origin = self.origin(step);
         self.emit(Event::MessageSent { conn, to: peer, tag, origin, size });
         if let Some(bound) = self.cfg.variant.drain {

@@ -12,6 +12,7 @@ use crate::codec::{WireError, SOCKADDR_LEN};
 use crate::error::BootstrapError;
 use crate::ids::{ConnId, Listener, OpId, OpKind};
 use crate::io::{Completion, Event, Input, Limits, Output};
+use crate::outbox::Outbox;
 use crate::time::Instant;
 use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
@@ -107,7 +108,7 @@ enum Wait {
 pub struct Rank {
     cfg: RankConfig,
     now: Instant,
-    out: VecDeque<Output>,
+    out: Outbox,
     conns: ConnTable,
     listeners: BTreeMap<Listener, SocketAddr>,
     successor: Option<SocketAddr>,
@@ -143,7 +144,7 @@ impl Rank {
         let n = cfg.nranks as usize;
         let mut rank = Rank {
             now,
-            out: VecDeque::new(),
+            out: Outbox::default(),
             conns: ConnTable::default(),
             listeners: BTreeMap::new(),
             successor: None,
@@ -430,9 +431,10 @@ impl Rank {
         self.advance();
     }
 
-    /// The next output for the driver, in order.
-    pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+    /// The next output for the driver, in order. For an [`Output::Write`], the bytes to send
+    /// replace the contents of `tx`, a buffer the driver owns and reuses.
+    pub fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<Output> {
+        self.out.poll(tx)
     }
 
     /// Closes every connection and listener (NVSHMEM's `bootstrap_uid_close`). The unexpected

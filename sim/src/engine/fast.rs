@@ -124,7 +124,10 @@ struct World<'a> {
     retry: RetryPolicy,
     out: Outcome,
     sink: TraceSink,
+    /// The read buffer the kernel fills (`read_all`).
     buf: Vec<u8>,
+    /// The write buffer the state machines fill (`poll_output`).
+    tx: Vec<u8>,
     remaining: usize,
     names: Names,
 }
@@ -171,6 +174,7 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
         out: Outcome::new(n as usize),
         sink: TraceSink::new(trace),
         buf: vec![0u8; 64 << 10],
+        tx: Vec::new(),
         remaining: n as usize + 1,
         names: Names::default(),
     };
@@ -294,14 +298,16 @@ impl World<'_> {
 
     /// Drains a node's outputs, carries them out, and re-arms its timer.
     fn collect(&mut self, node: Node) {
+        let mut tx = std::mem::take(&mut self.tx);
         loop {
             let out = match node {
-                Node::Root => self.root.poll_output(),
-                Node::Rank(r) => self.ranks[r as usize].poll_output(),
+                Node::Root => self.root.poll_output(&mut tx),
+                Node::Rank(r) => self.ranks[r as usize].poll_output(&mut tx),
             };
             let Some(out) = out else { break };
-            self.execute(node, out);
+            self.execute(node, out, &tx);
         }
+        self.tx = tx;
         let next = match node {
             Node::Root => self.root.poll_timeout(),
             Node::Rank(r) => self.ranks[r as usize].poll_timeout(),
@@ -314,7 +320,8 @@ impl World<'_> {
         }
     }
 
-    fn execute(&mut self, node: Node, out: Output) {
+    /// Carries out one output; `tx` holds a write's bytes.
+    fn execute(&mut self, node: Node, out: Output, tx: &[u8]) {
         let now = self.now;
         let host = Self::host(node);
         let name = node_name(node);
@@ -354,10 +361,10 @@ impl World<'_> {
                 self.dialing.insert((node, conn), Dialing { addr, retry: ConnectRetry::new(self.retry.clone()) });
                 self.dial(node, conn, addr);
             }
-            Output::Write { conn, bytes } => {
+            Output::Write { conn, len } => {
                 if let Some(&sock) = self.sock_of.get(&(node, conn)) {
-                    self.sink.line(now, name, format_args!("write {} bytes on {}", bytes.len(), local(conn, sock)));
-                    if let Err(e) = self.kernel.write(now, sock, &bytes) {
+                    self.sink.line(now, name, format_args!("write {len} bytes on {}", local(conn, sock)));
+                    if let Err(e) = self.kernel.write(now, sock, tx) {
                         self.sink.line(now, name, format_args!("write on {} failed: {e}", local(conn, sock)));
                     }
                 }

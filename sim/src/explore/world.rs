@@ -359,13 +359,14 @@ impl World {
     }
 
     fn collect(&mut self, node: Node) {
+        let mut tx = Vec::new();
         loop {
             let out = match node {
-                Node::Root => self.root.poll_output(),
-                Node::Rank(r) => self.ranks[r as usize].poll_output(),
+                Node::Root => self.root.poll_output(&mut tx),
+                Node::Rank(r) => self.ranks[r as usize].poll_output(&mut tx),
             };
             let Some(out) = out else { return };
-            self.execute(node, out);
+            self.execute(node, out, &tx);
         }
     }
 
@@ -396,7 +397,8 @@ impl World {
         self.server_end.get(&(node, conn)).copied()
     }
 
-    fn execute(&mut self, node: Node, out: Output) {
+    /// Carries out one output; `tx` holds a write's bytes.
+    fn execute(&mut self, node: Node, out: Output, tx: &[u8]) {
         match out {
             Output::Listen { listener } => {
                 let key = (node, listener);
@@ -467,7 +469,8 @@ impl World {
                     self.waiting_connects.entry(key).or_default().push((node, conn));
                 }
             }
-            Output::Write { conn, bytes } => {
+            Output::Write { conn, .. } => {
+                let bytes = tx.to_vec();
                 let Some(link) = self.link_of(node, conn) else { return };
                 let known = self.know.get(&node).cloned().unwrap_or_default();
                 let l = self.links.get_mut(&link).expect("linked");
