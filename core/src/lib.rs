@@ -29,7 +29,7 @@ pub use error::BootstrapError;
 pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind, OpName};
 pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};
 pub use qp_handle::{GidDisplay, QpHandle};
-pub use rank::{Op, Rank, RankConfig};
+pub use rank::{Op, Rank, RankConfig, Waiting};
 pub use report::RankReport;
 pub use retry::{ConnectFailure, ConnectRetry, GaveUp, RetryPolicy, RetryStep};
 pub use root::{Root, RootConfig};

@@ -75,6 +75,21 @@ struct Running {
     wait: Wait,
 }
 
+/// What a rank is blocked in ([`Rank::waiting`]); its `Display` is [`Rank::waiting_for`]'s text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    op: crate::OpName,
+    step: Option<Step>,
+    wait: Wait,
+}
+
+impl std::fmt::Display for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let step = self.step.as_ref().map_or("finishing".to_string(), exec::describe_step);
+        write!(f, "{}: {step} ({})", self.op, exec::describe_wait(&self.wait))
+    }
+}
+
 /// What the front step is blocked on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Wait {
@@ -223,10 +238,15 @@ impl Rank {
 
     /// A one-line description of what the current operation waits for, if any.
     pub fn waiting_for(&self) -> Option<String> {
+        self.waiting().map(|w| w.to_string())
+    }
+
+    /// What the running operation is blocked in, as a value that is cheap to take and compare
+    /// and is formatted only when shown (a driver that reports it on every wake-up compares
+    /// it with the last one it reported).
+    pub fn waiting(&self) -> Option<Waiting> {
         let op = self.op.as_ref()?;
-        let step = op.steps.front().map_or("finishing".to_string(), exec::describe_step);
-        let which = crate::OpName(op.kind, op.id);
-        Some(format!("{which}: {step} ({})", exec::describe_wait(&op.wait)))
+        Some(Waiting { op: crate::OpName(op.kind, op.id), step: op.steps.front().cloned(), wait: op.wait })
     }
 
     /// 3.8's `reserve_tags`: the call's one tag, or the exhaustion error (the counter unmoved).
