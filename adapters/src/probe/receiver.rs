@@ -2,9 +2,10 @@
 
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
+use nix::poll::{PollFd, PollFlags};
 use serde::Serialize;
 
 use super::stats::AcceptOrderStats;
@@ -58,7 +59,7 @@ impl ProbeListener {
         let start = Instant::now();
         let mut order = Vec::with_capacity(k as usize);
         for i in 0..k {
-            wait_readable(self.listener.as_raw_fd(), idle).map_err(|e| match e.kind() {
+            wait_readable(self.listener.as_fd(), idle).map_err(|e| match e.kind() {
                 io::ErrorKind::TimedOut => {
                     ProbeError::Timeout(format!("accepted {i} of {k} connections; none more for {idle:?}"))
                 }
@@ -91,23 +92,16 @@ pub fn listen(addr: SocketAddr, k: u32) -> Result<ListenReport, ProbeError> {
     ProbeListener::bind(addr)?.accept_k(k, DEFAULT_IDLE_TIMEOUT)
 }
 
-fn wait_readable(fd: std::os::fd::RawFd, timeout: Duration) -> io::Result<()> {
+fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> io::Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: polls one live pollfd.
-        match unsafe { libc::poll(&mut pfd, 1, ms) } {
-            n if n > 0 => return Ok(()),
-            0 if left.is_zero() || ms == 0 => return Err(io::ErrorKind::TimedOut.into()),
-            0 => continue,
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
+        let ms = u16::try_from(left.as_millis()).unwrap_or(u16::MAX);
+        match nix::poll::poll(&mut [PollFd::new(fd, PollFlags::POLLIN)], ms) {
+            Ok(n) if n > 0 => return Ok(()),
+            Ok(_) if left.is_zero() || ms == 0 => return Err(io::ErrorKind::TimedOut.into()),
+            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }
