@@ -8,9 +8,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bootsim_core::RankReport;
+use bootsim_core::RankRecord;
 
-use super::rank::RankRecord;
+use super::rank::RankLine;
 use super::PluginError;
 
 /// How one plugin rank ended.
@@ -18,7 +18,7 @@ use super::PluginError;
 pub struct PluginRankRun {
     /// What it reported, as every real world reports a rank (errors with their context; a rank
     /// killed for making no progress is `unfinished`, with where it was).
-    pub report: RankReport,
+    pub report: RankRecord,
     /// What the plugin printed on stderr.
     pub stderr: Vec<String>,
     /// Wall time from spawn to end.
@@ -55,7 +55,7 @@ pub fn supervise_with(
         });
     }
     let stderr = child.stderr.take().map(|e| thread::spawn(move || read_lines(e)));
-    let mut run = PluginRankRun { report: RankReport { rank, ..Default::default() }, ..Default::default() };
+    let mut run = PluginRankRun { report: RankRecord { rank, ..Default::default() }, ..Default::default() };
     let mut current = ("init".to_string(), None::<u32>);
     let mut failed: Option<(String, Option<i32>)> = None;
     let mut init_done = false;
@@ -87,12 +87,12 @@ pub fn supervise_with(
             break;
         }
         match rx.recv_timeout((limit - now).min(Duration::from_millis(20))) {
-            Ok(line) => match serde_json::from_str::<RankRecord>(&line) {
-                Ok(RankRecord::Begin { what, index }) => {
+            Ok(line) => match serde_json::from_str::<RankLine>(&line) {
+                Ok(RankLine::Begin { what, index }) => {
                     current = (what, index);
                     last = Instant::now();
                 }
-                Ok(RankRecord::Done { bytes }) => {
+                Ok(RankLine::Done { bytes }) => {
                     last = Instant::now();
                     if init_done {
                         run.report.ops.push(Ok(bytes));
@@ -100,7 +100,7 @@ pub fn supervise_with(
                         init_done = true;
                     }
                 }
-                Ok(RankRecord::Failed { error, rc }) => failed = Some((error, rc)),
+                Ok(RankLine::Failed { error, rc }) => failed = Some((error, rc)),
                 Err(_) => tracing::warn!(rank, line, "plugin rank: a stdout line that is not a record"),
             },
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -138,7 +138,7 @@ pub fn supervise_with(
     if let Some(e) = error {
         let e = format!("{}: {e}", current.0);
         match current.1 {
-            None => run.report.init = Some(e),
+            None => run.report.init = Some(bootsim_core::report::init_text(e)),
             Some(_) => run.report.ops.push(Err(e)),
         }
     }

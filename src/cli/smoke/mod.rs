@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::net;
 use bootsim_adapters::tokio_net::{real_limits, run_blocking, Rendezvous, SessionConfig};
-use bootsim_core::{UniqueId, Variant};
-use bootsim_sim::oracle::judge_results;
+use bootsim_core::{RunRecord, UniqueId, Variant};
+use bootsim_sim::oracle::judge;
 use bootsim_sim::workload::{build_op, Workload};
 
 pub(crate) mod plugin;
@@ -302,7 +302,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             let _ = std::fs::remove_file(p);
         }
         let ms = t0.elapsed().as_millis();
-        let (_, findings) = judge_results(&specs, args.seed, nranks, &[report]);
+        let (_, findings) = judge(&specs, args.seed, nranks, &RunRecord::of_ranks(vec![report]));
         let verdict = match findings.is_empty() {
             true => Ok(()),
             false => Err(findings.iter().map(ToString::to_string).collect::<Vec<_>>().join("; then ")),

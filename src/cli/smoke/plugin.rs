@@ -24,7 +24,7 @@ use bootsim_adapters::plugin::{supervise_with, PluginSpec, AFTER_PEER_FAILED};
 use bootsim_adapters::tokio_net::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
 use bootsim_adapters::wire::{self, host_addr, Policy, Wire, WireReport};
 use bootsim_adapters::wire_run::rank_host;
-use bootsim_core::{RankReport, Variant};
+use bootsim_core::{RankRecord, Variant};
 use bootsim_sim::workload::{build_op, format_ops, OpSpec};
 use bootsim_sim::{Finding, Verdict};
 
@@ -56,7 +56,7 @@ pub(crate) struct Session {
 /// One rank's end.
 pub(crate) struct RankEnd {
     /// What it reported.
-    pub report: RankReport,
+    pub report: RankRecord,
     /// The plugin's stderr (plugin ranks).
     pub stderr: Vec<String>,
     /// Its wall time.
@@ -158,7 +158,11 @@ impl Session {
             let run = match self.plugin_command(r, uid, ifname).spawn() {
                 Ok(child) => supervise_with(r, child, self.op_timeout, &|| failed.load(Ordering::SeqCst)),
                 Err(e) => {
-                    let report = RankReport { rank: r, init: Some(format!("cannot start: {e}")), ..Default::default() };
+                    let report = RankRecord {
+                        rank: r,
+                        init: Some(bootsim_core::report::init_text(format!("cannot start: {e}"))),
+                        ..Default::default()
+                    };
                     return RankEnd { report, stderr: Vec::new(), took: t0.elapsed() };
                 }
             };
@@ -178,7 +182,7 @@ impl Session {
             };
             let report = match run_blocking_until(cfg, ops, &|| failed.load(Ordering::SeqCst), AFTER_PEER_FAILED) {
                 Some(result) => rank_report(r, &result),
-                None => RankReport {
+                None => RankRecord {
                     rank: r,
                     unfinished: Some(format!(
                         "still blocked {} ms after another rank failed (stopped as a launcher would)",
@@ -205,7 +209,7 @@ impl Session {
     /// Runs one session and prints its lines; returns the verdict and the findings.
     pub fn run_and_print(&self, iter: u32, wire: Option<Policy>) -> anyhow::Result<(Verdict, Vec<Finding>, Iteration)> {
         let it = self.run(wire)?;
-        let reports: Vec<RankReport> = it.ranks.iter().map(|e| e.report.clone()).collect();
+        let reports: Vec<RankRecord> = it.ranks.iter().map(|e| e.report.clone()).collect();
         let took: Vec<Duration> = it.ranks.iter().map(|e| e.took).collect();
         let (verdict, findings) =
             print_iteration(iter, &self.specs, self.seed, &reports, &took, &|r| format!(" [{}]", self.label(r)));

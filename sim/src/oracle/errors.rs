@@ -1,0 +1,24 @@
+//! Errors: every typed error a rank's init or operation, or the root, ended with is a finding,
+//! stated as the record holds it.
+
+use bootsim_core::{RankRecord, RootEnd};
+
+use super::Finding;
+
+/// Init's error of `rank`, if it failed.
+pub(super) fn init(rank: &RankRecord) -> Option<Finding> {
+    rank.init.as_ref().map(|e| Finding::Error { rank: Some(rank.rank), error: e.clone() })
+}
+
+/// An operation's error of `rank`.
+pub(super) fn op(rank: &RankRecord, error: &str) -> Finding {
+    Finding::Error { rank: Some(rank.rank), error: error.to_string() }
+}
+
+/// The root's error, if it failed.
+pub(super) fn root(root: &RootEnd) -> Option<Finding> {
+    match root {
+        RootEnd::Failed(e) => Some(Finding::Error { rank: None, error: e.clone() }),
+        _ => None,
+    }
+}
