@@ -22,3 +22,20 @@ pub(super) fn root(root: &RootEnd) -> Option<Finding> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_is_one_finding_stated_as_recorded() {
+        let r = RankRecord { rank: 2, init: Some("init: cannot listen".into()), ..Default::default() };
+        assert_eq!(init(&r).unwrap().to_string(), "error: rank 2: init: cannot listen");
+        assert_eq!(init(&RankRecord::default()), None);
+        assert_eq!(op(&r, "barrier #1 failed").to_string(), "error: rank 2: barrier #1 failed");
+        assert_eq!(root(&RootEnd::Failed("root: bad".into())).unwrap().to_string(), "error: root: bad");
+        for quiet in [RootEnd::NotObserved, RootEnd::Done, RootEnd::Waiting("x".into())] {
+            assert_eq!(root(&quiet), None);
+        }
+    }
+}

@@ -86,3 +86,55 @@ fn corruption(
     }
     findings
 }
+
+#[cfg(test)]
+mod tests {
+    use bootsim_core::{Instant, MsgOrigin, OpKind, SentMsg, TakenMsg};
+
+    use super::*;
+    use crate::workload::alltoall_chunk;
+
+    #[test]
+    fn a_wrong_chunk_is_named_by_the_message_taken_else_by_its_bytes() {
+        let (specs, seed, n) = ([OpSpec::Alltoall(48), OpSpec::Alltoall(48)], 5, 2);
+        let rank = RankRecord { rank: 1, ..Default::default() };
+        let right = expected_result(specs[1], seed, 1, 1, n).unwrap();
+        assert_eq!(check(&specs, seed, n, &rank, 1, &right, &MessageLog::default()), vec![]);
+        // Rank 1's chunk from rank 0 holds alltoall #0's chunk.
+        let mut got = right.clone();
+        got[..48].copy_from_slice(&alltoall_chunk(seed, 0, 0, 1, 48));
+        let by_bytes = check(&specs, seed, n, &rank, 1, &got, &MessageLog::default());
+        let text = by_bytes[0].to_string();
+        assert_eq!(by_bytes.len(), 1, "{by_bytes:?}");
+        assert!(
+            text.starts_with(
+                "corruption: rank 1 alltoall #1 chunk from rank 0 holds alltoall #0's chunk from rank 0 for rank 1; "
+            ),
+            "{text}"
+        );
+        // The chunk holds QP handles: what the verbs layer would do with the first wrong one.
+        assert!(
+            text.ends_with("cross-wired QP: rank 1 would connect to rank 0's QP 0 meant for rank 1 (alltoall #0)"),
+            "{text}"
+        );
+        let mut log = MessageLog::default();
+        let sent_origin = MsgOrigin { op: bootsim_core::OpId(1), kind: OpKind::Alltoall, step: 1 };
+        log.sent(Some(9), SentMsg { from: 0, to: 1, tag: 1, origin: sent_origin, size: 48, at: Instant::ZERO });
+        let taken_origin = MsgOrigin { op: bootsim_core::OpId(2), kind: OpKind::Alltoall, step: 1 };
+        let t = TakenMsg {
+            at: Instant::ZERO,
+            rank: 1,
+            from: 0,
+            tag: 1,
+            origin: taken_origin,
+            size: 48,
+            expected_size: 48,
+            conn: None,
+        };
+        log.taken(Some(9), t);
+        let by_message = check(&specs, seed, n, &rank, 1, &got, &log);
+        let text = by_message[0].to_string();
+        let want = "corruption: rank 1 alltoall #1 chunk from rank 0 holds alltoall #0 step 1 from rank 0; ";
+        assert!(text.starts_with(want), "{text}");
+    }
+}
