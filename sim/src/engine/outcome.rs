@@ -95,11 +95,6 @@ impl Outcome {
         first
     }
 
-    /// True when rank `r` has ended.
-    pub fn has_ended(&self, r: u32) -> bool {
-        self.record.ranks[r as usize].finished_at.is_some()
-    }
-
     /// Records the root's result.
     pub fn root_ended(&mut self, result: &Result<Vec<u8>, BootstrapError>) {
         self.record.root = match result {
