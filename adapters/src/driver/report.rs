@@ -37,5 +37,12 @@ pub fn rank_report(rank: u32, result: &Result<RankRun, DriverError>) -> RankReco
             put(run.completions.len(), &Err(error.clone()));
         }
     }
+    // Timings on the driver's clock: each completion but a timeout (that is a wait, not an end).
+    let ended = run.completions.iter().zip(&run.completed_at);
+    let ended = ended.filter(|(c, _)| !matches!(c.result, Err(BootstrapError::Timeout { .. })));
+    report.ended_at = ended.map(|(_, at)| *at).collect();
+    if report.unfinished.is_none() {
+        report.finished_at = report.ended_at.last().copied();
+    }
     report
 }
