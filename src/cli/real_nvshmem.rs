@@ -97,7 +97,7 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                     for _ in 0..a.iterations {
                         let policy = wire.then(|| a.wire.parse::<Policy>()).transpose()?;
                         let it = session.run(policy)?;
-                        let record = RunRecord::of_ranks(it.ranks.iter().map(|e| e.report.clone()).collect());
+                        let record = RunRecord::of_ranks(it.ranks.iter().map(|e| e.record.clone()).collect());
                         let (verdict, _) = judge(&session.specs, session.seed, a.ranks, &record);
                         *counts.entry(verdict).or_default() += 1;
                     }

@@ -1,7 +1,7 @@
 //! The one judge across worlds: the same ends judged the same whether a simulated engine or a
 //! real world recorded them, and what each world leaves out changes nothing else.
 
-use bootsim_adapters::driver::{rank_report, DriverError, RankRun};
+use bootsim_adapters::driver::{rank_record, DriverError, RankRun};
 use bootsim_core::{BootstrapError, Completion, Instant, OpId, OpKind, RankRecord, RunRecord};
 
 use super::*;
@@ -92,7 +92,7 @@ fn the_same_ends_recorded_by_a_simulated_and_a_real_world_give_the_same_findings
     let run = RankRun { completions: cs.clone(), ..RankRun::default() };
     let error = cs[2].result.clone().unwrap_err();
     let failed = Err(DriverError::Failed { error, completed: 2, run: Box::new(run) });
-    let real = RunRecord::of_ranks(vec![ok_record(&specs, seed, 0, 2), rank_report(1, &failed)]);
+    let real = RunRecord::of_ranks(vec![ok_record(&specs, seed, 0, 2), rank_record(1, &failed)]);
 
     let sim = judge(&specs, seed, 2, &out.record);
     assert_eq!(sim, judge(&specs, seed, 2, &real));

@@ -290,12 +290,12 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 }
                 let child = cmd.spawn().context("starting the plugin rank process").map_err(crate::cli::runtime)?;
                 let run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
-                (run.report, run.stderr)
+                (run.record, run.stderr)
             }
             None => {
                 let result = run_blocking(cfg, ops.clone());
                 strays = stray_count(&result);
-                (bootsim_adapters::driver::rank_report(rank, &result), Vec::new())
+                (bootsim_adapters::driver::rank_record(rank, &result), Vec::new())
             }
         };
         if let Some(p) = uid_file {

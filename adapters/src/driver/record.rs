@@ -16,7 +16,7 @@ pub fn run_of(result: &Result<RankRun, DriverError>) -> Option<&RankRun> {
 
 /// What rank `rank` of a driver run reports. A core timeout is a hang: NVSHMEM has no timeout,
 /// so where bootsim gives up, NVSHMEM would wait forever.
-pub fn rank_report(rank: u32, result: &Result<RankRun, DriverError>) -> RankRecord {
+pub fn rank_record(rank: u32, result: &Result<RankRun, DriverError>) -> RankRecord {
     let mut report = RankRecord { rank, ..Default::default() };
     let Some(run) = run_of(result) else {
         report.init = result.as_ref().err().map(|e| init_text(e.to_string()));
