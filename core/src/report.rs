@@ -1,29 +1,17 @@
-//! What one rank of a real run reports, the same record whichever implementation ran it
-//! (bootsim-core over the async driver, NVSHMEM's own plugin in a process): the input of the
-//! real-world oracle (`bootsim_sim::oracle::judge_results`).
+//! How a core error is stated in a run record ([`crate::RunRecord`]): the text the oracle's
+//! findings carry, the same in every world.
 
 use crate::error::BootstrapError;
 
-/// One rank's end.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RankReport {
-    /// The rank.
-    pub rank: u32,
-    /// Init's error, if it failed.
-    pub init: Option<String>,
-    /// The workload's operations that ended, in order: received bytes or the error.
-    pub ops: Vec<Result<Vec<u8>, String>>,
-    /// Set when the rank was stopped before it ended: what it was waiting in.
-    pub unfinished: Option<String>,
-}
-
-impl RankReport {
-    /// True when init or an operation failed, or the rank was stopped.
-    pub fn failed(&self) -> bool {
-        self.init.is_some() || self.unfinished.is_some() || self.ops.iter().any(Result::is_err)
+/// A real world's init failure as its finding states it: led by `init: ` unless it says so.
+/// (Simulated worlds state the core's typed error, through [`error_text`], as it is.)
+pub fn init_text(text: String) -> String {
+    if text.starts_with("init") {
+        text
+    } else {
+        format!("init: {text}")
     }
 }
-
 /// A core error as a finding states it: without the leading "rank N: " (the finding names the
 /// rank) and with the operation's workload index after its kind ("alltoall #2 recv from ..."),
 /// as NVSHMEM's plugin rank reports it. `completion` counts init as 0.

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use bootsim_core::{Instant, OpKind};
 
-use crate::engine::outcome::{Outcome, SentMsg};
+use bootsim_core::SentMsg;
+
+use crate::engine::outcome::Outcome;
 use crate::kernel::{Dir, EventKind};
 use crate::oracle::Finding;
 use crate::run::{run_case, RunReport};
@@ -32,16 +34,16 @@ pub struct Overtake {
 /// first), or, when a receive failed before taking one, a later same-tag message whose connection
 /// the receiver accepted before the earlier one's.
 pub fn find_overtake(out: &Outcome) -> Option<Overtake> {
-    let mismatched = out.taken.iter().filter_map(|t| {
-        let key = t.kconn?;
-        let sent = out.sent.get(&key)?;
+    let mismatched = out.record.messages.taken.iter().filter_map(|t| {
+        let key = t.conn?;
+        let sent = out.record.messages.sent.get(&key)?;
         let same = sent.origin.op == t.origin.op && sent.origin.step == t.origin.step;
         let benign = sent.origin.kind == OpKind::Barrier && t.origin.kind == OpKind::Barrier;
         (!same).then_some((benign, t, key))
     });
     let best = mismatched.min_by_key(|(benign, _, _)| *benign);
     if let Some((_, t, key)) = best {
-        let expected = out.sent.iter().find(|(_, s)| {
+        let expected = out.record.messages.sent.iter().find(|(_, s)| {
             s.from == t.from && s.to == t.rank && s.origin.op == t.origin.op && s.origin.step == t.origin.step
         });
         return Some(Overtake {
@@ -65,7 +67,7 @@ fn accept_inversion(out: &Outcome) -> Option<Overtake> {
     // Accepts never seen count as "after everything".
     let acc = |k: &Key| accepted_at(out, k.0).map_or(u64::MAX, |t| t.as_nanos());
     let mut groups: BTreeMap<(u32, u32, i32), Vec<(Instant, Key)>> = BTreeMap::new();
-    for (k, m) in &out.sent {
+    for (k, m) in &out.record.messages.sent {
         groups.entry((m.from, m.to, m.tag)).or_default().push((m.at, *k));
     }
     // The best overtaker so far: (its accept time, the overtaken key, its key).
@@ -98,8 +100,8 @@ fn accept_inversion(out: &Outcome) -> Option<Overtake> {
         }
     }
     best.map(|(_, ka, kb)| Overtake {
-        receiver: out.sent[&ka].to,
-        peer: out.sent[&ka].from,
+        receiver: out.record.messages.sent[&ka].to,
+        peer: out.record.messages.sent[&ka].from,
         expected: Some(ka),
         taken: kb,
         taken_at: None,
@@ -180,10 +182,10 @@ pub fn explain(report: &RunReport) -> Vec<String> {
 
 fn overtake_lines(report: &RunReport, o: &Overtake) -> Vec<String> {
     let out = &report.outcome;
-    let taken = &out.sent[&o.taken];
+    let taken = &out.record.messages.sent[&o.taken];
     let (kb, r, p) = (o.taken.0, o.receiver, o.peer);
     let mut lines = Vec::new();
-    let expected = o.expected.and_then(|k| out.sent.get(&k).map(|s| (k.0, s)));
+    let expected = o.expected.and_then(|k| out.record.messages.sent.get(&k).map(|s| (k.0, s)));
     match expected {
         Some((ka, a)) => {
             lines.push(format!(
@@ -286,7 +288,7 @@ fn took_line(report: &RunReport, o: &Overtake, taken: &SentMsg) -> String {
     let (r, p) = (o.receiver, o.peer);
     let kb = o.taken.0;
     let what = step_name(&taken.origin);
-    if let Some(t) = out.taken.iter().find(|t| t.kconn == Some(o.taken) && t.rank == r) {
+    if let Some(t) = out.record.messages.taken.iter().find(|t| t.conn == Some(o.taken) && t.rank == r) {
         let size = if t.size < t.expected_size {
             format!(
                 ": {} bytes where {} were expected, copied into the start of the buffer and reported as success",
@@ -333,12 +335,12 @@ fn connect_deadlock(report: &RunReport) -> Option<String> {
     let out = &report.outcome;
     // Who each unfinished rank is dialing, from its wait ("send to rank 7 tag 0x8 (connect of local c85)").
     let dialing: BTreeMap<u32, u32> = out
+        .record
         .ranks
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.finished.is_none())
         .filter_map(|(r, e)| {
-            let w = e.waiting_for.as_deref()?;
+            let w = e.unfinished.as_deref()?;
             if !w.contains("(connect of ") {
                 return None;
             }
@@ -380,7 +382,7 @@ fn connect_deadlock(report: &RunReport) -> Option<String> {
 
 fn stuck_lines(report: &RunReport) -> Vec<String> {
     let out = &report.outcome;
-    let hung: Vec<u32> = (0..out.ranks.len() as u32).filter(|&r| out.ranks[r as usize].finished.is_none()).collect();
+    let hung: Vec<u32> = out.record.ranks.iter().filter(|e| e.finished_at.is_none()).map(|e| e.rank).collect();
     if hung.is_empty() {
         return Vec::new();
     }
@@ -395,7 +397,7 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
             ms(out.end)
         )
     };
-    let mut lines = vec![format!("{} of {} ranks were still waiting {when}.", hung.len(), out.ranks.len())];
+    let mut lines = vec![format!("{} of {} ranks were still waiting {when}.", hung.len(), out.record.ranks.len())];
     lines.extend(connect_deadlock(report));
     let mut stuck = Vec::new();
     let mut explained: Vec<u32> = Vec::new();
@@ -528,8 +530,8 @@ mod tests {
     /// The pairwise scan `accept_inversion` replaced (quadratic in the messages).
     fn accept_inversion_by_pairs(out: &Outcome) -> Option<Overtake> {
         let mut best: Option<(Instant, Overtake)> = None;
-        for (&ka, a) in &out.sent {
-            for (&kb, b) in &out.sent {
+        for (&ka, a) in &out.record.messages.sent {
+            for (&kb, b) in &out.record.messages.sent {
                 if ka.0 == kb.0 || (a.from, a.to, a.tag) != (b.from, b.to, b.tag) || a.at >= b.at {
                     continue;
                 }
@@ -590,7 +592,7 @@ mod tests {
         // happen, so the run stops long before its deadline.
         let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=churn ranks=8 adversary=swarm seed=2").unwrap();
         let report = run_case(&c, true);
-        assert!(report.outcome.ranks.iter().any(|r| r.finished.is_none()), "some rank hangs");
+        assert!(report.outcome.record.ranks.iter().any(|r| r.finished_at.is_none()), "some rank hangs");
         assert!(report.outcome.end.saturating_since(Instant::ZERO) < c.deadline, "stopped early");
         let first = stuck_lines(&report).remove(0);
         assert!(first.contains("when the run stopped at") && !first.contains("deadline"), "{first}");

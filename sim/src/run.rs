@@ -35,15 +35,15 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
         EngineKind::Fast => fast::run(case, trace),
         EngineKind::Turmoil => crate::engine::turmoil::run(case, trace, None),
     };
-    let (verdict, findings) = judge(case, &outcome);
-    let finished = outcome.ranks.iter().filter_map(|r| r.finished).max();
+    let (verdict, findings) = judge(&case.workload.ops(case.seed), case.seed, case.ranks, &outcome.record);
+    let finished = outcome.record.ranks.iter().filter_map(|r| r.finished_at).max();
     let bootstrap_time = finished.unwrap_or(outcome.end) - bootsim_core::Instant::ZERO;
     RunReport {
         case: case.clone(),
         verdict,
         findings,
         bootstrap_time,
-        messages: outcome.sent.len(),
+        messages: outcome.record.messages.sent.len(),
         kernel: outcome.kernel,
         trace: outcome.trace.take(),
         outcome,

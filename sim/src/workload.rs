@@ -3,7 +3,7 @@
 //! Every payload is a pure function of (seed, sender, receiver, index), so the oracle knows
 //! every byte that should arrive and, for a wrong one, where it came from.
 
-use bootsim_core::{Op, QpHandle};
+use bootsim_core::{Op, OpKind, QpHandle};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
@@ -18,6 +18,17 @@ pub enum OpSpec {
     Alltoall(usize),
     /// Barrier.
     Barrier,
+}
+
+impl OpSpec {
+    /// The core's kind of this operation.
+    pub fn kind(self) -> OpKind {
+        match self {
+            OpSpec::Allgather(_) => OpKind::Allgather,
+            OpSpec::Alltoall(_) => OpKind::Alltoall,
+            OpSpec::Barrier => OpKind::Barrier,
+        }
+    }
 }
 
 /// A named workload.

@@ -55,7 +55,7 @@ fn a_crashed_host_leaves_the_others_with_a_clear_liveness_report() {
     let c =
         case("engine=turmoil variant=nvshmem-3.7 workload=nvshmem-init ranks=3 adversary=fifo seed=1 deadline_ms=5000");
     let out = turmoil::run(&c, false, Some((1, Duration::from_millis(3))));
-    let (verdict, findings) = judge(&c, &out);
+    let (verdict, findings) = judge(&c.workload.ops(c.seed), c.seed, c.ranks, &out.record);
     assert_eq!(verdict, Verdict::Hang, "{findings:?}");
     let hangs: Vec<&Finding> = findings.iter().filter(|f| matches!(f, Finding::Hang { .. })).collect();
     assert!(hangs.iter().any(|f| f.to_string().contains("rank 1 waits for nothing: its host crashed")), "{hangs:?}");
@@ -119,7 +119,11 @@ fn an_unfinished_ranks_messages_are_kept_and_explain_names_the_overtaking() {
     let c = case("engine=turmoil variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed=4");
     let r = bootsim_sim::run_case(&c, true);
     assert_eq!(r.verdict, Verdict::Error, "{r}");
-    assert!(r.outcome.sent.len() >= 3, "messages of the unfinished rank kept: {}", r.outcome.sent.len());
+    assert!(
+        r.outcome.record.messages.sent.len() >= 3,
+        "messages of the unfinished rank kept: {}",
+        r.outcome.record.messages.sent.len()
+    );
     let text = bootsim_sim::explain(&r).join("\n");
     assert!(text.contains("Connection 8 overtook connection 7"), "{text}");
 }

@@ -1,6 +1,6 @@
 //! `bootsim plugin-rank` (hidden): one rank of NVSHMEM's real UID bootstrap plugin, in a
 //! process of its own, started by `smoke --plugin` and `real-nvshmem`. It prints one JSON
-//! record per line as each plugin call begins and ends (adapters::plugin::RankRecord).
+//! record per line as each plugin call begins and ends (adapters::plugin::RankLine).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
-use bootsim_core::Variant;
+use bootsim_core::{RunRecord, Variant};
+use bootsim_sim::oracle::judge;
 use bootsim_sim::Verdict;
 
 use super::smoke::parse_workload;
@@ -96,9 +97,8 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                     for _ in 0..a.iterations {
                         let policy = wire.then(|| a.wire.parse::<Policy>()).transpose()?;
                         let it = session.run(policy)?;
-                        let reports: Vec<_> = it.ranks.iter().map(|e| e.report.clone()).collect();
-                        let (verdict, _) =
-                            bootsim_sim::oracle::judge_results(&session.specs, session.seed, a.ranks, &reports);
+                        let record = RunRecord::of_ranks(it.ranks.iter().map(|e| e.record.clone()).collect());
+                        let (verdict, _) = judge(&session.specs, session.seed, a.ranks, &record);
                         *counts.entry(verdict).or_default() += 1;
                     }
                     let row = Row {

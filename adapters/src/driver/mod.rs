@@ -9,7 +9,7 @@
 
 mod conn;
 mod io;
-mod report;
+mod record;
 mod run;
 mod strangers;
 
@@ -20,7 +20,7 @@ use std::time::Duration;
 use bootsim_core::{BootstrapError, Completion, Event, Listener};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub use report::{rank_report, run_of};
+pub use record::{rank_record, run_of};
 pub use run::{run_rank, run_root, run_root_notify};
 pub use strangers::is_stranger_dropped;
 

@@ -3,7 +3,7 @@
 //!
 //! - [`abi`]: the C structs the plugin reads. [`library`]: `dlopen` and the calls.
 //! - [`rank`]: the body of a rank process: init, then the workload's collectives, one
-//!   [`RankRecord`] per line on stdout as each call begins and ends.
+//!   [`RankLine`] per line on stdout as each call begins and ends.
 //! - [`supervise`]: the parent's side: reads those records, captures the plugin's stderr, turns
 //!   its messages into typed [`PluginError`]s, and kills a rank that makes no progress within
 //!   the operation timeout (NVSHMEM has none: a lost message blocks it forever).
@@ -17,7 +17,7 @@ pub mod rank;
 mod supervise;
 
 pub use locate::{detect_family, locate, PluginFamily, PluginSpec};
-pub use rank::{run_rank, PluginRankConfig, RankRecord, UidSource};
+pub use rank::{run_rank, PluginRankConfig, RankLine, UidSource};
 pub use supervise::{classify_stderr, supervise, supervise_with, PluginRankRun, AFTER_PEER_FAILED};
 
 /// What went wrong in or around a plugin rank.

@@ -44,7 +44,7 @@ pub struct PluginRankConfig {
 /// One line of a rank process's stdout.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum RankRecord {
+pub enum RankLine {
     /// A call begins: `init`, or workload operation `index` of `kind`.
     Begin { what: String, index: Option<u32> },
     /// It returned 0; `bytes` is the received buffer (empty for init and barrier).
@@ -56,12 +56,12 @@ pub enum RankRecord {
 /// Runs the rank, writing records to `out`; returns the process exit code (0: every call
 /// returned 0; 1: one failed, and the rank stopped there, as an application would).
 pub fn run_rank(cfg: &PluginRankConfig, ops: &[Op], out: &mut impl Write) -> i32 {
-    let mut emit = |r: RankRecord| {
+    let mut emit = |r: RankLine| {
         let _ = serde_json::to_writer(&mut *out, &r);
         let _ = out.write_all(b"\n");
         let _ = out.flush();
     };
-    emit(RankRecord::Begin { what: "init".into(), index: None });
+    emit(RankLine::Begin { what: "init".into(), index: None });
     let plugin = match Plugin::open(&cfg.plugin, cfg.abi) {
         Ok(p) => p,
         Err(e) => return fail(&mut emit, e),
@@ -70,7 +70,7 @@ pub fn run_rank(cfg: &PluginRankConfig, ops: &[Op], out: &mut impl Write) -> i32
         Ok(h) => h,
         Err(e) => return fail(&mut emit, e),
     };
-    emit(RankRecord::Done { bytes: Vec::new() });
+    emit(RankLine::Done { bytes: Vec::new() });
     for (i, op) in ops.iter().enumerate() {
         let what = match op {
             Op::Allgather { .. } => "allgather",
@@ -79,7 +79,7 @@ pub fn run_rank(cfg: &PluginRankConfig, ops: &[Op], out: &mut impl Write) -> i32
             Op::Send { .. } | Op::Recv { .. } => "p2p",
         };
         // Announced before the call: a call that never returns is named by it.
-        emit(RankRecord::Begin { what: format!("{what} #{i}"), index: Some(i as u32) });
+        emit(RankLine::Begin { what: format!("{what} #{i}"), index: Some(i as u32) });
         let result = match op {
             Op::Allgather { mine } => handle.allgather(mine),
             Op::Alltoall { chunks } => handle.alltoall(chunks),
@@ -87,7 +87,7 @@ pub fn run_rank(cfg: &PluginRankConfig, ops: &[Op], out: &mut impl Write) -> i32
             Op::Send { .. } | Op::Recv { .. } => Err(PluginError::Usage("the plugin has no point-to-point API".into())),
         };
         match result {
-            Ok(bytes) => emit(RankRecord::Done { bytes }),
+            Ok(bytes) => emit(RankLine::Done { bytes }),
             Err(e) => return fail(&mut emit, e),
         }
     }
@@ -113,12 +113,12 @@ fn init<'p>(plugin: &'p Plugin, cfg: &PluginRankConfig) -> Result<PluginRank<'p>
     Ok(handle)
 }
 
-fn fail(emit: &mut impl FnMut(RankRecord), e: PluginError) -> i32 {
+fn fail(emit: &mut impl FnMut(RankLine), e: PluginError) -> i32 {
     let rc = match e {
         PluginError::Call { rc, .. } => Some(rc),
         _ => None,
     };
-    emit(RankRecord::Failed { error: e.to_string(), rc });
+    emit(RankLine::Failed { error: e.to_string(), rc });
     1
 }
 

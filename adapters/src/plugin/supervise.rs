@@ -8,9 +8,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bootsim_core::RankReport;
+use bootsim_core::RankRecord;
 
-use super::rank::RankRecord;
+use super::rank::RankLine;
 use super::PluginError;
 
 /// How one plugin rank ended.
@@ -18,7 +18,7 @@ use super::PluginError;
 pub struct PluginRankRun {
     /// What it reported, as every real world reports a rank (errors with their context; a rank
     /// killed for making no progress is `unfinished`, with where it was).
-    pub report: RankReport,
+    pub record: RankRecord,
     /// What the plugin printed on stderr.
     pub stderr: Vec<String>,
     /// Wall time from spawn to end.
@@ -55,7 +55,7 @@ pub fn supervise_with(
         });
     }
     let stderr = child.stderr.take().map(|e| thread::spawn(move || read_lines(e)));
-    let mut run = PluginRankRun { report: RankReport { rank, ..Default::default() }, ..Default::default() };
+    let mut run = PluginRankRun { record: RankRecord { rank, ..Default::default() }, ..Default::default() };
     let mut current = ("init".to_string(), None::<u32>);
     let mut failed: Option<(String, Option<i32>)> = None;
     let mut init_done = false;
@@ -72,7 +72,7 @@ pub fn supervise_with(
         let now = Instant::now();
         if now >= limit {
             let _ = child.kill();
-            run.report.unfinished = Some(match peer_failed_at {
+            run.record.unfinished = Some(match peer_failed_at {
                 Some(_) if now < last + op_timeout => format!(
                     "{}: still blocked {} ms after another rank failed (NVSHMEM has no timeout; stopped as a launcher would)",
                     current.0,
@@ -87,20 +87,20 @@ pub fn supervise_with(
             break;
         }
         match rx.recv_timeout((limit - now).min(Duration::from_millis(20))) {
-            Ok(line) => match serde_json::from_str::<RankRecord>(&line) {
-                Ok(RankRecord::Begin { what, index }) => {
+            Ok(line) => match serde_json::from_str::<RankLine>(&line) {
+                Ok(RankLine::Begin { what, index }) => {
                     current = (what, index);
                     last = Instant::now();
                 }
-                Ok(RankRecord::Done { bytes }) => {
+                Ok(RankLine::Done { bytes }) => {
                     last = Instant::now();
                     if init_done {
-                        run.report.ops.push(Ok(bytes));
+                        run.record.ops.push(Ok(bytes));
                     } else {
                         init_done = true;
                     }
                 }
-                Ok(RankRecord::Failed { error, rc }) => failed = Some((error, rc)),
+                Ok(RankLine::Failed { error, rc }) => failed = Some((error, rc)),
                 Err(_) => tracing::warn!(rank, line, "plugin rank: a stdout line that is not a record"),
             },
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -109,8 +109,8 @@ pub fn supervise_with(
     }
     // Its output is closed (or it was killed): it ends now, or within the timeout at most.
     let status = wait_bounded(&mut child, op_timeout);
-    if status.is_err() && run.report.unfinished.is_none() {
-        run.report.unfinished = Some(format!(
+    if status.is_err() && run.record.unfinished.is_none() {
+        run.record.unfinished = Some(format!(
             "{}: closed its output but did not exit within {} ms (killed)",
             current.0,
             op_timeout.as_millis()
@@ -118,7 +118,7 @@ pub fn supervise_with(
     }
     run.stderr = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
     run.took = started.elapsed();
-    let error = match (failed, &run.report.unfinished, status) {
+    let error = match (failed, &run.record.unfinished, status) {
         (Some((error, rc)), _, _) => Some(match classify_stderr(&run.stderr) {
             Some(typed) => format!("{typed}{}", rc.map_or(String::new(), |rc| format!("; returned {rc}"))),
             None => error,
@@ -138,8 +138,8 @@ pub fn supervise_with(
     if let Some(e) = error {
         let e = format!("{}: {e}", current.0);
         match current.1 {
-            None => run.report.init = Some(e),
-            Some(_) => run.report.ops.push(Err(e)),
+            None => run.record.init = Some(bootsim_core::report::init_text(e)),
+            Some(_) => run.record.ops.push(Err(e)),
         }
     }
     run
@@ -232,14 +232,14 @@ mod tests {
         let t0 = Instant::now();
         let run = supervise(3, sh(script), Duration::from_millis(300));
         assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the timeout");
-        let u = run.report.unfinished.unwrap();
+        let u = run.record.unfinished.unwrap();
         assert!(u.starts_with("barrier #1: no progress for 300 ms"), "{u}");
-        assert_eq!((run.report.init, run.report.ops.len()), (None, 0));
+        assert_eq!((run.record.init, run.record.ops.len()), (None, 0));
         // Once a peer has failed, the blocked rank is stopped early, as a launcher would.
         let t0 = Instant::now();
         let run = supervise_with(3, sh(script), Duration::from_secs(60), &|| true);
         assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the grace after a peer's failure");
-        assert!(run.report.unfinished.unwrap().contains("still blocked 500 ms after another rank failed"));
+        assert!(run.record.unfinished.unwrap().contains("still blocked 500 ms after another rank failed"));
     }
 
     #[test]
@@ -247,7 +247,7 @@ mod tests {
         let t0 = Instant::now();
         let run = supervise(4, sh("exec >&-; exec sleep 30"), Duration::from_millis(300));
         assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the timeout");
-        assert!(run.report.unfinished.unwrap().contains("closed its output but did not exit"));
+        assert!(run.record.unfinished.unwrap().contains("closed its output but did not exit"));
     }
 
     #[test]
@@ -258,7 +258,7 @@ mod tests {
             echo '{"event":"failed","error":"alltoall returned -3","rc":-3}'; exit 1"#;
         let run = supervise(1, sh(script), Duration::from_secs(10));
         assert_eq!(
-            run.report.ops,
+            run.record.ops,
             vec![Err("alltoall #0: message size mismatch: received 4 bytes, expected 576 bytes (the plugin's words); returned -3".to_string())]
         );
         let run = supervise(
@@ -267,7 +267,7 @@ mod tests {
             Duration::from_secs(10),
         );
         assert_eq!(
-            run.report.init.as_deref(),
+            run.record.init.as_deref(),
             Some("init: the rank process exited with status 255; its last stderr line: version mismatch")
         );
         let run = supervise(
@@ -275,6 +275,6 @@ mod tests {
             sh(r#"echo '{"event":"begin","what":"init","index":null}'; kill -SEGV $$"#),
             Duration::from_secs(10),
         );
-        assert!(run.report.init.unwrap().contains("killed by signal 11"));
+        assert!(run.record.init.unwrap().contains("killed by signal 11"));
     }
 }

@@ -12,7 +12,7 @@ use bootsim_core::{
     RetryPolicy, RetryStep, Root, RootConfig, UniqueId,
 };
 
-use super::outcome::{Node, Outcome, RankEnd, TraceSink};
+use super::outcome::{Node, Outcome, TraceSink};
 use crate::case::Case;
 use crate::explore::schedule::ConnName;
 use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
@@ -228,12 +228,9 @@ impl World<'_> {
         self.out.end = self.now;
         self.out.kernel = self.kernel.stats();
         for (r, rank) in self.ranks.iter().enumerate() {
-            let end = &mut self.out.ranks[r];
-            end.waiting_for = rank.waiting_for();
-            end.unexpected = rank.unexpected();
-            end.ops_left = rank.queued() + usize::from(rank.is_busy());
+            self.out.rank_stopped(r as u32, rank.waiting_for(), rank.unexpected());
         }
-        self.out.root_waiting = self.root.waiting_for();
+        self.out.root_stopped(self.root.waiting_for());
         self.out.trace = self.sink.finish();
         self.out
     }
@@ -409,11 +406,11 @@ impl World<'_> {
         match node {
             Node::Root => {
                 self.remaining -= 1;
-                self.out.root_result = Some(c.result);
+                self.out.root_ended(&c.result);
             }
             Node::Rank(r) => {
                 // The rank starts its next operation itself; it is done once none is left.
-                self.out.ranks[r as usize].completions.push((now, c));
+                self.out.completed(r, now, c);
                 if self.ranks[r as usize].is_finished() {
                     self.rank_done(r);
                 }
@@ -422,9 +419,7 @@ impl World<'_> {
     }
 
     fn rank_done(&mut self, r: u32) {
-        let end: &mut RankEnd = &mut self.out.ranks[r as usize];
-        if end.finished.is_none() {
-            end.finished = Some(self.now);
+        if self.out.rank_ended(r, self.now) {
             self.remaining -= 1;
         }
     }

@@ -1,10 +1,13 @@
-//! What an engine run leaves behind for the oracles: completions, message records, final states,
-//! and the trace.
+//! What an engine run leaves behind: the run record the oracle judges (completions, message
+//! log, final states) and what only a simulated world has (kernel notes, the trace).
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use bootsim_core::{BootstrapError, Completion, ConnId, Event, Instant, MsgOrigin};
+use bootsim_core::report::error_text;
+use bootsim_core::{
+    BootstrapError, Completion, ConnId, DrainGiveUp, Event, Instant, RootEnd, RunRecord, SentMsg, TakenMsg,
+};
 use sha2::{Digest, Sha256};
 
 use crate::kernel::{EventKind, Flow, KernelStats};
@@ -27,59 +30,6 @@ impl fmt::Display for Node {
     }
 }
 
-/// A point-to-point message as its sender handed it over.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SentMsg {
-    /// Sending rank.
-    pub from: u32,
-    /// Destination rank.
-    pub to: u32,
-    /// Its tag.
-    pub tag: i32,
-    /// The sender's operation and step.
-    pub origin: MsgOrigin,
-    /// Payload bytes.
-    pub size: usize,
-    /// When it was written.
-    pub at: Instant,
-}
-
-/// A message a receive took.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TakenMsg {
-    /// When.
-    pub at: Instant,
-    /// The receiving rank.
-    pub rank: u32,
-    /// The (peer, tag) the receive asked for.
-    pub from: u32,
-    /// Tag asked for.
-    pub tag: i32,
-    /// The receiver's operation and step.
-    pub origin: MsgOrigin,
-    /// Bytes taken.
-    pub size: usize,
-    /// Bytes expected.
-    pub expected_size: usize,
-    /// The kernel connection it came on and its index there (joins with [`Outcome::sent`]).
-    pub kconn: Option<(u64, u32)>,
-}
-
-/// How a rank ended.
-#[derive(Clone, Debug, Default)]
-pub struct RankEnd {
-    /// Every completion (init first), with its time.
-    pub completions: Vec<(Instant, Completion)>,
-    /// When it finished its operations (or stopped at an error); `None`: still running at the end.
-    pub finished: Option<Instant>,
-    /// What it waited for when the run ended.
-    pub waiting_for: Option<String>,
-    /// Its unexpected list at the end, head first.
-    pub unexpected: Vec<(i32, i32)>,
-    /// Operations not completed (queued or running).
-    pub ops_left: usize,
-}
-
 /// One drain before close: a sender polling SIOCOUTQ until its data is acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DrainNote {
@@ -99,23 +49,12 @@ pub struct DrainNote {
     pub unacked: usize,
 }
 
-/// Everything a run produced.
+/// Everything a run produced: the record the oracle judges, and what only a simulated world
+/// has (strays, kernel notes and counters, drains that waited, the trace).
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// Per rank.
-    pub ranks: Vec<RankEnd>,
-    /// The root's result, once it finished.
-    pub root_result: Option<Result<Vec<u8>, BootstrapError>>,
-    /// What the root waited for at the end.
-    pub root_waiting: Option<String>,
-    /// Sent messages by kernel connection number and index on it (persistent streams carry many).
-    pub sent: BTreeMap<(u64, u32), SentMsg>,
-    sent_on: BTreeMap<u64, u32>,
-    taken_on: BTreeMap<u64, u32>,
-    /// Taken messages, in order.
-    pub taken: Vec<TakenMsg>,
-    /// Drains that gave up: (time, rank, to, tag, waited, unacked).
-    pub drain_gave_up: Vec<(Instant, u32, u32, i32, std::time::Duration, usize)>,
+    /// The judged part, the same record real worlds produce.
+    pub record: RunRecord,
     /// Connections dropped as strays: (time, node, reason).
     pub strays: Vec<(Instant, Node, String)>,
     /// Notable kernel events per kernel connection (only when tracing): SYN sent, child
@@ -137,7 +76,48 @@ pub struct Outcome {
 impl Outcome {
     /// An empty outcome for `n` ranks.
     pub fn new(n: usize) -> Outcome {
-        Outcome { ranks: vec![RankEnd::default(); n], ..Outcome::default() }
+        Outcome { record: RunRecord::new(n), ..Outcome::default() }
+    }
+
+    /// Records a completion of rank `r` (init first, then each operation in order).
+    pub fn completed(&mut self, r: u32, at: Instant, c: Completion) {
+        let index = c.op.0 as usize;
+        let result = c.result.map_err(|e| error_text(r, index, &e));
+        self.record.ranks[r as usize].ended(index, at, result);
+    }
+
+    /// Marks rank `r` as ended (its operations done or stopped at an error) at `at`, once.
+    /// Returns whether it had not ended before.
+    pub fn rank_ended(&mut self, r: u32, at: Instant) -> bool {
+        let end = &mut self.record.ranks[r as usize].finished_at;
+        let first = end.is_none();
+        end.get_or_insert(at);
+        first
+    }
+
+    /// Records the root's result.
+    pub fn root_ended(&mut self, result: &Result<Vec<u8>, BootstrapError>) {
+        self.record.root = match result {
+            Ok(_) => RootEnd::Done,
+            Err(e) => RootEnd::Failed(e.to_string()),
+        };
+    }
+
+    /// Records where rank `r` stands when the run stops: its unexpected list and, unless it
+    /// ended, what it waits for.
+    pub fn rank_stopped(&mut self, r: u32, waiting_for: Option<String>, unexpected: Vec<(i32, i32)>) {
+        let end = &mut self.record.ranks[r as usize];
+        end.unexpected = unexpected;
+        if end.finished_at.is_none() {
+            end.unfinished = Some(waiting_for.unwrap_or_else(|| "its next operation".into()));
+        }
+    }
+
+    /// Records what the root waits for when the run stops, unless it ended.
+    pub fn root_stopped(&mut self, waiting_for: Option<String>) {
+        if self.record.root == RootEnd::NotObserved {
+            self.record.root = RootEnd::Waiting(waiting_for.unwrap_or_default());
+        }
     }
 
     /// Records a core event; `kconn` is the kernel connection of the event's connection.
@@ -148,26 +128,18 @@ impl Outcome {
             }
             return;
         };
+        let log = &mut self.record.messages;
         match e {
             Event::MessageSent { to, tag, origin, size, .. } => {
-                if let Some(k) = kconn {
-                    let i = self.sent_on.entry(k).or_insert(0);
-                    self.sent.insert((k, *i), SentMsg { from: rank, to, tag, origin, size, at });
-                    *i += 1;
-                }
+                log.sent(kconn, SentMsg { from: rank, to, tag, origin, size, at });
             }
             Event::MessageTaken { from, tag, origin, size, expected_size, .. } => {
-                let kconn = kconn.map(|k| {
-                    let i = self.taken_on.entry(k).or_insert(0);
-                    *i += 1;
-                    (k, *i - 1)
-                });
-                self.taken.push(TakenMsg { at, rank, from, tag, origin, size, expected_size, kconn });
+                log.taken(kconn, TakenMsg { at, rank, from, tag, origin, size, expected_size, conn: None });
             }
             Event::DrainGaveUp { to, tag, waited, unacked, .. } => {
                 let start = Instant::from_nanos(at.as_nanos().saturating_sub(waited.as_nanos() as u64));
                 self.drains.push(DrainNote { start, end: at, rank, to, kconn, gave_up: true, unacked });
-                self.drain_gave_up.push((at, rank, to, tag, waited, unacked))
+                self.record.drain_gave_up.push(DrainGiveUp { at, rank, to, tag, waited, unacked });
             }
             Event::DrainCompleted { to, waited, .. } if !waited.is_zero() => {
                 let start = Instant::from_nanos(at.as_nanos().saturating_sub(waited.as_nanos() as u64));

@@ -113,7 +113,8 @@ pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
         let mut index: HashMap<u128, usize> = HashMap::new();
         for (world, count) in level {
             if world.choices().is_empty() {
-                let (verdict, findings) = judge(&base, &world.outcome());
+                let (verdict, findings) =
+                    judge(&base.workload.ops(base.seed), base.seed, base.ranks, &world.outcome().record);
                 ex.finals += 1;
                 ex.schedules = ex.schedules.saturating_add(count);
                 let entry = ex.verdicts.entry(verdict).or_insert((0, 0));

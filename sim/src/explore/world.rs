@@ -291,22 +291,18 @@ impl World {
         for e in entries.into_iter().rev() {
             match e {
                 Entry::Event(node, ev, kconn) => out.record_event(Instant::ZERO, *node, ev.clone(), *kconn),
-                Entry::Completed(Node::Rank(r), c) => {
-                    out.ranks[*r as usize].completions.push((Instant::ZERO, c.clone()))
-                }
-                Entry::Completed(Node::Root, c) => out.root_result = Some(c.result.clone()),
+                Entry::Completed(Node::Rank(r), c) => out.completed(*r, Instant::ZERO, c.clone()),
+                Entry::Completed(Node::Root, c) => out.root_ended(&c.result),
             }
         }
         for (r, rank) in self.ranks.iter().enumerate() {
-            let end = &mut out.ranks[r];
             let left = self.specs.len() - self.next_op[r] as usize;
-            let done = self.stopped[r] || (left == 0 && !rank.is_busy() && rank.is_ready());
-            end.finished = done.then_some(Instant::ZERO);
-            end.waiting_for = rank.waiting_for();
-            end.unexpected = rank.unexpected();
-            end.ops_left = if self.stopped[r] { 0 } else { left + usize::from(rank.is_busy()) };
+            if self.stopped[r] || (left == 0 && !rank.is_busy() && rank.is_ready()) {
+                out.rank_ended(r as u32, Instant::ZERO);
+            }
+            out.rank_stopped(r as u32, rank.waiting_for(), rank.unexpected());
         }
-        out.root_waiting = self.root.waiting_for();
+        out.root_stopped(self.root.waiting_for());
         out
     }
 

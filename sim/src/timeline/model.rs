@@ -1,7 +1,7 @@
 //! What the timeline draws, extracted from a traced run: lanes, connections with their SYN,
 //! accept-queue entry, accept and read, RX stalls, drains, completions, and the mismatch.
 
-use bootsim_core::Instant;
+use bootsim_core::{Instant, OpKind};
 
 use crate::engine::outcome::{DrainNote, Node, Outcome};
 use crate::explain::{decisive_stall, find_overtake, Overtake};
@@ -163,16 +163,18 @@ impl Model {
         }
         m.drains =
             out.drains.iter().filter(|d| d.kconn.is_some_and(|k| m.conns.iter().any(|c| c.id == k))).copied().collect();
-        for (r, end) in out.ranks.iter().enumerate() {
-            let lane = Node::Rank(r as u32);
+        let specs = report.case.workload.ops(report.case.seed);
+        for end in &out.record.ranks {
+            let lane = Node::Rank(end.rank);
             if !m.lanes.contains(&lane) {
                 continue;
             }
-            for (at, c) in &end.completions {
-                let name = bootsim_core::OpName(c.kind, c.op).to_string();
-                let failed = c.result.is_err();
+            let failures = std::iter::once(end.init.is_some()).chain(end.ops.iter().map(Result::is_err));
+            for (i, (at, failed)) in end.ended_at.iter().zip(failures).enumerate() {
+                let init = i == 0;
+                let kind = if init { OpKind::Init } else { specs.get(i - 1).map_or(OpKind::Init, |s| s.kind()) };
+                let name = bootsim_core::OpName(kind, bootsim_core::OpId(i as u32)).to_string();
                 let text = format!("{name} {}", if failed { "failed" } else { "ok" });
-                let init = c.kind == bootsim_core::OpKind::Init;
                 m.done.push(Done { at: *at, lane, text, failed, init });
             }
         }
@@ -200,14 +202,14 @@ impl Model {
             (Role::Overtaken, Some(o)) => decisive_stall(out, k, o.taken.0).map(|(i, _)| i),
             _ => None,
         };
-        let sent = out.sent.range((k, 0)..(k, u32::MAX)).next().map(|(_, s)| s);
+        let sent = out.record.messages.sent.range((k, 0)..(k, u32::MAX)).next().map(|(_, s)| s);
         let label = match (sent, flow.server_port) {
             (Some(s), _) => format!("{} ({} B, tag {:#x})", step_name(&s.origin), s.size, s.tag),
             (None, ROOT_PORT) => "check-in".to_string(),
             (None, FROM_ROOT_PORT) => "peer addresses from root".to_string(),
             (None, _) => "init exchange".to_string(),
         };
-        let taken = out.taken.iter().find(|t| t.kconn.is_some_and(|(c, _)| c == k));
+        let taken = out.record.messages.taken.iter().find(|t| t.conn.is_some_and(|(c, _)| c == k));
         let mut conn = Conn {
             id: k,
             client,
@@ -299,9 +301,9 @@ impl Model {
 
 fn mismatch(report: &RunReport, o: Overtake) -> Mismatch {
     let out = &report.outcome;
-    let taken = &out.sent[&o.taken];
-    let expected = o.expected.and_then(|k| out.sent.get(&k));
-    let take = out.taken.iter().find(|t| t.kconn == Some(o.taken));
+    let taken = &out.record.messages.sent[&o.taken];
+    let expected = o.expected.and_then(|k| out.record.messages.sent.get(&k));
+    let take = out.record.messages.taken.iter().find(|t| t.conn == Some(o.taken));
     let at = take.map(|t| t.at).or_else(|| crate::explain::accepted_at(out, o.taken.0)).unwrap_or(taken.at);
     let wanted = take.map(|t| step_name(&t.origin)).or(expected.map(|e| step_name(&e.origin))).unwrap_or_default();
     let headline = format!(

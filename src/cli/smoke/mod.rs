@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::os;
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking, Rendezvous, SessionConfig};
-use bootsim_core::{UniqueId, Variant};
-use bootsim_sim::oracle::judge_results;
+use bootsim_core::{RunRecord, UniqueId, Variant};
+use bootsim_sim::oracle::judge;
 use bootsim_sim::workload::{build_op, Workload};
 
 pub(crate) mod plugin;
@@ -290,19 +290,19 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 }
                 let child = cmd.spawn().context("starting the plugin rank process").map_err(crate::cli::runtime)?;
                 let run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
-                (run.report, run.stderr)
+                (run.record, run.stderr)
             }
             None => {
                 let result = run_blocking(cfg, ops.clone());
                 strays = stray_count(&result);
-                (bootsim_adapters::driver::rank_report(rank, &result), Vec::new())
+                (bootsim_adapters::driver::rank_record(rank, &result), Vec::new())
             }
         };
         if let Some(p) = uid_file {
             let _ = std::fs::remove_file(p);
         }
         let ms = t0.elapsed().as_millis();
-        let (_, findings) = judge_results(&specs, args.seed, nranks, &[report]);
+        let (_, findings) = judge(&specs, args.seed, nranks, &RunRecord::of_ranks(vec![report]));
         let verdict = match findings.is_empty() {
             true => Ok(()),
             false => Err(findings.iter().map(ToString::to_string).collect::<Vec<_>>().join("; then ")),

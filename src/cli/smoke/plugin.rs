@@ -19,12 +19,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use bootsim_adapters::driver::rank_report;
+use bootsim_adapters::driver::rank_record;
 use bootsim_adapters::plugin::{supervise_with, PluginSpec, AFTER_PEER_FAILED};
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
 use bootsim_adapters::wire::{self, host_addr, Policy, Wire, WireReport};
 use bootsim_adapters::wire_run::rank_host;
-use bootsim_core::{RankReport, Variant};
+use bootsim_core::{RankRecord, Variant};
 use bootsim_sim::workload::{build_op, format_ops, OpSpec};
 use bootsim_sim::{Finding, Verdict};
 
@@ -56,7 +56,7 @@ pub(crate) struct Session {
 /// One rank's end.
 pub(crate) struct RankEnd {
     /// What it reported.
-    pub report: RankReport,
+    pub record: RankRecord,
     /// The plugin's stderr (plugin ranks).
     pub stderr: Vec<String>,
     /// Its wall time.
@@ -145,7 +145,7 @@ impl Session {
         let uid = uid.to_path_buf();
         move || {
             let end = s.run_rank(r, &uid, ip, &ifname, &failed);
-            if end.report.failed() {
+            if end.record.failed() {
                 failed.store(true, Ordering::SeqCst);
             }
             end
@@ -158,11 +158,15 @@ impl Session {
             let run = match self.plugin_command(r, uid, ifname).spawn() {
                 Ok(child) => supervise_with(r, child, self.op_timeout, &|| failed.load(Ordering::SeqCst)),
                 Err(e) => {
-                    let report = RankReport { rank: r, init: Some(format!("cannot start: {e}")), ..Default::default() };
-                    return RankEnd { report, stderr: Vec::new(), took: t0.elapsed() };
+                    let report = RankRecord {
+                        rank: r,
+                        init: Some(bootsim_core::report::init_text(format!("cannot start: {e}"))),
+                        ..Default::default()
+                    };
+                    return RankEnd { record: report, stderr: Vec::new(), took: t0.elapsed() };
                 }
             };
-            RankEnd { report: run.report, stderr: run.stderr, took: run.took }
+            RankEnd { record: run.record, stderr: run.stderr, took: run.took }
         } else {
             let ops =
                 self.specs.iter().enumerate().map(|(i, sp)| build_op(*sp, self.seed, i as u32, r, self.n)).collect();
@@ -177,8 +181,8 @@ impl Session {
                 uid_wait: self.op_timeout,
             };
             let report = match run_blocking_until(cfg, ops, &|| failed.load(Ordering::SeqCst), AFTER_PEER_FAILED) {
-                Some(result) => rank_report(r, &result),
-                None => RankReport {
+                Some(result) => rank_record(r, &result),
+                None => RankRecord {
                     rank: r,
                     unfinished: Some(format!(
                         "still blocked {} ms after another rank failed (stopped as a launcher would)",
@@ -187,7 +191,7 @@ impl Session {
                     ..Default::default()
                 },
             };
-            RankEnd { report, stderr: Vec::new(), took: t0.elapsed() }
+            RankEnd { record: report, stderr: Vec::new(), took: t0.elapsed() }
         }
     }
 
@@ -205,14 +209,14 @@ impl Session {
     /// Runs one session and prints its lines; returns the verdict and the findings.
     pub fn run_and_print(&self, iter: u32, wire: Option<Policy>) -> anyhow::Result<(Verdict, Vec<Finding>, Iteration)> {
         let it = self.run(wire)?;
-        let reports: Vec<RankReport> = it.ranks.iter().map(|e| e.report.clone()).collect();
+        let reports: Vec<RankRecord> = it.ranks.iter().map(|e| e.record.clone()).collect();
         let took: Vec<Duration> = it.ranks.iter().map(|e| e.took).collect();
         let (verdict, findings) =
             print_iteration(iter, &self.specs, self.seed, &reports, &took, &|r| format!(" [{}]", self.label(r)));
         if !verdict.is_ok() {
             for e in &it.ranks {
                 for line in &e.stderr {
-                    println!("  rank {} stderr: {line}", e.report.rank);
+                    println!("  rank {} stderr: {line}", e.record.rank);
                 }
             }
         }

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use bootsim_core::RankReport;
-use bootsim_sim::oracle::judge_results;
+use bootsim_core::{RankRecord, RunRecord};
+use bootsim_sim::oracle::judge;
 use bootsim_sim::workload::OpSpec;
 use bootsim_sim::{Finding, Verdict};
 
@@ -14,12 +14,12 @@ pub(super) fn print_iteration(
     iter: u32,
     specs: &[OpSpec],
     seed: u64,
-    reports: &[RankReport],
+    reports: &[RankRecord],
     took: &[Duration],
     label: &dyn Fn(u32) -> String,
 ) -> (Verdict, Vec<Finding>) {
     let n = reports.len() as u32;
-    let (verdict, findings) = judge_results(specs, seed, n, reports);
+    let (verdict, findings) = judge(specs, seed, n, &RunRecord::of_ranks(reports.to_vec()));
     for (report, took) in reports.iter().zip(took) {
         let r = report.rank;
         let ms = took.as_millis();

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use bootsim_adapters::driver::{rank_report, run_of, DriverError, RankRun};
+use bootsim_adapters::driver::{rank_record, run_of, DriverError, RankRun};
 use bootsim_adapters::tokio_sockets::real_limits;
 use bootsim_adapters::wire::{self, FlowInfo, Policy, ReleaseReason, WireDecision, WireEvent, WireReport};
 use bootsim_adapters::wire_run::{self, host_rank, WireRunConfig, ROOT_PORT};
@@ -56,7 +56,7 @@ pub(super) fn run(
             .map(|r| specs.iter().enumerate().map(|(i, s)| build_op(*s, args.seed, i as u32, r, n)).collect())
             .collect();
         let run = wire_run::run_ranks(cfg, ops, policy).context("running the ranks on the wire")?;
-        let reports: Vec<_> = run.ranks.iter().enumerate().map(|(r, res)| rank_report(r as u32, res)).collect();
+        let reports: Vec<_> = run.ranks.iter().enumerate().map(|(r, res)| rank_record(r as u32, res)).collect();
         let (verdict, _) = print_iteration(iter, &specs, args.seed, &reports, &run.rank_times, &|_| String::new());
         for (r, result) in run.ranks.iter().enumerate() {
             for note in notes(result) {

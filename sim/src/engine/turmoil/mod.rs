@@ -144,25 +144,18 @@ fn collect(
         let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         let Some((at, res)) = taken else {
             let (waiting, unexpected) = waits.get(&(r as u32)).cloned().unwrap_or_default();
-            let end_state = &mut out.ranks[r];
-            end_state.waiting_for = Some(match (crashed, waiting) {
+            let waiting = match (crashed, waiting) {
                 (Some(c), _) if c as usize == r => "nothing: its host crashed".to_string(),
                 (_, Some(w)) => w,
                 (_, None) => "(still running at the deadline)".to_string(),
-            });
-            end_state.unexpected = unexpected;
+            };
             // What it did before it stopped: its messages and completions count (explain and the
             // oracle see the overtaking that left it waiting).
-            let done = match progress.remove(&(r as u32)) {
-                Some(run) => {
-                    record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
-                    out.ranks[r].completions =
-                        run.completed_at.iter().copied().zip(run.completions.iter().cloned()).collect();
-                    run.completions.len().saturating_sub(1)
-                }
-                None => 0,
-            };
-            out.ranks[r].ops_left = case.workload.ops(case.seed).len().saturating_sub(done);
+            if let Some(run) = progress.remove(&(r as u32)) {
+                record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
+                record_completions(&mut out, r as u32, &run, &mut rank_lines, run.completed_at.iter().copied());
+            }
+            out.rank_stopped(r as u32, Some(waiting), unexpected);
             continue;
         };
         let run = match res {
@@ -170,7 +163,7 @@ fn collect(
             Err(DriverError::Failed { error: BootstrapError::Timeout { waiting, .. }, run, .. }) => {
                 // A core op timeout (not set by this engine, kept for callers that set one).
                 record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
-                out.ranks[r].waiting_for = Some(waiting);
+                out.rank_stopped(r as u32, Some(waiting), Vec::new());
                 continue;
             }
             Err(DriverError::Failed { run, .. }) => *run,
@@ -190,18 +183,17 @@ fn collect(
         };
         record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
         let times = run.completed_at.iter().copied().chain(std::iter::repeat(at));
-        out.ranks[r].completions = times.zip(run.completions.iter().cloned()).collect();
-        out.ranks[r].finished = Some(at);
+        record_completions(&mut out, r as u32, &run, &mut rank_lines, times);
+        out.rank_ended(r as u32, at);
     }
-    out.root_result = match root_slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        Some(Ok(())) => Some(Ok(Vec::new())),
-        Some(Err(DriverError::Root(BootstrapError::RootTimeout { waiting, .. }))) => {
-            out.root_waiting = Some(waiting);
-            None
+    match root_slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(Ok(())) => out.root_ended(&Ok(Vec::new())),
+        Some(Err(DriverError::Root(BootstrapError::RootTimeout { waiting, .. }))) => out.root_stopped(Some(waiting)),
+        Some(Err(e)) => {
+            out.root_ended(&Err(BootstrapError::InvalidOp { rank: 0, op: OpKind::Init, reason: e.to_string() }))
         }
-        Some(Err(e)) => Some(Err(BootstrapError::InvalidOp { rank: 0, op: OpKind::Init, reason: e.to_string() })),
-        None => None,
-    };
+        None => out.root_stopped(None),
+    }
     out.end = end;
     if let Some(g) = gate {
         out.kernel = g.kernel().stats();
@@ -210,17 +202,29 @@ fn collect(
         }
         let mut sink = g.sink;
         if sink.enabled() {
-            for (r, end) in out.ranks.iter().enumerate() {
-                let mut lines = rank_lines.remove(&(r as u32)).unwrap_or_default();
-                lines.extend(end.completions.iter().map(|(at, c)| (*at, completion_line(c))));
+            for (r, mut lines) in rank_lines {
                 // Events before the completion they lead to, at equal times.
                 lines.sort_by_key(|(at, _)| *at);
-                sink.merge(Node::Rank(r as u32), lines);
+                sink.merge(Node::Rank(r), lines);
             }
         }
         out.trace = sink.finish();
     }
     out
+}
+
+/// Records a rank's completions at `times`, and their trace lines after its events in `lines`.
+fn record_completions(
+    out: &mut Outcome,
+    rank: u32,
+    run: &RankRun,
+    lines: &mut BTreeMap<u32, Vec<(Instant, String)>>,
+    times: impl Iterator<Item = Instant>,
+) {
+    for (at, c) in times.zip(&run.completions) {
+        lines.entry(rank).or_default().push((at, completion_line(c)));
+        out.completed(rank, at, c.clone());
+    }
 }
 
 /// Records a rank's protocol events, joined to model connections through the gate's ids.

@@ -1,7 +1,7 @@
-//! A driver run as the real-world record ([`RankReport`]).
+//! A driver run as the real-world record ([`RankRecord`]).
 
-use bootsim_core::report::error_text;
-use bootsim_core::{BootstrapError, RankReport};
+use bootsim_core::report::{error_text, init_text};
+use bootsim_core::{BootstrapError, RankRecord};
 
 use super::{DriverError, RankRun};
 
@@ -16,15 +16,15 @@ pub fn run_of(result: &Result<RankRun, DriverError>) -> Option<&RankRun> {
 
 /// What rank `rank` of a driver run reports. A core timeout is a hang: NVSHMEM has no timeout,
 /// so where bootsim gives up, NVSHMEM would wait forever.
-pub fn rank_report(rank: u32, result: &Result<RankRun, DriverError>) -> RankReport {
-    let mut report = RankReport { rank, ..Default::default() };
+pub fn rank_record(rank: u32, result: &Result<RankRun, DriverError>) -> RankRecord {
+    let mut report = RankRecord { rank, ..Default::default() };
     let Some(run) = run_of(result) else {
-        report.init = result.as_ref().err().map(ToString::to_string);
+        report.init = result.as_ref().err().map(|e| init_text(e.to_string()));
         return report;
     };
     let mut put = |i: usize, r: &Result<Vec<u8>, BootstrapError>| match (i, r) {
         (_, Err(e @ BootstrapError::Timeout { .. })) => report.unfinished = Some(error_text(rank, i, e)),
-        (0, Err(e)) => report.init = Some(error_text(rank, i, e)),
+        (0, Err(e)) => report.init = Some(init_text(error_text(rank, i, e))),
         (0, Ok(_)) => {}
         (_, r) => report.ops.push(r.clone().map_err(|e| error_text(rank, i, &e))),
     };
@@ -36,6 +36,13 @@ pub fn rank_report(rank: u32, result: &Result<RankRun, DriverError>) -> RankRepo
         if !said {
             put(run.completions.len(), &Err(error.clone()));
         }
+    }
+    // Timings on the driver's clock: each completion but a timeout (that is a wait, not an end).
+    let ended = run.completions.iter().zip(&run.completed_at);
+    let ended = ended.filter(|(c, _)| !matches!(c.result, Err(BootstrapError::Timeout { .. })));
+    report.ended_at = ended.map(|(_, at)| *at).collect();
+    if report.unfinished.is_none() {
+        report.finished_at = report.ended_at.last().copied();
     }
     report
 }

@@ -1,0 +1,179 @@
+//! The one record of a run every world produces, simulated or real: how each rank and the root
+//! ended and, where the world can observe them, the messages (joined to the connection and
+//! index they travelled on), the drains that gave up, and timings. It is the only input of the
+//! oracle (`bootsim_sim::oracle::judge`). Real worlds fill what they observe (per-rank results);
+//! simulated worlds fill everything.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::ids::MsgOrigin;
+use crate::time::Instant;
+
+/// Everything a run leaves for the oracle.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunRecord {
+    /// Per rank, by rank number for a whole run (a real world may record fewer).
+    pub ranks: Vec<RankRecord>,
+    /// How the root ended.
+    pub root: RootEnd,
+    /// Messages sent and taken; empty where the world cannot observe them.
+    pub messages: MessageLog,
+    /// Drains that gave up (fail-open), in order.
+    pub drain_gave_up: Vec<DrainGiveUp>,
+}
+
+impl RunRecord {
+    /// A record of `n` ranks that have not ended yet.
+    pub fn new(n: usize) -> RunRecord {
+        let ranks = (0..n as u32).map(|rank| RankRecord { rank, ..RankRecord::default() }).collect();
+        RunRecord { ranks, ..RunRecord::default() }
+    }
+
+    /// A record of per-rank results only (the real worlds: no root, messages or drains).
+    pub fn of_ranks(ranks: Vec<RankRecord>) -> RunRecord {
+        RunRecord { ranks, ..RunRecord::default() }
+    }
+}
+
+/// One rank's end.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RankRecord {
+    /// The rank.
+    pub rank: u32,
+    /// Init's error, if it failed, as its finding states it.
+    pub init: Option<String>,
+    /// The workload's operations that ended, in order: received bytes or the error.
+    pub ops: Vec<Result<Vec<u8>, String>>,
+    /// Set when the rank was stopped before it ended: what it was waiting in.
+    pub unfinished: Option<String>,
+    /// Its unexpected list at the end, (peer, tag) head first; empty where not observed.
+    pub unexpected: Vec<(i32, i32)>,
+    /// When init and then each operation ended; empty where the world keeps no time.
+    pub ended_at: Vec<Instant>,
+    /// When it ended (its last operation, or the error it stopped at), where observed.
+    pub finished_at: Option<Instant>,
+}
+
+impl RankRecord {
+    /// True when init or an operation failed, or the rank was stopped.
+    pub fn failed(&self) -> bool {
+        self.init.is_some() || self.unfinished.is_some() || self.ops.iter().any(Result::is_err)
+    }
+
+    /// Records the end of init (`index` 0) or of the workload's operation `index - 1`, at `at`.
+    pub fn ended(&mut self, index: usize, at: Instant, result: Result<Vec<u8>, String>) {
+        self.ended_at.push(at);
+        match (index, result) {
+            (0, Err(e)) => self.init = Some(e),
+            (0, Ok(_)) => {}
+            (_, r) => self.ops.push(r),
+        }
+    }
+}
+
+/// How the root ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum RootEnd {
+    /// The world does not observe the root (real worlds).
+    #[default]
+    NotObserved,
+    /// It served every check-in.
+    Done,
+    /// It failed.
+    Failed(String),
+    /// Still running when the run stopped: what it waited for.
+    Waiting(String),
+}
+
+/// A point-to-point message as its sender handed it over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SentMsg {
+    /// Sending rank.
+    pub from: u32,
+    /// Destination rank.
+    pub to: u32,
+    /// Its tag.
+    pub tag: i32,
+    /// The sender's operation and step.
+    pub origin: MsgOrigin,
+    /// Payload bytes.
+    pub size: usize,
+    /// When it was written.
+    pub at: Instant,
+}
+
+/// A message a receive took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TakenMsg {
+    /// When.
+    pub at: Instant,
+    /// The receiving rank.
+    pub rank: u32,
+    /// The (peer, tag) the receive asked for.
+    pub from: u32,
+    /// Tag asked for.
+    pub tag: i32,
+    /// The receiver's operation and step.
+    pub origin: MsgOrigin,
+    /// Bytes taken.
+    pub size: usize,
+    /// Bytes expected.
+    pub expected_size: usize,
+    /// The connection it came on and its index there (joins with [`MessageLog::sent`]).
+    pub conn: Option<(u64, u32)>,
+}
+
+/// Sent and taken messages, joined by the connection (a world-wide number) and index on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MessageLog {
+    /// Sent messages by connection and index on it (persistent streams carry many).
+    pub sent: BTreeMap<(u64, u32), SentMsg>,
+    /// Taken messages, in order.
+    pub taken: Vec<TakenMsg>,
+    sent_on: BTreeMap<u64, u32>,
+    taken_on: BTreeMap<u64, u32>,
+}
+
+impl MessageLog {
+    /// Records a message handed over on `conn` (unjoinable without one: dropped).
+    pub fn sent(&mut self, conn: Option<u64>, msg: SentMsg) {
+        if let Some(k) = conn {
+            let i = self.sent_on.entry(k).or_insert(0);
+            self.sent.insert((k, *i), msg);
+            *i += 1;
+        }
+    }
+
+    /// Records a message taken from `conn`, the next index on it; `msg.conn` is set here.
+    pub fn taken(&mut self, conn: Option<u64>, mut msg: TakenMsg) {
+        msg.conn = conn.map(|k| {
+            let i = self.taken_on.entry(k).or_insert(0);
+            *i += 1;
+            (k, *i - 1)
+        });
+        self.taken.push(msg);
+    }
+
+    /// The message a taken one is, if it was recorded.
+    pub fn source(&self, t: &TakenMsg) -> Option<&SentMsg> {
+        self.sent.get(&t.conn?)
+    }
+}
+
+/// A drain that gave up at its deadline (fail-open): ordering was no longer guaranteed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrainGiveUp {
+    /// When it gave up.
+    pub at: Instant,
+    /// The sending rank.
+    pub rank: u32,
+    /// The destination rank.
+    pub to: u32,
+    /// The tag of the message it drained.
+    pub tag: i32,
+    /// How long it waited.
+    pub waited: Duration,
+    /// Bytes still unacknowledged.
+    pub unacked: usize,
+}

@@ -1,0 +1,41 @@
+//! Errors: every typed error a rank's init or operation, or the root, ended with is a finding,
+//! stated as the record holds it.
+
+use bootsim_core::{RankRecord, RootEnd};
+
+use super::Finding;
+
+/// Init's error of `rank`, if it failed.
+pub(super) fn init(rank: &RankRecord) -> Option<Finding> {
+    rank.init.as_ref().map(|e| Finding::Error { rank: Some(rank.rank), error: e.clone() })
+}
+
+/// An operation's error of `rank`.
+pub(super) fn op(rank: &RankRecord, error: &str) -> Finding {
+    Finding::Error { rank: Some(rank.rank), error: error.to_string() }
+}
+
+/// The root's error, if it failed.
+pub(super) fn root(root: &RootEnd) -> Option<Finding> {
+    match root {
+        RootEnd::Failed(e) => Some(Finding::Error { rank: None, error: e.clone() }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_is_one_finding_stated_as_recorded() {
+        let r = RankRecord { rank: 2, init: Some("init: cannot listen".into()), ..Default::default() };
+        assert_eq!(init(&r).unwrap().to_string(), "error: rank 2: init: cannot listen");
+        assert_eq!(init(&RankRecord::default()), None);
+        assert_eq!(op(&r, "barrier #1 failed").to_string(), "error: rank 2: barrier #1 failed");
+        assert_eq!(root(&RootEnd::Failed("root: bad".into())).unwrap().to_string(), "error: root: bad");
+        for quiet in [RootEnd::NotObserved, RootEnd::Done, RootEnd::Waiting("x".into())] {
+            assert_eq!(root(&quiet), None);
+        }
+    }
+}

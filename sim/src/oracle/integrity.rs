@@ -1,0 +1,140 @@
+//! Integrity: every successful operation delivered exactly the bytes its workload implies. A
+//! wrong chunk is named by where its bytes came from (the message the receive took, where the
+//! world records messages; else what the bytes themselves tell) and, for a QP handle, by what
+//! the verbs layer would do with it.
+
+use bootsim_core::{MessageLog, OpId, QpHandle, RankRecord};
+
+use super::{describe_sent, provenance, verbs, Finding};
+use crate::workload::{expected_result, OpSpec};
+
+/// Checks the result of rank `rank`'s operation `index` (of `specs` over `n` ranks, payload
+/// seed `seed`) against the bytes its workload implies.
+pub(super) fn check(
+    specs: &[OpSpec],
+    seed: u64,
+    n: u32,
+    rank: &RankRecord,
+    index: usize,
+    got: &[u8],
+    log: &MessageLog,
+) -> Vec<Finding> {
+    let (r, i) = (rank.rank, index as u32);
+    let Some(&spec) = specs.get(index) else { return Vec::new() };
+    match expected_result(spec, seed, i, r, n) {
+        Some(expected) if got != expected.as_slice() => {
+            let source = |p| source_of(log, r, OpId(i + 1), p);
+            corruption(specs, seed, n, r, i, got, &expected, &source)
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The sender and step of the message rank `r`'s operation `op` took from `peer`, if recorded.
+fn source_of(log: &MessageLog, r: u32, op: OpId, peer: u32) -> Option<String> {
+    let t = log.taken.iter().find(|t| t.rank == r && t.origin.op == op && t.from == peer)?;
+    log.source(t).map(describe_sent)
+}
+
+/// Names each wrong chunk of a successful operation, where its bytes came from
+/// (`source(peer)`, else what the bytes themselves tell), and what the verbs layer would do
+/// with a wrong QP handle.
+#[allow(clippy::too_many_arguments)]
+fn corruption(
+    specs: &[OpSpec],
+    seed: u64,
+    n: u32,
+    r: u32,
+    index: u32,
+    got: &[u8],
+    expected: &[u8],
+    source: &dyn Fn(u32) -> Option<String>,
+) -> Vec<Finding> {
+    let spec = specs[index as usize];
+    let len = expected.len() / (n as usize).max(1);
+    let mut findings = Vec::new();
+    for p in 0..n as usize {
+        let range = p * len..(p + 1) * len;
+        let chunk = got.get(range.clone()).unwrap_or_default();
+        if chunk == &expected[range.clone()] {
+            continue;
+        }
+        let source = source(p as u32)
+            .or_else(|| provenance::of_chunk(specs, seed, n, chunk))
+            .unwrap_or_else(|| "bytes of unknown origin".to_string());
+        let (mut expected_qp, mut received_qp, mut verbs) = (None, None, None);
+        if let OpSpec::Alltoall(l) = spec {
+            if l % QpHandle::SIZE == 0 && chunk.len() == l {
+                let exp = QpHandle::decode_all(&expected[range]).unwrap_or_default();
+                let rec = QpHandle::decode_all(chunk).unwrap_or_default();
+                if let Some(k) = (0..exp.len()).find(|&k| exp[k] != rec[k]) {
+                    expected_qp = Some(exp[k].to_string());
+                    received_qp = Some(rec[k].to_string());
+                    verbs = Some(verbs::check(specs, seed, n, r, &rec[k]));
+                }
+            }
+        }
+        findings.push(Finding::Corruption {
+            rank: r,
+            op: format!("{} #{index}", spec.kind()),
+            peer: p as u32,
+            source,
+            expected_qp,
+            received_qp,
+            verbs,
+        });
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use bootsim_core::{Instant, MsgOrigin, OpKind, SentMsg, TakenMsg};
+
+    use super::*;
+    use crate::workload::alltoall_chunk;
+
+    #[test]
+    fn a_wrong_chunk_is_named_by_the_message_taken_else_by_its_bytes() {
+        let (specs, seed, n) = ([OpSpec::Alltoall(48), OpSpec::Alltoall(48)], 5, 2);
+        let rank = RankRecord { rank: 1, ..Default::default() };
+        let right = expected_result(specs[1], seed, 1, 1, n).unwrap();
+        assert_eq!(check(&specs, seed, n, &rank, 1, &right, &MessageLog::default()), vec![]);
+        // Rank 1's chunk from rank 0 holds alltoall #0's chunk.
+        let mut got = right.clone();
+        got[..48].copy_from_slice(&alltoall_chunk(seed, 0, 0, 1, 48));
+        let by_bytes = check(&specs, seed, n, &rank, 1, &got, &MessageLog::default());
+        let text = by_bytes[0].to_string();
+        assert_eq!(by_bytes.len(), 1, "{by_bytes:?}");
+        assert!(
+            text.starts_with(
+                "corruption: rank 1 alltoall #1 chunk from rank 0 holds alltoall #0's chunk from rank 0 for rank 1; "
+            ),
+            "{text}"
+        );
+        // The chunk holds QP handles: what the verbs layer would do with the first wrong one.
+        assert!(
+            text.ends_with("cross-wired QP: rank 1 would connect to rank 0's QP 0 meant for rank 1 (alltoall #0)"),
+            "{text}"
+        );
+        let mut log = MessageLog::default();
+        let sent_origin = MsgOrigin { op: bootsim_core::OpId(1), kind: OpKind::Alltoall, step: 1 };
+        log.sent(Some(9), SentMsg { from: 0, to: 1, tag: 1, origin: sent_origin, size: 48, at: Instant::ZERO });
+        let taken_origin = MsgOrigin { op: bootsim_core::OpId(2), kind: OpKind::Alltoall, step: 1 };
+        let t = TakenMsg {
+            at: Instant::ZERO,
+            rank: 1,
+            from: 0,
+            tag: 1,
+            origin: taken_origin,
+            size: 48,
+            expected_size: 48,
+            conn: None,
+        };
+        log.taken(Some(9), t);
+        let by_message = check(&specs, seed, n, &rank, 1, &got, &log);
+        let text = by_message[0].to_string();
+        let want = "corruption: rank 1 alltoall #1 chunk from rank 0 holds alltoall #0 step 1 from rank 0; ";
+        assert!(text.starts_with(want), "{text}");
+    }
+}
