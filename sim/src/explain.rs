@@ -22,9 +22,9 @@ pub struct Overtake {
     pub receiver: u32,
     /// The sending rank.
     pub peer: u32,
-    /// Key in [`Outcome::sent`] of the message the receive was meant to take (sent first).
+    /// Key in [`bootsim_core::MessageLog::sent`] of the message the receive was meant to take (sent first).
     pub expected: Option<(u64, u32)>,
-    /// Key in [`Outcome::sent`] of the message that arrived first and was taken instead.
+    /// Key in [`bootsim_core::MessageLog::sent`] of the message that arrived first and was taken instead.
     pub taken: (u64, u32),
     /// When the receive took it (absent when the receive failed before taking it).
     pub taken_at: Option<Instant>,
