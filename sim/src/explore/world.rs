@@ -101,6 +101,13 @@ impl Hasher for ByteSink {
     }
 }
 
+/// The first 128 bits of the SHA-256 of `bytes`.
+fn digest128(bytes: &[u8]) -> u128 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    u128::from_le_bytes(digest[..16].try_into().expect("16 bytes"))
+}
+
 /// The choices that led to a world (a persistent list, newest first).
 struct Trail {
     choice: Choice,
@@ -142,7 +149,7 @@ pub struct World {
     /// Per rank, a running hash of what the oracle judges that the rank's state forgets: its
     /// completions and, for every message it took, the message that was sent. (Drains that gave
     /// up are findings that never change a verdict: worlds differing only there are merged.)
-    observed: Vec<u64>,
+    observed: Vec<u128>,
     /// Root completion, when it came.
     root_done: Option<Completion>,
     work: VecDeque<(Node, OwnedInput)>,
@@ -252,11 +259,9 @@ impl World {
     /// A 128-bit fingerprint of everything that decides what can still happen and what the
     /// oracle will say: two worlds with the same fingerprint have the same futures and verdicts.
     pub fn fingerprint(&self) -> u128 {
-        use sha2::{Digest, Sha256};
         let mut bytes = ByteSink(Vec::with_capacity(4096));
         self.hash_state(&mut bytes);
-        let digest = Sha256::digest(&bytes.0);
-        u128::from_le_bytes(digest[..16].try_into().expect("16 bytes"))
+        digest128(&bytes.0)
     }
 
     fn hash_state<H: Hasher>(&self, h: &mut H) {
@@ -382,11 +387,12 @@ impl World {
         self.collect(Node::Rank(r));
     }
 
+    /// Folds `item` into rank `r`'s running digest (SHA-256 of the previous digest and the item's
+    /// `Hash` bytes: stable across Rust releases, unlike std's `DefaultHasher`).
     fn observe(&mut self, r: u32, item: &impl Hash) {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.observed[r as usize].hash(&mut h);
-        item.hash(&mut h);
-        self.observed[r as usize] = h.finish();
+        let mut bytes = ByteSink(self.observed[r as usize].to_le_bytes().to_vec());
+        item.hash(&mut bytes);
+        self.observed[r as usize] = digest128(&bytes.0);
     }
 
     fn link_of(&self, node: Node, conn: ConnId) -> Option<LinkId> {
