@@ -4,6 +4,7 @@
 use super::search::{explore, Bounds, Exploration};
 use super::world::Faults;
 use crate::case::Case;
+use crate::oracle::Verdict;
 use crate::workload::{OpSpec, Workload};
 
 /// The pairs the map explores, by name, as workload operations.
@@ -33,18 +34,27 @@ pub struct Cell {
     pub exploration: Exploration,
 }
 
+impl Cell {
+    /// True when the cell's worst verdict is final: every schedule explored, or a corruption found.
+    pub fn settled(&self) -> bool {
+        let ex = &self.exploration;
+        ex.incomplete.is_none() || ex.worst() == Verdict::Corruption
+    }
+}
+
 /// Explores `pair` (workload operations) for `variant` (a case string's variant keys, e.g.
-/// `variant=pr97`) at `ranks`.
+/// `variant=pr97`) at `ranks`, within `bounds`, stopping only at a corruption (the worst
+/// verdict: nothing reachable can change the cell then).
 pub fn cell(
     variant_keys: &str,
     pair: &'static str,
     ops: &[OpSpec],
     ranks: u32,
     faults: Faults,
-    max_states: usize,
+    bounds: Bounds,
 ) -> Result<Cell, crate::CaseError> {
     let mut case = Case::parse(&format!("{variant_keys} ranks={ranks} adversary=fifo"))?;
     case.workload = Workload::Custom(ops.to_vec());
-    let bounds = Bounds { max_states, stop_at_violation: false, ..Bounds::default() };
+    let bounds = Bounds { stop_at: Some(Verdict::Corruption), ..bounds };
     Ok(Cell { pair, ranks, exploration: explore(&case, faults, bounds) })
 }

@@ -1,6 +1,7 @@
 //! Exhaustive exploration (`bootsim explore`): every accept order a case's ranks can see, in a
 //! zero-latency world where nothing else is left to chance, judged by the one oracle.
 
+pub mod footprint;
 pub mod hazard;
 pub mod schedule;
 pub mod search;

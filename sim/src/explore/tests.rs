@@ -9,7 +9,7 @@ use crate::run::run_case;
 use crate::sweep::sweep;
 
 fn everything() -> Bounds {
-    Bounds { stop_at_violation: false, ..Bounds::default() }
+    Bounds { stop_at: None, ..Bounds::default() }
 }
 
 fn explored(s: &str, faults: Faults) -> Exploration {
@@ -142,9 +142,25 @@ fn the_hazard_map_names_the_reports_pair() {
     let pairs = hazard::pairs();
     let (name, ops) = &pairs[0];
     assert_eq!(*name, "alltoall>barrier");
-    let c = hazard::cell("variant=nvshmem-3.4", name, ops, 2, Faults::default(), 100_000).unwrap();
+    let c = hazard::cell(
+        "variant=nvshmem-3.4",
+        name,
+        ops,
+        2,
+        Faults::default(),
+        Bounds { max_states: 100_000, ..everything() },
+    )
+    .unwrap();
     assert_eq!(c.exploration.worst(), Verdict::Corruption);
-    let c = hazard::cell("variant=nvshmem-3.8", name, ops, 2, Faults::default(), 100_000).unwrap();
+    let c = hazard::cell(
+        "variant=nvshmem-3.8",
+        name,
+        ops,
+        2,
+        Faults::default(),
+        Bounds { max_states: 100_000, ..everything() },
+    )
+    .unwrap();
     assert!(c.exploration.proves_pass());
 }
 
@@ -154,4 +170,46 @@ fn an_accept_naming_a_connection_never_opened_is_a_hang_not_a_panic() {
     let r = run_case(&case, false);
     assert_eq!(r.verdict, Verdict::Hang);
     assert!(r.findings.iter().any(|f| f.to_string().contains("rank 1 waits for init: connecting the ring")));
+}
+
+#[test]
+fn sleep_sets_reach_the_same_verdicts_and_shortest_counterexamples_with_fewer_transitions() {
+    let mut pruned = 0;
+    for s in [
+        "variant=nvshmem-3.4 workload=deepep ranks=2",
+        "variant=nvshmem-3.4 workload=deepep ranks=3",
+        "variant=nvshmem-3.7 workload=qp-create k=2 ranks=3",
+        "variant=disjoint workload=qp-create k=2 ranks=3",
+        "variant=seq workload=deepep ranks=3",
+        "variant=persistent workload=qp-create k=2 ranks=3",
+        "variant=nvshmem-3.4 workload=custom ops=barrier,alltoall:24 ranks=4",
+        "variant=drain workload=qp-create k=2 ranks=3",
+    ] {
+        let case = Case::parse(s).unwrap();
+        let full = explore(&case, Faults::default(), Bounds { reduce: false, ..everything() });
+        let por = explore(&case, Faults::default(), everything());
+        assert_eq!(full.incomplete, None, "{s}");
+        assert_eq!(por.incomplete, None, "{s}");
+        let kinds = |ex: &Exploration| ex.verdicts.keys().copied().collect::<Vec<_>>();
+        assert_eq!(kinds(&por), kinds(&full), "{s}: the same verdicts are reachable");
+        assert_eq!(por.finals, full.finals, "{s}: sleep sets prune transitions, not final states");
+        for (v, cx) in &full.examples {
+            assert_eq!(por.examples[v].depth, cx.depth, "{s}: the shortest {v} is as short");
+        }
+        assert_replays(&por);
+        assert!(por.transitions <= full.transitions && por.schedules <= full.schedules, "{s}");
+        pruned += full.transitions - por.transitions;
+    }
+    assert!(pruned > 0, "independent accepts were pruned somewhere");
+}
+
+#[test]
+fn sleep_sets_find_the_same_drain_fault_counterexample() {
+    let case = Case::parse("variant=pr97 workload=qp-create k=2 ranks=2").unwrap();
+    let faults = Faults { drain_timeout: true };
+    let full = explore(&case, faults, Bounds { reduce: false, ..Bounds::default() });
+    let por = explore(&case, faults, Bounds::default());
+    let (a, b) = (full.counterexample().unwrap(), por.counterexample().unwrap());
+    assert_eq!((a.verdict, a.depth), (b.verdict, b.depth));
+    assert_eq!(run_case(&b.case, false).verdict, b.verdict);
 }

@@ -34,17 +34,13 @@ use bootsim_core::{
     RootConfig, UniqueId,
 };
 
+use super::footprint::{Footprint, Key, LinkId, Res};
 use super::schedule::ConnName;
 use crate::case::Case;
 use crate::engine::outcome::{event_conn, Node, Outcome};
 use crate::seed::derive;
 use crate::words::host_addr;
 use crate::workload::{build_op, OpSpec};
-
-/// A listener: its owner and which.
-type Key = (Node, Listener);
-/// A connection, named by its dialing end.
-type LinkId = (Node, ConnId);
 
 /// What an explorer may decide at a quiescent state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -157,6 +153,8 @@ pub struct World {
     /// Choices taken so far, newest first.
     trail: Option<Rc<Trail>>,
     choices: Vec<Choice>,
+    /// What the current step has read and written (empty between steps).
+    trace: Footprint,
 }
 
 impl World {
@@ -205,12 +203,14 @@ impl World {
             log: None,
             trail: None,
             choices: Vec::new(),
+            trace: Footprint::default(),
         };
         w.collect(Node::Root);
         for r in 0..n {
             w.collect(Node::Rank(r));
         }
         w.settle();
+        w.trace = Footprint::default();
         w
     }
 
@@ -221,26 +221,41 @@ impl World {
 
     /// The world after `choice` (one of [`World::choices`]), run until its next choice.
     pub fn step(&self, choice: Choice) -> World {
+        self.step_traced(choice).0
+    }
+
+    /// [`World::step`], and the resources the step read and wrote (see [`super::footprint`]).
+    pub fn step_traced(&self, choice: Choice) -> (World, Footprint) {
         let mut w = self.clone();
         w.trail = Some(Rc::new(Trail { choice, prev: w.trail.take() }));
         match choice {
             Choice::Accept { at, conn } => {
                 let key = (Node::Rank(at), Listener::Peers);
                 let link = w.link_named(conn).expect("a chosen connection exists");
+                w.trace.write(Res::Entry(link));
                 if let Some(q) = w.inflight.get_mut(&key) {
+                    // The guard: what it had to follow is no longer in flight.
+                    for &a in q.get(&link).into_iter().flatten() {
+                        w.trace.read(Res::Entry(a));
+                    }
                     q.remove(&link);
                     // Nothing has to follow it any more: forget it everywhere.
-                    for after in q.values_mut() {
-                        after.remove(&link);
+                    for (&e, after) in q.iter_mut() {
+                        if after.remove(&link) {
+                            w.trace.write(Res::Entry(e));
+                        }
                     }
                 }
-                for known in w.know.values_mut() {
-                    known.remove(&link);
+                for (&n, known) in w.know.iter_mut() {
+                    if known.remove(&link) {
+                        w.trace.write(Res::Node(n));
+                    }
                 }
                 w.know.retain(|_, k| !k.is_empty());
                 w.accept(key, link);
             }
             Choice::Drain { conn, gives_up } => {
+                w.trace.global();
                 let link = w.link_named(conn).expect("a draining connection exists");
                 w.drains.remove(&link);
                 let (node, c) = link;
@@ -253,7 +268,9 @@ impl World {
             }
         }
         w.settle();
-        w
+        let mut footprint = std::mem::take(&mut w.trace);
+        footprint.seal();
+        (w, footprint)
     }
 
     /// A 128-bit fingerprint of everything that decides what can still happen and what the
@@ -336,6 +353,7 @@ impl World {
     fn settle(&mut self) {
         while let Some((node, input)) = self.work.pop_front() {
             let i = input.as_input();
+            self.trace.write(Res::Node(node));
             match node {
                 Node::Root => self.root.handle(Instant::ZERO, i),
                 Node::Rank(r) => self.ranks[r as usize].handle(Instant::ZERO, i),
@@ -403,6 +421,7 @@ impl World {
     }
 
     fn execute(&mut self, node: Node, out: Output) {
+        self.trace.write(Res::Node(node));
         match out {
             Output::Listen { listener } => {
                 let key = (node, listener);
@@ -411,6 +430,8 @@ impl World {
                     Node::Rank(r) => r,
                 };
                 let port = if listener == Listener::Rendezvous { ROOT_PORT } else { sim_port(listener) };
+                self.trace.write(Res::Open(key));
+                self.trace.write(Res::Queue(key));
                 self.open.insert(key);
                 self.work.push_back((node, OwnedInput::Listening { listener, addr: host_addr(host, port) }));
                 for link in self.waiting_connects.remove(&key).unwrap_or_default() {
@@ -419,11 +440,15 @@ impl World {
             }
             Output::Accept { listener, conn } => {
                 let key = (node, listener);
+                self.trace.write(Res::Pending(key));
                 self.pending_accept.insert(key, conn);
                 self.accept_fifo(key);
             }
             Output::CloseListener { listener } => {
                 let key = (node, listener);
+                for r in [Res::Open(key), Res::Pending(key), Res::Queue(key)] {
+                    self.trace.write(r);
+                }
                 self.open.remove(&key);
                 self.pending_accept.remove(&key);
                 let queued: Vec<LinkId> = self
@@ -434,6 +459,8 @@ impl World {
                     .chain(self.inflight.remove(&key).unwrap_or_default().into_keys())
                     .collect();
                 for link in queued {
+                    self.trace.write(Res::Entry(link));
+                    self.trace.write(Res::Link(link));
                     if let Some(l) = self.links.get_mut(&link) {
                         l.server_open = false;
                         self.work.push_back((link.0, OwnedInput::PeerClosed { conn: link.1 }));
@@ -467,14 +494,18 @@ impl World {
                     taken: 0,
                 };
                 self.links.insert((node, conn), link);
+                self.trace.write(Res::Link((node, conn)));
+                self.trace.read(Res::Open(key));
                 if self.open.contains(&key) {
                     self.connect((node, conn), key);
                 } else {
+                    self.trace.write(Res::Queue(key));
                     self.waiting_connects.entry(key).or_default().push((node, conn));
                 }
             }
             Output::Write { conn, bytes } => {
                 let Some(link) = self.link_of(node, conn) else { return };
+                self.trace.write(Res::Link(link));
                 let known = self.know.get(&node).cloned().unwrap_or_default();
                 let l = self.links.get_mut(&link).expect("linked");
                 if link.0 == node && link.1 == conn {
@@ -498,6 +529,8 @@ impl World {
             Output::Drain { conn, .. } => {
                 let link = (node, conn);
                 if self.faults.drain_timeout && self.links.get(&link).is_some_and(|l| l.name.is_some()) {
+                    // A drain awaiting its outcome pre-empts every accept.
+                    self.trace.global();
                     self.drains.insert(link);
                 } else {
                     self.drained(link);
@@ -507,6 +540,9 @@ impl World {
             Output::Completed(c) => self.completed(node, c),
             Output::Event(e) => {
                 let link = event_conn(&e).and_then(|c| self.link_of(node, c));
+                if let Some(link) = link {
+                    self.trace.write(Res::Link(link));
+                }
                 match (&e, link) {
                     (Event::MessageSent { origin, .. }, Some(link)) => {
                         self.links.get_mut(&link).expect("linked").sent.push(*origin);
@@ -549,14 +585,20 @@ impl World {
     /// the listener's queue (FIFO listeners) or its in-flight set (peer listeners), after every
     /// drained connection to that listener its dialer knows of.
     fn connect(&mut self, link: LinkId, key: Key) {
+        self.trace.write(Res::Node(link.0));
         self.work.push_back((link.0, OwnedInput::Connected { conn: link.1 }));
         if key.1 == Listener::Peers {
+            self.trace.write(Res::Entry(link));
+            for &d in self.know.get(&link.0).into_iter().flatten() {
+                self.trace.read(Res::Entry(d));
+            }
             let inflight = self.inflight.entry(key).or_default();
             let known = self.know.get(&link.0);
             let after: BTreeSet<LinkId> =
                 known.into_iter().flatten().filter(|d| inflight.contains_key(d)).copied().collect();
             inflight.insert(link, after);
         } else {
+            self.trace.write(Res::Queue(key));
             self.fifo.entry(key).or_default().push_back(link);
             self.accept_fifo(key);
         }
@@ -564,6 +606,9 @@ impl World {
 
     /// A completed drain: its connection is queued, and its sender knows it.
     fn drained(&mut self, link: LinkId) {
+        self.trace.read(Res::Link(link));
+        self.trace.read(Res::Entry(link));
+        self.trace.write(Res::Node(link.0));
         let key = self.links.get(&link).map(|l| l.listener);
         if key.is_some_and(|k| self.inflight.get(&k).is_some_and(|q| q.contains_key(&link))) {
             self.know.entry(link.0).or_default().insert(link);
@@ -573,6 +618,11 @@ impl World {
 
     /// `node` receives something sent by a node that knew `known`.
     fn learn(&mut self, node: Node, known: &BTreeSet<LinkId>) {
+        self.trace.write(Res::Node(node));
+        for &d in known {
+            self.trace.read(Res::Link(d));
+            self.trace.read(Res::Entry(d));
+        }
         let live: Vec<LinkId> = known
             .iter()
             .filter(|d| {
@@ -590,6 +640,8 @@ impl World {
         if key.1 == Listener::Peers || !self.pending_accept.contains_key(&key) {
             return;
         }
+        self.trace.write(Res::Pending(key));
+        self.trace.write(Res::Queue(key));
         let Some(link) = self.fifo.get_mut(&key).and_then(VecDeque::pop_front) else { return };
         self.accept(key, link);
     }
@@ -597,6 +649,9 @@ impl World {
     fn accept(&mut self, key: Key, link: LinkId) {
         let conn = self.pending_accept.remove(&key).expect("an accept is outstanding");
         let (server, _) = key;
+        for r in [Res::Pending(key), Res::Node(server), Res::Link(link)] {
+            self.trace.write(r);
+        }
         let client_host = match link.0 {
             Node::Root => 0,
             Node::Rank(r) => r,
@@ -621,6 +676,7 @@ impl World {
 
     fn close(&mut self, node: Node, conn: ConnId) {
         let Some(link) = self.link_of(node, conn) else { return };
+        self.trace.write(Res::Link(link));
         let known = self.know.get(&node).cloned().unwrap_or_default();
         let l = self.links.get_mut(&link).expect("linked");
         let client_side = link == (node, conn) && l.client_open;
@@ -648,10 +704,14 @@ impl World {
         let l = &self.links[&link];
         if !l.client_open && !l.server_open {
             if let Some(s) = l.server {
+                // The accepted end is its server's state.
+                self.trace.write(Res::Node(l.listener.0));
                 self.server_end.remove(&(l.listener.0, s));
             }
             self.links.remove(&link);
-            self.drains.remove(&link);
+            if self.drains.remove(&link) {
+                self.trace.global();
+            }
         }
     }
 
