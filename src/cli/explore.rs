@@ -47,6 +47,10 @@ pub struct ExploreArgs {
     /// "schedules" then counts what enumerating every order would run).
     #[arg(long)]
     no_reduction: bool,
+    /// Hazard map: random walks (complete schedules, drawn from the seed) for each cell a bound
+    /// stopped short of a corruption, to reach violations deeper than the search got.
+    #[arg(long, requires = "pairs", default_value_t = 200)]
+    walks: u32,
 }
 
 /// Runs the exploration or the hazard map.
@@ -192,16 +196,14 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
             let mut shown = false;
             for n in lo..=hi {
                 let started = WallClock::now();
-                let c: Cell = cell(&keys, name, &ops, n, faults, bounds)?;
+                let c: Cell = cell(&keys, name, &ops, n, faults, bounds, a.walks)?;
                 let spent = &mut per_n[(n - lo) as usize];
                 spent.0 += c.exploration.states;
                 spent.1 += started.elapsed().as_secs_f64();
-                let ex = &c.exploration;
                 let mark = if c.settled() { "" } else { "*" };
                 incomplete |= !c.settled();
-                row.push_str(&format!(" {:>12}", format!("{}{mark}", ex.worst())));
-                let worst = ex.examples.get(&ex.worst());
-                if let (Some(cx), false) = (worst, shown) {
+                row.push_str(&format!(" {:>12}", format!("{}{mark}", c.worst())));
+                if let (Some(cx), false) = (c.example(), shown) {
                     examples.push(format!("  {name} n={n} {}: bootsim replay '{}'", cx.verdict, cx.case));
                     shown = true;
                 }
@@ -210,8 +212,8 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
         }
         if incomplete {
             println!(
-                "* incomplete: a bound (--max-states {}) stopped it; a violation shown is real, a pass is not proved",
-                a.max_states
+                "* incomplete: a bound (--max-states {}) stopped the search, then {} random walks; a violation shown is real, a pass is not proved",
+                a.max_states, a.walks
             );
         }
         if !examples.is_empty() {

@@ -5,6 +5,7 @@ pub mod footprint;
 pub mod hazard;
 pub mod schedule;
 pub mod search;
+pub mod walk;
 pub mod world;
 
 pub use search::{explore, Bounds, Counterexample, Exploration};

@@ -106,8 +106,7 @@ pub const MAX_RANKS: u32 = 128;
 /// Explores every schedule of `case`'s accept order (and the `faults` chosen) within `bounds`;
 /// `case.ranks` must be at most [`MAX_RANKS`].
 pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
-    // The counterexample replays on the fast engine, whatever engine the case named.
-    let base = Case { schedule: Schedule::default(), engine: EngineKind::Fast, ..case.clone() };
+    let base = replay_base(case);
     let mut ex = Exploration {
         case: base.clone(),
         states: 1,
@@ -233,6 +232,12 @@ struct Queued {
     sleep: Sleep,
     /// Only these choices (a state expanded before, reached again with them awake).
     only: Option<Vec<Choice>>,
+}
+
+/// `case` as its counterexamples replay: on the fast engine, whatever engine the case named,
+/// with only the explorer's schedule.
+pub(crate) fn replay_base(case: &Case) -> Case {
+    Case { schedule: Schedule::default(), engine: EngineKind::Fast, ..case.clone() }
 }
 
 /// `base` with the explicit schedule of `path`: each rank's accepts in order, and the drains

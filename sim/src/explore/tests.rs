@@ -142,26 +142,22 @@ fn the_hazard_map_names_the_reports_pair() {
     let pairs = hazard::pairs();
     let (name, ops) = &pairs[0];
     assert_eq!(*name, "alltoall>barrier");
-    let c = hazard::cell(
-        "variant=nvshmem-3.4",
-        name,
-        ops,
-        2,
-        Faults::default(),
-        Bounds { max_states: 100_000, ..everything() },
-    )
-    .unwrap();
-    assert_eq!(c.exploration.worst(), Verdict::Corruption);
-    let c = hazard::cell(
-        "variant=nvshmem-3.8",
-        name,
-        ops,
-        2,
-        Faults::default(),
-        Bounds { max_states: 100_000, ..everything() },
-    )
-    .unwrap();
-    assert!(c.exploration.proves_pass());
+    let cell = |variant: &str, ranks: u32, max_states: usize, walks: u32| {
+        let bounds = Bounds { max_states, ..everything() };
+        hazard::cell(variant, name, ops, ranks, Faults::default(), bounds, walks).unwrap()
+    };
+    let c = cell("variant=nvshmem-3.4", 2, 100_000, 0);
+    assert_eq!(c.worst(), Verdict::Corruption);
+    assert!(c.settled() && c.walked.is_none());
+    assert!(cell("variant=nvshmem-3.8", 2, 100_000, 0).exploration.proves_pass());
+    // A bound far too small for n=4: the search stops at shallow levels, walks go deep.
+    let shallow = cell("variant=nvshmem-3.4", 4, 50, 0);
+    assert_eq!(shallow.worst(), Verdict::Pass);
+    assert!(!shallow.settled(), "a bounded pass is not settled");
+    let walked = cell("variant=nvshmem-3.4", 4, 50, 200);
+    let cx = walked.example().expect("walks reach the violation the search was too shallow for");
+    assert!(!walked.worst().is_ok());
+    assert_eq!(run_case(&cx.case, false).verdict, walked.worst(), "'{}'", cx.case);
 }
 
 #[test]
@@ -212,4 +208,14 @@ fn sleep_sets_find_the_same_drain_fault_counterexample() {
     let (a, b) = (full.counterexample().unwrap(), por.counterexample().unwrap());
     assert_eq!((a.verdict, a.depth), (b.verdict, b.depth));
     assert_eq!(run_case(&b.case, false).verdict, b.verdict);
+}
+
+#[test]
+fn walks_reach_real_violations_that_replay_and_none_where_explore_proved_none() {
+    let case = Case::parse("variant=nvshmem-3.4 workload=deepep ranks=2").unwrap();
+    let cx = walk::walk(&case, Faults::default(), 50).expect("random orders hit the report's bug at n=2");
+    assert!(!cx.verdict.is_ok());
+    assert_eq!(run_case(&cx.case, false).verdict, cx.verdict, "'{}'", cx.case);
+    let proved = Case::parse("variant=seq workload=deepep ranks=3").unwrap();
+    assert!(walk::walk(&proved, Faults::default(), 50).is_none());
 }
