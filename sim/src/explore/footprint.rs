@@ -3,11 +3,12 @@
 //! The independence relation. A step is a choice plus its *cascade*: every deterministic
 //! consequence the world runs before the next choice (`World::settle`). The world's state is
 //! partitioned into resources ([`Res`]): each node's state (its core state machine, workload
-//! progress, oracle digest, dial counters, the drains it knows completed, and the accepted ends of
-//! connections it serves), each listener's open flag, its outstanding accept, its FIFO queue (and
-//! connects waiting for it to open), each in-flight connection's entry (membership of its
-//! listener's in-flight set and the drained connections it must follow), and each connection's
-//! buffers and open ends. `World` records every resource a step reads or writes, the choice's own
+//! progress, oracle digest, dial counters, and the accepted ends of connections it serves), each
+//! listener's open flag, its outstanding accept, its FIFO queue (and connects waiting for it to
+//! open), each in-flight connection's entry (membership of its listener's in-flight set, the
+//! drained connections it must follow, and which nodes know its drain completed: reading a
+//! node's knowledge reads the entries it holds, adding to it also wakes the node), and each
+//! connection's buffers and open ends. `World` records every resource a step reads or writes, the choice's own
 //! guard included (the accept outstanding, the connection in flight, what it must follow).
 //!
 //! Two steps `a` and `b` enabled at a state `s` are *independent* when neither writes a resource

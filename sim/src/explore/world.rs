@@ -246,10 +246,10 @@ impl World {
                         }
                     }
                 }
-                for (&n, known) in w.know.iter_mut() {
-                    if known.remove(&link) {
-                        w.trace.write(Res::Node(n));
-                    }
+                // Knowledge of its drain is part of its entry (written above): every reader of a
+                // node's knowledge reads the entries it holds (`World::known_by`).
+                for known in w.know.values_mut() {
+                    known.remove(&link);
                 }
                 w.know.retain(|_, k| !k.is_empty());
                 w.accept(key, link);
@@ -487,7 +487,7 @@ impl World {
                     server: None,
                     early: Vec::new(),
                     early_eof: false,
-                    early_know: self.know.get(&node).cloned().unwrap_or_default(),
+                    early_know: self.known_by(node),
                     client_open: true,
                     server_open: true,
                     sent: Vec::new(),
@@ -506,7 +506,7 @@ impl World {
             Output::Write { conn, bytes } => {
                 let Some(link) = self.link_of(node, conn) else { return };
                 self.trace.write(Res::Link(link));
-                let known = self.know.get(&node).cloned().unwrap_or_default();
+                let known = self.known_by(node);
                 let l = self.links.get_mut(&link).expect("linked");
                 if link.0 == node && link.1 == conn {
                     match l.server {
@@ -604,6 +604,15 @@ impl World {
         }
     }
 
+    /// The completed drains `node` knows of; reading them reads their entries.
+    fn known_by(&mut self, node: Node) -> BTreeSet<LinkId> {
+        let known = self.know.get(&node).cloned().unwrap_or_default();
+        for &d in &known {
+            self.trace.read(Res::Entry(d));
+        }
+        known
+    }
+
     /// A completed drain: its connection is queued, and its sender knows it.
     fn drained(&mut self, link: LinkId) {
         self.trace.read(Res::Link(link));
@@ -677,7 +686,7 @@ impl World {
     fn close(&mut self, node: Node, conn: ConnId) {
         let Some(link) = self.link_of(node, conn) else { return };
         self.trace.write(Res::Link(link));
-        let known = self.know.get(&node).cloned().unwrap_or_default();
+        let known = self.known_by(node);
         let l = self.links.get_mut(&link).expect("linked");
         let client_side = link == (node, conn) && l.client_open;
         if client_side {
