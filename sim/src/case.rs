@@ -282,7 +282,7 @@ impl Case {
             }
             case.variant = case.variant.with_first_tag(first);
         }
-        case.schedule.validate(case.ranks).map_err(|e| err(format!("accept/drain_fail: {e}")))?;
+        case.schedule.validate(case.ranks).map_err(err)?;
         if !case.schedule.drain_fail.is_empty() && case.variant.drain.is_none() {
             return Err(err(format!(
                 "drain_fail needs a variant with a drain (drain, pr97, or drain_ms > 0), not {}",

@@ -43,6 +43,14 @@ pub struct ExploreArgs {
     /// Keep exploring after the first violation (every reachable verdict and its shortest schedule).
     #[arg(long)]
     all: bool,
+    /// No partial-order reduction: take every order of independent choices too (for comparison;
+    /// "schedules" then counts what enumerating every order would run).
+    #[arg(long)]
+    no_reduction: bool,
+    /// Hazard map: random walks (complete schedules, drawn from the seed) for each cell a bound
+    /// stopped short of a corruption, to reach violations deeper than the search got.
+    #[arg(long, requires = "pairs", default_value_t = 200)]
+    walks: u32,
 }
 
 /// Runs the exploration or the hazard map.
@@ -71,7 +79,12 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     if faults.drain_timeout && case.variant.drain.is_none() {
         bail!("--faults drain-timeout: variant {} has no drain (drain, pr97, or drain_ms > 0)", case.variant_name);
     }
-    let bounds = Bounds { max_states: a.max_states, max_depth: a.max_depth, stop_at_violation: !a.all };
+    let bounds = Bounds {
+        max_states: a.max_states,
+        max_depth: a.max_depth,
+        stop_at: (!a.all).then_some(Verdict::Hang),
+        reduce: !a.no_reduction,
+    };
     let clock = WallClock::now();
     let ex = explore_case(&case, faults, bounds);
     let secs = clock.elapsed().as_secs_f64();
@@ -95,7 +108,16 @@ fn print_exploration(ex: &Exploration, faults: Faults) {
         "states: {}  transitions: {}  final states: {}  longest schedule: {} choices",
         ex.states, ex.transitions, ex.finals, ex.depth
     );
-    if ex.incomplete.is_none() && ex.schedules_exact {
+    if ex.reduced {
+        println!("reduction: sleep sets skipped {} independent reorderings (--no-reduction takes them)", ex.slept);
+    }
+    if ex.reduced && ex.incomplete.is_none() {
+        let exact = if ex.schedules_exact { "" } else { "at least " };
+        println!(
+            "schedules: {exact}{} explored after reduction (--no-reduction counts what enumerating every order would run)",
+            ex.schedules
+        );
+    } else if ex.incomplete.is_none() && ex.schedules_exact {
         let ratio = ex.schedules as f64 / ex.states.max(1) as f64;
         println!(
             "schedules: {} (what enumerating every schedule would run; {} states explored, {ratio:.1}x fewer)",
@@ -152,8 +174,10 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
             bail!("--variant `{v}`: accepted: {}", PRESETS.join(", "));
         }
     }
+    let bounds = Bounds { max_states: a.max_states, max_depth: a.max_depth, stop_at: None, reduce: !a.no_reduction };
     let clock = WallClock::now();
-    let mut states = 0usize;
+    // Per world size, over every variant and pair: states explored and seconds.
+    let mut per_n: Vec<(usize, f64)> = vec![(0, 0.0); (hi - lo + 1) as usize];
     for v in &a.variant {
         let keys = format!("variant={v}");
         if faults.drain_timeout && Case::parse(&keys)?.variant.drain.is_none() {
@@ -171,14 +195,15 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
             let mut row = format!("{name:<30}");
             let mut shown = false;
             for n in lo..=hi {
-                let c: Cell = cell(&keys, name, &ops, n, faults, a.max_states)?;
-                let ex = &c.exploration;
-                states += ex.states;
-                let mark = if ex.incomplete.is_some() { "*" } else { "" };
-                incomplete |= ex.incomplete.is_some();
-                row.push_str(&format!(" {:>12}", format!("{}{mark}", ex.worst())));
-                let worst = ex.examples.get(&ex.worst());
-                if let (Some(cx), false) = (worst, shown) {
+                let started = WallClock::now();
+                let c: Cell = cell(&keys, name, &ops, n, faults, bounds, a.walks)?;
+                let spent = &mut per_n[(n - lo) as usize];
+                spent.0 += c.exploration.states;
+                spent.1 += started.elapsed().as_secs_f64();
+                let mark = if c.settled() { "" } else { "*" };
+                incomplete |= !c.settled();
+                row.push_str(&format!(" {:>12}", format!("{}{mark}", c.worst())));
+                if let (Some(cx), false) = (c.example(), shown) {
                     examples.push(format!("  {name} n={n} {}: bootsim replay '{}'", cx.verdict, cx.case));
                     shown = true;
                 }
@@ -187,8 +212,8 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
         }
         if incomplete {
             println!(
-                "* incomplete: --max-states {} reached; a violation shown is real, a pass is not proved",
-                a.max_states
+                "* incomplete: a bound (--max-states {}) stopped the search, then {} random walks; a violation shown is real, a pass is not proved",
+                a.max_states, a.walks
             );
         }
         if !examples.is_empty() {
@@ -199,6 +224,10 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
         }
         println!();
     }
+    for (i, (states, secs)) in per_n.iter().enumerate() {
+        println!("n={}: {states} states, {secs:.1} s", lo + i as u32);
+    }
+    let states: usize = per_n.iter().map(|p| p.0).sum();
     println!("states explored: {states}; time: {:.1} s", clock.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,11 @@
 //! The hazard map: every back-to-back pair of collectives (and each with an allgather between),
 //! explored exhaustively per world size, with the worst verdict reachable and a counterexample.
 
-use super::search::{explore, Bounds, Exploration};
+use super::search::{explore, Bounds, Counterexample, Exploration};
+use super::walk::walk;
 use super::world::Faults;
 use crate::case::Case;
+use crate::oracle::Verdict;
 use crate::workload::{OpSpec, Workload};
 
 /// The pairs the map explores, by name, as workload operations.
@@ -31,20 +33,51 @@ pub struct Cell {
     pub ranks: u32,
     /// What exploring it found.
     pub exploration: Exploration,
+    /// When a bound stopped the exploration short of a corruption: the worst violation random
+    /// walks reached, if worse than what the exploration found.
+    pub walked: Option<Counterexample>,
+}
+
+impl Cell {
+    /// True when the cell's worst verdict is final: every schedule explored, or a corruption found.
+    pub fn settled(&self) -> bool {
+        self.exploration.incomplete.is_none() || self.worst() == Verdict::Corruption
+    }
+
+    /// The worst verdict reached, by the exploration or a walk.
+    pub fn worst(&self) -> Verdict {
+        self.walked.as_ref().map_or(self.exploration.worst(), |w| w.verdict.max(self.exploration.worst()))
+    }
+
+    /// A shortest-found schedule of [`Cell::worst`], if it is not pass.
+    pub fn example(&self) -> Option<&Counterexample> {
+        let worst = self.worst();
+        self.exploration.examples.get(&worst).or(self.walked.as_ref().filter(|w| w.verdict == worst))
+    }
 }
 
 /// Explores `pair` (workload operations) for `variant` (a case string's variant keys, e.g.
-/// `variant=pr97`) at `ranks`.
+/// `variant=pr97`) at `ranks`, within `bounds`, stopping only at a corruption (the worst
+/// verdict: nothing reachable can change the cell then); when a bound stops it first, `walks`
+/// random walks look deeper.
 pub fn cell(
     variant_keys: &str,
     pair: &'static str,
     ops: &[OpSpec],
     ranks: u32,
     faults: Faults,
-    max_states: usize,
+    bounds: Bounds,
+    walks: u32,
 ) -> Result<Cell, crate::CaseError> {
     let mut case = Case::parse(&format!("{variant_keys} ranks={ranks} adversary=fifo"))?;
     case.workload = Workload::Custom(ops.to_vec());
-    let bounds = Bounds { max_states, stop_at_violation: false, ..Bounds::default() };
-    Ok(Cell { pair, ranks, exploration: explore(&case, faults, bounds) })
+    let bounds = Bounds { stop_at: Some(Verdict::Corruption), ..bounds };
+    let exploration = explore(&case, faults, bounds);
+    let walked = match exploration.incomplete {
+        Some(_) if exploration.worst() != Verdict::Corruption => {
+            walk(&case, faults, walks).filter(|w| w.verdict > exploration.worst())
+        }
+        _ => None,
+    };
+    Ok(Cell { pair, ranks, exploration, walked })
 }

@@ -87,15 +87,17 @@ impl Schedule {
         Ok(())
     }
 
-    /// Checks every named rank against the world size (a rank never dials itself).
+    /// Checks every named rank against the world size (a rank never dials itself); each error
+    /// names the connection in its own key's syntax (`accept=TO:FROM.K`, `drain_fail=FROM>TO.K`).
     pub fn validate(&self, ranks: u32) -> Result<(), String> {
-        let names = self.accept.values().flatten().chain(&self.drain_fail);
-        for n in names {
+        let accepts = self.accept.values().flatten().map(|n| (n, format!("accept={}:{}.{}", n.to, n.from, n.k)));
+        let drains = self.drain_fail.iter().map(|n| (n, format!("drain_fail={n}")));
+        for (n, shown) in accepts.chain(drains) {
             if n.from >= ranks || n.to >= ranks {
-                return Err(format!("connection {n} names a rank outside ranks={ranks}"));
+                return Err(format!("{shown} names a rank outside ranks={ranks}"));
             }
             if n.from == n.to {
-                return Err(format!("connection {n}: a rank never connects to itself"));
+                return Err(format!("{shown}: a rank never connects to itself"));
             }
         }
         Ok(())
@@ -137,7 +139,13 @@ mod tests {
         assert_eq!(s.accept_at(1, 1), Some(ConnName { from: 0, to: 1, k: 2 }));
         assert_eq!(s.accept_at(1, 3), None);
         assert!(s.validate(2).is_ok());
-        assert!(s.validate(1).unwrap_err().contains("outside ranks=1"));
+        assert!(s.validate(1).unwrap_err().contains("accept=0:1.0 names a rank outside ranks=1"));
+        let mut far = Schedule::default();
+        far.parse_accept("0:9.9").unwrap();
+        assert_eq!(far.validate(2).unwrap_err(), "accept=0:9.9 names a rank outside ranks=2");
+        let mut far = Schedule::default();
+        far.parse_drain_fail("9>0.9").unwrap();
+        assert_eq!(far.validate(2).unwrap_err(), "drain_fail=9>0.9 names a rank outside ranks=2");
         let e = |v: &str| Schedule::default().parse_accept(v).unwrap_err();
         assert!(e("1").contains("not TO:FROM.K"));
         assert!(e("1:0").contains("not FROM.K"));
@@ -147,6 +155,6 @@ mod tests {
         assert!(Schedule::default().parse_drain_fail("0.1").unwrap_err().contains("FROM>TO.K"));
         let mut selfie = Schedule::default();
         selfie.parse_accept("1:1.0").unwrap();
-        assert!(selfie.validate(2).unwrap_err().contains("itself"));
+        assert_eq!(selfie.validate(2).unwrap_err(), "accept=1:1.0: a rank never connects to itself");
     }
 }

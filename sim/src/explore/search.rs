@@ -1,8 +1,18 @@
 //! Breadth-first search over the explorer's choices, with states identified by fingerprint:
 //! every distinct state is expanded once, and the first violation found is a shortest one.
+//! Partial-order reduction by sleep sets (Godefroid): after exploring choice `a` at a state, a
+//! sibling `b` explored later carries `a` in its sleep set while the steps taken stay independent
+//! of `a` (disjoint footprints, see [`super::footprint`]): `a` is not taken there, since every
+//! schedule it would start is a reordering of one explored from `a`'s branch. Sleep sets prune
+//! transitions, never final states: every reachable final state (so every verdict) is still
+//! reached, by a schedule with the same choices in another order (so of the same length). With
+//! merged states, a state reached again with a sleep set missing some of those it was expanded
+//! with is expanded again for just those choices (Godefroid's rule for sleep sets with caching).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
+use super::footprint::Footprint;
 use super::schedule::Schedule;
 use super::world::{Choice, Faults, World};
 use crate::case::{Case, EngineKind};
@@ -15,13 +25,16 @@ pub struct Bounds {
     pub max_states: usize,
     /// Most choices along one schedule; a state deeper with choices left makes it incomplete.
     pub max_depth: usize,
-    /// Stop at the first violation (corruption, error, hang) instead of exploring everything.
-    pub stop_at_violation: bool,
+    /// Stop at the first final state judged this verdict or worse (`Hang`: the first violation;
+    /// `Corruption`: the worst there is) instead of exploring everything.
+    pub stop_at: Option<Verdict>,
+    /// Partial-order reduction (sleep sets); off, every order of every choice is taken.
+    pub reduce: bool,
 }
 
 impl Default for Bounds {
     fn default() -> Self {
-        Bounds { max_states: 500_000, max_depth: 10_000, stop_at_violation: true }
+        Bounds { max_states: 500_000, max_depth: 10_000, stop_at: Some(Verdict::Hang), reduce: true }
     }
 }
 
@@ -45,12 +58,17 @@ pub struct Exploration {
     pub case: Case,
     /// Distinct states reached.
     pub states: usize,
-    /// Choices taken from expanded states (edges of the state graph).
+    /// Choices taken from expanded states (edges of the state graph explored).
     pub transitions: usize,
+    /// Choices not taken because they were asleep (independent reorderings), with reduction on.
+    pub slept: usize,
+    /// True when partial-order reduction was on.
+    pub reduced: bool,
     /// Distinct final states.
     pub finals: usize,
-    /// Complete schedules those final states stand for: what enumerating every schedule without
-    /// merging states would run (saturating; exact only when complete).
+    /// Complete schedules the explored transitions stand for (saturating; exact only when
+    /// complete): without reduction, what enumerating every schedule without merging states would
+    /// run; with it, the schedules left after pruning independent reorderings.
     pub schedules: u128,
     /// False when a state was reached again at another depth (then `schedules` is a lower bound).
     pub schedules_exact: bool,
@@ -88,12 +106,13 @@ pub const MAX_RANKS: u32 = 128;
 /// Explores every schedule of `case`'s accept order (and the `faults` chosen) within `bounds`;
 /// `case.ranks` must be at most [`MAX_RANKS`].
 pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
-    // The counterexample replays on the fast engine, whatever engine the case named.
-    let base = Case { schedule: Schedule::default(), engine: EngineKind::Fast, ..case.clone() };
+    let base = replay_base(case);
     let mut ex = Exploration {
         case: base.clone(),
         states: 1,
         transitions: 0,
+        slept: 0,
+        reduced: bounds.reduce,
         finals: 0,
         schedules: 0,
         schedules_exact: true,
@@ -104,15 +123,20 @@ pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
     };
     let start = World::new(&base, faults);
     let mut seen: HashSet<u128> = HashSet::from([start.fingerprint()]);
-    let mut level: Vec<(World, u128)> = vec![(start, 1)];
+    // What each state queued with a sleep set was (or will be) expanded without.
+    let mut asleep: HashMap<u128, Vec<Choice>> = HashMap::new();
+    let mut level: Vec<Queued> = vec![Queued { world: start, count: 1, sleep: Vec::new(), only: None }];
     let mut depth = 0;
     let mut late_merge = false;
     'search: while !level.is_empty() {
         ex.depth = depth;
-        let mut next: Vec<(World, u128)> = Vec::new();
+        let mut next: Vec<Queued> = Vec::new();
         let mut index: HashMap<u128, usize> = HashMap::new();
-        for (world, count) in level {
+        for Queued { world, count, sleep, only } in level {
             if world.choices().is_empty() {
+                if only.is_some() {
+                    continue; // judged when first reached
+                }
                 let (verdict, findings) =
                     judge(&base.workload.ops(base.seed), base.seed, base.ranks, &world.outcome().record);
                 ex.finals += 1;
@@ -124,8 +148,8 @@ pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
                     let case = with_schedule(&base, &world.path());
                     ex.examples.insert(verdict, Counterexample { verdict, case, findings, depth });
                 }
-                if bounds.stop_at_violation && !verdict.is_ok() {
-                    ex.incomplete = Some("stopped at the first violation".into());
+                if bounds.stop_at.is_some_and(|worst| verdict >= worst) {
+                    ex.incomplete = Some(format!("stopped at the first {verdict}"));
                     break 'search;
                 }
                 continue;
@@ -134,25 +158,60 @@ pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
                 ex.incomplete = Some(format!("--max-depth {} reached", bounds.max_depth));
                 continue;
             }
+            // Choices explored here so far, with their footprints: asleep in later siblings.
+            let mut done: Sleep = Vec::new();
             for &choice in world.choices() {
+                if sleep.iter().any(|(c, _)| *c == choice) {
+                    ex.slept += 1;
+                    continue;
+                }
+                if only.as_ref().is_some_and(|o| !o.contains(&choice)) {
+                    continue; // taken when this state was first expanded
+                }
                 ex.transitions += 1;
-                let child = world.step(choice);
+                let (child, footprint) = world.step_traced(choice);
+                let child_sleep: Sleep = if bounds.reduce {
+                    let footprint = Rc::new(footprint);
+                    let kept = sleep.iter().chain(&done).filter(|(_, f)| f.independent(&footprint)).cloned().collect();
+                    done.push((choice, footprint));
+                    kept
+                } else {
+                    Vec::new()
+                };
                 let fp = child.fingerprint();
                 if let Some(&i) = index.get(&fp) {
-                    next[i].1 = next[i].1.saturating_add(count);
+                    // Two ways to one unexpanded state: asleep only what is asleep on both.
+                    let q = &mut next[i];
+                    q.count = q.count.saturating_add(count);
+                    q.sleep.retain(|(c, _)| child_sleep.iter().any(|(d, _)| d == c));
+                    if let Some(a) = asleep.get_mut(&fp) {
+                        a.retain(|c| child_sleep.iter().any(|(d, _)| d == c));
+                    }
                     continue;
                 }
                 if !seen.insert(fp) {
-                    // Reached before at another depth: its schedules were counted from there.
+                    // Reached before at another depth: its schedules were counted from there; the
+                    // choices it was expanded without that are awake now are taken from here.
                     late_merge = true;
+                    if let Some(a) = asleep.get_mut(&fp) {
+                        let (still, woken): (Vec<Choice>, Vec<Choice>) =
+                            a.iter().partition(|c| child_sleep.iter().any(|(d, _)| d == *c));
+                        *a = still;
+                        if !woken.is_empty() {
+                            next.push(Queued { world: child, count: 0, sleep: child_sleep, only: Some(woken) });
+                        }
+                    }
                     continue;
                 }
                 if seen.len() > bounds.max_states {
                     ex.incomplete = Some(format!("--max-states {} reached", bounds.max_states));
                     break 'search;
                 }
+                if !child_sleep.is_empty() {
+                    asleep.insert(fp, child_sleep.iter().map(|(c, _)| *c).collect());
+                }
                 index.insert(fp, next.len());
-                next.push((child, count));
+                next.push(Queued { world: child, count, sleep: child_sleep, only: None });
             }
         }
         level = next;
@@ -161,6 +220,25 @@ pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
     ex.states = seen.len();
     ex.schedules_exact = !late_merge && ex.incomplete.is_none();
     ex
+}
+
+/// Choices asleep at a state, each with its footprint where it was explored.
+type Sleep = Vec<(Choice, Rc<Footprint>)>;
+
+/// A state awaiting expansion.
+struct Queued {
+    world: World,
+    /// Schedules reaching it at this depth.
+    count: u128,
+    sleep: Sleep,
+    /// Only these choices (a state expanded before, reached again with them awake).
+    only: Option<Vec<Choice>>,
+}
+
+/// `case` as its counterexamples replay: on the fast engine, whatever engine the case named,
+/// with only the explorer's schedule.
+pub(crate) fn replay_base(case: &Case) -> Case {
+    Case { schedule: Schedule::default(), engine: EngineKind::Fast, ..case.clone() }
 }
 
 /// `base` with the explicit schedule of `path`: each rank's accepts in order, and the drains

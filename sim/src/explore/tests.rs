@@ -9,7 +9,7 @@ use crate::run::run_case;
 use crate::sweep::sweep;
 
 fn everything() -> Bounds {
-    Bounds { stop_at_violation: false, ..Bounds::default() }
+    Bounds { stop_at: None, ..Bounds::default() }
 }
 
 fn explored(s: &str, faults: Faults) -> Exploration {
@@ -142,10 +142,22 @@ fn the_hazard_map_names_the_reports_pair() {
     let pairs = hazard::pairs();
     let (name, ops) = &pairs[0];
     assert_eq!(*name, "alltoall>barrier");
-    let c = hazard::cell("variant=nvshmem-3.4", name, ops, 2, Faults::default(), 100_000).unwrap();
-    assert_eq!(c.exploration.worst(), Verdict::Corruption);
-    let c = hazard::cell("variant=nvshmem-3.8", name, ops, 2, Faults::default(), 100_000).unwrap();
-    assert!(c.exploration.proves_pass());
+    let cell = |variant: &str, ranks: u32, max_states: usize, walks: u32| {
+        let bounds = Bounds { max_states, ..everything() };
+        hazard::cell(variant, name, ops, ranks, Faults::default(), bounds, walks).unwrap()
+    };
+    let c = cell("variant=nvshmem-3.4", 2, 100_000, 0);
+    assert_eq!(c.worst(), Verdict::Corruption);
+    assert!(c.settled() && c.walked.is_none());
+    assert!(cell("variant=nvshmem-3.8", 2, 100_000, 0).exploration.proves_pass());
+    // A bound far too small for n=4: the search stops at shallow levels, walks go deep.
+    let shallow = cell("variant=nvshmem-3.4", 4, 50, 0);
+    assert_eq!(shallow.worst(), Verdict::Pass);
+    assert!(!shallow.settled(), "a bounded pass is not settled");
+    let walked = cell("variant=nvshmem-3.4", 4, 50, 200);
+    let cx = walked.example().expect("walks reach the violation the search was too shallow for");
+    assert!(!walked.worst().is_ok());
+    assert_eq!(run_case(&cx.case, false).verdict, walked.worst(), "'{}'", cx.case);
 }
 
 #[test]
@@ -154,4 +166,91 @@ fn an_accept_naming_a_connection_never_opened_is_a_hang_not_a_panic() {
     let r = run_case(&case, false);
     assert_eq!(r.verdict, Verdict::Hang);
     assert!(r.findings.iter().any(|f| f.to_string().contains("rank 1 waits for init: connecting the ring")));
+}
+
+#[test]
+fn sleep_sets_reach_the_same_verdicts_and_shortest_counterexamples_with_fewer_transitions() {
+    let mut pruned = 0;
+    for s in [
+        "variant=nvshmem-3.4 workload=deepep ranks=2",
+        "variant=nvshmem-3.4 workload=deepep ranks=3",
+        "variant=nvshmem-3.7 workload=qp-create k=2 ranks=3",
+        "variant=disjoint workload=qp-create k=2 ranks=3",
+        "variant=seq workload=deepep ranks=3",
+        "variant=persistent workload=qp-create k=2 ranks=3",
+        "variant=nvshmem-3.4 workload=custom ops=barrier,alltoall:24 ranks=4",
+        "variant=drain workload=qp-create k=2 ranks=3",
+    ] {
+        let case = Case::parse(s).unwrap();
+        let full = explore(&case, Faults::default(), Bounds { reduce: false, ..everything() });
+        let por = explore(&case, Faults::default(), everything());
+        assert_eq!(full.incomplete, None, "{s}");
+        assert_eq!(por.incomplete, None, "{s}");
+        let kinds = |ex: &Exploration| ex.verdicts.keys().copied().collect::<Vec<_>>();
+        assert_eq!(kinds(&por), kinds(&full), "{s}: the same verdicts are reachable");
+        assert_eq!(por.finals, full.finals, "{s}: sleep sets prune transitions, not final states");
+        for (v, cx) in &full.examples {
+            assert_eq!(por.examples[v].depth, cx.depth, "{s}: the shortest {v} is as short");
+        }
+        assert_replays(&por);
+        assert!(por.transitions <= full.transitions && por.schedules <= full.schedules, "{s}");
+        pruned += full.transitions - por.transitions;
+    }
+    assert!(pruned > 0, "independent accepts were pruned somewhere");
+}
+
+#[test]
+fn sleep_sets_find_the_same_drain_fault_counterexample() {
+    let case = Case::parse("variant=pr97 workload=qp-create k=2 ranks=2").unwrap();
+    let faults = Faults { drain_timeout: true };
+    let full = explore(&case, faults, Bounds { reduce: false, ..Bounds::default() });
+    let por = explore(&case, faults, Bounds::default());
+    let (a, b) = (full.counterexample().unwrap(), por.counterexample().unwrap());
+    assert_eq!((a.verdict, a.depth), (b.verdict, b.depth));
+    assert_eq!(run_case(&b.case, false).verdict, b.verdict);
+}
+
+#[test]
+fn walks_reach_real_violations_that_replay_and_none_where_explore_proved_none() {
+    let case = Case::parse("variant=nvshmem-3.4 workload=deepep ranks=2").unwrap();
+    let cx = walk::walk(&case, Faults::default(), 50).expect("random orders hit the report's bug at n=2");
+    assert!(!cx.verdict.is_ok());
+    assert_eq!(run_case(&cx.case, false).verdict, cx.verdict, "'{}'", cx.case);
+    let proved = Case::parse("variant=seq workload=deepep ranks=3").unwrap();
+    assert!(walk::walk(&proved, Faults::default(), 50).is_none());
+}
+
+#[test]
+fn steps_measured_independent_commute_to_the_same_state() {
+    // Along a few schedules, every pair of enabled steps with disjoint footprints must reach the
+    // same fingerprint in either order, each staying enabled after the other.
+    let mut checked = 0;
+    for s in [
+        "variant=seq workload=deepep ranks=4",
+        "variant=nvshmem-3.7 workload=qp-create k=2 ranks=4",
+        "variant=drain workload=qp-create k=2 ranks=4",
+        "variant=persistent workload=churn len=6 ranks=4 seed=5",
+    ] {
+        let case = Case::parse(s).unwrap();
+        let mut world = World::new(&case, Faults::default());
+        let mut turn = 0usize;
+        while !world.choices().is_empty() {
+            let steps: Vec<_> = world.choices().iter().map(|&c| (c, world.step_traced(c))).collect();
+            for (i, (a, (wa, fa))) in steps.iter().enumerate() {
+                for (b, (wb, fb)) in &steps[i + 1..] {
+                    if !fa.independent(fb) {
+                        continue;
+                    }
+                    assert!(wa.choices().contains(b) && wb.choices().contains(a), "{s}: {a:?} {b:?} stay enabled");
+                    let (ab, fb_after) = wa.step_traced(*b);
+                    assert_eq!(&fb_after, fb, "{s}: {b:?}'s footprint is the same after {a:?}");
+                    assert_eq!(ab.fingerprint(), wb.step(*a).fingerprint(), "{s}: {a:?} and {b:?} commute");
+                    checked += 1;
+                }
+            }
+            turn += 1;
+            world = steps[turn % steps.len()].1 .0.clone();
+        }
+    }
+    assert!(checked > 100, "many steps were independent ({checked})");
 }

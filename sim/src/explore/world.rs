@@ -34,17 +34,13 @@ use bootsim_core::{
     RootConfig, UniqueId,
 };
 
+use super::footprint::{Footprint, Key, LinkId, Res};
 use super::schedule::ConnName;
 use crate::case::Case;
 use crate::engine::outcome::{event_conn, Node, Outcome};
 use crate::seed::derive;
 use crate::words::host_addr;
 use crate::workload::{build_op, OpSpec};
-
-/// A listener: its owner and which.
-type Key = (Node, Listener);
-/// A connection, named by its dialing end.
-type LinkId = (Node, ConnId);
 
 /// What an explorer may decide at a quiescent state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -101,6 +97,13 @@ impl Hasher for ByteSink {
     }
 }
 
+/// The first 128 bits of the SHA-256 of `bytes`.
+fn digest128(bytes: &[u8]) -> u128 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    u128::from_le_bytes(digest[..16].try_into().expect("16 bytes"))
+}
+
 /// The choices that led to a world (a persistent list, newest first).
 struct Trail {
     choice: Choice,
@@ -142,7 +145,7 @@ pub struct World {
     /// Per rank, a running hash of what the oracle judges that the rank's state forgets: its
     /// completions and, for every message it took, the message that was sent. (Drains that gave
     /// up are findings that never change a verdict: worlds differing only there are merged.)
-    observed: Vec<u64>,
+    observed: Vec<u128>,
     /// Root completion, when it came.
     root_done: Option<Completion>,
     work: VecDeque<(Node, OwnedInput)>,
@@ -150,6 +153,8 @@ pub struct World {
     /// Choices taken so far, newest first.
     trail: Option<Rc<Trail>>,
     choices: Vec<Choice>,
+    /// What the current step has read and written (empty between steps).
+    trace: Footprint,
 }
 
 impl World {
@@ -198,12 +203,14 @@ impl World {
             log: None,
             trail: None,
             choices: Vec::new(),
+            trace: Footprint::default(),
         };
         w.collect(Node::Root);
         for r in 0..n {
             w.collect(Node::Rank(r));
         }
         w.settle();
+        w.trace = Footprint::default();
         w
     }
 
@@ -214,19 +221,33 @@ impl World {
 
     /// The world after `choice` (one of [`World::choices`]), run until its next choice.
     pub fn step(&self, choice: Choice) -> World {
+        self.step_traced(choice).0
+    }
+
+    /// [`World::step`], and the resources the step read and wrote (see [`super::footprint`]).
+    pub fn step_traced(&self, choice: Choice) -> (World, Footprint) {
         let mut w = self.clone();
         w.trail = Some(Rc::new(Trail { choice, prev: w.trail.take() }));
         match choice {
             Choice::Accept { at, conn } => {
                 let key = (Node::Rank(at), Listener::Peers);
                 let link = w.link_named(conn).expect("a chosen connection exists");
+                w.trace.write(Res::Entry(link));
                 if let Some(q) = w.inflight.get_mut(&key) {
+                    // The guard: what it had to follow is no longer in flight.
+                    for &a in q.get(&link).into_iter().flatten() {
+                        w.trace.read(Res::Entry(a));
+                    }
                     q.remove(&link);
                     // Nothing has to follow it any more: forget it everywhere.
-                    for after in q.values_mut() {
-                        after.remove(&link);
+                    for (&e, after) in q.iter_mut() {
+                        if after.remove(&link) {
+                            w.trace.write(Res::Entry(e));
+                        }
                     }
                 }
+                // Knowledge of its drain is part of its entry (written above): every reader of a
+                // node's knowledge reads the entries it holds (`World::known_by`).
                 for known in w.know.values_mut() {
                     known.remove(&link);
                 }
@@ -234,6 +255,7 @@ impl World {
                 w.accept(key, link);
             }
             Choice::Drain { conn, gives_up } => {
+                w.trace.global();
                 let link = w.link_named(conn).expect("a draining connection exists");
                 w.drains.remove(&link);
                 let (node, c) = link;
@@ -246,17 +268,17 @@ impl World {
             }
         }
         w.settle();
-        w
+        let mut footprint = std::mem::take(&mut w.trace);
+        footprint.seal();
+        (w, footprint)
     }
 
     /// A 128-bit fingerprint of everything that decides what can still happen and what the
     /// oracle will say: two worlds with the same fingerprint have the same futures and verdicts.
     pub fn fingerprint(&self) -> u128 {
-        use sha2::{Digest, Sha256};
         let mut bytes = ByteSink(Vec::with_capacity(4096));
         self.hash_state(&mut bytes);
-        let digest = Sha256::digest(&bytes.0);
-        u128::from_le_bytes(digest[..16].try_into().expect("16 bytes"))
+        digest128(&bytes.0)
     }
 
     fn hash_state<H: Hasher>(&self, h: &mut H) {
@@ -327,6 +349,7 @@ impl World {
     fn settle(&mut self) {
         while let Some((node, input)) = self.work.pop_front() {
             let i = input.as_input();
+            self.trace.write(Res::Node(node));
             match node {
                 Node::Root => self.root.handle(Instant::ZERO, i),
                 Node::Rank(r) => self.ranks[r as usize].handle(Instant::ZERO, i),
@@ -379,11 +402,12 @@ impl World {
         self.collect(Node::Rank(r));
     }
 
+    /// Folds `item` into rank `r`'s running digest (SHA-256 of the previous digest and the item's
+    /// `Hash` bytes: stable across Rust releases, unlike std's `DefaultHasher`).
     fn observe(&mut self, r: u32, item: &impl Hash) {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.observed[r as usize].hash(&mut h);
-        item.hash(&mut h);
-        self.observed[r as usize] = h.finish();
+        let mut bytes = ByteSink(self.observed[r as usize].to_le_bytes().to_vec());
+        item.hash(&mut bytes);
+        self.observed[r as usize] = digest128(&bytes.0);
     }
 
     fn link_of(&self, node: Node, conn: ConnId) -> Option<LinkId> {
@@ -395,6 +419,7 @@ impl World {
 
     /// Carries out one output; `tx` holds a write's bytes.
     fn execute(&mut self, node: Node, out: Output, tx: &[u8]) {
+        self.trace.write(Res::Node(node));
         match out {
             Output::Listen { listener } => {
                 let key = (node, listener);
@@ -403,6 +428,8 @@ impl World {
                     Node::Rank(r) => r,
                 };
                 let port = if listener == Listener::Rendezvous { ROOT_PORT } else { sim_port(listener) };
+                self.trace.write(Res::Open(key));
+                self.trace.write(Res::Queue(key));
                 self.open.insert(key);
                 self.work.push_back((node, OwnedInput::Listening { listener, addr: host_addr(host, port) }));
                 for link in self.waiting_connects.remove(&key).unwrap_or_default() {
@@ -411,11 +438,15 @@ impl World {
             }
             Output::Accept { listener, conn } => {
                 let key = (node, listener);
+                self.trace.write(Res::Pending(key));
                 self.pending_accept.insert(key, conn);
                 self.accept_fifo(key);
             }
             Output::CloseListener { listener } => {
                 let key = (node, listener);
+                for r in [Res::Open(key), Res::Pending(key), Res::Queue(key)] {
+                    self.trace.write(r);
+                }
                 self.open.remove(&key);
                 self.pending_accept.remove(&key);
                 let queued: Vec<LinkId> = self
@@ -426,6 +457,8 @@ impl World {
                     .chain(self.inflight.remove(&key).unwrap_or_default().into_keys())
                     .collect();
                 for link in queued {
+                    self.trace.write(Res::Entry(link));
+                    self.trace.write(Res::Link(link));
                     if let Some(l) = self.links.get_mut(&link) {
                         l.server_open = false;
                         self.work.push_back((link.0, OwnedInput::PeerClosed { conn: link.1 }));
@@ -452,23 +485,27 @@ impl World {
                     server: None,
                     early: Vec::new(),
                     early_eof: false,
-                    early_know: self.know.get(&node).cloned().unwrap_or_default(),
+                    early_know: self.known_by(node),
                     client_open: true,
                     server_open: true,
                     sent: Vec::new(),
                     taken: 0,
                 };
                 self.links.insert((node, conn), link);
+                self.trace.write(Res::Link((node, conn)));
+                self.trace.read(Res::Open(key));
                 if self.open.contains(&key) {
                     self.connect((node, conn), key);
                 } else {
+                    self.trace.write(Res::Queue(key));
                     self.waiting_connects.entry(key).or_default().push((node, conn));
                 }
             }
             Output::Write { conn, .. } => {
                 let bytes = tx.to_vec();
                 let Some(link) = self.link_of(node, conn) else { return };
-                let known = self.know.get(&node).cloned().unwrap_or_default();
+                self.trace.write(Res::Link(link));
+                let known = self.known_by(node);
                 let l = self.links.get_mut(&link).expect("linked");
                 if link.0 == node && link.1 == conn {
                     match l.server {
@@ -491,6 +528,8 @@ impl World {
             Output::Drain { conn, .. } => {
                 let link = (node, conn);
                 if self.faults.drain_timeout && self.links.get(&link).is_some_and(|l| l.name.is_some()) {
+                    // A drain awaiting its outcome pre-empts every accept.
+                    self.trace.global();
                     self.drains.insert(link);
                 } else {
                     self.drained(link);
@@ -500,6 +539,9 @@ impl World {
             Output::Completed(c) => self.completed(node, c),
             Output::Event(e) => {
                 let link = event_conn(&e).and_then(|c| self.link_of(node, c));
+                if let Some(link) = link {
+                    self.trace.write(Res::Link(link));
+                }
                 match (&e, link) {
                     (Event::MessageSent { origin, .. }, Some(link)) => {
                         self.links.get_mut(&link).expect("linked").sent.push(*origin);
@@ -542,21 +584,39 @@ impl World {
     /// the listener's queue (FIFO listeners) or its in-flight set (peer listeners), after every
     /// drained connection to that listener its dialer knows of.
     fn connect(&mut self, link: LinkId, key: Key) {
+        self.trace.write(Res::Node(link.0));
         self.work.push_back((link.0, OwnedInput::Connected { conn: link.1 }));
         if key.1 == Listener::Peers {
+            self.trace.write(Res::Entry(link));
+            for &d in self.know.get(&link.0).into_iter().flatten() {
+                self.trace.read(Res::Entry(d));
+            }
             let inflight = self.inflight.entry(key).or_default();
             let known = self.know.get(&link.0);
             let after: BTreeSet<LinkId> =
                 known.into_iter().flatten().filter(|d| inflight.contains_key(d)).copied().collect();
             inflight.insert(link, after);
         } else {
+            self.trace.write(Res::Queue(key));
             self.fifo.entry(key).or_default().push_back(link);
             self.accept_fifo(key);
         }
     }
 
+    /// The completed drains `node` knows of; reading them reads their entries.
+    fn known_by(&mut self, node: Node) -> BTreeSet<LinkId> {
+        let known = self.know.get(&node).cloned().unwrap_or_default();
+        for &d in &known {
+            self.trace.read(Res::Entry(d));
+        }
+        known
+    }
+
     /// A completed drain: its connection is queued, and its sender knows it.
     fn drained(&mut self, link: LinkId) {
+        self.trace.read(Res::Link(link));
+        self.trace.read(Res::Entry(link));
+        self.trace.write(Res::Node(link.0));
         let key = self.links.get(&link).map(|l| l.listener);
         if key.is_some_and(|k| self.inflight.get(&k).is_some_and(|q| q.contains_key(&link))) {
             self.know.entry(link.0).or_default().insert(link);
@@ -566,6 +626,11 @@ impl World {
 
     /// `node` receives something sent by a node that knew `known`.
     fn learn(&mut self, node: Node, known: &BTreeSet<LinkId>) {
+        self.trace.write(Res::Node(node));
+        for &d in known {
+            self.trace.read(Res::Link(d));
+            self.trace.read(Res::Entry(d));
+        }
         let live: Vec<LinkId> = known
             .iter()
             .filter(|d| {
@@ -583,6 +648,8 @@ impl World {
         if key.1 == Listener::Peers || !self.pending_accept.contains_key(&key) {
             return;
         }
+        self.trace.write(Res::Pending(key));
+        self.trace.write(Res::Queue(key));
         let Some(link) = self.fifo.get_mut(&key).and_then(VecDeque::pop_front) else { return };
         self.accept(key, link);
     }
@@ -590,6 +657,9 @@ impl World {
     fn accept(&mut self, key: Key, link: LinkId) {
         let conn = self.pending_accept.remove(&key).expect("an accept is outstanding");
         let (server, _) = key;
+        for r in [Res::Pending(key), Res::Node(server), Res::Link(link)] {
+            self.trace.write(r);
+        }
         let client_host = match link.0 {
             Node::Root => 0,
             Node::Rank(r) => r,
@@ -614,7 +684,8 @@ impl World {
 
     fn close(&mut self, node: Node, conn: ConnId) {
         let Some(link) = self.link_of(node, conn) else { return };
-        let known = self.know.get(&node).cloned().unwrap_or_default();
+        self.trace.write(Res::Link(link));
+        let known = self.known_by(node);
         let l = self.links.get_mut(&link).expect("linked");
         let client_side = link == (node, conn) && l.client_open;
         if client_side {
@@ -641,10 +712,14 @@ impl World {
         let l = &self.links[&link];
         if !l.client_open && !l.server_open {
             if let Some(s) = l.server {
+                // The accepted end is its server's state.
+                self.trace.write(Res::Node(l.listener.0));
                 self.server_end.remove(&(l.listener.0, s));
             }
             self.links.remove(&link);
-            self.drains.remove(&link);
+            if self.drains.remove(&link) {
+                self.trace.global();
+            }
         }
     }
 
