@@ -13,6 +13,8 @@
 //! the same events.
 
 mod config;
+#[cfg(test)]
+mod cpu_tests;
 mod cpus;
 mod events;
 mod loss;

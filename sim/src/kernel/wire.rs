@@ -65,7 +65,7 @@ pub(crate) struct Host {
     pub(crate) rss: Rss,
     next_port: u16,
     /// Which CPU polls which RX queue, and RPS.
-    cpus: Cpus,
+    pub(crate) cpus: Cpus,
     /// One softirq server per CPU, shared by the RX queues it polls and its backlog.
     servers: Vec<RxQueue>,
     loss: GilbertElliott,
