@@ -72,39 +72,20 @@ fn two_queues_on_one_cpu_share_its_napi_budget() {
 
 #[test]
 fn a_full_backlog_drops_exactly_the_excess() {
-    // One CPU, RPS on, a 10-packet backlog. Queue 0's CPU is stalled for 1 ms, so the 15
-    // SYNs wait in the ring; after the stall each takes 1 us to steer, and its TCP work (4 us)
-    // waits behind the steering of the rest: the backlog holds 10 and the other 5 are dropped.
-    let c = cfg("rx_queues=2 cpus=1 rps=on max_backlog=10 stalls=0:0:0:1000");
-    let (done, net) = syn_burst(c.clone(), 15);
-    assert_eq!(net.stats().cpu_backlog_drops, 5);
-    assert_eq!(done.len(), 10);
+    // One CPU, RPS on, max_backlog 10. Queue 0's CPU is stalled for 1 ms, so the 15 SYNs
+    // wait in the ring; after the stall each takes 1 us to steer, and its TCP work (4 us)
+    // waits behind the steering of the rest. Linux enqueues while `qlen <= max_backlog`, so
+    // the backlog holds 11 and the other 4 are dropped.
+    let words = "rx_queues=2 cpus=1 rps=on stalls=0:0:0:1000";
+    let (done, net) = syn_burst(cfg(&format!("{words} max_backlog=10")), 15);
+    assert_eq!(net.stats().cpu_backlog_drops, 4);
+    assert_eq!(done.len(), 11);
     let traced = net.events.iter().filter(|e| matches!(e.kind, EventKind::CpuBacklogDrop { cpu: 0, .. })).count();
-    assert_eq!(traced, 5);
-    // A backlog of 15 holds them all; RPS off keeps the backlog off the path altogether.
-    let (done, net) = syn_burst(
-        KernelConfig {
-            load: {
-                let mut l = c.load.clone();
-                l.cpu.max_backlog = 15;
-                l
-            },
-            ..c.clone()
-        },
-        15,
-    );
+    assert_eq!(traced, 4);
+    // A backlog of 14 holds them all; RPS off keeps the backlog off the path altogether.
+    let (done, net) = syn_burst(cfg(&format!("{words} max_backlog=14")), 15);
     assert_eq!((done.len(), net.stats().cpu_backlog_drops), (15, 0));
-    let (done, net) = syn_burst(
-        KernelConfig {
-            load: {
-                let mut l = c.load.clone();
-                l.cpu.rps = false;
-                l
-            },
-            ..c
-        },
-        15,
-    );
+    let (done, net) = syn_burst(cfg(&format!("{words} max_backlog=10 rps=off")), 15);
     assert_eq!((done.len(), net.stats().cpu_backlog_drops), (15, 0));
 }
 

@@ -195,8 +195,14 @@ impl Loaded {
     /// A packet of `cost` nanoseconds arrives at `t` (nondecreasing across calls) in `via`.
     pub(crate) fn offer(&mut self, q: &mut RxQueue, sp: &StallParams, t: u64, cost: u64, via: Via) -> Offer {
         let t = self.advance(q, sp, t);
-        let cap = self.p.cap(via);
-        if cap > 0 && self.occupancy(via) >= f64::from(cap) {
+        let (cap, occupied) = (f64::from(self.p.cap(via)), self.occupancy(via));
+        // A ring has `rx_ring` descriptors; `enqueue_to_backlog` drops only when the backlog
+        // already holds more than `netdev_max_backlog` (`qlen > max_backlog`): one more fits.
+        let full = match via {
+            Via::Ring => occupied >= cap,
+            Via::Backlog => occupied > cap,
+        };
+        if cap > 0.0 && full {
             return Offer::Dropped;
         }
         let (nth, kick) = q.next_kick();
