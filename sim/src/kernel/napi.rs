@@ -175,11 +175,12 @@ impl Loaded {
     }
 
     /// At `t` (nondecreasing across calls): when an application thread on this CPU, runnable
-    /// from `start` (at or after `t`), has had `cost` nanoseconds of CPU. Softirq preempts it: it runs only while
-    /// this CPU has no softirq work pending, at the share the flood leaves, and while a poll
-    /// waits for ksoftirqd (that wait is the scheduler letting it finish its slice). A random
-    /// or scripted stall takes the CPU from it too. Packets arriving after `t` are not
-    /// foreseen: their softirq would preempt it as well, so this is a lower bound.
+    /// from `start` (at or after `t`), has had `cost` nanoseconds of CPU. Softirq preempts
+    /// it: it runs only while this CPU has no softirq work pending, at the share the flood
+    /// leaves, and while a poll waits for ksoftirqd (that wait is the scheduler letting it
+    /// finish its slice). A random or scripted stall takes the CPU from it too. Packets
+    /// arriving after `t` are not foreseen: their softirq would preempt it as well, so this
+    /// is a lower bound.
     pub(crate) fn app_done(&mut self, q: &mut RxQueue, sp: &StallParams, t: u64, start: u64, cost: u64) -> u64 {
         let t = self.advance(q, sp, t);
         let start = start.max(t);
