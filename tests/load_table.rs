@@ -8,15 +8,17 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 #[test]
 fn the_scaling_table_script_prints_every_row_and_column() {
     let out = Command::new("bash")
-        .args(["scripts/load-table.sh", "3", "2,4", "0,600000"])
+        .args(["scripts/load-table.sh", "3", "2,4", "0,600000", "cpu rps=on"])
         .current_dir(ROOT)
         .env("BOOTSIM", env!("CARGO_BIN_EXE_bootsim"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| rss") || l.starts_with("| load")).collect();
-    assert_eq!(rows.len(), 3, "{text}");
+    let rows: Vec<&str> =
+        text.lines().filter(|l| ["| rss", "| load", "| cpu"].iter().any(|p| l.starts_with(p))).collect();
+    assert_eq!(rows.len(), 6, "{text}");
+    assert!(text.contains("| cpu rps=on | 600000 |"), "{text}");
     assert!(text.starts_with("| profile | flood (pkt/s/host) | n=2 | n=4 |"), "{text}");
     for row in rows {
         let cells: Vec<&str> = row.split('|').map(str::trim).filter(|c| !c.is_empty()).collect();

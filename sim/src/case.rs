@@ -308,6 +308,11 @@ impl Case {
         if case.engine == EngineKind::Turmoil && !case.schedule.is_empty() {
             return Err(err("accept= and drain_fail= are honoured by engine=fast only".into()));
         }
+        if case.engine == EngineKind::Turmoil && case.kernel_config().load.cpu.app_on() {
+            return Err(err("the application's CPU time (syscall_cost, app_work: the cpu profile) is modelled by \
+                 engine=fast only; add syscall_cost=0 app_work=0 to run the rest of it on turmoil"
+                .into()));
+        }
         Ok(case)
     }
 
@@ -441,6 +446,14 @@ mod tests {
         assert_eq!(Case::parse(&c.to_string()).unwrap(), c);
         assert!(Case::parse("variant=nvshmem-3.7 first_tag=5").unwrap_err().to_string().contains("one tag per call"));
         assert!(Case::parse("variant=nvshmem-3.8 first_tag=0").is_err());
+    }
+
+    #[test]
+    fn application_cpu_time_needs_the_fast_engine() {
+        let e = Case::parse("engine=turmoil adversary=cpu").unwrap_err().to_string();
+        assert!(e.contains("engine=fast only") && e.contains("syscall_cost=0 app_work=0"), "{e}");
+        assert!(Case::parse("engine=turmoil adversary=cpu syscall_cost=0 app_work=0").is_ok());
+        assert!(Case::parse("engine=fast adversary=cpu").is_ok());
     }
 
     #[test]

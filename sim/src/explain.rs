@@ -231,6 +231,11 @@ fn why(out: &Outcome, ka: u64, kb: u64, a: &SentMsg, r: u32, scheduled: bool) ->
                 seg_name(seg, dir),
                 host.0
             )),
+            EventKind::CpuBacklogDrop { host, cpu, seg, dir, .. } => cause.push(format!(
+                "{ka}'s {} was dropped: host {}'s CPU {cpu} had a full backlog",
+                seg_name(seg, dir),
+                host.0
+            )),
             EventKind::Retransmit { seg, dir, attempt, .. } if cause.len() < 3 => {
                 cause.push(format!("its {} was retransmitted (attempt {attempt})", seg_name(seg, dir)))
             }
@@ -420,7 +425,9 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
     for (enq, r, k, syn, peer, notes) in stuck.into_iter().take(2) {
         let count = |f: &dyn Fn(&EventKind) -> bool| notes.iter().filter(|(_, e)| f(e)).count();
         let drops = count(&|e| matches!(e, EventKind::BacklogDrop { .. }));
-        let lost = count(&|e| matches!(e, EventKind::PacketLost { .. } | EventKind::RingDrop { .. }));
+        let lost = count(&|e| {
+            matches!(e, EventKind::PacketLost { .. } | EventKind::RingDrop { .. } | EventKind::CpuBacklogDrop { .. })
+        });
         let rexmit = count(&|e| matches!(e, EventKind::Retransmit { .. }));
         let fate = match enq {
             Some(t) => format!("it waited in rank {peer}'s accept queue from {} on, never accepted", ms(t)),

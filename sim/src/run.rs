@@ -74,11 +74,17 @@ impl fmt::Display for RunReport {
             k.retransmits,
             k.backlog_drops
         )?;
-        if self.case.kernel_config().load.queue_model_on() {
-            let delivered = k.packets.saturating_sub(k.lost + k.ring_drops).max(1);
+        let cfg = self.case.kernel_config();
+        if cfg.load.queue_model_on() {
+            let delivered = k.packets.saturating_sub(k.lost + k.ring_drops + k.cpu_backlog_drops).max(1);
+            let rps = if cfg.load.cpu.rps {
+                format!(", {} CPU-backlog drops (RPS)", k.cpu_backlog_drops)
+            } else {
+                String::new()
+            };
             writeln!(
                 f,
-                "load: {} RX-ring drops, {} NAPI polls deferred to ksoftirqd, {:.1} us mean RX-queue time",
+                "load: {} RX-ring drops{rps}, {} NAPI polls deferred to ksoftirqd, {:.1} us mean RX-queue time",
                 k.ring_drops,
                 k.napi_deferrals,
                 k.rx_wait_ns as f64 / delivered as f64 / 1e3

@@ -114,6 +114,7 @@ pub fn kernel_conn(kind: &EventKind, flows: &mut BTreeMap<Flow, u64>) -> Option<
         EventKind::RxStall { flow, .. }
         | EventKind::PacketLost { flow, .. }
         | EventKind::RingDrop { flow, .. }
+        | EventKind::CpuBacklogDrop { flow, .. }
         | EventKind::Retransmit { flow, .. }
         | EventKind::BacklogDrop { flow, .. }
         | EventKind::SynAckExpired { flow } => flows.get(&flow).copied(),
@@ -171,6 +172,12 @@ pub fn kernel_line(kind: &EventKind, conn: Option<u64>) -> String {
         ),
         EventKind::RingDrop { host: h, queue, flow, dir, seg } => format!(
             "{}'s {} was dropped at {}: RX queue {queue}'s ring was full",
+            conn_or_flow(conn, &flow),
+            seg_name(seg, dir),
+            host(h)
+        ),
+        EventKind::CpuBacklogDrop { host: h, cpu, flow, dir, seg } => format!(
+            "{}'s {} was dropped at {}: RPS steered it to CPU {cpu}, whose backlog was full",
             conn_or_flow(conn, &flow),
             seg_name(seg, dir),
             host(h)

@@ -47,6 +47,10 @@ enum Timer {
     DrainDone { sock: SockId },
     /// A drain's deadline.
     DrainDeadline { sock: SockId },
+    /// The application's accept() on this listener gets the CPU time it needed.
+    Accept { l: ListenerId },
+    /// The application's read() on this socket gets the CPU time it needed.
+    Read { sock: SockId },
 }
 
 struct Dialing {
@@ -130,6 +134,22 @@ struct World<'a> {
     tx: Vec<u8>,
     remaining: usize,
     names: Names,
+    /// When each node's process is next free to run (`app_cpu` model), and the socket calls
+    /// it has started but not yet finished.
+    app: AppCpu,
+}
+
+/// The application's own CPU time (the kernel's `syscall_cost` and `app_work` knobs): each
+/// node's process runs its socket calls and its own work one at a time on its core, where
+/// softirq preempts it. Off in every profile but `cpu`.
+#[derive(Default)]
+struct AppCpu {
+    /// Whether it is modelled.
+    on: bool,
+    /// When each node's process has finished what it was given so far.
+    free: BTreeMap<Node, Instant>,
+    /// Accept and read calls in progress (their timer is set).
+    started: BTreeSet<Timer>,
 }
 
 /// Runs a case on the fast engine; `trace` keeps the full trace (otherwise only counters).
@@ -177,6 +197,7 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
         tx: Vec::new(),
         remaining: n as usize + 1,
         names: Names::default(),
+        app: AppCpu { on: case.kernel_config().load.cpu.app_on(), ..AppCpu::default() },
     };
     w.sink.line(now, "world", format_args!("case {case}"));
     w.sink.line(now, "world", format_args!("kernel {}", w.kernel.config()));
@@ -265,6 +286,14 @@ impl World<'_> {
                     self.work.push_back((d.node, OwnedInput::Drained { conn: d.conn, waited }));
                 }
             }
+            Timer::Accept { l } => {
+                self.app.started.remove(&timer);
+                self.try_accept(l);
+            }
+            Timer::Read { sock } => {
+                self.app.started.remove(&timer);
+                self.read_all(sock);
+            }
             Timer::DrainDeadline { sock } => {
                 if let Some(d) = self.drains.remove(&sock) {
                     let waited = self.now - d.start;
@@ -283,7 +312,45 @@ impl World<'_> {
         }
     }
 
+    /// Charges `node`'s process `cost` of CPU after what it already has to do; returns when it
+    /// is done (now when the application's CPU time is not modelled).
+    fn app_cpu(&mut self, node: Node, cost: Duration) -> Instant {
+        if !self.app.on {
+            return self.now;
+        }
+        let start = self.app.free.get(&node).copied().unwrap_or(self.now).max(self.now);
+        let done = self.kernel.app_run(self.now, HostId(Self::host(node)), start, cost);
+        self.app.free.insert(node, done);
+        done
+    }
+
+    /// A socket call of `node`'s process (accept, read) that takes effect once it has had its
+    /// CPU time: now when that is not modelled, else by `timer`, once per call in progress.
+    fn syscall(&mut self, node: Node, timer: Timer) -> bool {
+        if !self.app.on {
+            return true;
+        }
+        if self.app.started.insert(timer) {
+            let cost = self.kernel.config().load.cpu.syscall_cost;
+            let done = self.app_cpu(node, cost);
+            self.schedule(done, timer);
+        }
+        false
+    }
+
+    /// Charges a socket call that takes effect at once (connect, write, close) to `node`.
+    fn charge_syscall(&mut self, node: Node) {
+        if self.app.on {
+            let cost = self.kernel.config().load.cpu.syscall_cost;
+            self.app_cpu(node, cost);
+        }
+    }
+
     fn deliver(&mut self, node: Node, d: OwnedInput) {
+        if self.app.on {
+            let work = self.kernel.config().load.cpu.app_work;
+            self.app_cpu(node, work);
+        }
         let now = self.now;
         let input = d.as_input();
         match node {
@@ -339,7 +406,9 @@ impl World<'_> {
             Output::Accept { listener, conn } => {
                 let Some(&l) = self.listeners.get(&(node, listener)) else { return };
                 self.pending_accept.insert(l, conn);
-                self.try_accept(l);
+                if self.syscall(node, Timer::Accept { l }) {
+                    self.try_accept(l);
+                }
             }
             Output::CloseListener { listener } => {
                 if let Some(l) = self.listeners.remove(&(node, listener)) {
@@ -356,10 +425,12 @@ impl World<'_> {
                     }
                 }
                 self.dialing.insert((node, conn), Dialing { addr, retry: ConnectRetry::new(self.retry.clone()) });
+                self.charge_syscall(node);
                 self.dial(node, conn, addr);
             }
             Output::Write { conn, len } => {
                 if let Some(&sock) = self.sock_of.get(&(node, conn)) {
+                    self.charge_syscall(node);
                     self.sink.line(now, name, format_args!("write {len} bytes on {}", local(conn, sock)));
                     if let Err(e) = self.kernel.write(now, sock, tx) {
                         self.sink.line(now, name, format_args!("write on {} failed: {e}", local(conn, sock)));
@@ -379,6 +450,7 @@ impl World<'_> {
             }
             Output::Close { conn } => {
                 if let Some(sock) = self.sock_of.remove(&(node, conn)) {
+                    self.charge_syscall(node);
                     self.owner.remove(&sock);
                     self.kernel.close(now, sock);
                     self.sink.line(now, name, format_args!("close {}", local(conn, sock)));
@@ -529,9 +601,18 @@ impl World<'_> {
                     }
                 }
                 EventKind::Refused { sock } | EventKind::ConnectTimedOut { sock } => self.connect_failed(sock, &kind),
-                EventKind::Acceptable { listener } => self.try_accept(listener),
+                EventKind::Acceptable { listener } => {
+                    let waiting = self.pending_accept.contains_key(&listener);
+                    match self.listener_owner.get(&listener).copied() {
+                        Some((node, _)) if waiting && !self.syscall(node, Timer::Accept { l: listener }) => {}
+                        _ => self.try_accept(listener),
+                    }
+                }
                 EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
-                    self.read_all(sock)
+                    match self.owner.get(&sock).copied() {
+                        Some((node, _)) if !self.syscall(node, Timer::Read { sock }) => {}
+                        _ => self.read_all(sock),
+                    }
                 }
                 EventKind::AllAcked { sock } => {
                     if let Some(d) = self.drains.get(&sock).filter(|d| !d.forced_fail) {

@@ -9,39 +9,51 @@ use bootsim_core::Instant;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{KernelConfig, StallAt};
+use super::cpus::Cpus;
 use super::events::{Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, Seg};
 use super::loss::{GilbertElliott, LossParams};
-use super::napi::{LoadParams, Loaded};
+use super::napi::{LoadParams, Loaded, Via};
 use super::rng::{self, Purpose};
 use super::rss::Rss;
-use super::softirq::{RxQueue, StallParams};
+use super::softirq::{Admitted, RxQueue, StallParams};
 
 /// iperf3's default port, the flood's destination.
 const IPERF3_PORT: u16 = 5201;
 
-/// How many of the flood's flows RSS puts on each of `host`'s queues: flow `i` comes from
-/// host address `0xff0000 + i` (outside the cluster) on a seeded source port.
-fn flood_flows_per_queue(cfg: &KernelConfig, rss: &Rss, seed: u64, host: u32, queues: u16) -> Vec<u32> {
-    let mut per = vec![0u32; usize::from(queues)];
+/// How many of the flood's flows land on each of `host`'s CPUs: flow `i` comes from host
+/// address `0xff0000 + i` (outside the cluster) on a seeded source port; RSS puts it on a
+/// queue, whose CPU does its work, or with RPS that CPU steers it to a backlog by its hash.
+fn flood_flows_per_cpu(cfg: &KernelConfig, rss: &Rss, cpus: &Cpus, seed: u64, host: u32) -> Vec<u32> {
+    let mut per = vec![0u32; usize::from(cpus.count())];
     if cfg.load.flood_rate == 0 {
         return per;
     }
     let mut r = rng::stream(seed, Purpose::Flood, host, 0);
     for i in 0..cfg.load.flood_flows {
         let port = EPHEMERAL.0 + rng::below(&mut r, u64::from(EPHEMERAL.1 - EPHEMERAL.0) + 1) as u16;
-        per[usize::from(rss.queue(0x00ff_0000 + i, port, host, IPERF3_PORT))] += 1;
+        let src = 0x00ff_0000 + i;
+        let cpu = if cpus.rps {
+            cpus.rps_target(rss.hash(src, port, host, IPERF3_PORT))
+        } else {
+            cpus.of_queue(rss.queue(src, port, host, IPERF3_PORT))
+        };
+        per[usize::from(cpu)] += 1;
     }
     per
 }
 
 /// Softirq time of one packet: `service` plus the TCP work of its kind.
 fn cost(cfg: &KernelConfig, seg: Seg) -> Duration {
-    let extra = match seg {
+    cfg.service + tcp_cost(cfg, seg)
+}
+
+/// The TCP work of a packet of kind `seg` (with RPS, done on the backlog's CPU).
+fn tcp_cost(cfg: &KernelConfig, seg: Seg) -> Duration {
+    match seg {
         Seg::Syn | Seg::SynAck => cfg.load.syn_cost,
         Seg::Ack | Seg::DataAck { .. } | Seg::Rst => cfg.load.ack_cost,
         Seg::Data { .. } | Seg::Fin { .. } => cfg.load.data_cost,
-    };
-    cfg.service + extra
+    }
 }
 
 /// First and last Linux ephemeral port (`ip_local_port_range` default).
@@ -52,7 +64,10 @@ const EPHEMERAL: (u16, u16) = (32768, 60999);
 pub(crate) struct Host {
     pub(crate) rss: Rss,
     next_port: u16,
-    queues: Vec<RxQueue>,
+    /// Which CPU polls which RX queue, and RPS.
+    pub(crate) cpus: Cpus,
+    /// One softirq server per CPU, shared by the RX queues it polls and its backlog.
+    servers: Vec<RxQueue>,
     loss: GilbertElliott,
     jitter: ChaCha8Rng,
 }
@@ -70,6 +85,8 @@ pub(crate) struct Pkt {
 pub(crate) enum Work {
     /// The packet reaches the receiving host's NIC.
     Arrive(Pkt),
+    /// RPS steered the packet to CPU `cpu`'s backlog.
+    Backlog { pkt: Pkt, cpu: u16 },
     /// The receiving host's softirq finished with the packet: TCP handles it.
     Deliver(Pkt),
     /// A connection side's retransmission timer (stale if `gen` moved on).
@@ -137,14 +154,16 @@ impl Net {
                 let rss = Rss::new(&mut setup, queues);
                 let span = u64::from(EPHEMERAL.1 - EPHEMERAL.0) + 1;
                 let next_port = EPHEMERAL.0 + rng::below(&mut setup, span) as u16;
-                let flood = flood_flows_per_queue(&cfg, &rss, seed, h, queues);
+                let cpus = Cpus::new(&cfg, queues);
+                let flood = flood_flows_per_cpu(&cfg, &rss, &cpus, seed, h);
                 Host {
                     rss,
                     next_port,
-                    queues: (0..queues)
+                    servers: (0..cpus.count())
                         .map(|q| {
                             let (mut script, mut kicks) = (Vec::new(), Vec::new());
-                            for s in cfg.stalls.iter().filter(|s| s.host == h && s.queue == q) {
+                            // A scripted stall of a queue takes its CPU.
+                            for s in cfg.stalls.iter().filter(|s| s.host == h && cpus.of_queue(s.queue) == q) {
                                 match s.at {
                                     StallAt::Time(t) => script.push((t, t.saturating_add(s.dur))),
                                     StallAt::Packet(n) => kicks.push((n, s.dur)),
@@ -154,11 +173,12 @@ impl Net {
                                 .with_script(script, kicks);
                             if cfg.load.queue_model_on() {
                                 let flows = flood[usize::from(q)];
-                                rx.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows)));
+                                rx.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
                             }
                             rx
                         })
                         .collect(),
+                    cpus,
                     loss: GilbertElliott::new(rng::stream(seed, Purpose::Loss, h, 0)),
                     jitter: rng::stream(seed, Purpose::Jitter, h, 0),
                 }
@@ -186,7 +206,7 @@ impl Net {
         let entry = Reverse(Scheduled { at, seq: self.seq, work });
         match work {
             Work::Timer { .. } => self.timers.push(entry),
-            Work::Arrive(_) | Work::Deliver(_) => self.agenda.push(entry),
+            Work::Arrive(_) | Work::Backlog { .. } | Work::Deliver(_) => self.agenda.push(entry),
         }
     }
 
@@ -221,7 +241,7 @@ impl Net {
 
     /// Counters so far, with the queues' deferred polls.
     pub(crate) fn stats(&self) -> KernelStats {
-        let napi_deferrals = self.hosts.iter().flat_map(|h| &h.queues).map(RxQueue::deferrals).sum();
+        let napi_deferrals = self.hosts.iter().flat_map(|h| &h.servers).map(RxQueue::deferrals).sum();
         KernelStats { napi_deferrals, ..self.stats }
     }
 
@@ -261,7 +281,7 @@ impl Net {
     }
 
     /// The packet reaches `host`'s NIC at `at`: it is lost, or waits for RX queue `queue`'s
-    /// softirq and is delivered to TCP when processed.
+    /// softirq and is delivered to TCP when processed (with RPS: steered to a CPU's backlog).
     pub(crate) fn arrive(&mut self, at: Instant, pkt: Pkt, host: u32, queue: u16, flow: Flow) {
         let h = &mut self.hosts[host as usize];
         if h.loss.lose(&self.loss, at) {
@@ -270,12 +290,53 @@ impl Net {
             self.trace(at, EventKind::PacketLost { host: HostId(host), queue, flow, dir, seg });
             return;
         }
-        let Some(admitted) = h.queues[usize::from(queue)].offer(at, cost(&self.cfg, pkt.seg), &self.stall) else {
+        let cpu = h.cpus.of_queue(queue);
+        let cost = if h.cpus.rps { self.cfg.service } else { cost(&self.cfg, pkt.seg) };
+        let Some(admitted) = h.servers[usize::from(cpu)].offer(at, cost, &self.stall, Via::Ring) else {
             self.stats.ring_drops += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace(at, EventKind::RingDrop { host: HostId(host), queue, flow, dir, seg });
             return;
         };
+        let next = if h.cpus.rps {
+            let hash = match pkt.dir {
+                Dir::ToServer => h.rss.hash(flow.client.0, flow.client_port, flow.server.0, flow.server_port),
+                Dir::ToClient => h.rss.hash(flow.server.0, flow.server_port, flow.client.0, flow.client_port),
+            };
+            Work::Backlog { pkt, cpu: h.cpus.rps_target(hash) }
+        } else {
+            Work::Deliver(pkt)
+        };
+        self.processed(at, pkt, host, queue, flow, admitted, next);
+    }
+
+    /// RPS put the packet on CPU `cpu`'s backlog at `at`: dropped if the backlog is full
+    /// (`netdev_max_backlog`), else delivered to TCP once that CPU's softirq has done its TCP
+    /// work.
+    pub(crate) fn backlog(&mut self, at: Instant, pkt: Pkt, host: u32, cpu: u16, queue: u16, flow: Flow) {
+        let h = &mut self.hosts[host as usize];
+        let cost = tcp_cost(&self.cfg, pkt.seg);
+        let Some(admitted) = h.servers[usize::from(cpu)].offer(at, cost, &self.stall, Via::Backlog) else {
+            self.stats.cpu_backlog_drops += 1;
+            let (dir, seg) = (pkt.dir, pkt.seg);
+            self.trace(at, EventKind::CpuBacklogDrop { host: HostId(host), cpu, flow, dir, seg });
+            return;
+        };
+        self.processed(at, pkt, host, queue, flow, admitted, Work::Deliver(pkt));
+    }
+
+    /// When the application thread of `host`, runnable from `start`, has had `cost` of CPU on
+    /// its core (`app_cpu`) at `now`, softirq taking precedence.
+    pub(crate) fn app_done(&mut self, now: Instant, host: u32, start: Instant, cost: Duration) -> Instant {
+        let h = &mut self.hosts[host as usize];
+        let cpu = self.cfg.load.cpu.app_cpu.min(h.cpus.count() - 1);
+        h.servers[usize::from(cpu)].app_done(now, start, cost, &self.stall)
+    }
+
+    /// A softirq server took the packet that arrived at `at`: count its wait, trace its
+    /// stall, and schedule what comes next when it is done.
+    #[allow(clippy::too_many_arguments)]
+    fn processed(&mut self, at: Instant, pkt: Pkt, host: u32, queue: u16, flow: Flow, admitted: Admitted, next: Work) {
         self.stats.rx_wait_ns =
             self.stats.rx_wait_ns.saturating_add(admitted.done.saturating_since(at).as_nanos() as u64);
         if let Some((from, until)) = admitted.stall {
@@ -294,7 +355,7 @@ impl Net {
                 },
             );
         }
-        self.schedule(admitted.done, Work::Deliver(pkt));
+        self.schedule(admitted.done, next);
     }
 }
 
@@ -307,17 +368,23 @@ mod tests {
         let mut cfg = KernelConfig::profile("load").unwrap();
         cfg.set("flood_flows", "64").unwrap();
         let rss = Rss::new(&mut rng::stream(3, Purpose::Setup, 0, 0), 8);
-        let per = flood_flows_per_queue(&cfg, &rss, 3, 0, 8);
+        let per_cpu = |cfg: &KernelConfig| flood_flows_per_cpu(cfg, &rss, &Cpus::new(cfg, 8), 3, 0);
+        let per = per_cpu(&cfg);
         assert_eq!(per.iter().sum::<u32>(), 64);
         assert!(per.iter().filter(|&&k| k > 0).count() >= 6, "{per:?}");
-        assert_eq!(per, flood_flows_per_queue(&cfg, &rss, 3, 0, 8), "a function of the seed");
+        assert_eq!(per, per_cpu(&cfg), "a function of the seed");
+        // Two CPUs for eight queues: each carries the flows of its four queues.
+        cfg.set("cpus", "2").unwrap();
+        let two = per_cpu(&cfg);
+        assert_eq!(two, vec![per.iter().step_by(2).sum::<u32>(), per.iter().skip(1).step_by(2).sum::<u32>()]);
+        cfg.set("cpus", "0").unwrap();
         // Few flows spread unevenly: some queues carry none, so the load differs by queue.
         cfg.set("flood_flows", "4").unwrap();
-        let per = flood_flows_per_queue(&cfg, &rss, 3, 0, 8);
+        let per = per_cpu(&cfg);
         assert_eq!(per.iter().sum::<u32>(), 4);
         assert!(per.contains(&0), "{per:?}");
         cfg.set("flood_rate", "0").unwrap();
-        assert_eq!(flood_flows_per_queue(&cfg, &rss, 3, 0, 8), vec![0; 8]);
+        assert_eq!(per_cpu(&cfg), vec![0; 8]);
     }
 
     #[test]

@@ -84,12 +84,52 @@ pub struct LoadConfig {
     pub flood_flows: u32,
     /// Softirq time one flood packet costs.
     pub flood_cost: Duration,
+    /// The host's CPUs ([`CpuConfig`]); all off but in the `cpu` profile.
+    pub cpu: CpuConfig,
+}
+
+/// The host's CPUs: how many there are (RX queues share them), RPS steering to per-CPU
+/// backlogs, and the application's own CPU time on its core. Zero or off switches a part off;
+/// `Default` is all off (one CPU per RX queue, no RPS, no application cost). The Linux values
+/// (the `cpu` profile) and their sources are in docs/load-model.md.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuConfig {
+    /// CPUs per host; RX queue `q` is served by CPU `q % cpus` (0: one CPU per RX queue).
+    pub cpus: u16,
+    /// RPS (`/sys/class/net/*/queues/rx-*/rps_cpus`): the RX queue's CPU steers each packet by
+    /// its flow hash to a CPU's backlog, whose softirq does the TCP work. Off in Linux.
+    pub rps: bool,
+    /// Packets one CPU's backlog holds before dropping (`net.core.netdev_max_backlog`); 0: unbounded.
+    pub max_backlog: u32,
+    /// The CPU each rank's process runs on.
+    pub app_cpu: u16,
+    /// CPU time of one socket call (accept, read, write, connect, close); 0: the application
+    /// costs no CPU (today's model).
+    pub syscall_cost: Duration,
+    /// CPU time the rank's own code spends on each input it handles.
+    pub app_work: Duration,
+}
+
+impl CpuConfig {
+    /// Whether the application's CPU time is modelled.
+    pub fn app_on(&self) -> bool {
+        !self.syscall_cost.is_zero() || !self.app_work.is_zero()
+    }
+
+    /// Whether any part is on.
+    pub fn on(&self) -> bool {
+        *self != CpuConfig::default()
+    }
 }
 
 impl LoadConfig {
-    /// Whether any part that needs the loaded queue model (budget, ring, flood) is on.
+    /// Whether any part that needs the loaded queue model (budget, ring, flood, CPUs) is on.
     pub fn queue_model_on(&self) -> bool {
-        self.napi_budget > 0 || self.napi_budget_time.is_some() || self.rx_ring > 0 || self.flood_rate > 0
+        self.napi_budget > 0
+            || self.napi_budget_time.is_some()
+            || self.rx_ring > 0
+            || self.flood_rate > 0
+            || self.cpu.on()
     }
 }
 
@@ -224,11 +264,11 @@ impl Default for KernelConfig {
 }
 
 /// The names `KernelConfig::profile` accepts.
-pub const PROFILES: &[&str] = &["fifo", "rss", "lossy", "overflow", "swarm", "load"];
+pub const PROFILES: &[&str] = &["fifo", "rss", "lossy", "overflow", "swarm", "load", "cpu"];
 
 /// `KernelConfig::profile` was given a name it does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown kernel profile `{0}`; accepted: fifo, rss, lossy, overflow, swarm, load")]
+#[error("unknown kernel profile `{0}`; accepted: fifo, rss, lossy, overflow, swarm, load, cpu")]
 pub struct UnknownProfile(pub String);
 
 /// A knob could not be set.
@@ -303,6 +343,12 @@ const KNOBS: &[(&str, &str)] = &[
     ("flood_rate", "background UDP flood, packets per second per host, 0 = off (an iperf3 -u flood)"),
     ("flood_flows", "flows of the flood, each hashed by RSS onto one RX queue (>= 1; iperf3 -P)"),
     ("flood_cost", "softirq time per flood packet (duration; ~1.5us for UDP)"),
+    ("cpus", "CPUs per host, RX queue q on CPU q % cpus, 0 = one CPU per queue (IRQ affinity spread)"),
+    ("rps", "RPS: steer packets by flow hash to a CPU's backlog, on or off (rps_cpus, Linux off)"),
+    ("max_backlog", "per-CPU backlog in packets, full drops, 0 = unbounded (netdev_max_backlog, Linux 1000)"),
+    ("app_cpu", "CPU each rank's process runs on (cpu profile 0: RX queue 0's core)"),
+    ("syscall_cost", "CPU time per accept/read/write/connect/close, 0 = off (duration; ~2us)"),
+    ("app_work", "CPU time of the rank's own code per input it handles (duration; ~1us)"),
     ("stalls", "forced RX-queue stalls HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US, `;`-joined, or none"),
 ];
 
@@ -311,7 +357,8 @@ impl KernelConfig {
     /// (eight queues with frequent heavy-tailed softirq stalls: the bug report's condition),
     /// `lossy` (rss plus bursty loss), `overflow` (rss with a backlog of 2), `swarm`
     /// (`KernelConfig::swarm(0)`; use [`KernelConfig::profile_for_seed`] to vary it) or `load`
-    /// (the load-dependent receive path with Linux's values and a background flood).
+    /// (the load-dependent receive path with Linux's values and a background flood) or `cpu`
+    /// (`load` plus the host's CPUs: the application's CPU time on RX queue 0's core).
     pub fn profile(name: &str) -> Result<KernelConfig, UnknownProfile> {
         Self::profile_for_seed(name, 0)
     }
@@ -337,6 +384,7 @@ impl KernelConfig {
             "overflow" => Ok(KernelConfig { backlog: 2, ..rss() }),
             "swarm" => Ok(KernelConfig::swarm(seed)),
             "load" => Ok(KernelConfig::load()),
+            "cpu" => Ok(KernelConfig::cpu()),
             other => Err(UnknownProfile(other.to_string())),
         }
     }
@@ -403,9 +451,28 @@ impl KernelConfig {
                 flood_rate: 600_000,
                 flood_flows: 4,
                 flood_cost: Duration::from_nanos(1500),
+                cpu: CpuConfig::default(),
             },
             ..KernelConfig::default()
         }
+    }
+
+    /// The `cpu` profile: `load` with the host's CPUs modelled. Eight CPUs serve the eight RX
+    /// queues (one each, as the default IRQ spread gives), RPS is off as in Linux (so the
+    /// backlog is not on the path), and each rank's process runs on CPU 0, where its socket
+    /// calls and its own work compete with queue 0's softirq. The values and their sources
+    /// are in docs/load-model.md.
+    pub fn cpu() -> KernelConfig {
+        let mut cfg = KernelConfig::load();
+        cfg.load.cpu = CpuConfig {
+            cpus: 8,
+            rps: false,
+            max_backlog: 1000,
+            app_cpu: 0,
+            syscall_cost: Duration::from_micros(2),
+            app_work: Duration::from_micros(1),
+        };
+        cfg
     }
 
     /// Every knob name with a one-line description.
@@ -504,6 +571,27 @@ impl KernelConfig {
                     value.parse::<u32>().ok().filter(|f| (1..=1024).contains(f)).ok_or_else(|| bad(E))?;
             }
             "flood_cost" => self.load.flood_cost = dur()?,
+            "cpus" => {
+                const E: &str = "an integer in 0..=1024, 0 for one CPU per RX queue";
+                self.load.cpu.cpus = value.parse::<u16>().ok().filter(|c| *c <= 1024).ok_or_else(|| bad(E))?;
+            }
+            "rps" => {
+                self.load.cpu.rps = match value {
+                    "true" | "on" | "1" => true,
+                    "false" | "off" | "0" => false,
+                    _ => return Err(bad("on or off")),
+                }
+            }
+            "max_backlog" => {
+                const E: &str = "a number of packets, 0 for unbounded";
+                self.load.cpu.max_backlog = value.parse::<u32>().map_err(|_| bad(E))?;
+            }
+            "app_cpu" => {
+                const E: &str = "a CPU number in 0..=1023";
+                self.load.cpu.app_cpu = value.parse::<u16>().ok().filter(|c| *c < 1024).ok_or_else(|| bad(E))?;
+            }
+            "syscall_cost" => self.load.cpu.syscall_cost = dur()?,
+            "app_work" => self.load.cpu.app_work = dur()?,
             "stalls" => {
                 const E: &str = "HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US items joined by `;`, or none";
                 self.stalls = ScriptedStall::parse_list(value).map_err(|why| KnobError::BadStalls {
@@ -547,6 +635,14 @@ impl KernelConfig {
             return Err("flood_rate needs a bounded ring (rx_ring > 0): behind a flood an unbounded RX queue \
                         can grow without limit"
                 .into());
+        }
+        let c = &l.cpu;
+        let cpus = if c.cpus == 0 { self.rx_queues.clamp(1, 128) } else { c.cpus };
+        if c.app_on() && c.app_cpu >= cpus {
+            return Err(format!("app_cpu {} does not exist: the host has CPUs 0..{cpus}", c.app_cpu));
+        }
+        if c.rps && l.flood_rate > 0 && c.max_backlog == 0 {
+            return Err("flood_rate with rps=on needs a bounded backlog (max_backlog > 0)".into());
         }
         for st in &self.stalls {
             if st.host >= hosts || st.queue >= self.rx_queues {
@@ -618,6 +714,19 @@ impl fmt::Display for KernelConfig {
                 l.flood_rate,
                 l.flood_flows,
                 d.show(l.flood_cost),
+            )?;
+        }
+        let c = &l.cpu;
+        if c.on() {
+            write!(
+                f,
+                " cpus={} rps={} max_backlog={} app_cpu={} syscall_cost={} app_work={}",
+                c.cpus,
+                if c.rps { "on" } else { "off" },
+                c.max_backlog,
+                c.app_cpu,
+                d.show(c.syscall_cost),
+                d.show(c.app_work),
             )?;
         }
         if !self.stalls.is_empty() {
@@ -703,7 +812,7 @@ mod tests {
 
     #[test]
     fn knobs_are_documented_and_settable() {
-        let cfg = KernelConfig::profile("load").unwrap();
+        let cfg = KernelConfig::profile("cpu").unwrap();
         let words = cfg.to_string();
         for (key, doc) in KernelConfig::knobs() {
             assert!(!doc.is_empty());

@@ -280,6 +280,19 @@ pub enum EventKind {
         /// The packet.
         seg: Seg,
     },
+    /// Trace: RPS steered a packet to a CPU whose backlog was full (`max_backlog`): dropped.
+    CpuBacklogDrop {
+        /// Receiving host.
+        host: HostId,
+        /// The CPU whose backlog was full.
+        cpu: u16,
+        /// The packet's connection.
+        flow: Flow,
+        /// The packet's direction.
+        dir: Dir,
+        /// The packet.
+        seg: Seg,
+    },
     /// Trace: a packet was lost before reaching the receiving host's RX queue.
     PacketLost {
         /// Host it was travelling to.
@@ -372,6 +385,8 @@ pub struct KernelStats {
     pub orphans: u64,
     /// Packets dropped because their RX ring was full (`rx_ring`); TCP retransmits them.
     pub ring_drops: u64,
+    /// Packets dropped because the CPU RPS chose had a full backlog (`max_backlog`).
+    pub cpu_backlog_drops: u64,
     /// NAPI polls that exhausted their budget and left the rest to ksoftirqd.
     pub napi_deferrals: u64,
     /// Total time packets spent in RX queues before TCP saw them (waiting and service), in ns.

@@ -14,6 +14,9 @@
 
 mod agenda;
 mod config;
+#[cfg(test)]
+mod cpu_tests;
+mod cpus;
 mod events;
 mod loss;
 mod napi;
@@ -26,10 +29,11 @@ mod tcp;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use bootsim_core::Instant;
 
-pub use config::{KernelConfig, KnobError, LoadConfig, ScriptedStall, StallAt, UnknownProfile, PROFILES};
+pub use config::{CpuConfig, KernelConfig, KnobError, LoadConfig, ScriptedStall, StallAt, UnknownProfile, PROFILES};
 pub use events::{
     Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, ListenerId, Overflow, ReadOutcome, Seg, SockId,
 };
@@ -188,6 +192,17 @@ impl Kernel {
         Some((child, flow))
     }
 
+    /// At `now`: when the application thread of `host`, runnable from `start` (at or after
+    /// `now`), has had `cost` of CPU on its core, where softirq preempts it (`app_cpu`,
+    /// `syscall_cost`, `app_work`). Packets arriving after `now` are not foreseen.
+    pub fn app_run(&mut self, now: Instant, host: HostId, start: Instant, cost: Duration) -> Instant {
+        let now = self.at(now);
+        if self.check_host(host).is_err() {
+            return start.max(now) + cost;
+        }
+        self.net.app_done(now, host.0, start, cost)
+    }
+
     /// Number of children waiting in `l`'s accept queue.
     pub fn accept_queue_len(&self, l: ListenerId) -> usize {
         self.listeners.all.get(l.0 as usize).map_or(0, |x| x.queue.len())
@@ -277,6 +292,15 @@ impl Kernel {
                     let side = pkt.dir.receiver();
                     let (host, queue, flow) = (c.host(side), c.q[side], c.flow);
                     self.net.arrive(at, pkt, host, queue, flow);
+                }
+                Work::Backlog { pkt, cpu } => {
+                    let Some(c) = self.conns.get(&pkt.conn) else {
+                        self.net.stats.orphans += 1;
+                        continue;
+                    };
+                    let side = pkt.dir.receiver();
+                    let (host, queue, flow) = (c.host(side), c.q[side], c.flow);
+                    self.net.backlog(at, pkt, host, cpu, queue, flow);
                 }
                 Work::Deliver(pkt) => {
                     if self.conns.contains_key(&pkt.conn) {

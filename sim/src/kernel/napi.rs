@@ -17,6 +17,10 @@
 //! rest waits `ksoftirqd_delay` (ksoftirqd is an ordinary thread that must be scheduled). The
 //! typical cost is the flood's on a queue that carries flood, else `service`, so a burst of
 //! `service`-cost packets defers exactly its `netdev_budget + 1`-th packet.
+//!
+//! One [`Loaded`] is one CPU: the RX queues it serves and (with RPS) its backlog share its
+//! FIFO, its budget (Linux's `netdev_budget` is per `net_rx_action`, i.e. per CPU) and its
+//! time. The application on that CPU runs whenever softirq does not: see [`Loaded::app_done`].
 
 use std::collections::VecDeque;
 
@@ -32,15 +36,29 @@ pub(crate) struct LoadParams {
     budget: f64,
     /// ksoftirqd's scheduling delay, in nanoseconds.
     delay: u64,
-    /// Ring length in packets (0: unbounded).
+    /// What this CPU's RX rings hold together, in packets (0: unbounded).
     ring: u32,
+    /// What this CPU's backlog holds, in packets (0: unbounded).
+    backlog: u32,
+    /// Where the flood's packets wait: the RX ring, or with RPS the backlog.
+    flood_via: Via,
     /// One flood packet's cost, in nanoseconds.
     flood_cost: f64,
 }
 
+/// Which of a CPU's queues a packet waits in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// One of the RX rings this CPU polls.
+    Ring,
+    /// This CPU's backlog (`softnet_data.input_pkt_queue`), filled by RPS.
+    Backlog,
+}
+
 impl LoadParams {
-    /// For a queue that `flows` of the host's `cfg.load.flood_flows` flood flows hash onto.
-    pub(crate) fn new(cfg: &KernelConfig, flows: u32) -> LoadParams {
+    /// For a CPU serving `rings` RX queues, onto which `flows` of the host's
+    /// `cfg.load.flood_flows` flood flows land (through its rings, or with RPS its backlog).
+    pub(crate) fn new(cfg: &KernelConfig, flows: u32, rings: u32) -> LoadParams {
         let l = &cfg.load;
         let flood_cost = l.flood_cost.as_nanos() as f64;
         let rate = l.flood_rate as f64 * f64::from(flows) / f64::from(l.flood_flows.max(1));
@@ -52,17 +70,28 @@ impl LoadParams {
             rho,
             budget: by_count.min(by_time),
             delay: u64::try_from(l.ksoftirqd_delay.as_nanos()).unwrap_or(u64::MAX),
-            ring: l.rx_ring,
+            ring: l.rx_ring.saturating_mul(rings.max(1)),
+            backlog: l.cpu.max_backlog,
+            flood_via: if l.cpu.rps { Via::Backlog } else { Via::Ring },
             flood_cost,
         }
     }
 
-    /// The most flood work the ring holds (infinite when unbounded or without flood).
+    /// Capacity in packets of `via` (0: unbounded).
+    fn cap(&self, via: Via) -> u32 {
+        match via {
+            Via::Ring => self.ring,
+            Via::Backlog => self.backlog,
+        }
+    }
+
+    /// The most flood work its queue holds (infinite when unbounded or without flood).
     fn flood_cap(&self) -> f64 {
-        if self.ring == 0 || self.flood_cost <= 0.0 {
+        let cap = self.cap(self.flood_via);
+        if cap == 0 || self.flood_cost <= 0.0 {
             f64::INFINITY
         } else {
-            f64::from(self.ring) * self.flood_cost
+            f64::from(cap) * self.flood_cost
         }
     }
 }
@@ -85,8 +114,8 @@ struct Fluid {
 pub(crate) struct Loaded {
     p: LoadParams,
     now: Fluid,
-    /// Real packets not yet completed: (completion time, cost).
-    pending: VecDeque<(u64, f64)>,
+    /// Real packets not yet completed: (completion time, cost, where they wait).
+    pending: VecDeque<(u64, f64, Via)>,
     /// Polls that exhausted their budget and were deferred to ksoftirqd.
     pub(crate) deferrals: u64,
 }
@@ -108,6 +137,9 @@ enum Goal {
     Time(u64),
     /// When the pending work is done (the flood behind it does not matter).
     Drained,
+    /// When an application runnable from `start` has had `cost` ns of CPU free of softirq
+    /// and stalls.
+    App { start: u64, cost: f64 },
 }
 
 impl Loaded {
@@ -116,16 +148,19 @@ impl Loaded {
         Loaded { p, now: Fluid { at: 0, w: 0.0, run: 0.0, resume: 0 }, pending: VecDeque::new(), deferrals: 0 }
     }
 
-    /// Packets in the ring at the state's time: the real ones waiting, and the flood's share
-    /// of the pending work in packets.
-    fn occupancy(&self) -> f64 {
-        let real: f64 = self.pending.iter().map(|(_, c)| *c).sum();
-        let flood = if self.p.flood_cost > 0.0 { (self.now.w - real).max(0.0) / self.p.flood_cost } else { 0.0 };
-        self.pending.len() as f64 + flood
+    /// Packets in `via` at the state's time: the real ones waiting there, and the flood's
+    /// share of the pending work in packets if the flood waits there.
+    fn occupancy(&self, via: Via) -> f64 {
+        let real: f64 = self.pending.iter().map(|(_, c, _)| *c).sum();
+        let here = self.pending.iter().filter(|(_, _, v)| *v == via).count() as f64;
+        if via != self.p.flood_via || self.p.flood_cost <= 0.0 {
+            return here;
+        }
+        here + (self.now.w - real).max(0.0) / self.p.flood_cost
     }
 
-    /// A packet of `cost` nanoseconds arrives at `t` (nondecreasing across calls).
-    pub(crate) fn offer(&mut self, q: &mut RxQueue, sp: &StallParams, t: u64, cost: u64) -> Offer {
+    /// Move the state to `t` (nondecreasing across calls) and forget what completed by then.
+    fn advance(&mut self, q: &mut RxQueue, sp: &StallParams, t: u64) -> u64 {
         let t = t.max(self.now.at);
         let mut s = self.now;
         let mut deferrals = 0;
@@ -133,10 +168,42 @@ impl Loaded {
         q.forget_before(t);
         self.now = s;
         self.deferrals += deferrals;
-        while self.pending.front().is_some_and(|(d, _)| *d <= t) {
+        while self.pending.front().is_some_and(|(d, _, _)| *d <= t) {
             self.pending.pop_front();
         }
-        if self.p.ring > 0 && self.occupancy() >= f64::from(self.p.ring) {
+        t
+    }
+
+    /// At `t` (nondecreasing across calls): when an application thread on this CPU, runnable
+    /// from `start` (at or after `t`), has had `cost` nanoseconds of CPU. Softirq preempts
+    /// it: it runs only while this CPU has no softirq work pending, at the share the flood
+    /// leaves, and while a poll waits for ksoftirqd (that wait is the scheduler letting it
+    /// finish its slice). A random or scripted stall takes the CPU from it too. Packets
+    /// arriving after `t` are not foreseen: their softirq would preempt it as well, so this
+    /// is a lower bound.
+    pub(crate) fn app_done(&mut self, q: &mut RxQueue, sp: &StallParams, t: u64, start: u64, cost: u64) -> u64 {
+        let t = self.advance(q, sp, t);
+        let start = start.max(t);
+        if cost == 0 {
+            return start;
+        }
+        let mut ahead = self.now;
+        let mut scratch = 0;
+        walk(q, sp, &self.p, &mut ahead, Goal::App { start, cost: cost as f64 }, &mut scratch);
+        ahead.at
+    }
+
+    /// A packet of `cost` nanoseconds arrives at `t` (nondecreasing across calls) in `via`.
+    pub(crate) fn offer(&mut self, q: &mut RxQueue, sp: &StallParams, t: u64, cost: u64, via: Via) -> Offer {
+        let t = self.advance(q, sp, t);
+        let (cap, occupied) = (f64::from(self.p.cap(via)), self.occupancy(via));
+        // A ring has `rx_ring` descriptors; `enqueue_to_backlog` drops only when the backlog
+        // already holds more than `netdev_max_backlog` (`qlen > max_backlog`): one more fits.
+        let full = match via {
+            Via::Ring => occupied >= cap,
+            Via::Backlog => occupied > cap,
+        };
+        if cap > 0.0 && full {
             return Offer::Dropped;
         }
         let (nth, kick) = q.next_kick();
@@ -147,7 +214,7 @@ impl Loaded {
         let mut ahead = self.now;
         let mut scratch = 0;
         let blocked = walk(q, sp, &self.p, &mut ahead, Goal::Drained, &mut scratch);
-        self.pending.push_back((ahead.at, cost as f64));
+        self.pending.push_back((ahead.at, cost as f64, via));
         Offer::Done { done: ahead.at, blocked, nth }
     }
 }
@@ -165,18 +232,35 @@ fn walk(
     let (until, rho) = match goal {
         Goal::Time(t) => (t, p.rho),
         Goal::Drained => (u64::MAX, 0.0),
+        Goal::App { .. } => (u64::MAX, p.rho),
+    };
+    // The application's CPU time still to run (none for the other goals), from when.
+    let (mut app, start) = match goal {
+        Goal::App { start, cost } => (cost, start),
+        _ => (0.0, 0),
     };
     let mut blocked: Option<(u64, u64)> = None;
     loop {
-        if s.at >= until || (matches!(goal, Goal::Drained) && s.w <= 0.0) {
+        if s.at >= until
+            || (matches!(goal, Goal::Drained) && s.w <= 0.0)
+            || (matches!(goal, Goal::App { .. }) && app <= 0.0)
+        {
             return blocked;
         }
         let random = q.busy_at_or_after(s.at, sp);
         let scripted = q.scripted_at_or_after(s.at);
         let covering = |b: Option<(u64, u64)>| b.filter(|(st, _)| *st <= s.at).map(|(_, e)| e);
-        let block_end =
-            [covering(random), covering(scripted), (s.resume > s.at).then_some(s.resume)].into_iter().flatten().max();
-        if let Some(end) = block_end {
+        let stall_end = [covering(random), covering(scripted)].into_iter().flatten().max();
+        let block_end = [stall_end, (s.resume > s.at).then_some(s.resume)].into_iter().flatten().max();
+        if let Some(mut end) = block_end {
+            if app > 0.0 && stall_end.is_none() && end > start {
+                // A poll waits for ksoftirqd: the application has the CPU meanwhile.
+                let from = s.at.max(start);
+                if app <= (end - from) as f64 {
+                    end = from + app.ceil() as u64;
+                }
+                app -= (end - from) as f64;
+            }
             let end = end.min(until);
             let dt = (end - s.at) as f64;
             if s.w > 0.0 {
@@ -200,6 +284,18 @@ fn walk(
             // there and let the stall process restart in its steady state.
             s.w = 0.0;
             s.run = 0.0;
+            if app > 0.0 {
+                // The application runs in what the flood leaves of the CPU, once runnable.
+                if s.at < start {
+                    s.at = start.min(limit);
+                    continue;
+                }
+                let need = (app / (1.0 - rho)).ceil().max(1.0);
+                let dt = need.min((limit - s.at) as f64);
+                app -= dt * (1.0 - rho);
+                s.at = s.at.saturating_add(dt as u64);
+                continue;
+            }
             if until != u64::MAX && until - s.at > q.skip_after() {
                 q.forget_before(until);
                 s.at = until;
@@ -225,106 +321,5 @@ fn walk(
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use bootsim_core::Instant;
-
-    use super::*;
-    use crate::kernel::rng::{stream, Purpose};
-    use crate::kernel::softirq::Admitted;
-
-    const US: u64 = 1_000;
-
-    /// A queue without random stalls, forced busy during `script`, carrying `flows` flood flows.
-    fn queue(words: &str, flows: u32, script: Vec<(u64, u64)>) -> (RxQueue, StallParams) {
-        let mut cfg = KernelConfig::default();
-        cfg.apply_words(words).unwrap();
-        let sp = StallParams::new(&cfg);
-        let mut q = RxQueue::new(stream(1, Purpose::Stall, 0, 0), &sp).with_script(script, Vec::new());
-        q.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows)));
-        (q, sp)
-    }
-
-    fn offer(q: &mut RxQueue, sp: &StallParams, at: u64, cost_us: u64) -> Option<Admitted> {
-        q.offer(Instant::from_nanos(at), Duration::from_micros(cost_us), sp)
-    }
-
-    #[test]
-    fn budget_deferral_delays_the_301st_packet_of_a_burst() {
-        let words = "service=2us napi_budget=300 ksoftirqd_delay=1ms";
-        let (mut q, sp) = queue(words, 0, Vec::new());
-        let done: Vec<_> = (0..302).map(|_| offer(&mut q, &sp, 0, 2).unwrap()).collect();
-        for (i, a) in done.iter().take(300).enumerate() {
-            assert_eq!(a.done.as_nanos(), (i as u64 + 1) * 2 * US, "packet {i}");
-            assert!(a.stall.is_none(), "packet {i}");
-        }
-        // The poll stops after 300 packets (600 us); ksoftirqd picks the rest up 1 ms later.
-        assert_eq!(done[300].done.as_nanos(), 600 * US + 1_000 * US + 2 * US);
-        assert_eq!(done[300].stall, Some((Instant::from_nanos(600 * US), Instant::from_nanos(1_600 * US))));
-        assert_eq!(done[301].done.as_nanos(), 1_604 * US);
-        assert_eq!(q.deferrals(), 0, "the looked-ahead deferral is counted when the clock passes it");
-        offer(&mut q, &sp, 5_000 * US, 2).unwrap();
-        assert_eq!(q.deferrals(), 1);
-
-        // Without a budget the 301st packet follows at once; a time budget works the same way.
-        let (mut q, sp) = queue("service=2us", 0, Vec::new());
-        q.loaded = Some(Loaded::new(LoadParams::new(&KernelConfig { rx_queues: 1, ..KernelConfig::default() }, 0)));
-        let last = (0..301).map(|_| offer(&mut q, &sp, 0, 2).unwrap()).last().unwrap();
-        assert_eq!(last.done.as_nanos(), 602 * US);
-        let (mut q, sp) = queue("service=2us napi_budget_time=100us ksoftirqd_delay=1ms", 0, Vec::new());
-        let d: Vec<_> = (0..51).map(|_| offer(&mut q, &sp, 0, 2).unwrap().done.as_nanos()).collect();
-        assert_eq!((d[49], d[50]), (100 * US, 1_102 * US));
-    }
-
-    #[test]
-    fn flood_work_piles_up_during_a_stall_and_delays_the_next_packet() {
-        // 200k packets/s of 1 us: 20% of the CPU. A 1 ms stall leaves 200 us of flood queued.
-        let words = "flood_rate=200000 flood_flows=1 flood_cost=1us";
-        let (mut q, sp) = queue(words, 1, vec![(0, 1_000 * US)]);
-        let a = offer(&mut q, &sp, 1_000 * US, 2).unwrap();
-        assert_eq!(a.done.as_nanos(), 1_000 * US + 200 * US + 2 * US);
-        // With no flood on this queue (its flows hashed elsewhere) only the stall delays.
-        let (mut q, sp) = queue(words, 0, vec![(0, 1_000 * US)]);
-        let a = offer(&mut q, &sp, 500 * US, 2).unwrap();
-        assert_eq!(a.done.as_nanos(), 1_002 * US);
-        assert_eq!(a.stall, Some((Instant::from_nanos(500 * US), Instant::from_nanos(1_000 * US))));
-    }
-
-    #[test]
-    fn ring_drops_only_when_the_ring_is_short_and_the_flood_heavy() {
-        let stall = vec![(0, 2_000 * US)];
-        let drops = |words: &str, flows: u32| {
-            let (mut q, sp) = queue(words, flows, stall.clone());
-            (0..20).filter(|i| offer(&mut q, &sp, 1_000 * US + i * 20 * US, 2).is_none()).count()
-        };
-        // 400 flood packets pile up in the 2 ms stall: a 64-slot ring is full from 320 us on.
-        assert_eq!(drops("rx_ring=64 flood_rate=200000 flood_cost=1us", 1), 20);
-        assert_eq!(drops("rx_ring=1024 flood_rate=200000 flood_cost=1us", 1), 0);
-        assert_eq!(drops("rx_ring=64 flood_rate=200000 flood_cost=1us", 0), 0);
-        assert_eq!(drops("rx_ring=64 flood_rate=10000 flood_cost=1us", 1), 0);
-        // Real packets alone fill a short ring too: 8 slots, the 9th packet of a stalled burst drops.
-        let (mut q, sp) = queue("rx_ring=8", 0, stall.clone());
-        let fates: Vec<bool> = (0..10).map(|_| offer(&mut q, &sp, 100 * US, 2).is_some()).collect();
-        assert_eq!(fates, [true, true, true, true, true, true, true, true, false, false]);
-    }
-
-    #[test]
-    fn the_same_offers_give_the_same_completions_with_random_stalls() {
-        let run = || {
-            let mut cfg = KernelConfig::profile("load").unwrap();
-            cfg.set("stall_gap", "50us").unwrap();
-            let sp = StallParams::new(&cfg);
-            let mut q = RxQueue::new(stream(7, Purpose::Stall, 0, 3), &sp);
-            q.loaded = Some(Loaded::new(LoadParams::new(&cfg, 2)));
-            (0..3000u64)
-                .map(|i| q.offer(Instant::from_nanos(i * i % 7919 * 300 + i * 1000), Duration::from_micros(3), &sp))
-                .collect::<Vec<_>>()
-        };
-        let a = run();
-        assert_eq!(a, run());
-        let done: Vec<u64> = a.iter().flatten().map(|x| x.done.as_nanos()).collect();
-        assert!(done.windows(2).all(|w| w[0] <= w[1]), "completions are FIFO");
-        assert!(a.iter().flatten().any(|x| x.stall.is_some()));
-    }
-}
+#[path = "napi_tests.rs"]
+mod tests;

@@ -28,14 +28,19 @@ impl Rss {
         if self.queues == 1 {
             return 0;
         }
+        let entry = self.hash(src, src_port, dst, dst_port) as usize % RETA_SIZE;
+        (entry % usize::from(self.queues)) as u16
+    }
+
+    /// The flow's 32-bit RSS hash (the NIC hands it to the kernel as `skb->hash`).
+    pub(crate) fn hash(&self, src: u32, src_port: u16, dst: u32, dst_port: u16) -> u32 {
         let ip = |h: u32| 0x0a00_0000u32 | (h & 0x00ff_ffff);
         let mut input = [0u8; 12];
         input[0..4].copy_from_slice(&ip(src).to_be_bytes());
         input[4..8].copy_from_slice(&ip(dst).to_be_bytes());
         input[8..10].copy_from_slice(&src_port.to_be_bytes());
         input[10..12].copy_from_slice(&dst_port.to_be_bytes());
-        let entry = toeplitz(&self.key, &input) as usize % RETA_SIZE;
-        (entry % usize::from(self.queues)) as u16
+        toeplitz(&self.key, &input)
     }
 }
 

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 
 use super::config::KernelConfig;
-use super::napi::{Loaded, Offer};
+use super::napi::{Loaded, Offer, Via};
 use super::rng;
 
 /// The stall process's parameters, in nanoseconds, precomputed from the config.
@@ -168,14 +168,15 @@ impl RxQueue {
         self.skip_after
     }
 
-    /// Offer a packet costing `cost` arriving at `arrival`: through the load-dependent model
-    /// when it is on, else [`RxQueue::admit`]. `None`: the ring was full and it was dropped.
-    pub(crate) fn offer(&mut self, arrival: Instant, cost: Duration, p: &StallParams) -> Option<Admitted> {
+    /// Offer a packet costing `cost` arriving at `arrival` in `via`: through the load-dependent
+    /// model when it is on, else [`RxQueue::admit`]. `None`: its ring or backlog was full and
+    /// it was dropped.
+    pub(crate) fn offer(&mut self, arrival: Instant, cost: Duration, p: &StallParams, via: Via) -> Option<Admitted> {
         let Some(mut l) = self.loaded.take() else {
             return Some(self.admit(arrival, cost, p));
         };
         let cost_ns = u64::try_from(cost.as_nanos()).unwrap_or(u64::MAX);
-        let offer = l.offer(self, p, arrival.as_nanos(), cost_ns);
+        let offer = l.offer(self, p, arrival.as_nanos(), cost_ns, via);
         self.loaded = Some(l);
         match offer {
             Offer::Dropped => None,
@@ -185,6 +186,18 @@ impl RxQueue {
                 nth,
             }),
         }
+    }
+
+    /// At `now`: when an application thread on this CPU, runnable from `start`, has had `cost`
+    /// of CPU ([`Loaded::app_done`]); without the load-dependent model the CPU is its own.
+    pub(crate) fn app_done(&mut self, now: Instant, start: Instant, cost: Duration, p: &StallParams) -> Instant {
+        let cost_ns = u64::try_from(cost.as_nanos()).unwrap_or(u64::MAX);
+        let Some(mut l) = self.loaded.take() else {
+            return start.max(now) + cost;
+        };
+        let done = l.app_done(self, p, now.as_nanos(), start.as_nanos(), cost_ns);
+        self.loaded = Some(l);
+        Instant::from_nanos(done)
     }
 
     /// Polls of this queue deferred to ksoftirqd so far.

@@ -244,6 +244,9 @@ impl Model {
                 EventKind::RingDrop { seg, dir, .. } => {
                     conn.marks.push((*at, lane_of(dir), format!("RX ring full: dropped {}", seg_name(seg, dir))))
                 }
+                EventKind::CpuBacklogDrop { seg, dir, .. } => {
+                    conn.marks.push((*at, lane_of(dir), format!("CPU backlog full: dropped {}", seg_name(seg, dir))))
+                }
                 EventKind::Retransmit { seg, dir, attempt, .. } => {
                     let sender = if dir == Dir::ToServer { client } else { server };
                     conn.marks.push((*at, sender, format!("retransmit {} ({attempt})", seg_name(seg, dir))))
