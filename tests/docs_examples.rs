@@ -42,6 +42,7 @@ const CLUSTER: &str =
 const EXPECTED: &[(&str, Expect)] = &[
     ("make run", NotHere("the same compare as below over 200 seeds; make is not run from a test")),
     ("make test", NotHere("this very test suite")),
+    ("make bench-scale", NotHere("tens of minutes and up to 3/4 of the machine's memory; its quick form is tests/bench.rs")),
     ("make bench", NotHere("about 90 s of release runs; its quick form below is what tests/bench.rs runs")),
     ("bootsim bench --quick", NotHere("tests/bench.rs runs it and checks every section's output")),
     ("make real-nvshmem", NotHere("200 runs a row; tests/real_nvshmem.rs runs the same table with 4")),
