@@ -69,8 +69,12 @@ struct TimerSlot {
 /// One direction's byte stream: the sender's buffer and both ends' sequence state.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Half {
-    /// Every byte written, in order.
+    /// The bytes written and not yet read by the receiver, in order, from offset `dropped` of
+    /// the stream on: once the receiver has read every byte written, they are freed (only a
+    /// read needs the bytes; sequence state is kept in offsets).
     buf: Vec<u8>,
+    /// Stream bytes freed from the front of `buf`.
+    dropped: usize,
     /// Cumulative end offset of each written segment.
     ends: Vec<u32>,
     /// The sender closed: segment `ends.len()` is a FIN.
@@ -102,6 +106,11 @@ impl Half {
         }
     }
 
+    /// Stream bytes written so far.
+    fn written(&self) -> usize {
+        self.dropped + self.buf.len()
+    }
+
     fn bytes_before(&self, seg: u32) -> usize {
         let n = (seg as usize).min(self.ends.len());
         if n == 0 {
@@ -113,7 +122,7 @@ impl Half {
 
     /// SIOCOUTQ: bytes written and not yet acknowledged.
     pub(crate) fn outq(&self) -> usize {
-        self.buf.len() - self.bytes_before(self.snd_una)
+        self.written() - self.bytes_before(self.snd_una)
     }
 
     fn outstanding(&self) -> bool {
@@ -275,7 +284,7 @@ impl Conn {
         }
         let h = &mut self.half[side];
         h.buf.extend_from_slice(bytes);
-        h.ends.push(h.buf.len() as u32);
+        h.ends.push(h.written() as u32);
         if self.sk[side] == Sk::Open {
             self.flush(cx, side);
         }
@@ -319,8 +328,13 @@ impl Conn {
         let h = &mut self.half[1 - side];
         let n = h.unread().min(buf.len());
         if n > 0 {
-            buf[..n].copy_from_slice(&h.buf[h.read..h.read + n]);
+            let at = h.read - h.dropped;
+            buf[..n].copy_from_slice(&h.buf[at..at + n]);
             h.read += n;
+            if h.read == h.written() {
+                h.dropped = h.read;
+                h.buf = Vec::new();
+            }
             return ReadOutcome::Data(n);
         }
         if h.unread() > 0 {

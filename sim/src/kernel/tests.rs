@@ -369,6 +369,41 @@ fn closing_a_listener_resets_waiting_children() {
 }
 
 #[test]
+fn a_stream_read_to_its_end_and_written_again_reads_the_new_bytes_and_counts_them_in_outq() {
+    // The sender's bytes are freed once the receiver has read them all; later writes on the
+    // same connection (a persistent stream) must still read back exactly and count in SIOCOUTQ.
+    let mut k = Kernel::new(KernelConfig::profile("fifo").unwrap(), 2, 2);
+    let l = k.listen(Instant::ZERO, HostId(1), 9).unwrap();
+    let c = k.connect(Instant::ZERO, HostId(0), HostId(1), 9);
+    let (mut child, mut got, mut rounds) = (None, Vec::new(), 0u8);
+    while let Some(t) = k.poll_timeout() {
+        k.handle_timeout(t);
+        while let Some(ev) = k.poll_event() {
+            match ev.kind {
+                EventKind::Connected { sock } => k.write(t, sock, &[1, 2, 3]).unwrap(),
+                EventKind::AllAcked { sock } if sock == c && rounds < 2 => {
+                    assert_eq!(k.outq(c), 0);
+                    let ch = *child.get_or_insert_with(|| k.accept(t, l).unwrap().0);
+                    let mut chunk = [0u8; 2];
+                    // Read in pieces smaller than what was written.
+                    while let ReadOutcome::Data(n @ 1..) = k.read(ch, &mut chunk) {
+                        got.extend_from_slice(&chunk[..n]);
+                    }
+                    rounds += 1;
+                    if rounds == 1 {
+                        k.write(t, c, &[4, 5, 6, 7]).unwrap();
+                        assert_eq!(k.outq(c), 4, "only the new bytes are outstanding");
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(got, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(rounds, 2);
+}
+
+#[test]
 fn unread_data_at_close_resets_the_peer() {
     let mut k = Kernel::new(KernelConfig::profile("fifo").unwrap(), 2, 2);
     let l = k.listen(Instant::ZERO, HostId(1), 9).unwrap();
