@@ -417,7 +417,10 @@ impl World<'_> {
                 }
             }
             Output::Connect { conn, addr } => {
-                if let (Node::Rank(from), Some((to, port))) = (node, addr_host(addr)) {
+                // Names serve only an explicit schedule; without one, keeping a name for every
+                // connection of the run was memory for nothing (1.1 M entries at 1024 ranks).
+                let named = !self.case.schedule.is_empty();
+                if let (true, Node::Rank(from), Some((to, port))) = (named, node, addr_host(addr)) {
                     if port == sim_port(Listener::Peers) && to < self.case.ranks {
                         let k = self.names.dials.entry((from, to)).or_insert(0);
                         self.names.by_conn.insert((node, conn), ConnName { from, to, k: *k });
