@@ -1,5 +1,5 @@
 //! Replays every recorded case in seeds/: its verdict must not change, and replaying it twice
-//! must give the same trace digest.
+//! must give the same trace digest, and an untraced run (judged as it goes) the same findings.
 
 use std::path::Path;
 
@@ -41,6 +41,14 @@ fn every_recorded_case_keeps_its_verdict_and_digest() {
         }
         let b = run_case(&case, true);
         assert_eq!(a.trace.unwrap().digest, b.trace.unwrap().digest, "{name}: replay is not deterministic");
+        // Untraced, the fast engine judges as it goes (issue #17): the same findings.
+        let streamed = run_case(&case, false);
+        let text = |f: &[bootsim_sim::Finding]| f.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            (streamed.verdict, text(&streamed.findings)),
+            (a.verdict, text(&a.findings)),
+            "{name}: judged as it went, the run gives other findings"
+        );
     }
     assert!(changed.is_empty(), "verdicts changed (a human must look):\n{}", changed.join("\n"));
 }

@@ -125,37 +125,71 @@ pub struct TakenMsg {
 }
 
 /// Sent and taken messages, joined by the connection (a world-wide number) and index on it.
+///
+/// A log made by [`MessageLog::streaming`] keeps only what is in flight: a sent message until
+/// it is taken, and no taken ones. Its caller judges each take as [`MessageLog::taken`] hands
+/// it back with its source, so memory follows what is in flight, not the whole run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MessageLog {
-    /// Sent messages by connection and index on it (persistent streams carry many).
+    /// Sent messages by connection and index on it (persistent streams carry many); in a
+    /// streaming log, only those not yet taken.
     pub sent: BTreeMap<(u64, u32), SentMsg>,
-    /// Taken messages, in order.
+    /// Taken messages, in order; always empty in a streaming log.
     pub taken: Vec<TakenMsg>,
     sent_on: BTreeMap<u64, u32>,
     taken_on: BTreeMap<u64, u32>,
+    streaming: bool,
+    sent_total: usize,
 }
 
 impl MessageLog {
+    /// A log that forgets a message once it is taken (see the type's doc).
+    pub fn streaming() -> MessageLog {
+        MessageLog { streaming: true, ..MessageLog::default() }
+    }
+
+    /// Messages recorded as sent over the whole run (a streaming log included).
+    pub fn sent_total(&self) -> usize {
+        self.sent_total
+    }
+
     /// Records a message handed over on `conn` (unjoinable without one: dropped).
     pub fn sent(&mut self, conn: Option<u64>, msg: SentMsg) {
         if let Some(k) = conn {
             let i = self.sent_on.entry(k).or_insert(0);
             self.sent.insert((k, *i), msg);
             *i += 1;
+            self.sent_total += 1;
         }
     }
 
     /// Records a message taken from `conn`, the next index on it; `msg.conn` is set here.
-    pub fn taken(&mut self, conn: Option<u64>, mut msg: TakenMsg) {
+    /// Returns it with the message it is (its source), if that was recorded: a streaming log
+    /// hands both back and keeps neither.
+    pub fn taken(&mut self, conn: Option<u64>, mut msg: TakenMsg) -> (TakenMsg, Option<SentMsg>) {
         msg.conn = conn.map(|k| {
             let i = self.taken_on.entry(k).or_insert(0);
             *i += 1;
             (k, *i - 1)
         });
-        self.taken.push(msg);
+        if !self.streaming {
+            let source = self.source(&msg).cloned();
+            self.taken.push(msg.clone());
+            return (msg, source);
+        }
+        let source = msg.conn.and_then(|key| self.sent.remove(&key));
+        // Everything sent on the connection was taken: its counters start again from zero
+        // together, so the next message on it still joins (and nothing is kept per connection).
+        if let Some(k) = conn {
+            if self.sent_on.get(&k) == self.taken_on.get(&k) {
+                self.sent_on.remove(&k);
+                self.taken_on.remove(&k);
+            }
+        }
+        (msg, source)
     }
 
-    /// The message a taken one is, if it was recorded.
+    /// The message a taken one is, if it was recorded (and, in a streaming log, not yet taken).
     pub fn source(&self, t: &TakenMsg) -> Option<&SentMsg> {
         self.sent.get(&t.conn?)
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::case::{Case, EngineKind};
 use crate::engine::{fast, Outcome, Trace};
 use crate::kernel::KernelStats;
-use crate::oracle::{judge, Finding, Verdict};
+use crate::oracle::{Finding, Verdict};
 
 /// The result of one run.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
         EngineKind::Fast => fast::run(case, trace),
         EngineKind::Turmoil => crate::engine::turmoil::run(case, trace, None),
     };
-    let (verdict, findings) = judge(&case.workload.ops(case.seed), case.seed, case.ranks, &outcome.record);
+    let (verdict, findings) = outcome.verdict(&case.workload.ops(case.seed), case.seed, case.ranks);
     let finished = outcome.record.ranks.iter().filter_map(|r| r.finished_at).max();
     let bootstrap_time = finished.unwrap_or(outcome.end) - bootsim_core::Instant::ZERO;
     RunReport {
@@ -43,7 +43,7 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
         verdict,
         findings,
         bootstrap_time,
-        messages: outcome.record.messages.sent.len(),
+        messages: outcome.record.messages.sent_total(),
         kernel: outcome.kernel,
         trace: outcome.trace.take(),
         outcome,

@@ -191,7 +191,9 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
         node_timer: BTreeMap::new(),
         work: VecDeque::new(),
         retry: RetryPolicy::default(),
-        out: Outcome::new(n as usize),
+        // A traced run keeps everything for explain, the timeline and shrink; any other run
+        // is judged as it goes and keeps only what is in flight.
+        out: if trace { Outcome::new(n as usize) } else { Outcome::streaming(n as usize, &spec, case.seed) },
         sink: TraceSink::new(trace),
         buf: vec![0u8; 64 << 10],
         tx: Vec::new(),

@@ -11,6 +11,8 @@ use bootsim_core::{
 use sha2::{Digest, Sha256};
 
 use crate::kernel::{EventKind, Flow, KernelStats};
+use crate::oracle::{judge, Finding, Judge, Verdict};
+use crate::workload::OpSpec;
 
 /// A participant of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,6 +73,8 @@ pub struct Outcome {
     pub end: Instant,
     /// The trace, if kept.
     pub trace: Option<Trace>,
+    /// Set in a streaming outcome: the judge its messages and results went to as they came.
+    judge: Option<Judge>,
 }
 
 impl Outcome {
@@ -79,11 +83,41 @@ impl Outcome {
         Outcome { record: RunRecord::new(n), ..Outcome::default() }
     }
 
+    /// An outcome for `n` ranks that judges as the run goes (`specs`, payload seed `seed`)
+    /// and keeps only what is in flight: messages until taken, no operation's bytes once
+    /// judged (each `Ok` holds none). [`Outcome::verdict`] gives its verdict; explain, the
+    /// timeline and shrink need a full outcome ([`Outcome::new`]), as a traced run keeps.
+    pub fn streaming(n: usize, specs: &[OpSpec], seed: u64) -> Outcome {
+        let mut out = Outcome::new(n);
+        out.record.messages = bootsim_core::MessageLog::streaming();
+        out.judge = Some(Judge::new(specs, seed, n as u32));
+        out
+    }
+
+    /// The verdict and findings: the streaming judge's, else the record judged whole.
+    pub fn verdict(&mut self, specs: &[OpSpec], seed: u64, n: u32) -> (Verdict, Vec<Finding>) {
+        match self.judge.take() {
+            Some(j) => j.finish(&self.record),
+            None => judge(specs, seed, n, &self.record),
+        }
+    }
+
     /// Records a completion of rank `r` (init first, then each operation in order).
     pub fn completed(&mut self, r: u32, at: Instant, c: Completion) {
         let index = c.op.0 as usize;
-        let result = c.result.map_err(|e| error_text(r, index, &e));
-        self.record.ranks[r as usize].ended(index, at, result);
+        let mut result = c.result.map_err(|e| error_text(r, index, &e));
+        let rank = &mut self.record.ranks[r as usize];
+        if let Some(j) = &mut self.judge {
+            if index == 0 {
+                j.init_ended(r);
+            } else {
+                j.completed(r, rank.ops.len(), &result);
+                if let Ok(bytes) = &mut result {
+                    *bytes = Vec::new();
+                }
+            }
+        }
+        rank.ended(index, at, result);
     }
 
     /// Marks rank `r` as ended (its operations done or stopped at an error) at `at`, once.
@@ -134,7 +168,11 @@ impl Outcome {
                 log.sent(kconn, SentMsg { from: rank, to, tag, origin, size, at });
             }
             Event::MessageTaken { from, tag, origin, size, expected_size, .. } => {
-                log.taken(kconn, TakenMsg { at, rank, from, tag, origin, size, expected_size, conn: None });
+                let (t, source) =
+                    log.taken(kconn, TakenMsg { at, rank, from, tag, origin, size, expected_size, conn: None });
+                if let Some(j) = &mut self.judge {
+                    j.taken(&t, source.as_ref());
+                }
             }
             Event::DrainGaveUp { to, tag, waited, unacked, .. } => {
                 let start = Instant::from_nanos(at.as_nanos().saturating_sub(waited.as_nanos() as u64));

@@ -10,9 +10,9 @@ pub(super) fn init(rank: &RankRecord) -> Option<Finding> {
     rank.init.as_ref().map(|e| Finding::Error { rank: Some(rank.rank), error: e.clone() })
 }
 
-/// An operation's error of `rank`.
-pub(super) fn op(rank: &RankRecord, error: &str) -> Finding {
-    Finding::Error { rank: Some(rank.rank), error: error.to_string() }
+/// An operation's error of rank `rank`.
+pub(super) fn op(rank: u32, error: &str) -> Finding {
+    Finding::Error { rank: Some(rank), error: error.to_string() }
 }
 
 /// The root's error, if it failed.
@@ -32,7 +32,7 @@ mod tests {
         let r = RankRecord { rank: 2, init: Some("init: cannot listen".into()), ..Default::default() };
         assert_eq!(init(&r).unwrap().to_string(), "error: rank 2: init: cannot listen");
         assert_eq!(init(&RankRecord::default()), None);
-        assert_eq!(op(&r, "barrier #1 failed").to_string(), "error: rank 2: barrier #1 failed");
+        assert_eq!(op(r.rank, "barrier #1 failed").to_string(), "error: rank 2: barrier #1 failed");
         assert_eq!(root(&RootEnd::Failed("root: bad".into())).unwrap().to_string(), "error: root: bad");
         for quiet in [RootEnd::NotObserved, RootEnd::Done, RootEnd::Waiting("x".into())] {
             assert_eq!(root(&quiet), None);

@@ -3,37 +3,30 @@
 //! world records messages; else what the bytes themselves tell) and, for a QP handle, by what
 //! the verbs layer would do with it.
 
-use bootsim_core::{MessageLog, OpId, QpHandle, RankRecord};
+use bootsim_core::QpHandle;
 
-use super::{describe_sent, provenance, verbs, Finding};
+use super::{provenance, verbs, Finding};
 use crate::workload::{expected_result, OpSpec};
 
-/// Checks the result of rank `rank`'s operation `index` (of `specs` over `n` ranks, payload
-/// seed `seed`) against the bytes its workload implies.
+/// Checks the result of rank `r`'s operation `index` (of `specs` over `n` ranks, payload seed
+/// `seed`) against the bytes its workload implies; `source(peer)` names the message that
+/// operation took from `peer`, where the world recorded it.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn check(
     specs: &[OpSpec],
     seed: u64,
     n: u32,
-    rank: &RankRecord,
+    r: u32,
     index: usize,
     got: &[u8],
-    log: &MessageLog,
+    source: &dyn Fn(u32) -> Option<String>,
 ) -> Vec<Finding> {
-    let (r, i) = (rank.rank, index as u32);
+    let i = index as u32;
     let Some(&spec) = specs.get(index) else { return Vec::new() };
     match expected_result(spec, seed, i, r, n) {
-        Some(expected) if got != expected.as_slice() => {
-            let source = |p| source_of(log, r, OpId(i + 1), p);
-            corruption(specs, seed, n, r, i, got, &expected, &source)
-        }
+        Some(expected) if got != expected.as_slice() => corruption(specs, seed, n, r, i, got, &expected, source),
         _ => Vec::new(),
     }
-}
-
-/// The sender and step of the message rank `r`'s operation `op` took from `peer`, if recorded.
-fn source_of(log: &MessageLog, r: u32, op: OpId, peer: u32) -> Option<String> {
-    let t = log.taken.iter().find(|t| t.rank == r && t.origin.op == op && t.from == peer)?;
-    log.source(t).map(describe_sent)
 }
 
 /// Names each wrong chunk of a successful operation, where its bytes came from
@@ -89,21 +82,22 @@ fn corruption(
 
 #[cfg(test)]
 mod tests {
-    use bootsim_core::{Instant, MsgOrigin, OpKind, SentMsg, TakenMsg};
+    use bootsim_core::{Instant, MessageLog, MsgOrigin, OpKind, SentMsg, TakenMsg};
 
+    use super::super::describe_sent;
     use super::*;
     use crate::workload::alltoall_chunk;
 
     #[test]
     fn a_wrong_chunk_is_named_by_the_message_taken_else_by_its_bytes() {
         let (specs, seed, n) = ([OpSpec::Alltoall(48), OpSpec::Alltoall(48)], 5, 2);
-        let rank = RankRecord { rank: 1, ..Default::default() };
+        let (rank, unknown) = (1, |_| None);
         let right = expected_result(specs[1], seed, 1, 1, n).unwrap();
-        assert_eq!(check(&specs, seed, n, &rank, 1, &right, &MessageLog::default()), vec![]);
+        assert_eq!(check(&specs, seed, n, rank, 1, &right, &unknown), vec![]);
         // Rank 1's chunk from rank 0 holds alltoall #0's chunk.
         let mut got = right.clone();
         got[..48].copy_from_slice(&alltoall_chunk(seed, 0, 0, 1, 48));
-        let by_bytes = check(&specs, seed, n, &rank, 1, &got, &MessageLog::default());
+        let by_bytes = check(&specs, seed, n, rank, 1, &got, &unknown);
         let text = by_bytes[0].to_string();
         assert_eq!(by_bytes.len(), 1, "{by_bytes:?}");
         assert!(
@@ -132,7 +126,8 @@ mod tests {
             conn: None,
         };
         log.taken(Some(9), t);
-        let by_message = check(&specs, seed, n, &rank, 1, &got, &log);
+        let taken = |p| log.taken.iter().find(|t| t.from == p).and_then(|t| log.source(t)).map(describe_sent);
+        let by_message = check(&specs, seed, n, rank, 1, &got, &taken);
         let text = by_message[0].to_string();
         let want = "corruption: rank 1 alltoall #1 chunk from rank 0 holds alltoall #0 step 1 from rank 0; ";
         assert!(text.starts_with(want), "{text}");

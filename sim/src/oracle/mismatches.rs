@@ -3,34 +3,29 @@
 //! between two barriers it is benign (barrier bytes are unused). Worlds that record no message
 //! log have nothing to check here.
 
-use bootsim_core::{MessageLog, OpKind};
+use bootsim_core::{OpKind, SentMsg, TakenMsg};
 
 use super::{describe, describe_sent, Finding};
 
-/// Every receive in `log` that took another step's message, in the order they were taken.
-pub(super) fn check(log: &MessageLog) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for t in &log.taken {
-        let Some(sent) = log.source(t) else { continue };
-        if sent.origin.op == t.origin.op && sent.origin.step == t.origin.step {
-            continue;
-        }
-        let benign = sent.origin.kind == OpKind::Barrier && t.origin.kind == OpKind::Barrier;
-        findings.push(Finding::Mismatch {
-            rank: t.rank,
-            taken_for: describe(&t.origin, None),
-            source: describe_sent(sent),
-            benign,
-        });
+/// The mismatch of a receive that took `t`, the message `sent`: none if it was its own step's.
+pub(super) fn of_take(t: &TakenMsg, sent: &SentMsg) -> Option<Finding> {
+    if sent.origin.op == t.origin.op && sent.origin.step == t.origin.step {
+        return None;
     }
-    findings
+    let benign = sent.origin.kind == OpKind::Barrier && t.origin.kind == OpKind::Barrier;
+    Some(Finding::Mismatch { rank: t.rank, taken_for: describe(&t.origin, None), source: describe_sent(sent), benign })
 }
 
 #[cfg(test)]
 mod tests {
-    use bootsim_core::{Instant, MsgOrigin, OpId, SentMsg, TakenMsg};
+    use bootsim_core::{Instant, MessageLog, MsgOrigin, OpId};
 
     use super::*;
+
+    /// Every receive in `log` that took another step's message, in the order they were taken.
+    fn check(log: &MessageLog) -> Vec<Finding> {
+        log.taken.iter().filter_map(|t| of_take(t, log.source(t)?)).collect()
+    }
 
     fn origin(op: u32, kind: OpKind, step: u32) -> MsgOrigin {
         MsgOrigin { op: OpId(op), kind, step }

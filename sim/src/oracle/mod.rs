@@ -13,6 +13,7 @@ mod drain;
 mod errors;
 mod finding;
 mod integrity;
+mod judge;
 mod leaks;
 mod liveness;
 mod mismatches;
@@ -23,28 +24,16 @@ mod verbs;
 mod tests;
 
 pub use finding::{Finding, Verdict};
+pub use judge::Judge;
 
 /// Judges the record of one run of `specs` over `n` ranks with payload seed `seed`. Findings
 /// come in a fixed order: mismatches as taken; then per rank its init error, each operation's
 /// error or corruption in order, and its hang, early end or leak; then the root; then drains.
+/// It feeds the whole record through [`Judge`], the judge a streaming world feeds as it goes.
 pub fn judge(specs: &[OpSpec], seed: u64, n: u32, record: &RunRecord) -> (Verdict, Vec<Finding>) {
-    let mut findings = mismatches::check(&record.messages);
-    for rank in &record.ranks {
-        findings.extend(errors::init(rank));
-        for (index, result) in rank.ops.iter().enumerate() {
-            match result {
-                Err(e) => findings.push(errors::op(rank, e)),
-                Ok(got) => findings.extend(integrity::check(specs, seed, n, rank, index, got, &record.messages)),
-            }
-        }
-        findings.extend(liveness::rank(rank, specs.len()));
-        findings.extend(leaks::check(rank));
-    }
-    findings.extend(errors::root(&record.root));
-    findings.extend(liveness::root(&record.root));
-    findings.extend(drain::check(&record.drain_gave_up));
-    let verdict = findings.iter().map(Finding::verdict).max().unwrap_or(Verdict::Pass);
-    (verdict, findings)
+    let mut j = Judge::new(specs, seed, n);
+    j.feed(record);
+    j.finish(record)
 }
 
 /// A message's operation and step, and its sender if given: "barrier #2 round 1 from rank 0".

@@ -111,7 +111,7 @@ fn a_simulated_run_judged_from_its_per_rank_part_alone_keeps_its_per_rank_findin
             .unwrap();
     let line = entry.lines().find_map(|l| l.strip_prefix("case = ")).unwrap().trim_matches('"');
     let case = Case::parse(line).unwrap();
-    let report = run_case(&case, false);
+    let report = run_case(&case, true);
     assert_eq!(report.verdict, Verdict::Corruption);
     // What a real world would have recorded: results and hangs, no message log, root or drains.
     let real: Vec<RankRecord> = report

@@ -1,0 +1,117 @@
+//! The judge, fed as a run goes: each take is checked for a mismatch when it happens, each
+//! operation's bytes when it completes, so a world that streams its record into it keeps only
+//! what is in flight. [`super::judge`] feeds a whole record through the same steps, so both
+//! give the same findings in the same order.
+
+use bootsim_core::{OpId, RankRecord, RunRecord, SentMsg, TakenMsg};
+
+use super::{describe_sent, drain, errors, integrity, leaks, liveness, mismatches, Finding, Verdict};
+use crate::workload::OpSpec;
+
+/// A take of one rank not yet judged with its operation: the operation, the peer it asked for
+/// and the message it was.
+#[derive(Debug)]
+struct PendingTake {
+    op: OpId,
+    from: u32,
+    source: Option<SentMsg>,
+}
+
+/// The oracle's state while a run goes on; [`Judge::finish`] gives the verdict.
+#[derive(Debug)]
+pub struct Judge {
+    specs: Vec<OpSpec>,
+    seed: u64,
+    n: u32,
+    /// Mismatches, in the order they were taken.
+    mismatches: Vec<Finding>,
+    /// Per rank: its takes whose operation has not completed yet.
+    pending: Vec<Vec<PendingTake>>,
+    /// Per rank: each operation's error or corruption, in operation order.
+    ops: Vec<Vec<Finding>>,
+}
+
+impl Judge {
+    /// A judge of `specs` over `n` ranks with payload seed `seed`.
+    pub fn new(specs: &[OpSpec], seed: u64, n: u32) -> Judge {
+        Judge { specs: specs.to_vec(), seed, n, mismatches: Vec::new(), pending: Vec::new(), ops: Vec::new() }
+    }
+
+    /// A receive took `t`, which is `source` if that is known.
+    pub fn taken(&mut self, t: &TakenMsg, source: Option<&SentMsg>) {
+        if let Some(sent) = source {
+            self.mismatches.extend(mismatches::of_take(t, sent));
+        }
+        slot(&mut self.pending, t.rank).push(PendingTake { op: t.origin.op, from: t.from, source: source.cloned() });
+    }
+
+    /// Rank `r`'s operation `index` (from 0; init is not one) ended with `result`: its error,
+    /// or its bytes checked against the workload with the messages it took.
+    pub fn completed(&mut self, r: u32, index: usize, result: &Result<Vec<u8>, String>) {
+        slot(&mut self.ops, r);
+        let (pending, ops) = (slot(&mut self.pending, r), &mut self.ops[r as usize]);
+        let op = OpId(index as u32 + 1);
+        match result {
+            Err(e) => ops.push(errors::op(r, e)),
+            Ok(got) => {
+                let source = |peer: u32| {
+                    let t = pending.iter().find(|t| t.op == op && t.from == peer)?;
+                    t.source.as_ref().map(describe_sent)
+                };
+                ops.extend(integrity::check(&self.specs, self.seed, self.n, r, index, got, &source));
+            }
+        }
+        pending.retain(|t| t.op > op);
+    }
+
+    /// Init of rank `r` ended: its takes are judged by nothing else.
+    pub fn init_ended(&mut self, r: u32) {
+        slot(&mut self.pending, r).retain(|t| t.op > OpId(0));
+    }
+
+    /// The verdict and findings, in the fixed order: mismatches as taken; then per rank its
+    /// init error, each operation's error or corruption in order, and its hang, early end or
+    /// leak; then the root; then drains. What `record` holds beyond the fed messages and
+    /// operations (ends, waits, the root, drains) is read here.
+    pub fn finish(mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
+        let mut findings = std::mem::take(&mut self.mismatches);
+        for rank in &record.ranks {
+            findings.extend(errors::init(rank));
+            if let Some(ops) = self.ops.get_mut(rank.rank as usize) {
+                findings.append(ops);
+            }
+            findings.extend(liveness::rank(rank, self.specs.len()));
+            findings.extend(leaks::check(rank));
+        }
+        findings.extend(errors::root(&record.root));
+        findings.extend(liveness::root(&record.root));
+        findings.extend(drain::check(&record.drain_gave_up));
+        let verdict = findings.iter().map(Finding::verdict).max().unwrap_or(Verdict::Pass);
+        (verdict, findings)
+    }
+
+    /// Feeds a whole record: every take in order, then each rank's operations.
+    pub(super) fn feed(&mut self, record: &RunRecord) {
+        for t in &record.messages.taken {
+            self.taken(t, record.messages.source(t));
+        }
+        for rank in &record.ranks {
+            self.feed_ops(rank);
+        }
+    }
+
+    fn feed_ops(&mut self, rank: &RankRecord) {
+        for (index, result) in rank.ops.iter().enumerate() {
+            self.completed(rank.rank, index, result);
+        }
+    }
+}
+
+/// Rank `r`'s entry of a per-rank table, made if the table is shorter.
+fn slot<T>(table: &mut Vec<Vec<T>>, r: u32) -> &mut Vec<T> {
+    let r = r as usize;
+    if table.len() <= r {
+        table.resize_with(r + 1, Vec::new);
+    }
+    &mut table[r]
+}
