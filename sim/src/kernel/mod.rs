@@ -28,7 +28,6 @@ mod tcp;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bootsim_core::Instant;
@@ -68,8 +67,9 @@ pub enum KernelError {
 pub struct Kernel {
     net: Net,
     listeners: Listeners,
-    conns: BTreeMap<u64, Conn>,
-    next_conn: u64,
+    /// Connections by number: numbers are dense from 0 (the next is the length), and a
+    /// finished connection's slot is emptied, so a lookup is an index, not a search.
+    conns: Vec<Option<Box<Conn>>>,
     now: Instant,
 }
 
@@ -79,8 +79,7 @@ impl Kernel {
         Kernel {
             net: Net::new(cfg, seed, hosts),
             listeners: Listeners::default(),
-            conns: BTreeMap::new(),
-            next_conn: 0,
+            conns: Vec::new(),
             now: Instant::ZERO,
         }
     }
@@ -153,8 +152,7 @@ impl Kernel {
                 panic!("connect({from}, {to}:{port}): {e}");
             }
         }
-        let id = self.next_conn;
-        self.next_conn += 1;
+        let id = self.conns.len() as u64;
         let client_port = self.net.ephemeral_port(from.0);
         let flow = Flow { client: from, client_port, server: to, server_port: port };
         let q = [
@@ -163,7 +161,7 @@ impl Kernel {
         ];
         let sock = SockId::client(id);
         self.net.trace(now, EventKind::SynSent { sock, flow, server_queue: q[1], client_queue: q[0] });
-        self.conns.insert(id, Conn::new(flow, q));
+        self.conns.push(Some(Box::new(Conn::new(flow, q))));
         self.with_conn(now, id, |c, cx| c.start(cx));
         sock
     }
@@ -185,7 +183,7 @@ impl Kernel {
         let queue = &mut self.listeners.get_mut(l)?.queue;
         let i = queue.iter().position(|&c| pick(c))?;
         let child = queue.remove(i)?;
-        let c = self.conns.get_mut(&child.conn())?;
+        let c = self.conn_mut(child.conn())?;
         c.in_accept_queue = false;
         let flow = c.flow;
         self.net.trace(now, EventKind::Accepted { listener: l, sock: child, flow });
@@ -230,7 +228,7 @@ impl Kernel {
 
     /// Copy readable bytes into `buf`.
     pub fn read(&mut self, s: SockId, buf: &mut [u8]) -> ReadOutcome {
-        match self.conns.get_mut(&s.conn()) {
+        match self.conn_mut(s.conn()) {
             Some(c) => c.read(s.side(), buf),
             None => ReadOutcome::Reset,
         }
@@ -238,12 +236,12 @@ impl Kernel {
 
     /// Bytes readable now on `s`.
     pub fn readable(&self, s: SockId) -> usize {
-        self.conns.get(&s.conn()).map_or(0, |c| c.readable(s.side()))
+        self.conn(s.conn()).map_or(0, |c| c.readable(s.side()))
     }
 
     /// SIOCOUTQ: bytes written on `s` and not yet acknowledged by the peer's kernel.
     pub fn outq(&self, s: SockId) -> usize {
-        self.conns.get(&s.conn()).map_or(0, |c| c.outq(s.side()))
+        self.conn(s.conn()).map_or(0, |c| c.outq(s.side()))
     }
 
     /// When `handle_timeout` next has work (packets in flight, timers).
@@ -285,7 +283,7 @@ impl Kernel {
             self.net.stats.agenda_events += 1;
             match work {
                 Work::Arrive(pkt) => {
-                    let Some(c) = self.conns.get(&pkt.conn) else {
+                    let Some(c) = self.conn(pkt.conn) else {
                         self.net.stats.orphans += 1;
                         continue;
                     };
@@ -294,7 +292,7 @@ impl Kernel {
                     self.net.arrive(at, pkt, host, queue, flow);
                 }
                 Work::Backlog { pkt, cpu } => {
-                    let Some(c) = self.conns.get(&pkt.conn) else {
+                    let Some(c) = self.conn(pkt.conn) else {
                         self.net.stats.orphans += 1;
                         continue;
                     };
@@ -303,7 +301,7 @@ impl Kernel {
                     self.net.backlog(at, pkt, host, cpu, queue, flow);
                 }
                 Work::Deliver(pkt) => {
-                    if self.conns.contains_key(&pkt.conn) {
+                    if self.conn(pkt.conn).is_some() {
                         self.with_conn(at, pkt.conn, |c, cx| c.on_segment(cx, pkt.dir, pkt.seg));
                     } else {
                         self.net.stats.orphans += 1;
@@ -326,12 +324,23 @@ impl Kernel {
 
     /// Run `f` on connection `id` (if it still exists), then forget it if it is finished.
     fn with_conn<R>(&mut self, now: Instant, id: u64, f: impl FnOnce(&mut Conn, &mut Ctx<'_>) -> R) -> Option<R> {
-        let c = self.conns.get_mut(&id)?;
+        let slot = self.conns.get_mut(usize::try_from(id).ok()?)?;
+        let c = slot.as_deref_mut()?;
         let mut cx = Ctx { net: &mut self.net, listeners: &mut self.listeners, id, now };
         let r = f(c, &mut cx);
         if c.finished() {
-            self.conns.remove(&id);
+            *slot = None;
         }
         Some(r)
+    }
+
+    /// Connection `id`, unless it never existed or is finished.
+    fn conn(&self, id: u64) -> Option<&Conn> {
+        self.conns.get(usize::try_from(id).ok()?)?.as_deref()
+    }
+
+    /// Connection `id`, mutably.
+    fn conn_mut(&mut self, id: u64) -> Option<&mut Conn> {
+        self.conns.get_mut(usize::try_from(id).ok()?)?.as_deref_mut()
     }
 }
