@@ -75,9 +75,14 @@ pub(crate) struct Half {
     buf: Vec<u8>,
     /// Stream bytes freed from the front of `buf`.
     dropped: usize,
-    /// Cumulative end offset of each written segment.
+    /// Cumulative end offset of each written segment from segment `ends_from` on: the ends
+    /// of segments both acknowledged and delivered are forgotten, all but the last of them
+    /// (`bytes_before` asks only at `snd_una` and `rcv_nxt`, which never go back), so a
+    /// long-lived stream keeps what is in flight, not every segment it ever carried.
     ends: Vec<u32>,
-    /// The sender closed: segment `ends.len()` is a FIN.
+    /// Segments forgotten from the front of `ends`.
+    ends_from: u32,
+    /// The sender closed: segment `segments()` is a FIN.
     fin: bool,
     /// Next segment to transmit for the first time.
     snd_nxt: u32,
@@ -94,12 +99,17 @@ pub(crate) struct Half {
 }
 
 impl Half {
+    /// Data segments written so far.
+    fn segments(&self) -> u32 {
+        self.ends_from + self.ends.len() as u32
+    }
+
     fn total(&self) -> u32 {
-        self.ends.len() as u32 + u32::from(self.fin)
+        self.segments() + u32::from(self.fin)
     }
 
     fn seg(&self, idx: u32) -> Seg {
-        if (idx as usize) < self.ends.len() {
+        if idx < self.segments() {
             Seg::Data { idx }
         } else {
             Seg::Fin { idx }
@@ -112,12 +122,24 @@ impl Half {
     }
 
     fn bytes_before(&self, seg: u32) -> usize {
-        let n = (seg as usize).min(self.ends.len());
+        let n = seg.min(self.segments());
         if n == 0 {
             0
         } else {
-            self.ends[n - 1] as usize
+            self.ends[(n - 1 - self.ends_from) as usize] as usize
         }
+    }
+
+    /// Appends a written segment's end offset, first forgetting the ends no one asks
+    /// for again once they are at least half the table (amortised: each end moves once).
+    fn push_end(&mut self, end: u32) {
+        let keep_from = self.snd_una.min(self.rcv_nxt).saturating_sub(1).max(self.ends_from);
+        let dead = (keep_from - self.ends_from) as usize;
+        if dead > 0 && dead * 2 >= self.ends.len() {
+            self.ends.drain(..dead);
+            self.ends_from = keep_from;
+        }
+        self.ends.push(end);
     }
 
     /// SIOCOUTQ: bytes written and not yet acknowledged.
@@ -284,7 +306,8 @@ impl Conn {
         }
         let h = &mut self.half[side];
         h.buf.extend_from_slice(bytes);
-        h.ends.push(h.written() as u32);
+        let end = h.written() as u32;
+        h.push_end(end);
         if self.sk[side] == Sk::Open {
             self.flush(cx, side);
         }
@@ -507,7 +530,7 @@ impl Conn {
             self.send(cx, from, Seg::DataAck { upto });
             return;
         }
-        if self.app_closed[me] && (idx as usize) < h.ends.len() {
+        if self.app_closed[me] && idx < h.segments() {
             // New data for a socket the application closed: reset.
             self.send(cx, from, Seg::Rst);
             self.die(me);
@@ -633,5 +656,37 @@ impl Conn {
         let ev = EventKind::Retransmit { flow: self.flow, dir: Dir::towards(to), seg, attempt };
         cx.net.trace(cx.now, ev);
         self.send(cx, to, seg);
+    }
+}
+
+#[cfg(test)]
+mod half_tests {
+    use super::Half;
+
+    #[test]
+    fn a_long_lived_stream_keeps_the_ends_of_segments_in_flight_only_and_counts_bytes_right() {
+        let mut h = Half::default();
+        let mut written = 0usize;
+        for i in 1..=10_000u32 {
+            let len = 1 + (i % 7) as usize;
+            h.buf.extend_from_slice(&vec![0; len]);
+            written += len;
+            h.push_end(h.written() as u32);
+            // Segment i-1 is delivered and acknowledged; the receiver lags one segment behind.
+            h.snd_una = i;
+            h.rcv_nxt = i - 1;
+            assert_eq!(h.outq(), 0, "segment {i}");
+            let last = 1 + (i % 7) as usize;
+            assert_eq!(h.delivered(), written - last, "segment {i}");
+        }
+        assert_eq!(h.segments(), 10_000);
+        assert!(h.ends.len() <= 8, "ends of {} segments kept", h.ends.len());
+        // Nothing acknowledged: every end is kept.
+        let mut slow = Half::default();
+        for _ in 0..100 {
+            slow.buf.push(1);
+            slow.push_end(slow.written() as u32);
+        }
+        assert_eq!((slow.ends.len(), slow.outq()), (100, 100));
     }
 }
