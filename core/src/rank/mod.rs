@@ -69,7 +69,7 @@ impl Op {
 struct Running {
     id: OpId,
     kind: OpKind,
-    steps: VecDeque<Step>,
+    steps: plan::Steps,
     input: Vec<u8>,
     result: Vec<u8>,
     wait: Wait,
@@ -347,13 +347,13 @@ impl Rank {
                 }
                 let range = 0..data.len();
                 let step = plan::Step::Send { peer, tag, step: 1, source: plan::Source::Input, range };
-                (VecDeque::from([step]), data, Vec::new())
+                (plan::Steps::of([step]), data, Vec::new())
             }
             Op::Recv { peer, tag, size } => {
                 if peer >= n || size > max {
                     return Err(invalid(format!("recv of {size} bytes from rank {peer} (world {n}, max {max})")));
                 }
-                (VecDeque::from([plan::Step::Recv { peer, tag, step: 1, into: 0..size }]), Vec::new(), vec![0u8; size])
+                (plan::Steps::of([plan::Step::Recv { peer, tag, step: 1, into: 0..size }]), Vec::new(), vec![0u8; size])
             }
         };
         let id = OpId(self.next_op);

@@ -39,70 +39,160 @@ pub(crate) enum Step {
     Recv { peer: u32, tag: i32, step: u32, into: Range<usize> },
 }
 
-/// The steps of init: rendezvous, ring, and the in-place allgather of 28-byte addresses.
-pub(crate) fn init(rank: u32, nranks: u32, addr_len: usize) -> VecDeque<Step> {
-    let mut steps = VecDeque::from([Step::Listen]);
-    if nranks > 128 {
-        steps.push_back(Step::Stagger { ms: u64::from(rank) });
+/// The steps an operation has left, in order: explicit ones, then the rest of a collective's
+/// regular pattern (ring allgather, pairwise alltoall) made one send/receive pair at a time,
+/// then explicit ones again. A plan costs the same memory at any number of ranks, not two
+/// steps per peer for every rank at once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Steps {
+    /// The next steps; holds at least one whenever any remain.
+    head: VecDeque<Step>,
+    /// The pattern still to be made.
+    pattern: Option<Pattern>,
+    /// The steps after the pattern.
+    tail: VecDeque<Step>,
+}
+
+/// A collective's step pattern: iteration `i` of `1..n` (ring steps `0..n-1` as `i - 1`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Pattern {
+    /// Ring allgather of `len`-byte slices.
+    Ring { rank: usize, n: usize, len: usize, i: usize },
+    /// Pairwise-shift alltoall of `chunk`-byte chunks; step i carries `tag_base + i` or the call's one tag.
+    Pairwise { rank: usize, n: usize, chunk: usize, tag_base: i32, call_tag: Option<i32>, i: usize },
+}
+
+impl Pattern {
+    /// Iteration `i`'s two steps, or `None` when the pattern is done.
+    fn next_pair(&mut self) -> Option<[Step; 2]> {
+        match self {
+            Pattern::Ring { rank, n, len, i } => {
+                let (r, n, len) = (*rank, *n, *len);
+                if *i >= n {
+                    return None;
+                }
+                let k = *i - 1;
+                *i += 1;
+                let slice = |s: usize| s * len..(s + 1) * len;
+                let (sslice, rslice) = ((r + n - k) % n, (r + 2 * n - k - 1) % n);
+                Some([Step::RingSend { slice: slice(sslice) }, Step::RingRecv { slice: slice(rslice) }])
+            }
+            Pattern::Pairwise { rank, n, chunk, tag_base, call_tag, i } => {
+                let (r, n, chunk) = (*rank, *n, *chunk);
+                if *i >= n {
+                    return None;
+                }
+                let k = *i;
+                *i += 1;
+                let (left, right) = ((r + n - k) % n, (r + k) % n);
+                // NVSHMEM increments the tag before each non-local step: step i carries base + i.
+                let tag = call_tag.unwrap_or(*tag_base + k as i32);
+                let step = k as u32;
+                Some([
+                    Step::Send {
+                        peer: right as u32,
+                        tag,
+                        step,
+                        source: Source::Input,
+                        range: right * chunk..(right + 1) * chunk,
+                    },
+                    Step::Recv { peer: left as u32, tag, step, into: left * chunk..(left + 1) * chunk },
+                ])
+            }
+        }
     }
-    steps.extend([Step::CheckIn, Step::AwaitSuccessor, Step::RingConnect]);
-    steps.extend(allgather(rank, nranks, addr_len));
-    steps.push_back(Step::LearnPeers);
-    steps
+}
+
+impl Steps {
+    /// Exactly these steps.
+    pub(crate) fn of(steps: impl IntoIterator<Item = Step>) -> Steps {
+        Steps { head: steps.into_iter().collect(), pattern: None, tail: VecDeque::new() }
+    }
+
+    fn with(head: VecDeque<Step>, pattern: Pattern, tail: VecDeque<Step>) -> Steps {
+        let mut s = Steps { head, pattern: Some(pattern), tail };
+        s.refill();
+        s
+    }
+
+    /// Keeps `head` non-empty while steps remain.
+    fn refill(&mut self) {
+        while self.head.is_empty() {
+            match self.pattern.as_mut().and_then(Pattern::next_pair) {
+                Some(pair) => self.head.extend(pair),
+                None => {
+                    self.pattern = None;
+                    self.head = std::mem::take(&mut self.tail);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The current step.
+    pub(crate) fn front(&self) -> Option<&Step> {
+        self.head.front()
+    }
+
+    /// True when no step is left.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.is_empty()
+    }
+
+    /// Done with the current step.
+    pub(crate) fn pop_front(&mut self) {
+        self.head.pop_front();
+        self.refill();
+    }
+
+    /// Every step left, in order (for tests).
+    #[cfg(test)]
+    pub(crate) fn to_vec(&self) -> Vec<Step> {
+        let mut s = self.clone();
+        let mut out = Vec::new();
+        while let Some(step) = s.front().cloned() {
+            out.push(step);
+            s.pop_front();
+        }
+        out
+    }
+}
+
+/// The steps of init: rendezvous, ring, and the in-place allgather of 28-byte addresses.
+pub(crate) fn init(rank: u32, nranks: u32, addr_len: usize) -> Steps {
+    let mut head = VecDeque::from([Step::Listen]);
+    if nranks > 128 {
+        head.push_back(Step::Stagger { ms: u64::from(rank) });
+    }
+    head.extend([Step::CheckIn, Step::AwaitSuccessor, Step::RingConnect]);
+    let ring = Pattern::Ring { rank: rank as usize, n: nranks as usize, len: addr_len, i: 1 };
+    Steps::with(head, ring, VecDeque::from([Step::LearnPeers]))
 }
 
 /// Ring allgather: step i sends slice (rank−i) right, then receives slice (rank−i−1) from the left.
-pub(crate) fn allgather(rank: u32, nranks: u32, len: usize) -> VecDeque<Step> {
-    let (r, n) = (rank as usize, nranks as usize);
-    let slice = |s: usize| s * len..(s + 1) * len;
-    (0..n.saturating_sub(1))
-        .flat_map(|i| {
-            let sslice = (r + n - i) % n;
-            let rslice = (r + 2 * n - i - 1) % n;
-            [Step::RingSend { slice: slice(sslice) }, Step::RingRecv { slice: slice(rslice) }]
-        })
-        .collect()
+pub(crate) fn allgather(rank: u32, nranks: u32, len: usize) -> Steps {
+    let ring = Pattern::Ring { rank: rank as usize, n: nranks as usize, len, i: 1 };
+    Steps::with(VecDeque::new(), ring, VecDeque::new())
 }
 
 /// Pairwise-shift alltoall: step i sends chunk `right` with tag base+i (or the call's one tag),
 /// then receives chunk `left`.
-pub(crate) fn alltoall(
-    rank: u32,
-    nranks: u32,
-    chunk: usize,
-    variant: &Variant,
-    call_tag: Option<i32>,
-) -> VecDeque<Step> {
-    let (r, n) = (rank as usize, nranks as usize);
-    let mut steps = VecDeque::new();
-    for i in 1..n {
-        let (left, right) = ((r + n - i) % n, (r + i) % n);
-        // NVSHMEM increments the tag before each non-local step: step i carries base + i.
-        let tag = call_tag.unwrap_or(variant.alltoall_tag_base() + i as i32);
-        let step = i as u32;
-        steps.push_back(Step::Send {
-            peer: right as u32,
-            tag,
-            step,
-            source: Source::Input,
-            range: right * chunk..(right + 1) * chunk,
-        });
-        steps.push_back(Step::Recv { peer: left as u32, tag, step, into: left * chunk..(left + 1) * chunk });
-    }
-    steps
+pub(crate) fn alltoall(rank: u32, nranks: u32, chunk: usize, variant: &Variant, call_tag: Option<i32>) -> Steps {
+    let (rank, n, tag_base) = (rank as usize, nranks as usize, variant.alltoall_tag_base());
+    Steps::with(VecDeque::new(), Pattern::Pairwise { rank, n, chunk, tag_base, call_tag, i: 1 }, VecDeque::new())
 }
 
 /// Dissemination barrier: round k sends the 4-byte word to rank+2^(k−1) and receives it, in place,
 /// from rank−2^(k−1), with tag base+k (or the call's one tag). Nothing at all for one rank.
-pub(crate) fn barrier(rank: u32, nranks: u32, variant: &Variant, call_tag: Option<i32>) -> VecDeque<Step> {
+pub(crate) fn barrier(rank: u32, nranks: u32, variant: &Variant, call_tag: Option<i32>) -> Steps {
     let (r, n) = (rank as usize, nranks as usize);
     let mut tag = variant.barrier_tag_base();
-    let mut steps = VecDeque::new();
+    let mut steps = Vec::new();
     let (mut mask, mut round) = (1usize, 0u32);
     while mask < n {
         tag += 1;
         round += 1;
-        steps.push_back(Step::Send {
+        steps.push(Step::Send {
             peer: ((r + mask) % n) as u32,
             tag: call_tag.unwrap_or(tag),
             step: round,
@@ -110,22 +200,23 @@ pub(crate) fn barrier(rank: u32, nranks: u32, variant: &Variant, call_tag: Optio
             range: 0..4,
         });
         let tag = call_tag.unwrap_or(tag);
-        steps.push_back(Step::Recv { peer: ((r + n - mask) % n) as u32, tag, step: round, into: 0..4 });
+        steps.push(Step::Recv { peer: ((r + n - mask) % n) as u32, tag, step: round, into: 0..4 });
         mask <<= 1;
     }
-    steps
+    Steps::of(steps)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p2p(steps: &VecDeque<Step>) -> Vec<(char, u32, i32)> {
+    fn p2p(steps: &Steps) -> Vec<(char, u32, i32)> {
         steps
-            .iter()
+            .to_vec()
+            .into_iter()
             .filter_map(|s| match s {
-                Step::Send { peer, tag, .. } => Some(('s', *peer, *tag)),
-                Step::Recv { peer, tag, .. } => Some(('r', *peer, *tag)),
+                Step::Send { peer, tag, .. } => Some(('s', peer, tag)),
+                Step::Recv { peer, tag, .. } => Some(('r', peer, tag)),
                 _ => None,
             })
             .collect()
@@ -167,14 +258,15 @@ mod tests {
 
     #[test]
     fn allgather_ring_slices() {
-        let s = allgather(2, 4, 10);
+        let s = allgather(2, 4, 10).to_vec();
         let expect = [(2, 1), (1, 0), (0, 3)];
         for (i, (send, recv)) in expect.iter().enumerate() {
             assert_eq!(s[2 * i], Step::RingSend { slice: send * 10..send * 10 + 10 });
             assert_eq!(s[2 * i + 1], Step::RingRecv { slice: recv * 10..recv * 10 + 10 });
         }
         assert!(allgather(0, 1, 10).is_empty());
-        assert!(init(200, 256, 28).contains(&Step::Stagger { ms: 200 }));
-        assert!(!init(3, 128, 28).iter().any(|s| matches!(s, Step::Stagger { .. })));
+        assert_eq!(s.len(), 6);
+        assert!(init(200, 256, 28).to_vec().contains(&Step::Stagger { ms: 200 }));
+        assert!(!init(3, 128, 28).to_vec().iter().any(|s| matches!(s, Step::Stagger { .. })));
     }
 }
