@@ -44,5 +44,8 @@ fn bench_quick_exits_0_and_prints_one_table() {
     // The scale rows measure what issue #17's table asks, side by side.
     assert!(out.contains("CPU-s") && out.contains("agenda events") && out.contains("wake-ups"), "{out}");
     assert!(out.contains("CPU - messages exponent: "), "{out}");
+    // Per frame as well as per message: the ring's frames are not messages (issue #17).
+    assert!(out.contains("frames written per message") && out.contains("agenda events per frame"), "{out}");
+    assert!(out.contains("packets ~ ranks^"), "{out}");
     assert!(out.contains("ranks=4096 | not run (--max-ranks; make bench-scale)"), "{out}");
 }

@@ -278,8 +278,8 @@ fn scale_child(ranks: u32) -> anyhow::Result<ExitCode> {
     println!("wall_s {}\ncpu_s {}", median_f(walls), median_f(cpus));
     let k = &r.kernel;
     println!(
-        "messages {}\nagenda_events {}\nwakeups {}\npackets {}",
-        r.messages, k.agenda_events, k.wakeups, k.packets
+        "messages {}\nwrites {}\nagenda_events {}\nwakeups {}\npackets {}",
+        r.messages, k.writes, k.agenda_events, k.wakeups, k.packets
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -290,6 +290,8 @@ struct ScalePoint {
     cpu: f64,
     peak_mib: f64,
     messages: f64,
+    /// Every frame written (ring and root included); `messages` are point-to-point only.
+    writes: f64,
     agenda_events: f64,
     wakeups: f64,
     packets: f64,
@@ -365,6 +367,7 @@ fn scale_point(ranks: u32) -> anyhow::Result<ScaleEnd> {
         cpu: field("cpu_s")?,
         peak_mib,
         messages: field("messages")?,
+        writes: field("writes")?,
         agenda_events: field("agenda_events")?,
         wakeups: field("wakeups")?,
         packets: field("packets")?,
@@ -386,7 +389,7 @@ fn log_log_slope(points: &[(f64, f64)]) -> Option<f64> {
 
 fn scale_section(max_ranks: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
     const SECTION: &str = "2 scale";
-    let (mut cpu_pts, mut mem_pts, mut msg_pts) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cpu_pts, mut mem_pts, mut msg_pts, mut pkt_pts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut stopped = false;
     for &n in SCALE_POINTS.iter().filter(|&&n| n <= max_ranks) {
         let case = format!("fast nvshmem-init ranks={n}");
@@ -424,14 +427,16 @@ fn scale_section(max_ranks: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
             SECTION,
             case,
             format!(
-                "{:.2} CPU-s ({:.2} s wall), peak {:.1} MiB; {:.0} messages; per message {:.1} agenda events, {:.1} wake-ups, {:.1} packets",
+                "{:.2} CPU-s ({:.2} s wall), peak {:.1} MiB; {:.0} messages; per message {:.1} agenda events, {:.1} wake-ups, {:.1} packets; {:.1} frames written per message, {:.2} agenda events per frame",
                 p.cpu,
                 p.wall,
                 p.peak_mib,
                 p.messages,
                 per_msg(p.agenda_events),
                 per_msg(p.wakeups),
-                per_msg(p.packets)
+                per_msg(p.packets),
+                per_msg(p.writes),
+                p.agenda_events / p.writes.max(1.0)
             ),
         );
         if let Some(t) = target {
@@ -442,6 +447,7 @@ fn scale_section(max_ranks: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
         cpu_pts.push((n as f64, p.cpu));
         mem_pts.push((n as f64, p.peak_mib));
         msg_pts.push((n as f64, p.messages));
+        pkt_pts.push((n as f64, p.packets));
     }
     for t in SCALE_TARGETS.iter().filter(|t| t.0 > max_ranks) {
         rows.push(
@@ -461,9 +467,10 @@ fn scale_section(max_ranks: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
             SECTION,
             format!("growth exponents, fit over ranks >= {from}"),
             format!(
-                "CPU ~ ranks^{}, messages ~ ranks^{}, peak memory ~ ranks^{}",
+                "CPU ~ ranks^{}, messages ~ ranks^{}, packets ~ ranks^{}, peak memory ~ ranks^{}",
                 show(cpu_k),
                 show(msg_k),
+                show(log_log_slope(&tail(&pkt_pts))),
                 show(log_log_slope(&tail(&mem_pts)))
             ),
         )

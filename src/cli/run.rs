@@ -44,6 +44,7 @@ pub const JSON_SCHEMA: u32 = 1;
 #[derive(Serialize, Debug)]
 pub struct StatsJson {
     messages: usize,
+    writes: u64,
     packets: u64,
     stalled: u64,
     lost: u64,
@@ -95,6 +96,7 @@ pub fn report_json<'a>(
         bootstrap_ns: report.bootstrap_time.as_nanos() as u64,
         stats: StatsJson {
             messages: report.messages,
+            writes: k.writes,
             packets: k.packets,
             stalled: k.stalled,
             lost: k.lost,

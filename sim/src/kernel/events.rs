@@ -371,6 +371,9 @@ pub enum ReadOutcome {
 pub struct KernelStats {
     /// Packets put on the wire.
     pub packets: u64,
+    /// Non-empty application writes (each one segment): every frame of the bootstrap, the ring's and
+    /// the root's included, where `messages` counts only point-to-point messages.
+    pub writes: u64,
     /// Packets lost on the way.
     pub lost: u64,
     /// Packets that waited behind an RX-queue stall.

@@ -308,6 +308,7 @@ impl Conn {
         h.buf.extend_from_slice(bytes);
         let end = h.written() as u32;
         h.push_end(end);
+        cx.net.stats.writes += 1;
         if self.sk[side] == Sk::Open {
             self.flush(cx, side);
         }
