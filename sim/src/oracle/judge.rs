@@ -3,18 +3,49 @@
 //! what is in flight. [`super::judge`] feeds a whole record through the same steps, so both
 //! give the same findings in the same order.
 
-use bootsim_core::{OpId, RankRecord, RunRecord, SentMsg, TakenMsg};
+use bootsim_core::{MsgOrigin, OpId, RankRecord, RunRecord, SentMsg, TakenMsg};
 
-use super::{describe_sent, drain, errors, integrity, leaks, liveness, mismatches, Finding, Verdict};
+use super::{describe, describe_sent, drain, errors, integrity, leaks, liveness, mismatches, Finding, Verdict};
 use crate::workload::OpSpec;
 
-/// A take of one rank not yet judged with its operation: the operation, the peer it asked for
-/// and the message it was.
+/// A take of one rank not yet judged with its operation: the receiving step, the peer it
+/// asked for and the message it was. 32 bytes: a world in an alltoall holds one per message.
 #[derive(Debug)]
 struct PendingTake {
-    op: OpId,
+    origin: MsgOrigin,
     from: u32,
-    source: Option<SentMsg>,
+    source: TakeSource,
+}
+
+/// Which message a take was.
+#[derive(Debug)]
+enum TakeSource {
+    /// Not recorded.
+    Unknown,
+    /// The one its own step sent: same operation, kind and step, from the peer asked for.
+    Own,
+    /// Another.
+    Other(Box<SentMsg>),
+}
+
+impl PendingTake {
+    fn new(t: &TakenMsg, source: Option<&SentMsg>) -> PendingTake {
+        let source = match source {
+            None => TakeSource::Unknown,
+            Some(s) if s.origin == t.origin && s.from == t.from => TakeSource::Own,
+            Some(s) => TakeSource::Other(Box::new(s.clone())),
+        };
+        PendingTake { origin: t.origin, from: t.from, source }
+    }
+
+    /// The message it was, as findings name it (`describe_sent` of it).
+    fn source_text(&self) -> Option<String> {
+        match &self.source {
+            TakeSource::Unknown => None,
+            TakeSource::Own => Some(describe(&self.origin, Some(self.from))),
+            TakeSource::Other(s) => Some(describe_sent(s)),
+        }
+    }
 }
 
 /// The oracle's state while a run goes on; [`Judge::finish`] gives the verdict.
@@ -42,7 +73,7 @@ impl Judge {
         if let Some(sent) = source {
             self.mismatches.extend(mismatches::of_take(t, sent));
         }
-        slot(&mut self.pending, t.rank).push(PendingTake { op: t.origin.op, from: t.from, source: source.cloned() });
+        slot(&mut self.pending, t.rank).push(PendingTake::new(t, source));
     }
 
     /// Rank `r`'s operation `index` (from 0; init is not one) ended with `result`: its error,
@@ -55,18 +86,17 @@ impl Judge {
             Err(e) => ops.push(errors::op(r, e)),
             Ok(got) => {
                 let source = |peer: u32| {
-                    let t = pending.iter().find(|t| t.op == op && t.from == peer)?;
-                    t.source.as_ref().map(describe_sent)
+                    pending.iter().find(|t| t.origin.op == op && t.from == peer).and_then(PendingTake::source_text)
                 };
                 ops.extend(integrity::check(&self.specs, self.seed, self.n, r, index, got, &source));
             }
         }
-        pending.retain(|t| t.op > op);
+        pending.retain(|t| t.origin.op > op);
     }
 
     /// Init of rank `r` ended: its takes are judged by nothing else.
     pub fn init_ended(&mut self, r: u32) {
-        slot(&mut self.pending, r).retain(|t| t.op > OpId(0));
+        slot(&mut self.pending, r).retain(|t| t.origin.op > OpId(0));
     }
 
     /// The verdict and findings, in the fixed order: mismatches as taken; then per rank its
@@ -114,4 +144,33 @@ fn slot<T>(table: &mut Vec<Vec<T>>, r: u32) -> &mut Vec<T> {
         table.resize_with(r + 1, Vec::new);
     }
     &mut table[r]
+}
+
+#[cfg(test)]
+mod tests {
+    use bootsim_core::{Instant, MsgOrigin, OpId, OpKind, SentMsg, TakenMsg};
+
+    use super::{describe_sent, PendingTake};
+
+    #[test]
+    fn a_pending_take_is_small_and_names_its_source_as_the_sent_message_would() {
+        // A world in an alltoall holds one per message in flight.
+        assert!(std::mem::size_of::<PendingTake>() <= 32, "{}", std::mem::size_of::<PendingTake>());
+        let origin = |op, step| MsgOrigin { op: OpId(op), kind: OpKind::Alltoall, step };
+        let t = TakenMsg {
+            at: Instant::ZERO,
+            rank: 1,
+            from: 0,
+            tag: 1,
+            origin: origin(2, 1),
+            size: 48,
+            expected_size: 48,
+            conn: None,
+        };
+        let sent = |o, from| SentMsg { from, to: 1, tag: 1, origin: o, size: 48, at: Instant::ZERO };
+        for s in [sent(origin(2, 1), 0), sent(origin(1, 1), 0), sent(origin(2, 1), 3), sent(origin(2, 2), 0)] {
+            assert_eq!(PendingTake::new(&t, Some(&s)).source_text(), Some(describe_sent(&s)), "{s:?}");
+        }
+        assert_eq!(PendingTake::new(&t, None).source_text(), None);
+    }
 }
