@@ -93,16 +93,27 @@ pub(crate) enum Work {
     Timer { conn: u64, side: u8, gen: u32 },
 }
 
+/// An agenda entry. `key` is (time in ns, sequence number) as one integer, high half the
+/// time: ordering by it is ordering by (time, seq), in one comparison.
 #[derive(Clone, Copy, Debug)]
 struct Scheduled {
-    at: Instant,
-    seq: u64,
+    key: u128,
     work: Work,
+}
+
+impl Scheduled {
+    fn new(at: Instant, seq: u64, work: Work) -> Scheduled {
+        Scheduled { key: u128::from(at.as_nanos()) << 64 | u128::from(seq), work }
+    }
+
+    fn at(&self) -> Instant {
+        Instant::from_nanos((self.key >> 64) as u64)
+    }
 }
 
 impl PartialEq for Scheduled {
     fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
+        self.key == other.key
     }
 }
 impl Eq for Scheduled {}
@@ -113,7 +124,7 @@ impl PartialOrd for Scheduled {
 }
 impl Ord for Scheduled {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
+        self.key.cmp(&other.key)
     }
 }
 
@@ -203,7 +214,7 @@ impl Net {
     /// Put `work` on the agenda at `at` (ties run in scheduling order).
     pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
         self.seq += 1;
-        let entry = Reverse(Scheduled { at, seq: self.seq, work });
+        let entry = Reverse(Scheduled::new(at, self.seq, work));
         match work {
             Work::Timer { .. } => self.timers.push(entry),
             Work::Arrive(_) | Work::Backlog { .. } | Work::Deliver(_) => self.agenda.push(entry),
@@ -222,8 +233,8 @@ impl Net {
 
     /// Time of the earliest agenda entry.
     pub(crate) fn next_due(&self) -> Option<Instant> {
-        let a = self.agenda.peek().map(|Reverse(s)| s.at);
-        let t = self.timers.peek().map(|Reverse(s)| s.at);
+        let a = self.agenda.peek().map(|Reverse(s)| s.at());
+        let t = self.timers.peek().map(|Reverse(s)| s.at());
         match (a, t) {
             (Some(a), Some(t)) => Some(a.min(t)),
             (a, t) => a.or(t),
@@ -233,10 +244,10 @@ impl Net {
     /// Take the earliest agenda entry if it is due at or before `now`.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, Work)> {
         let heap = self.earliest()?;
-        if heap.peek()?.0.at > now {
+        if heap.peek()?.0.at() > now {
             return None;
         }
-        heap.pop().map(|Reverse(s)| (s.at, s.work))
+        heap.pop().map(|Reverse(s)| (s.at(), s.work))
     }
 
     /// Counters so far, with the queues' deferred polls.
