@@ -21,12 +21,30 @@ pub(super) fn check(
     got: &[u8],
     source: &dyn Fn(u32) -> Option<String>,
 ) -> Vec<Finding> {
-    let i = index as u32;
     let Some(&spec) = specs.get(index) else { return Vec::new() };
-    match expected_result(spec, seed, i, r, n) {
-        Some(expected) if got != expected.as_slice() => corruption(specs, seed, n, r, i, got, &expected, source),
-        _ => Vec::new(),
+    match expected_result(spec, seed, index as u32, r, n) {
+        Some(expected) => check_against(specs, seed, n, r, index, got, &expected, source),
+        None => Vec::new(),
     }
+}
+
+/// [`check`] with the expected bytes given (a judge computes an allgather's, the same for
+/// every rank, once).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_against(
+    specs: &[OpSpec],
+    seed: u64,
+    n: u32,
+    r: u32,
+    index: usize,
+    got: &[u8],
+    expected: &[u8],
+    source: &dyn Fn(u32) -> Option<String>,
+) -> Vec<Finding> {
+    if got == expected {
+        return Vec::new();
+    }
+    corruption(specs, seed, n, r, index as u32, got, expected, source)
 }
 
 /// Names each wrong chunk of a successful operation, where its bytes came from
