@@ -146,8 +146,15 @@ impl Case {
         out
     }
 
-    /// Parses a case string; every key is optional and defaults as `Case::default`.
+    /// Parses a case string; every key is optional and defaults as `Case::default`. Its
+    /// buffers must fit [`PAYLOAD_BUDGET`].
     pub fn parse(s: &str) -> Result<Case, CaseError> {
+        Case::parse_within(s, PAYLOAD_BUDGET)
+    }
+
+    /// [`Case::parse`] with another bound on the run's buffers, for a caller that bounds the
+    /// process's memory itself (`bench`'s scale points run under an address-space cap).
+    pub fn parse_within(s: &str, budget: u128) -> Result<Case, CaseError> {
         let err = |m: String| CaseError(m);
         let mut case = Case::default();
         let mut seen: Vec<&str> = Vec::new();
@@ -291,7 +298,7 @@ impl Case {
         }
         case.kernel_config().validate(case.ranks).map_err(err)?;
         let bytes = case.payload_bytes();
-        if bytes > PAYLOAD_BUDGET {
+        if bytes > budget {
             return Err(err(format!(
                 "ranks={} with workload={} needs about {} MiB (init's address tables, which grow with \
                  the square of the ranks, and every rank's send and receive buffers), over the {} MiB \
@@ -299,7 +306,7 @@ impl Case {
                 case.ranks,
                 case.workload.name(),
                 bytes >> 20,
-                PAYLOAD_BUDGET >> 20
+                budget >> 20
             )));
         }
         // One rule for every command (run, replay, sweep, compare, shrink): the fast engine
@@ -430,6 +437,11 @@ mod tests {
         assert!(e("nonsense").contains("not key=value"));
         assert!(e("workload=custom ops=alltoall:1048576 ranks=4096").contains("over the 4096 MiB budget"));
         assert!(e("qps=1024 ranks=65536").contains("budget"));
+        // A caller that bounds its own memory (the bench's scale child) may ask for more.
+        let big = "workload=nvshmem-init ranks=4096";
+        assert!(e(big).contains("over the 4096 MiB budget"));
+        assert_eq!(Case::parse_within(big, u128::MAX).map(|c| c.ranks), Ok(4096));
+        assert!(Case::parse_within(big, 1 << 30).unwrap_err().to_string().contains("over the 1024 MiB budget"));
         assert!(e("rto_min=0ns").contains("rto_min"));
         assert!(e("rto_min=2s rto_max=1s").contains("above rto_max"));
         assert!(e("stall_gap=off stalls=0:7:0:5 rx_queues=2").contains("does not exist"));
