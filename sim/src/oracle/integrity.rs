@@ -6,32 +6,14 @@
 use bootsim_core::QpHandle;
 
 use super::{provenance, verbs, Finding};
-use crate::workload::{expected_result, OpSpec};
+use crate::workload::OpSpec;
 
 /// Checks the result of rank `r`'s operation `index` (of `specs` over `n` ranks, payload seed
-/// `seed`) against the bytes its workload implies; `source(peer)` names the message that
-/// operation took from `peer`, where the world recorded it.
+/// `seed`) against `expected`, the bytes its workload implies (`workload::expected_result`;
+/// the judge makes an allgather's, the same for every rank, once); `source(peer)` names the
+/// message that operation took from `peer`, where the world recorded it.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn check(
-    specs: &[OpSpec],
-    seed: u64,
-    n: u32,
-    r: u32,
-    index: usize,
-    got: &[u8],
-    source: &dyn Fn(u32) -> Option<String>,
-) -> Vec<Finding> {
-    let Some(&spec) = specs.get(index) else { return Vec::new() };
-    match expected_result(spec, seed, index as u32, r, n) {
-        Some(expected) => check_against(specs, seed, n, r, index, got, &expected, source),
-        None => Vec::new(),
-    }
-}
-
-/// [`check`] with the expected bytes given (a judge computes an allgather's, the same for
-/// every rank, once).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn check_against(
     specs: &[OpSpec],
     seed: u64,
     n: u32,
@@ -104,18 +86,18 @@ mod tests {
 
     use super::super::describe_sent;
     use super::*;
-    use crate::workload::alltoall_chunk;
+    use crate::workload::{alltoall_chunk, expected_result};
 
     #[test]
     fn a_wrong_chunk_is_named_by_the_message_taken_else_by_its_bytes() {
         let (specs, seed, n) = ([OpSpec::Alltoall(48), OpSpec::Alltoall(48)], 5, 2);
         let (rank, unknown) = (1, |_| None);
         let right = expected_result(specs[1], seed, 1, 1, n).unwrap();
-        assert_eq!(check(&specs, seed, n, rank, 1, &right, &unknown), vec![]);
+        assert_eq!(check(&specs, seed, n, rank, 1, &right, &right, &unknown), vec![]);
         // Rank 1's chunk from rank 0 holds alltoall #0's chunk.
         let mut got = right.clone();
         got[..48].copy_from_slice(&alltoall_chunk(seed, 0, 0, 1, 48));
-        let by_bytes = check(&specs, seed, n, rank, 1, &got, &unknown);
+        let by_bytes = check(&specs, seed, n, rank, 1, &got, &right, &unknown);
         let text = by_bytes[0].to_string();
         assert_eq!(by_bytes.len(), 1, "{by_bytes:?}");
         assert!(
@@ -145,7 +127,7 @@ mod tests {
         };
         log.taken(Some(9), t);
         let taken = |p| log.taken.iter().find(|t| t.from == p).and_then(|t| log.source(t)).map(describe_sent);
-        let by_message = check(&specs, seed, n, rank, 1, &got, &taken);
+        let by_message = check(&specs, seed, n, rank, 1, &got, &right, &taken);
         let text = by_message[0].to_string();
         let want = "corruption: rank 1 alltoall #1 chunk from rank 0 holds alltoall #0 step 1 from rank 0; ";
         assert!(text.starts_with(want), "{text}");

@@ -103,18 +103,23 @@ impl Judge {
                     pending.iter().find(|t| t.origin.op == op && t.from == peer).and_then(PendingTake::source_text)
                 };
                 let (specs, seed, n) = (&self.specs, self.seed, self.n);
+                let expected = |spec| expected_result(spec, seed, index as u32, r, n);
                 match specs.get(index) {
                     Some(&spec @ OpSpec::Allgather(_)) => {
-                        let (expected, left) = self.allgathers.entry(index).or_insert_with(|| {
-                            (expected_result(spec, seed, index as u32, r, n).unwrap_or_default(), n)
-                        });
-                        ops.extend(integrity::check_against(specs, seed, n, r, index, got, expected, &source));
+                        let (bytes, left) =
+                            self.allgathers.entry(index).or_insert_with(|| (expected(spec).unwrap_or_default(), n));
+                        ops.extend(integrity::check(specs, seed, n, r, index, got, bytes, &source));
                         *left = left.saturating_sub(1);
                         if *left == 0 {
                             self.allgathers.remove(&index);
                         }
                     }
-                    _ => ops.extend(integrity::check(specs, seed, n, r, index, got, &source)),
+                    Some(&spec) => {
+                        if let Some(bytes) = expected(spec) {
+                            ops.extend(integrity::check(specs, seed, n, r, index, got, &bytes, &source));
+                        }
+                    }
+                    None => {}
                 }
             }
         }
