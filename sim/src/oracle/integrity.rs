@@ -10,8 +10,10 @@ use crate::workload::OpSpec;
 
 /// Checks the result of rank `r`'s operation `index` (of `specs` over `n` ranks, payload seed
 /// `seed`) against `expected`, the bytes its workload implies (`workload::expected_result`;
-/// the judge makes an allgather's, the same for every rank, once); `source(peer)` names the
-/// message that operation took from `peer`, where the world recorded it.
+/// the judge makes an allgather's, the same for every rank, once), and names each wrong chunk:
+/// where its bytes came from (`source(peer)`, the message that operation took from `peer` where
+/// the world recorded it, else what the bytes themselves tell) and what the verbs layer would do
+/// with a wrong QP handle.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn check(
     specs: &[OpSpec],
@@ -23,27 +25,8 @@ pub(super) fn check(
     expected: &[u8],
     source: &dyn Fn(u32) -> Option<String>,
 ) -> Vec<Finding> {
-    if got == expected {
-        return Vec::new();
-    }
-    corruption(specs, seed, n, r, index as u32, got, expected, source)
-}
-
-/// Names each wrong chunk of a successful operation, where its bytes came from
-/// (`source(peer)`, else what the bytes themselves tell), and what the verbs layer would do
-/// with a wrong QP handle.
-#[allow(clippy::too_many_arguments)]
-fn corruption(
-    specs: &[OpSpec],
-    seed: u64,
-    n: u32,
-    r: u32,
-    index: u32,
-    got: &[u8],
-    expected: &[u8],
-    source: &dyn Fn(u32) -> Option<String>,
-) -> Vec<Finding> {
-    let spec = specs[index as usize];
+    let Some(&spec) = specs.get(index).filter(|_| got != expected) else { return Vec::new() };
+    let index = index as u32;
     let len = expected.len() / (n as usize).max(1);
     let mut findings = Vec::new();
     for p in 0..n as usize {
