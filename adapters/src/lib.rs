@@ -1,7 +1,6 @@
-//! bootsim-adapters: the async driver that runs bootsim-core over any sockets,
-//! real tokio sockets with the SIOCOUTQ drain, and the ibverbs check.
+//! bootsim-adapters: the real worlds of the async driver (bootsim-driver): real tokio sockets
+//! with the SIOCOUTQ drain, the TUN wire, NVSHMEM's plugin as ranks, and the ibverbs check.
 //!
-//! - [`driver`]: the async driver, generic over a socket [`driver::Backend`].
 //! - [`tokio_sockets`]: the real-socket backend and its one-rank-per-process session.
 //! - [`os`]: what the OS and launcher give a real rank (SIOCOUTQ drain, connect retry over
 //!   errno, interface selection, launcher rank/size).
@@ -9,7 +8,6 @@
 //! - [`plugin`]: NVSHMEM's shipped UID bootstrap plugin as a rank. [`probe`]: the report's
 //!   accept-order reproducer. [`rdma`]: the ibverbs check.
 
-pub mod driver;
 pub mod os;
 pub mod plugin;
 pub mod probe;

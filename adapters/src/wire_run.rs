@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use bootsim_core::{Limits, Op, Variant};
 
-use crate::driver::{DriverError, RankRun};
 use crate::tokio_sockets::{run_blocking, Rendezvous, SessionConfig};
 use crate::wire::{host_addr, Policy, Wire, WireError, WireReport, MAX_HOSTS};
+use bootsim_driver::{DriverError, RankRun};
 
 /// The port of the root's listener on host 1.
 pub const ROOT_PORT: u16 = 7000;

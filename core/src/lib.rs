@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod codec;
+pub mod drain;
 pub mod error;
 pub mod ids;
 pub mod io;
@@ -26,6 +27,7 @@ pub mod time;
 pub mod uid;
 pub mod variant;
 
+pub use drain::{DrainPoll, DrainStep};
 pub use error::BootstrapError;
 pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind, OpName};
 pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};

@@ -13,7 +13,8 @@ use std::net::SocketAddr;
 use tokio::net::TcpStream;
 use tracing::Instrument;
 
-use bootsim_core::{ConnectFailure, ConnectRetry, GaveUp, RetryPolicy, RetryStep};
+use bootsim_core::{GaveUp, RetryPolicy};
+use bootsim_driver::{retry_dial, Attempt, DialFailed};
 
 /// Why [`connect_with_retry`] gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,80 +52,6 @@ pub struct ConnectError {
     pub last: io::Error,
 }
 
-/// How one connect attempt of an async driver ended, as the driver classified it.
-#[derive(Debug)]
-pub enum Attempt<T> {
-    /// Connected.
-    Connected(T),
-    /// Refused or timed out: the retry decides; the error is kept as the last one.
-    Failed(ConnectFailure, io::Error),
-    /// Any other error: never retried.
-    Fatal(io::Error),
-}
-
-/// A connect that [`retry_dial`] ended without a stream.
-#[derive(Debug)]
-pub struct DialFailed {
-    /// Attempts made, the last included.
-    pub attempts: u32,
-    /// The retry's give-up, or `None` for a fatal error.
-    pub gave_up: Option<GaveUp>,
-    /// The last attempt's error.
-    pub last: io::Error,
-}
-
-/// NVSHMEM's connect retry for every async driver (tokio sockets here, turmoil's simulated
-/// ones in bootsim-sim): makes an attempt with `dial`, asks core's [`ConnectRetry`] what a
-/// refusal or timeout means, sleeps its pause (tokio's clock, simulated under turmoil) and
-/// dials again, until connected or the retry gives up. Returns the stream and the attempts.
-pub async fn retry_dial<T, F, Fut>(policy: &RetryPolicy, mut dial: F) -> Result<(T, u32), DialFailed>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Attempt<T>>,
-{
-    let mut attempts: u32 = 0;
-    let mut retry = ConnectRetry::new(policy.clone());
-    loop {
-        attempts = attempts.saturating_add(1);
-        let (failure, last) = match dial().await {
-            Attempt::Connected(stream) => return Ok((stream, attempts)),
-            Attempt::Failed(failure, last) => (failure, last),
-            Attempt::Fatal(last) => return Err(DialFailed { attempts, gave_up: None, last }),
-        };
-        match retry.on_failure(failure) {
-            RetryStep::RedialAfter(pause) => {
-                let (refused, timed_out) = retry.failures();
-                if failure == ConnectFailure::TimedOut || refused.is_multiple_of(1000) {
-                    tracing::info!(refused, timed_out, error = %last, "connect failed, retrying");
-                }
-                tokio::time::sleep(pause).await;
-            }
-            RetryStep::GiveUp(why) => return Err(DialFailed { attempts, gave_up: Some(why), last }),
-        }
-    }
-}
-
-/// How one failed attempt is handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Refused,
-    TimedOut,
-    Fatal,
-}
-
-fn classify(err: &io::Error) -> Class {
-    match err.raw_os_error() {
-        Some(libc::ECONNREFUSED) => Class::Refused,
-        Some(libc::ETIMEDOUT) => Class::TimedOut,
-        Some(_) => Class::Fatal,
-        None => match err.kind() {
-            io::ErrorKind::ConnectionRefused => Class::Refused,
-            io::ErrorKind::TimedOut => Class::TimedOut,
-            _ => Class::Fatal,
-        },
-    }
-}
-
 /// One tokio connect attempt, classified by errno.
 fn attempt_of(addr: SocketAddr, dialed: io::Result<TcpStream>) -> Attempt<TcpStream> {
     let err = match dialed {
@@ -139,11 +66,7 @@ fn attempt_of(addr: SocketAddr, dialed: io::Result<TcpStream>) -> Attempt<TcpStr
         Ok(stream) => return Attempt::Connected(stream),
         Err(e) => e,
     };
-    match classify(&err) {
-        Class::Refused => Attempt::Failed(ConnectFailure::Refused, err),
-        Class::TimedOut => Attempt::Failed(ConnectFailure::TimedOut, err),
-        Class::Fatal => Attempt::Fatal(err),
-    }
+    Attempt::of(Err(err))
 }
 
 /// Connects to `addr`, retrying `ECONNREFUSED` and `ETIMEDOUT` per `policy`
@@ -218,17 +141,6 @@ mod tests {
         let p = RetryPolicy::default();
         assert_eq!(p.refused_interval, Duration::from_millis(1));
         assert_eq!((p.refused_max, p.timedout_max), (20_000, 3));
-    }
-
-    #[test]
-    fn classification_follows_upstream() {
-        let os = io::Error::from_raw_os_error;
-        assert_eq!(classify(&os(libc::ECONNREFUSED)), Class::Refused);
-        assert_eq!(classify(&os(libc::ETIMEDOUT)), Class::TimedOut);
-        assert_eq!(classify(&os(libc::ENETUNREACH)), Class::Fatal);
-        assert_eq!(classify(&os(libc::EHOSTUNREACH)), Class::Fatal);
-        assert_eq!(classify(&io::ErrorKind::TimedOut.into()), Class::TimedOut);
-        assert_eq!(classify(&io::ErrorKind::Other.into()), Class::Fatal);
     }
 
     #[tokio::test]

@@ -14,6 +14,8 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
+use bootsim_core::DrainPoll;
+use bootsim_driver::{poll_drain, DrainOutcome, DrainReport};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -60,33 +62,8 @@ pub fn outq_not_sent(fd: RawFd) -> io::Result<u32> {
     ioctl_int(fd, siocoutqnsd, "SIOCOUTQNSD")
 }
 
-/// How a [`drain`] ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DrainOutcome {
-    /// `SIOCOUTQ` reached 0: the peer's kernel ACKed everything.
-    Drained,
-    /// The timeout passed with `unacked` bytes still queued (last reading).
-    TimedOut {
-        /// `SIOCOUTQ` at the last poll.
-        unacked: u32,
-    },
-    /// `SIOCOUTQ` failed; the text of the I/O error. The drain gave up at once.
-    Unsupported(String),
-}
-
-/// Result of a [`drain`]: never an error, only a report (fail-open).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DrainReport {
-    /// How it ended.
-    pub outcome: DrainOutcome,
-    /// Time from the start of the drain to the last poll (tokio clock).
-    pub waited: Duration,
-    /// Number of `SIOCOUTQ` reads, including the first, immediate one.
-    pub polls: u32,
-}
-
 /// Waits until `SIOCOUTQ` on `stream` is 0, polling every `poll_interval`,
-/// for at most `timeout`.
+/// for at most `timeout` (core's [`DrainPoll`] through the driver's [`poll_drain`]).
 ///
 /// The first check is immediate. After that it sleeps `min(poll_interval,
 /// time left)` between checks, and it reports `TimedOut` only once `timeout`
@@ -103,34 +80,19 @@ pub async fn drain(stream: &TcpStream, timeout: Duration, poll_interval: Duratio
 
 /// [`drain`] on a raw fd; the caller keeps the fd open for the whole call.
 async fn drain_fd(fd: RawFd, timeout: Duration, poll_interval: Duration) -> DrainReport {
-    let poll_interval = poll_interval.max(Duration::from_micros(1));
     let start = Instant::now();
-    let deadline = start.checked_add(timeout);
-    let mut polls: u32 = 0;
-    loop {
-        polls = polls.saturating_add(1);
-        let reading = outq(fd);
-        let now = Instant::now();
-        let report = |outcome| DrainReport { outcome, waited: now.saturating_duration_since(start), polls };
-        let unacked = match reading {
-            Ok(0) => return report(DrainOutcome::Drained),
-            Ok(n) => n,
-            Err(e) => {
-                tracing::warn!(fd, error = %e, "TX drain unsupported; proceeding (fail-open)");
-                return report(DrainOutcome::Unsupported(e.to_string()));
-            }
-        };
-        // `None` deadline: the timeout overflows the clock, i.e. unbounded.
-        let sleep_for = match deadline {
-            Some(deadline) if now >= deadline => {
-                tracing::warn!(fd, unacked, ?timeout, "TX drain timed out; proceeding (fail-open)");
-                return report(DrainOutcome::TimedOut { unacked });
-            }
-            Some(deadline) => poll_interval.min(deadline - now),
-            None => poll_interval,
-        };
-        tokio::time::sleep(sleep_for).await;
+    let poll = DrainPoll { interval: poll_interval, bound: timeout };
+    let report = poll_drain(poll, || start.elapsed(), || outq(fd).map(u64::from)).await;
+    match &report.outcome {
+        DrainOutcome::Drained => {}
+        DrainOutcome::TimedOut { unacked } => {
+            tracing::warn!(fd, unacked, ?timeout, "TX drain timed out; proceeding (fail-open)");
+        }
+        DrainOutcome::Unsupported(error) => {
+            tracing::warn!(fd, %error, "TX drain unsupported; proceeding (fail-open)");
+        }
     }
+    report
 }
 
 #[cfg(test)]

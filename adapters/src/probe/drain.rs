@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use bootsim_core::{DrainPoll, DrainStep};
 use serde::Serialize;
 
 use crate::os::{outq, DEFAULT_POLL_INTERVAL};
@@ -23,19 +24,21 @@ pub struct DrainWait {
 }
 
 /// Polls [`outq`] on `fd` every [`DEFAULT_POLL_INTERVAL`] until it reads 0 or `bound` has
-/// passed, blocking the thread (the probe's sender is a plain thread; the async driver's drain
-/// is [`crate::os::drain`]).
+/// passed (core's [`DrainPoll`] decides), blocking the thread (the probe's sender is a plain
+/// thread; the async driver's drain is [`crate::os::drain`]).
 pub fn drain_txq(fd: RawFd, bound: Duration) -> io::Result<DrainWait> {
+    let poll = DrainPoll { interval: DEFAULT_POLL_INTERVAL, bound };
     let start = Instant::now();
     let mut polls = 0;
     loop {
         let queued = outq(fd)?;
         polls += 1;
         let waited = start.elapsed();
-        if queued == 0 || waited >= bound {
-            return Ok(DrainWait { waited, polls, timed_out: queued != 0 });
+        match poll.step(u64::from(queued), waited) {
+            DrainStep::Drained => return Ok(DrainWait { waited, polls, timed_out: false }),
+            DrainStep::TimedOut => return Ok(DrainWait { waited, polls, timed_out: true }),
+            DrainStep::PollAfter(pause) => thread::sleep(pause),
         }
-        thread::sleep(DEFAULT_POLL_INTERVAL.min(bound - waited));
     }
 }
 

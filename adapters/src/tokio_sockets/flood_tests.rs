@@ -13,7 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
 use super::{real_limits, TokioNet, DEFAULT_READ_AHEAD};
-use crate::driver::{run_rank, run_root_notify, Backend, DrainResult};
+use bootsim_driver::{run_rank, run_root_notify, Backend, DrainReport};
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 /// Idle strangers per peer listener.
@@ -61,7 +61,7 @@ impl Backend for SlowNet {
         self.inner.split(s)
     }
 
-    async fn drain(&self, w: &OwnedWriteHalf, timeout: Duration) -> DrainResult {
+    async fn drain(&self, w: &OwnedWriteHalf, timeout: Duration) -> DrainReport {
         self.inner.drain(w, timeout).await
     }
 }

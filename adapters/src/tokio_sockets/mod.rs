@@ -15,8 +15,9 @@ use bootsim_core::{Limits, Listener};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::driver::{Backend, DrainResult};
-use crate::os::{self, DrainOutcome};
+use bootsim_driver::{Backend, DrainReport};
+
+use crate::os;
 use bootsim_core::RetryPolicy;
 
 pub use session::{
@@ -93,14 +94,7 @@ impl Backend for TokioNet {
         s.into_split()
     }
 
-    async fn drain(&self, w: &OwnedWriteHalf, timeout: Duration) -> DrainResult {
-        let report = os::drain(w.as_ref(), timeout, self.drain_poll).await;
-        match report.outcome {
-            DrainOutcome::Drained => DrainResult::Drained { waited: report.waited },
-            DrainOutcome::TimedOut { unacked } => {
-                DrainResult::TimedOut { waited: report.waited, unacked: unacked as usize }
-            }
-            DrainOutcome::Unsupported(_) => DrainResult::TimedOut { waited: report.waited, unacked: 0 },
-        }
+    async fn drain(&self, w: &OwnedWriteHalf, timeout: Duration) -> DrainReport {
+        os::drain(w.as_ref(), timeout, self.drain_poll).await
     }
 }

@@ -9,7 +9,7 @@ use bootsim_core::{BootstrapError, Limits, Op, RankConfig, RootConfig, UniqueId,
 use tokio::sync::oneshot;
 
 use super::TokioNet;
-use crate::driver::{is_stranger_dropped, run_rank, run_root, run_root_notify, DriverError, RankRun, RootRun};
+use bootsim_driver::{is_stranger_dropped, run_rank, run_root, run_root_notify, DriverError, RankRun, RootRun};
 
 /// How the ranks find the root.
 #[derive(Clone, Debug, PartialEq, Eq)]

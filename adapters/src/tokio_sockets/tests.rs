@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
 use super::{real_limits, TokioNet};
-use crate::driver::{run_rank, run_root_notify, Backend, DrainResult, DriverError, RankRun};
+use bootsim_driver::{run_rank, run_root_notify, Backend, DrainReport, DriverError, RankRun};
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
@@ -260,7 +260,7 @@ impl Backend for StrayNet {
         self.inner.split(s)
     }
 
-    async fn drain(&self, w: &OwnedWriteHalf, timeout: Duration) -> DrainResult {
+    async fn drain(&self, w: &OwnedWriteHalf, timeout: Duration) -> DrainReport {
         self.inner.drain(w, timeout).await
     }
 }

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::{
-    Completion, ConnId, ConnectFailure, ConnectRetry, Instant, Limits, Listener, Output, OwnedInput, Rank, RankConfig,
-    RetryPolicy, RetryStep, Root, RootConfig, UniqueId,
+    Completion, ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, Limits, Listener, Output, OwnedInput, Rank,
+    RankConfig, RetryPolicy, RetryStep, Root, RootConfig, UniqueId,
 };
 
 use super::outcome::{Node, Outcome, TraceSink};
@@ -21,7 +21,7 @@ use crate::words::{completion_line, event_line, kernel_line, ConnRef};
 use crate::workload::build_op;
 
 /// The drain's poll interval in the proposed fix.
-use bootsim_core::ports::{sim_port, DRAIN_POLL, ROOT_PORT};
+use bootsim_core::ports::{sim_port, ROOT_PORT};
 
 use crate::words::host_addr;
 
@@ -621,10 +621,8 @@ impl World<'_> {
                 }
                 EventKind::AllAcked { sock } => {
                     if let Some(d) = self.drains.get(&sock).filter(|d| !d.forced_fail) {
-                        // The drain polls every 200 µs from its start: it sees zero at the next poll.
-                        let since = (at - d.start).as_nanos();
-                        let poll = DRAIN_POLL.as_nanos();
-                        let seen = d.start + Duration::from_nanos((since.div_ceil(poll) * poll) as u64);
+                        // The drain polls on whole intervals from its start: it sees zero at the next.
+                        let seen = d.start + DrainPoll::new(d.deadline - d.start).reading_at_or_after(at - d.start);
                         if seen < d.deadline {
                             self.schedule(seen, Timer::DrainDone { sock });
                         }

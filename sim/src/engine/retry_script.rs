@@ -11,8 +11,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bootsim_adapters::os::{connect_with_retry_using, GiveUp};
 use bootsim_core::{ConnectFailure, ConnectRetry, Instant, RetryPolicy};
+use bootsim_driver::{retry_dial, Attempt};
 
 use super::fast::{on_connect_event, Redial};
 use super::turmoil::backend::connect_retrying;
@@ -45,32 +45,33 @@ fn step_at(script: &[Step], i: usize) -> Step {
     *script.get(i).expect("the driver dialed past the end of the script")
 }
 
-/// The tokio adapter: the real `connect_with_retry` with `connect()` scripted by errno; a
-/// connecting step dials a real loopback listener.
+/// The tokio adapter's path: the driver's loop over tokio's `connect()` classified by errno (as
+/// bootsim-adapters' `connect_with_retry` does), scripted; a connecting step dials a real
+/// loopback listener.
 fn tokio_driver(script: &[Step]) -> Run {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     paused_runtime().block_on(async {
         let start = tokio::time::Instant::now();
         let mut dialed_at = Vec::new();
-        let dial = |a: SocketAddr| {
+        let dial = || {
             let step = step_at(script, dialed_at.len());
             dialed_at.push(start.elapsed());
             async move {
-                match step {
-                    None => tokio::net::TcpStream::connect(a).await,
+                Attempt::of(match step {
+                    None => tokio::net::TcpStream::connect(addr).await,
                     Some(Refused) => Err(io::Error::from_raw_os_error(libc::ECONNREFUSED)),
                     Some(TimedOut) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
-                }
+                })
             }
         };
-        let error = match connect_with_retry_using(addr, &policy(), dial).await {
+        let error = match retry_dial(&policy(), dial).await {
             Ok(_) => None,
             Err(e) => {
-                assert_eq!(e.attempts as usize, dialed_at.len(), "tokio's attempt count: {e}");
-                match e.reason {
-                    GiveUp::Exhausted(why) => Some(why.to_string()),
-                    other => panic!("tokio gave up for another reason: {other} ({e})"),
+                assert_eq!(e.attempts as usize, dialed_at.len(), "tokio's attempt count: {e:?}");
+                match e.gave_up {
+                    Some(why) => Some(why.to_string()),
+                    None => panic!("tokio gave up on a fatal error: {}", e.last),
                 }
             }
         };

@@ -1,8 +1,8 @@
 //! The one judge across worlds: the same ends judged the same whether a simulated engine or a
 //! real world recorded them, and what each world leaves out changes nothing else.
 
-use bootsim_adapters::driver::{rank_record, DriverError, RankRun};
 use bootsim_core::{BootstrapError, Completion, Instant, OpId, OpKind, RankRecord, RunRecord};
+use bootsim_driver::{rank_record, DriverError, RankRun};
 
 use super::*;
 use crate::case::Case;

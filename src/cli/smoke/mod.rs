@@ -295,7 +295,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             None => {
                 let result = run_blocking(cfg, ops.clone());
                 strays = stray_count(&result);
-                (bootsim_adapters::driver::rank_record(rank, &result), Vec::new())
+                (bootsim_driver::rank_record(rank, &result), Vec::new())
             }
         };
         if let Some(p) = uid_file {
@@ -522,9 +522,9 @@ fn pick_ip(family: os::Family) -> anyhow::Result<IpAddr> {
 
 /// Connections from strangers (bad magic, garbage, stalled or evicted headers) the rank, and
 /// on rank 0 the root, dropped.
-fn stray_count(result: &Result<bootsim_adapters::driver::RankRun, bootsim_adapters::driver::DriverError>) -> usize {
-    let Some(run) = bootsim_adapters::driver::run_of(result) else { return 0 };
-    run.events.iter().filter(|e| bootsim_adapters::driver::is_stranger_dropped(e)).count()
+fn stray_count(result: &Result<bootsim_driver::RankRun, bootsim_driver::DriverError>) -> usize {
+    let Some(run) = bootsim_driver::run_of(result) else { return 0 };
+    run.events.iter().filter(|e| bootsim_driver::is_stranger_dropped(e)).count()
 }
 
 /// The kernel's ephemeral port range, where it can be read.

@@ -8,10 +8,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bootsim_adapters::driver::{Backend, DrainResult};
-use bootsim_adapters::os::{retry_dial, Attempt, DialFailed};
 use bootsim_core::Listener;
-use bootsim_core::{ConnectFailure, RetryPolicy};
+use bootsim_core::{ConnectFailure, DrainPoll, RetryPolicy};
+use bootsim_driver::{poll_drain, retry_dial, Attempt, Backend, DialFailed, DrainOutcome, DrainReport};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
@@ -197,20 +196,13 @@ impl Backend for TurmoilNet {
         }
     }
 
-    async fn drain(&self, w: &GateWriter, timeout: Duration) -> DrainResult {
+    async fn drain(&self, w: &GateWriter, timeout: Duration) -> DrainReport {
+        let Some(sock) = w.sock else {
+            return DrainReport { outcome: DrainOutcome::Drained, waited: Duration::ZERO, polls: 0 };
+        };
         let start = sim_now();
-        let Some(sock) = w.sock else { return DrainResult::Drained { waited: Duration::ZERO } };
-        loop {
-            let unacked = self.gate.lock().outq(sock);
-            let waited = sim_now() - start;
-            if unacked == 0 {
-                return DrainResult::Drained { waited };
-            }
-            if waited >= timeout {
-                return DrainResult::TimedOut { waited, unacked };
-            }
-            tokio::time::sleep(DRAIN_POLL.min(timeout - waited)).await;
-        }
+        let poll = DrainPoll { interval: DRAIN_POLL, bound: timeout };
+        poll_drain(poll, || sim_now() - start, || Ok(self.gate.lock().outq(sock) as u64)).await
     }
 }
 

@@ -68,7 +68,7 @@ pub struct Gate {
     pub waits: BTreeMap<u32, RankWait>,
     /// Each rank's events and completions as they happened: what is known of a rank that never
     /// returns its run (unfinished at the deadline).
-    pub progress: BTreeMap<u32, bootsim_adapters::driver::RankRun>,
+    pub progress: BTreeMap<u32, bootsim_driver::RankRun>,
     /// When a rank's wait last changed.
     last_change: Instant,
     /// The latest time any host showed the gate.

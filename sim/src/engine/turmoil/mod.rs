@@ -1,5 +1,5 @@
 //! `engine=turmoil`: every rank and the root is a turmoil host running the same async driver
-//! as real sockets (`bootsim_adapters::driver`), over the `backend::TurmoilNet` backend whose
+//! as real sockets (`bootsim_driver`), over the `backend::TurmoilNet` backend whose
 //! accept order and drains come from the kernel model.
 
 pub(crate) mod backend;
@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
-use bootsim_adapters::driver::{run_rank, run_root, DriverError, RankRun};
 use bootsim_core::{
     BootstrapError, Completion, ConnId, Instant, Limits, Op, OpId, OpKind, RankConfig, RootConfig, UniqueId,
 };
+use bootsim_driver::{run_rank, run_root, DriverError, RankRun};
 
 use super::outcome::{event_conn, Node, Outcome};
 use crate::case::Case;

@@ -1,4 +1,4 @@
-//! The async driver: runs a core [`Rank`](bootsim_core::Rank) or [`Root`](bootsim_core::Root)
+//! bootsim-driver, the async driver: runs a core [`Rank`](bootsim_core::Rank) or [`Root`](bootsim_core::Root)
 //! over any socket [`Backend`], carrying out each [`Output`](bootsim_core::Output) in order and
 //! feeding back every [`Input`](bootsim_core::Input). Nothing of the protocol lives here.
 //!
@@ -8,6 +8,8 @@
 //! driver start, so the same code runs under tokio's paused clock or a turmoil simulation.
 
 mod conn;
+mod dial;
+mod drain;
 mod io;
 mod record;
 mod run;
@@ -20,6 +22,8 @@ use std::time::Duration;
 use bootsim_core::{BootstrapError, Completion, Event, Listener};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+pub use dial::{retry_dial, Attempt, DialFailed};
+pub use drain::{poll_drain, DrainOutcome, DrainReport};
 pub use record::{rank_record, run_of};
 pub use run::{run_rank, run_root, run_root_notify};
 pub use strangers::is_stranger_dropped;
@@ -57,25 +61,9 @@ pub trait Backend: Clone + Send + Sync + 'static {
     fn report_event(&self, _at: bootsim_core::Instant, _event: &bootsim_core::Event) {}
     /// Told each completion as it happens, for the same reason. Optional.
     fn report_completion(&self, _at: bootsim_core::Instant, _completion: &bootsim_core::Completion) {}
-    /// Waits until the peer's kernel acknowledged every byte written, for at most `timeout`.
-    fn drain(&self, w: &Self::Writer, timeout: Duration) -> impl Future<Output = DrainResult> + Send;
-}
-
-/// How a [`Backend::drain`] ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DrainResult {
-    /// Nothing left unacknowledged.
-    Drained {
-        /// Time spent waiting.
-        waited: Duration,
-    },
-    /// The bound passed (or the drain is unsupported, then `unacked` is 0).
-    TimedOut {
-        /// Time spent waiting.
-        waited: Duration,
-        /// Bytes still unacknowledged at the last poll.
-        unacked: usize,
-    },
+    /// Waits until the peer's kernel acknowledged every byte written, for at most `timeout`
+    /// (with [`poll_drain`], reading the backend's send queue).
+    fn drain(&self, w: &Self::Writer, timeout: Duration) -> impl Future<Output = DrainReport> + Send;
 }
 
 /// What a rank did: every completion (init first) and every protocol event, in order.

@@ -9,7 +9,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::conn::{accept_task, reader_task, writer_task, Cmd, Report, Start};
-use super::{Backend, DrainResult, FLUSH_BOUND};
+use super::{Backend, FLUSH_BOUND};
 
 /// An open connection: its writer's command queue and its reader, once started.
 struct Conn {
@@ -192,7 +192,7 @@ impl<B: Backend> Io<B> {
             }
             Report::Received { conn, bytes } if known(&self.conns, &conn) => OwnedInput::Received { conn, bytes },
             Report::PeerClosed { conn } if known(&self.conns, &conn) => OwnedInput::PeerClosed { conn },
-            Report::Drain { conn, result } if known(&self.conns, &conn) => drain_input(conn, result),
+            Report::Drain { conn, result } if known(&self.conns, &conn) => result.input(conn),
             Report::Received { .. } | Report::PeerClosed { .. } | Report::Drain { .. } => return,
         };
         self.pending.push_back(delivery);
@@ -204,13 +204,5 @@ async fn sleep_until(wake: Option<tokio::time::Instant>) {
     match wake {
         Some(t) => tokio::time::sleep_until(t).await,
         None => std::future::pending().await,
-    }
-}
-
-/// The input a finished drain becomes.
-fn drain_input(conn: ConnId, result: DrainResult) -> OwnedInput {
-    match result {
-        DrainResult::Drained { waited } => OwnedInput::Drained { conn, waited },
-        DrainResult::TimedOut { waited, unacked } => OwnedInput::DrainTimedOut { conn, waited, unacked },
     }
 }

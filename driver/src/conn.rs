@@ -8,7 +8,7 @@ use bootsim_core::{ConnId, Listener};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use super::{Backend, DrainResult};
+use super::{Backend, DrainReport};
 
 /// Read buffer size of a reader task.
 const READ_CHUNK: usize = 64 * 1024;
@@ -37,7 +37,7 @@ pub(super) enum Report<B: Backend> {
     /// EOF or reset.
     PeerClosed { conn: ConnId },
     /// A drain ended.
-    Drain { conn: ConnId, result: DrainResult },
+    Drain { conn: ConnId, result: DrainReport },
 }
 
 /// How a writer task gets its write half.
