@@ -355,8 +355,35 @@ impl Case {
     }
 }
 
+impl Case {
+    /// The case string that reproduces this case, or why there is none: a case built through
+    /// the API (a custom [`Variant`], an adversary name no profile has, a knob out of range)
+    /// may hold what no case string can say. The string is checked by parsing it back.
+    pub fn case_string(&self) -> Result<String, CaseError> {
+        let line = self.to_string();
+        match Case::parse(&line) {
+            Ok(back) if back == *self => Ok(line),
+            Ok(back) => {
+                let mut differs = Vec::new();
+                if back.variant != self.variant {
+                    differs.push(format!("its variant is not the preset `{}` (a custom Variant)", self.variant_name));
+                }
+                if back.workload != self.workload {
+                    differs.push("its workload".to_string());
+                }
+                if differs.is_empty() {
+                    differs.push("a field the case string does not carry".to_string());
+                }
+                Err(CaseError(format!("no case string reproduces this case: {}", differs.join(", "))))
+            }
+            Err(e) => Err(CaseError(format!("no case string reproduces this case: {}", e.0))),
+        }
+    }
+}
+
 impl fmt::Display for Case {
-    /// The canonical case string: parsing it gives this case back.
+    /// The canonical case string of a parsed case (parsing it gives the case back); for a case
+    /// built through the API, [`Case::case_string`] says whether it reproduces it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "engine={} variant={}", self.engine.name(), self.variant_name)?;
         if let Some(ms) = self.drain_ms {
@@ -394,6 +421,21 @@ impl fmt::Display for Case {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_case_built_with_a_custom_variant_has_no_case_string() {
+        let parsed = Case::parse("variant=nvshmem-3.4 workload=qp-create ranks=4 seed=9").unwrap();
+        assert_eq!(parsed.case_string().unwrap(), parsed.to_string());
+        let custom = Case {
+            variant: Variant { drain: Some(Duration::from_millis(7)), ..Variant::NVSHMEM_3_7 },
+            ..Case::default()
+        };
+        let err = custom.case_string().unwrap_err().to_string();
+        assert!(err.contains("custom Variant") && err.contains("nvshmem-3.7"), "{err}");
+        let unknown = Case { adversary: "gentle".into(), ..Case::default() };
+        let err = unknown.case_string().unwrap_err().to_string();
+        assert!(err.contains("gentle"), "{err}");
+    }
 
     #[test]
     fn round_trips() {

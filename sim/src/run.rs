@@ -51,9 +51,13 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
 }
 
 impl RunReport {
-    /// The line that reproduces this run.
+    /// The line that reproduces this run, or, for a case built through the API that no case
+    /// string can express, the reason there is none (never a line that would run another case).
     pub fn replay_line(&self) -> String {
-        format!("replay: bootsim replay '{}'", self.case)
+        match self.case.case_string() {
+            Ok(line) => format!("replay: bootsim replay '{line}'"),
+            Err(why) => format!("replay: none ({why})"),
+        }
     }
 }
 
