@@ -1,0 +1,319 @@
+//! The root as a sans-IO state machine: NCCL's `bootstrapRoot` thread. It takes one check-in at a
+//! time (accept, read one framed `extInfo`, close); up to 2.22 it then connects to every rank in
+//! rank order and sends it its successor's address (src/bootstrap.cc:101-171 in 2.19.3); from 2.23
+//! it answers a rank as soon as both it and its successor have checked in, and the rest at the end
+//! (src/bootstrap.cc:288-403 in 2.30.7). Each answer is a blocking connect-send-close made before
+//! the next check-in is accepted. On any error the thread closes its listener and returns.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use bootsim_core::codec::{encode_frame, FrameReader, WireError};
+use bootsim_core::ConnId;
+
+use crate::codec::{self, ExtInfo, Received};
+use crate::error::RootError;
+use crate::io::{Effect, Input, Listener, Observation};
+use crate::variant::Variant;
+
+/// The largest world a root accepts before allocating (bootsim's bound; NCCL has none).
+pub const MAX_RANKS: i32 = 1 << 20;
+
+/// What the root is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RootConfig {
+    /// Which NCCL.
+    pub variant: Variant,
+    /// The unique ID's magic.
+    pub magic: u64,
+}
+
+#[derive(Clone, Debug, Hash)]
+enum Phase {
+    Listening,
+    Accepting { conn: ConnId },
+    Reading { conn: ConnId, reader: FrameReader, from: SocketAddr, checked: bool },
+    Answering { conn: ConnId, to: u32, successor: u32, bytes: Vec<u8> },
+    Done,
+}
+
+/// An answer waiting to be sent: to rank `to`, at `addr`, its successor's information.
+#[derive(Clone, Debug, Hash)]
+struct Answer {
+    to: u32,
+    successor: u32,
+    addr: SocketAddr,
+    bytes: Vec<u8>,
+}
+
+/// NCCL's bootstrap root (`Clone` and `Hash` as [`crate::Rank`]'s).
+#[derive(Clone, Debug, Hash)]
+pub struct Root {
+    cfg: RootConfig,
+    effects: VecDeque<Effect>,
+    observations: VecDeque<Observation>,
+    next_conn: u64,
+    addr: Option<SocketAddr>,
+    phase: Phase,
+    /// The `extInfo` buffer, reused from one check-in to the next as NCCL's is (a short check-in
+    /// leaves the previous one's tail in place).
+    info: Vec<u8>,
+    nranks: Option<i32>,
+    /// `rankAddressesRoot`: where each rank waits for its answer (2.30: until answered).
+    root_addr: Vec<Option<SocketAddr>>,
+    /// `rankAddresses` / 2.30's `rankInfo`: each rank's ring information, until sent.
+    ring_info: Vec<Option<Vec<u8>>>,
+    count: i32,
+    answers: VecDeque<Answer>,
+}
+
+impl Root {
+    /// A root that opens its listener at once.
+    pub fn new(cfg: RootConfig) -> Root {
+        Root {
+            info: vec![0; cfg.variant.ext_info_len()],
+            cfg,
+            effects: VecDeque::from([Effect::Listen { listener: Listener::Root }]),
+            observations: VecDeque::new(),
+            next_conn: 0,
+            addr: None,
+            phase: Phase::Listening,
+            nranks: None,
+            root_addr: Vec::new(),
+            ring_info: Vec::new(),
+            count: 0,
+            answers: VecDeque::new(),
+        }
+    }
+
+    /// Where the root listens, once the world said so.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// True once every rank was answered or the root gave up.
+    pub fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Done)
+    }
+
+    /// What the root waits for, or None once done.
+    pub fn waiting_for(&self) -> Option<String> {
+        let n = self.nranks.map_or("?".into(), |n| n.to_string());
+        Some(match &self.phase {
+            Phase::Done => return None,
+            Phase::Listening => "its listener".into(),
+            Phase::Accepting { .. } => format!("check-in {} of {n}", self.count + 1),
+            Phase::Reading { from, .. } => format!("the check-in from {from}"),
+            Phase::Answering { to, .. } => format!("a connection to rank {to}"),
+        })
+    }
+
+    /// The next effect for the world.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// The next observation.
+    pub fn poll_observation(&mut self) -> Option<Observation> {
+        self.observations.pop_front()
+    }
+
+    /// Feeds one input.
+    pub fn handle(&mut self, input: Input<'_>) {
+        match (input, &mut self.phase) {
+            (Input::Listening { addr, .. }, Phase::Listening) => {
+                self.addr = Some(addr);
+                self.accept();
+            }
+            (Input::ListenFailed { reason, .. }, Phase::Listening) => self.finish(Err(RootError::Listen { reason })),
+            (Input::Accepted { conn, from }, Phase::Accepting { conn: c }) if conn == *c => {
+                let checked = !self.cfg.variant.has_preamble();
+                self.phase = Phase::Reading { conn, reader: FrameReader::new(), from, checked };
+            }
+            (Input::Received { conn, bytes }, Phase::Reading { conn: c, reader, .. }) if conn == *c => {
+                reader.push(bytes)
+            }
+            (Input::PeerClosed { conn }, Phase::Reading { conn: c, reader, .. }) if conn == *c => reader.push_eof(),
+            (Input::Connected { conn }, Phase::Answering { conn: c, to, successor, bytes }) if conn == *c => {
+                let (to, successor) = (*to, *successor);
+                let mut out = Vec::new();
+                codec::encode_preamble(&mut out, self.cfg.variant, self.cfg.magic);
+                encode_frame(&mut out, bytes);
+                self.effects.push_back(Effect::Write { conn, bytes: out });
+                self.effects.push_back(Effect::Close { conn });
+                self.observations.push_back(Observation::SuccessorSent { to, successor });
+                self.next_answer();
+            }
+            (Input::ConnectFailed { conn, reason }, Phase::Answering { conn: c, to, .. }) if conn == *c => {
+                let (rank, addr) = (*to, self.root_addr[*to as usize].unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))));
+                self.finish(Err(RootError::Connect { rank, addr, reason }));
+            }
+            _ => {}
+        }
+        self.read();
+    }
+
+    fn conn(&mut self) -> ConnId {
+        self.next_conn += 1;
+        ConnId(self.next_conn)
+    }
+
+    fn accept(&mut self) {
+        let conn = self.conn();
+        self.effects.push_back(Effect::Accept { listener: Listener::Root, conn });
+        self.phase = Phase::Accepting { conn };
+    }
+
+    fn finish(&mut self, result: Result<(), RootError>) {
+        if matches!(self.phase, Phase::Done) {
+            return;
+        }
+        if let Phase::Reading { conn, .. } = self.phase {
+            self.effects.push_back(Effect::Close { conn });
+        }
+        self.phase = Phase::Done;
+        self.effects.push_back(Effect::CloseListener { listener: Listener::Root });
+        self.observations.push_back(Observation::RootDone { result });
+    }
+
+    /// Reads the current check-in as far as it has arrived.
+    fn read(&mut self) {
+        let (v, magic) = (self.cfg.variant, self.cfg.magic);
+        let Phase::Reading { conn, reader, from, checked } = &mut self.phase else { return };
+        let (conn, from) = (*conn, *from);
+        if !*checked {
+            match reader.read_preamble(magic) {
+                Ok(None) => return,
+                Ok(Some(_)) => *checked = true,
+                Err(e) => {
+                    // 2.9-2.26: a wrong magic is skipped; a wrong type or an early close is an
+                    // error that ends the root thread. 2.27 on: all three are skipped.
+                    let skip = matches!(e, WireError::BadMagic { .. }) || v == Variant::Nccl230;
+                    self.effects.push_back(Effect::Close { conn });
+                    if skip {
+                        self.observations.push_back(Observation::Discarded { conn, from, why: e.to_string() });
+                        return self.accept();
+                    }
+                    let what = match e {
+                        WireError::BadType { expected, got } => {
+                            format!("socketFinalizeAccept: wrong type {got} != {expected}")
+                        }
+                        _ => "socketProgress: Connection closed by remote peer".into(),
+                    };
+                    self.phase = Phase::Accepting { conn };
+                    return self.finish(Err(RootError::BadConnection { from: from.to_string(), what }));
+                }
+            }
+        }
+        let got = match codec::recv_frame(reader, "extInfo", self.info.len()) {
+            Ok(None) => return,
+            Ok(Some(got)) => got,
+            Err(WireError::Truncated { .. }) => {
+                let what = "socketProgress: Connection closed by remote peer".into();
+                return self.finish(Err(RootError::BadConnection { from: from.to_string(), what }));
+            }
+            Err(error) => return self.finish(Err(RootError::Wire { from: from.to_string(), error })),
+        };
+        self.effects.push_back(Effect::Close { conn });
+        self.phase = Phase::Accepting { conn };
+        match got {
+            Received::Truncated { received, expected } => {
+                self.finish(Err(RootError::Truncated { from: from.to_string(), received, expected }))
+            }
+            Received::Fits(bytes) => {
+                self.info[..bytes.len()].copy_from_slice(&bytes);
+                match ExtInfo::decode(&self.info, v) {
+                    Ok((info, _)) => {
+                        if let Err(e) = self.check_in(info) {
+                            self.finish(Err(e));
+                        }
+                    }
+                    Err(error) => self.finish(Err(RootError::Wire { from: from.to_string(), error })),
+                }
+            }
+        }
+    }
+
+    fn check_in(&mut self, info: ExtInfo) -> Result<(), RootError> {
+        let v = self.cfg.variant;
+        let n = match self.nranks {
+            Some(n) => n,
+            None => {
+                if info.nranks <= 0 || info.nranks > MAX_RANKS {
+                    return Err(RootError::OutOfRange { rank: info.rank, nranks: info.nranks });
+                }
+                self.nranks = Some(info.nranks);
+                self.root_addr = vec![None; info.nranks as usize];
+                self.ring_info = vec![None; info.nranks as usize];
+                info.nranks
+            }
+        };
+        if info.nranks != n {
+            return Err(RootError::NranksMismatch { ours: n, theirs: info.nranks });
+        }
+        if info.rank < 0 || info.rank >= n {
+            return Err(RootError::OutOfRange { rank: info.rank, nranks: n });
+        }
+        let r = info.rank as usize;
+        let nn = n as usize;
+        let ring = codec::encode_successor(v, &info.listen);
+        if self.root_addr[r].is_some() || (v.root_early_replies() && self.ring_info[r].is_some()) {
+            return Err(RootError::Duplicate { rank: info.rank, nranks: n });
+        }
+        self.count += 1;
+        self.observations.push_back(Observation::CheckedIn {
+            rank: r as u32,
+            count: self.count as u32,
+            nranks: n as u32,
+        });
+        if v.root_early_replies() {
+            // src/bootstrap.cc:351-369 (2.30.7): answer the predecessor if it is waiting, else keep
+            // this rank's ring information; answer this rank if its successor's is here, else
+            // remember where this rank waits. Nothing is cleared once sent.
+            let prev = (r + nn - 1) % nn;
+            match self.root_addr[prev] {
+                Some(addr) => self.queue(prev, r, addr, ring),
+                None => self.ring_info[r] = Some(ring),
+            }
+            let next = (r + 1) % nn;
+            match self.ring_info[next].clone() {
+                Some(bytes) => self.queue(r, next, info.listen_root, bytes),
+                None => self.root_addr[r] = Some(info.listen_root),
+            }
+        } else {
+            self.root_addr[r] = Some(info.listen_root);
+            self.ring_info[r] = Some(ring);
+        }
+        if self.count == n {
+            // Up to 2.22 every answer goes out here, in rank order; from 2.23 only those still owed
+            // (src/bootstrap.cc:379-387 in 2.30.7).
+            for to in 0..nn {
+                let next = (to + 1) % nn;
+                if let (Some(addr), Some(bytes)) = (self.root_addr[to], self.ring_info[next].clone()) {
+                    self.queue(to, next, addr, bytes);
+                }
+            }
+        }
+        self.next_answer();
+        Ok(())
+    }
+
+    fn queue(&mut self, to: usize, successor: usize, addr: SocketAddr, bytes: Vec<u8>) {
+        self.answers.push_back(Answer { to: to as u32, successor: successor as u32, addr, bytes });
+    }
+
+    /// Sends the next queued answer, or takes the next check-in, or finishes.
+    fn next_answer(&mut self) {
+        if let Some(a) = self.answers.pop_front() {
+            let conn = self.conn();
+            self.effects.push_back(Effect::Connect { conn, addr: a.addr });
+            self.phase = Phase::Answering { conn, to: a.to, successor: a.successor, bytes: a.bytes };
+        } else if Some(self.count) == self.nranks {
+            // 2.30 answers whoever is still waiting once everyone checked in; the queue was
+            // filled in check_in, so an empty queue here means everyone was answered.
+            self.finish(Ok(()));
+        } else {
+            self.accept();
+        }
+    }
+}
