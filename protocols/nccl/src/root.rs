@@ -317,3 +317,112 @@ impl Root {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bootsim_core::codec::Preamble;
+
+    const MAGIC: u64 = 0xabcd;
+
+    fn root(v: Variant) -> Root {
+        let mut r = Root::new(RootConfig { variant: v, magic: MAGIC });
+        assert_eq!(r.poll_effect(), Some(Effect::Listen { listener: Listener::Root }));
+        r.handle(Input::Listening { listener: Listener::Root, addr: "10.0.0.1:29500".parse().unwrap() });
+        r
+    }
+
+    /// Accepts the next connection and feeds it `bytes` then EOF; returns the root's outputs.
+    fn feed(r: &mut Root, bytes: &[u8]) -> (Vec<Effect>, Vec<Observation>) {
+        while r.poll_effect().is_some() {}
+        let Phase::Accepting { conn } = r.phase else { panic!("the root is not accepting: {:?}", r.phase) };
+        r.handle(Input::Accepted { conn, from: "10.9.9.9:1234".parse().unwrap() });
+        r.handle(Input::Received { conn, bytes });
+        r.handle(Input::PeerClosed { conn });
+        let effects = std::iter::from_fn(|| r.poll_effect()).collect();
+        let obs = std::iter::from_fn(|| r.poll_observation()).collect();
+        (effects, obs)
+    }
+
+    fn check_in(v: Variant, magic: u64, kind: i32, rank: i32, nranks: i32) -> Vec<u8> {
+        let info = ExtInfo {
+            rank,
+            nranks,
+            listen_root: format!("10.1.0.{rank}:20002").parse().unwrap(),
+            listen: format!("10.1.0.{rank}:20000").parse().unwrap(),
+        };
+        let mut b = Vec::new();
+        if v.has_preamble() {
+            b.extend_from_slice(&Preamble { magic, kind }.encode());
+        }
+        encode_frame(&mut b, &info.encode(v));
+        b
+    }
+
+    fn done(obs: &[Observation]) -> Option<&Result<(), RootError>> {
+        obs.iter().find_map(|o| match o {
+            Observation::RootDone { result } => Some(result),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn a_duplicate_check_in_ends_the_root_with_ncc_ls_words() {
+        let mut r = root(Variant::Nccl219);
+        feed(&mut r, &check_in(Variant::Nccl219, MAGIC, 1, 0, 3));
+        let (effects, obs) = feed(&mut r, &check_in(Variant::Nccl219, MAGIC, 1, 0, 3));
+        let err = done(&obs).expect("the root gave up").clone().unwrap_err();
+        assert_eq!(err.to_string(), "root: Bootstrap Root : rank 0 of 3 ranks has already checked in");
+        assert!(effects.contains(&Effect::CloseListener { listener: Listener::Root }));
+        let mut r = root(Variant::Nccl219);
+        feed(&mut r, &check_in(Variant::Nccl219, MAGIC, 1, 0, 3));
+        let (_, obs) = feed(&mut r, &check_in(Variant::Nccl219, MAGIC, 1, 1, 4));
+        let err = done(&obs).unwrap().clone().unwrap_err();
+        assert_eq!(err.to_string(), "root: Bootstrap Root : mismatch in rank count from procs 3 : 4");
+    }
+
+    #[test]
+    fn strangers_on_the_root_per_version() {
+        // A wrong magic is skipped by every version with a preamble.
+        for v in [Variant::Nccl219, Variant::Nccl230] {
+            let mut r = root(v);
+            let (_, obs) = feed(&mut r, &check_in(v, 0xbad, 1, 0, 2));
+            assert!(obs.iter().any(|o| matches!(o, Observation::Discarded { .. })), "{v}");
+            assert!(!r.is_done(), "{v}: the root goes on");
+            let (_, obs) = feed(&mut r, &check_in(v, MAGIC, 1, 0, 2));
+            assert!(obs.iter().any(|o| matches!(o, Observation::CheckedIn { rank: 0, .. })), "{v}");
+        }
+        // A wrong socket type or a connection closed before its magic: fatal up to 2.26, skipped
+        // from 2.27 (modelled by 2.30).
+        for bytes in [check_in(Variant::Nccl219, MAGIC, 2, 0, 2), Vec::new()] {
+            let mut r = root(Variant::Nccl219);
+            let (_, obs) = feed(&mut r, &bytes);
+            assert!(matches!(done(&obs), Some(Err(RootError::BadConnection { .. }))), "{obs:?}");
+            let mut r = root(Variant::Nccl230);
+            let (_, obs) = feed(&mut r, &bytes);
+            assert_eq!(done(&obs), None, "2.30 discards it: {obs:?}");
+            assert!(!r.is_done());
+        }
+    }
+
+    #[test]
+    fn a_longer_check_in_is_truncated_and_a_shorter_one_keeps_the_previous_tail() {
+        let v = Variant::Nccl219;
+        let mut r = root(v);
+        let mut b = Preamble::bootstrap(MAGIC).encode().to_vec();
+        encode_frame(&mut b, &[0u8; 65]);
+        let (_, obs) = feed(&mut r, &b);
+        let err = done(&obs).unwrap().clone().unwrap_err();
+        assert!(err.to_string().contains("Message truncated : received 65 bytes instead of 64"), "{err}");
+        // A check-in of only {rank, nranks} reuses the addresses of the one before it: NCCL's
+        // `info` buffer is not cleared between check-ins.
+        let mut r = root(v);
+        feed(&mut r, &check_in(v, MAGIC, 1, 0, 2));
+        let mut b = Preamble::bootstrap(MAGIC).encode().to_vec();
+        encode_frame(&mut b, &[1, 0, 0, 0, 2, 0, 0, 0]);
+        let (effects, obs) = feed(&mut r, &b);
+        assert!(obs.iter().any(|o| matches!(o, Observation::CheckedIn { rank: 1, count: 2, .. })), "{obs:?}");
+        let answers: Vec<_> = effects.iter().filter(|e| matches!(e, Effect::Connect { .. })).collect();
+        assert_eq!(answers, vec![&Effect::Connect { conn: ConnId(3), addr: "10.1.0.0:20002".parse().unwrap() }]);
+    }
+}

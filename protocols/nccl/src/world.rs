@@ -27,6 +27,8 @@ pub enum Node {
     Root,
     /// Rank `r`.
     Rank(u32),
+    /// A process outside the session (injected by tests).
+    Stranger,
 }
 
 /// Keep the `nth` message (from 0) from rank `from` to rank `to` whose header carries `tag` (0
@@ -121,6 +123,7 @@ pub struct World {
     accept_queue: BTreeMap<SocketAddr, VecDeque<usize>>,
     pending_accept: BTreeMap<SocketAddr, ConnId>,
     waiting_connects: BTreeMap<SocketAddr, Vec<(Node, ConnId)>>,
+    injections: BTreeMap<SocketAddr, Vec<Vec<u8>>>,
     links: Vec<Link>,
     link_of: BTreeMap<(Node, ConnId), (usize, usize)>,
     holds: Vec<Hold>,
@@ -134,6 +137,7 @@ pub struct World {
 pub fn listener_addr(node: Node, listener: Listener) -> SocketAddr {
     match node {
         Node::Root => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 29500)),
+        Node::Stranger => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 1)),
         Node::Rank(r) => {
             let port = match listener {
                 Listener::Ring => 20000,
@@ -178,6 +182,7 @@ impl World {
             accept_queue: BTreeMap::new(),
             pending_accept: BTreeMap::new(),
             waiting_connects: BTreeMap::new(),
+            injections: BTreeMap::new(),
             links: Vec::new(),
             link_of: BTreeMap::new(),
             holds: Vec::new(),
@@ -209,6 +214,26 @@ impl World {
         self.hold(Hold { from, to: peer, tag, nth });
     }
 
+    /// Connects a stranger to rank `to`'s point-to-point listener (the ring listener before 2.23)
+    /// ahead of everyone, sends `bytes` and closes: it is the first connection that listener
+    /// queues once it exists.
+    pub fn inject(&mut self, to: u32, bytes: Vec<u8>) {
+        let listener = if self.variant.separate_p2p_listener() { Listener::P2p } else { Listener::Ring };
+        let addr = listener_addr(Node::Rank(to), listener);
+        if self.listeners.contains_key(&addr) {
+            self.stranger(addr, bytes);
+        } else {
+            self.injections.entry(addr).or_default().push(bytes);
+        }
+    }
+
+    fn stranger(&mut self, addr: SocketAddr, bytes: Vec<u8>) {
+        let conn = ConnId(1_000_000 + self.links.len() as u64);
+        self.connect(Node::Stranger, conn, addr);
+        self.execute(Node::Stranger, Effect::Write { conn, bytes });
+        self.execute(Node::Stranger, Effect::Close { conn });
+    }
+
     /// Runs until nothing can happen any more; a held connection is let go only when nothing
     /// else can happen.
     pub fn run(&mut self) {
@@ -217,6 +242,7 @@ impl World {
                 match node {
                     Node::Root => self.root.handle(input.as_input()),
                     Node::Rank(r) => self.ranks[r as usize].handle(input.as_input()),
+                    Node::Stranger => continue,
                 }
                 self.collect(node);
             }
@@ -321,6 +347,7 @@ impl World {
                     let rank = &mut self.ranks[r as usize];
                     (rank.poll_effect(), rank.poll_observation())
                 }
+                Node::Stranger => return,
             };
             if effect.is_none() && obs.is_none() {
                 return;
@@ -340,6 +367,9 @@ impl World {
                 let addr = listener_addr(node, listener);
                 self.listeners.insert(addr, node);
                 self.work.push_back((node, Owned::Listening { listener, addr }));
+                for bytes in self.injections.remove(&addr).unwrap_or_default() {
+                    self.stranger(addr, bytes);
+                }
                 for (client, conn) in self.waiting_connects.remove(&addr).unwrap_or_default() {
                     self.connect(client, conn, addr);
                 }
@@ -408,6 +438,7 @@ impl World {
         let i = self.links.len();
         let client_addr = match client {
             Node::Root => SocketAddr::from(([10, 0, 0, 1], 40000u16.wrapping_add(i as u16))),
+            Node::Stranger => SocketAddr::from(([192, 0, 2, 1], 40000u16.wrapping_add(i as u16))),
             Node::Rank(_) => {
                 SocketAddr::new(listener_addr(client, Listener::Ring).ip(), 40000u16.wrapping_add(i as u16))
             }

@@ -168,3 +168,30 @@ fn the_root_answers_in_rank_order_up_to_2_21_and_early_from_2_30() {
         assert_eq!(order.join(" "), want, "{v}");
     }
 }
+
+#[test]
+fn strangers_on_a_ranks_listener_per_version() {
+    use bootsim_core::codec::Preamble;
+    // A wrong magic (an nmap probe that sends bytes) is skipped by every version with a magic;
+    // one that connects and closes at once (NVIDIA/nccl#1612) kills 2.19 and 2.21 with NCCL's
+    // "Connection closed by remote peer" and is skipped from 2.27 (2.30 here).
+    let bad_magic = Preamble { magic: 0x1234, kind: 1 }.encode().to_vec();
+    for v in [Variant::Nccl219, Variant::Nccl221, Variant::Nccl230] {
+        let progs = nccl_p2p(v, 3, &P2pParams::every_peer(3));
+        let mut w = World::new(v, progs.clone());
+        w.inject(1, bad_magic.clone());
+        w.run();
+        assert_clean(&w, &progs, &format!("{v} with a wrong-magic stranger"));
+
+        let mut w = World::new(v, progs.clone());
+        w.inject(1, Vec::new());
+        w.run();
+        match (v, w.outcome(1)) {
+            (Variant::Nccl230, out) => assert_eq!(out, Outcome::Done, "{v}"),
+            (_, Outcome::Failed(e)) => {
+                assert!(e.to_string().contains("Connection closed by remote peer"), "{v}: {e}")
+            }
+            (_, out) => panic!("{v}: rank 1 must fail, got {out:?}"),
+        }
+    }
+}
