@@ -1,0 +1,445 @@
+//! NCCL's real root in the loop. `libnccl.so.2` from the `nvidia-nccl-cu12` wheels (fetched by
+//! `scripts/fetch-nccl.sh`, never committed) runs `ncclGetUniqueId` without a GPU, which starts
+//! NCCL's own bootstrap root thread. Here a child process (this test binary run with `--child`)
+//! loads the library, prints the unique ID and keeps the root alive; model ranks check in to it
+//! over real loopback sockets, one after another, and after every check-in the connections the
+//! real root makes to the ranks' root listeners (which rank, which bytes: preamble and framed
+//! successor information) must be exactly those the model's root makes when fed the same
+//! check-ins, with nothing more. Each model rank then takes its answer and must go on to dial its
+//! ring successor. The model root is given the real unique ID's magic and the same check-ins, so
+//! nothing is masked: addresses and magic must agree byte for byte.
+//!
+//! A deliberately wrong model (the root behaviour of the other family: answers in rank order
+//! after everyone, against early answers, and the other `extInfo` layout) must fail.
+//!
+//! Without the library in the cache the test says so and passes, unless `CI` is set: then it
+//! fails (CI runs `make deps`, which fetches it).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bootsim_core::codec::decode_sockaddr;
+use bootsim_core::ConnId;
+use bootsim_nccl::{
+    Call, CallKind, Effect, Input, Listener, Planned, Rank, RankConfig, Root, RootConfig, Step, Variant,
+};
+
+/// Each version in the cache and the variant that models its root.
+const CASES: [(&str, Variant); 4] = [
+    ("2.19.3", Variant::Nccl219),
+    ("2.21.5", Variant::Nccl221),
+    ("2.30.7", Variant::Nccl230),
+    ("2.32.3", Variant::Nccl230),
+];
+
+/// How long the real root may take to make a connection the model expects.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long to watch for a connection the model does not expect, after each check-in.
+const QUIET: Duration = Duration::from_millis(60);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--child") {
+        return child(Path::new(&args[2]));
+    }
+    let ci = std::env::var_os("CI").is_some();
+    let mut failures = Vec::new();
+    for (version, model) in CASES {
+        let lib = cache_dir().join(version).join("libnccl.so.2");
+        if !lib.exists() {
+            let msg = format!(
+                "{version}: {} is missing (run `make deps` or `bash scripts/fetch-nccl.sh {version}`)",
+                lib.display()
+            );
+            if ci {
+                failures.push(msg);
+            } else {
+                eprintln!("real_root: skipped {msg}");
+            }
+            continue;
+        }
+        for n in 2..=8 {
+            let started = Instant::now();
+            match conformance(&lib, model, n, Mutation::None) {
+                Ok(()) => {
+                    println!("real_root: NCCL {version} root, {n} ranks: matches {model} ({:?})", started.elapsed())
+                }
+                Err(e) => failures.push(format!("NCCL {version} root, {n} ranks, model {model}: {e}")),
+            }
+        }
+        // Negative controls: the other family's variant (its check-ins are not what this root
+        // reads), and this variant with its root's successor or its timing made wrong.
+        let other = if model == Variant::Nccl230 { Variant::Nccl221 } else { Variant::Nccl230 };
+        let mut wrong = vec![(other, Mutation::None), (model, Mutation::WrongSuccessor)];
+        if model.root_early_replies() {
+            wrong.push((model, Mutation::Deferred));
+        }
+        for (variant, mutation) in wrong {
+            match conformance(&lib, variant, 3, mutation) {
+                Ok(()) => failures.push(format!(
+                    "negative control: NCCL {version}'s root matched a wrong model ({variant}, {mutation:?})"
+                )),
+                Err(e) => println!("real_root: NCCL {version} root against a wrong model ({variant}, {mutation:?}) fails as it must: {e}"),
+            }
+        }
+    }
+    if !failures.is_empty() {
+        for f in &failures {
+            eprintln!("real_root: FAILED {f}");
+        }
+        std::process::exit(1);
+    }
+}
+
+fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("BOOTSIM_NCCL_CACHE") {
+        return d.into();
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache"));
+    base.join("bootsim").join("nccl")
+}
+
+/// The child: load NCCL, make a unique ID (which starts the root thread), print it, and keep the
+/// process alive until the parent closes stdin.
+fn child(lib: &Path) {
+    type GetVersion = unsafe extern "C" fn(*mut i32) -> i32;
+    type GetUniqueId = unsafe extern "C" fn(*mut [u8; 128]) -> i32;
+    // SAFETY: loading NCCL runs its constructors, which only set up its own state.
+    let lib = unsafe { libloading::Library::new(lib) }.unwrap_or_else(|e| die(&format!("cannot load NCCL: {e}")));
+    // SAFETY: the symbols have these C signatures in nccl.h (int* and ncclUniqueId*, 128 bytes).
+    let (get_version, get_id) = unsafe {
+        let v: libloading::Symbol<GetVersion> = lib.get(b"ncclGetVersion").unwrap_or_else(|e| die(&e.to_string()));
+        let u: libloading::Symbol<GetUniqueId> = lib.get(b"ncclGetUniqueId").unwrap_or_else(|e| die(&e.to_string()));
+        (*v, *u)
+    };
+    let mut version = 0i32;
+    let mut id = [0u8; 128];
+    // SAFETY: both write only into the buffers given.
+    let (rv, ru) = unsafe { (get_version(&mut version), get_id(&mut id)) };
+    if rv != 0 || ru != 0 {
+        die(&format!("ncclGetVersion returned {rv}, ncclGetUniqueId returned {ru}"));
+    }
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    println!("VERSION {version}\nUID {hex}");
+    std::io::stdout().flush().ok();
+    let mut rest = Vec::new();
+    std::io::stdin().read_to_end(&mut rest).ok();
+    drop(lib);
+}
+
+fn die(msg: &str) -> ! {
+    eprintln!("real_root child: {msg}");
+    std::process::exit(3)
+}
+
+/// The child process with NCCL's root; killed on drop.
+struct RealRoot {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    magic: u64,
+    addr: SocketAddr,
+}
+
+impl RealRoot {
+    fn start(lib: &Path) -> Result<RealRoot, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut child = Command::new(exe)
+            .arg("--child")
+            .arg(lib)
+            .env("NCCL_SOCKET_IFNAME", "lo")
+            .env("NCCL_DEBUG", "WARN")
+            .env_remove("NCCL_COMM_ID")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the child: {e}"))?;
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (err_pipe, sink) = (child.stderr.take().expect("piped"), stderr.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(err_pipe).lines().map_while(Result::ok) {
+                sink.lock().expect("not poisoned").push_str(&format!("{line}\n"));
+            }
+        });
+        let (tx, rx) = mpsc::channel();
+        let out = child.stdout.take().expect("piped");
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut root = RealRoot { child, stderr, magic: 0, addr: SocketAddr::from(([0, 0, 0, 0], 0)) };
+        loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(60))
+                .map_err(|_| format!("the child printed no unique ID within 60 s; its stderr: {}", root.stderr()))?;
+            if let Some(hex) = line.strip_prefix("UID ") {
+                let id: Vec<u8> = (0..hex.len() / 2)
+                    .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string()))
+                    .collect::<Result<_, _>>()?;
+                // ncclBootstrapHandle: u64 magic, then the root's 28-byte socket address.
+                root.magic = u64::from_le_bytes(id[..8].try_into().expect("8 bytes"));
+                root.addr = decode_sockaddr(id[8..36].try_into().expect("28 bytes")).map_err(|e| e.to_string())?;
+                return Ok(root);
+            }
+        }
+    }
+
+    fn stderr(&self) -> String {
+        let s = self.stderr.lock().expect("not poisoned");
+        let warns: Vec<&str> = s.lines().filter(|l| l.contains("WARN")).collect();
+        if warns.is_empty() {
+            "(no NCCL warning)".into()
+        } else {
+            warns.join(" | ")
+        }
+    }
+}
+
+impl Drop for RealRoot {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// A deliberately wrong model: the right variant with one behaviour of its root changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mutation {
+    /// The model as it is.
+    None,
+    /// The root hands each rank the address of the rank two places on, not its successor's.
+    WrongSuccessor,
+    /// The root keeps every answer until everyone has checked in (the rank-order root of 2.22
+    /// and earlier, with this variant's bytes).
+    Deferred,
+}
+
+/// A model rank with real listeners.
+struct ModelRank {
+    rank: Rank,
+    ring: TcpListener,
+    from_root: TcpListener,
+    reply_conn: Option<ConnId>,
+}
+
+fn drain(rank: &mut Rank) -> Vec<Effect> {
+    std::iter::from_fn(|| rank.poll_effect()).collect()
+}
+
+/// One conformance run: `n` model ranks of `model` check in to the real root, one after another.
+fn conformance(lib: &Path, model: Variant, n: u32, mutation: Mutation) -> Result<(), String> {
+    let real = RealRoot::start(lib)?;
+    let mut root = Root::new(RootConfig { variant: model, magic: real.magic });
+    while root.poll_effect().is_some() {}
+    root.handle(Input::Listening { listener: Listener::Root, addr: real.addr });
+    let mut accept = std::iter::from_fn(|| root.poll_effect()).find_map(|e| match e {
+        Effect::Accept { conn, .. } => Some(conn),
+        _ => None,
+    });
+
+    let bind = || TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"));
+    let init = Planned { step: Step::Init, call: Call { kind: CallKind::BootstrapInit, site: "bootstrap.cc" } };
+    let mut ranks = Vec::new();
+    let mut checkins = Vec::new();
+    for r in 0..n {
+        let (ring, from_root) = (bind()?, bind()?);
+        from_root.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let cfg = RankConfig {
+            rank: r,
+            nranks: n,
+            variant: model,
+            magic: real.magic,
+            root: real.addr,
+            program: vec![init.clone()],
+        };
+        let mut rank = Rank::new(cfg);
+        drain(&mut rank);
+        for (listener, sock) in [(Listener::Ring, &ring), (Listener::FromRoot, &from_root)] {
+            rank.handle(Input::Listening { listener, addr: sock.local_addr().map_err(|e| e.to_string())? });
+        }
+        let Some(Effect::Connect { conn, addr }) = drain(&mut rank).into_iter().next() else {
+            return Err(format!("model rank {r} did not dial the root"));
+        };
+        if addr != real.addr {
+            return Err(format!("model rank {r} dials {addr}, not the unique ID's {}", real.addr));
+        }
+        rank.handle(Input::Connected { conn });
+        let mut bytes = Vec::new();
+        let mut reply_conn = None;
+        for e in drain(&mut rank) {
+            match e {
+                Effect::Write { bytes: b, .. } => bytes.extend(b),
+                Effect::Accept { listener: Listener::FromRoot, conn } => reply_conn = Some(conn),
+                _ => {}
+            }
+        }
+        checkins.push(bytes);
+        ranks.push(ModelRank { rank, ring, from_root, reply_conn });
+    }
+    let root_listener: Vec<SocketAddr> = ranks.iter().map(|m| m.from_root.local_addr().expect("bound")).collect();
+    let mut deferred = Vec::new();
+
+    for r in 0..n as usize {
+        // The real root gets rank r's check-in...
+        let mut s = TcpStream::connect(real.addr)
+            .map_err(|e| format!("check-in {r}: connect to the real root: {e} [NCCL: {}]", real.stderr()))?;
+        s.write_all(&checkins[r]).map_err(|e| format!("check-in {r}: {e}"))?;
+        drop(s);
+        // ...and so does the model's, which says which answers must follow.
+        let conn = accept.take().ok_or_else(|| format!("the model's root takes no check-in {r}"))?;
+        let (mut expected, next) = model_answers(&mut root, conn, &checkins[r], &root_listener)?;
+        accept = next;
+        match mutation {
+            Mutation::None => {}
+            Mutation::WrongSuccessor => {
+                for (to, bytes) in &mut expected {
+                    // After the preamble (12 bytes, from 2.9) and the frame size (4): the address.
+                    let at = if model.has_preamble() { 16 } else { 4 };
+                    let wrong = ranks[(*to + 2) % n as usize].ring.local_addr().expect("bound");
+                    bytes[at..at + 28].copy_from_slice(&bootsim_core::codec::encode_sockaddr(&wrong));
+                }
+            }
+            Mutation::Deferred => {
+                deferred.append(&mut expected);
+                if r + 1 == n as usize {
+                    deferred.sort_by_key(|(to, _)| *to);
+                    expected = std::mem::take(&mut deferred);
+                }
+            }
+        }
+        for (to, bytes) in expected {
+            let (got_to, got) = next_answer(&ranks, ANSWER_TIMEOUT).ok_or_else(|| {
+                format!(
+                    "after check-in {r} the model's root answers rank {to} ({} bytes); the real root sent nothing within {:?} [NCCL: {}]",
+                    bytes.len(),
+                    ANSWER_TIMEOUT,
+                    real.stderr()
+                )
+            })?;
+            if (got_to, &got) != (to, &bytes) {
+                return Err(format!(
+                    "after check-in {r} the real root answered rank {got_to} with {} but the model's root answers rank {to} with {}",
+                    hex(&got),
+                    hex(&bytes)
+                ));
+            }
+            let next = ranks_ring(&ranks, to, n);
+            if mutation == Mutation::None {
+                take_answer(&mut ranks[to], &got, &next)?;
+            }
+        }
+        if let Some((to, got)) = next_answer(&ranks, QUIET) {
+            return Err(format!(
+                "after check-in {r} the real root also answered rank {to} ({}), which the model's root does not",
+                hex(&got)
+            ));
+        }
+    }
+    if !root.is_done() {
+        return Err(format!("the model's root is not done: it waits for {:?}", root.waiting_for()));
+    }
+    Ok(())
+}
+
+/// The ring listener address of `to`'s successor, which `to` must dial once answered.
+fn ranks_ring(ranks: &[ModelRank], to: usize, n: u32) -> SocketAddr {
+    ranks[(to + 1) % n as usize].ring.local_addr().expect("bound")
+}
+
+/// Feeds one check-in (on `conn`, the connection the root asked to accept) to the model's root;
+/// returns the answers it then makes, in order, as (rank, bytes on the connection), and the
+/// connection of its next accept, if it takes another check-in.
+#[allow(clippy::type_complexity)]
+fn model_answers(
+    root: &mut Root,
+    conn: ConnId,
+    checkin: &[u8],
+    listeners: &[SocketAddr],
+) -> Result<(Vec<(usize, Vec<u8>)>, Option<ConnId>), String> {
+    root.handle(Input::Accepted { conn, from: SocketAddr::from(([127, 0, 0, 1], 1)) });
+    root.handle(Input::Received { conn, bytes: checkin });
+    root.handle(Input::PeerClosed { conn });
+    let mut answers = Vec::new();
+    let mut pending: Option<ConnId> = None;
+    loop {
+        let Some(e) = root.poll_effect() else {
+            match pending.take() {
+                Some(c) => {
+                    root.handle(Input::Connected { conn: c });
+                    continue;
+                }
+                None => return Ok((answers, None)),
+            }
+        };
+        match e {
+            Effect::Connect { conn, addr } => {
+                let to = listeners.iter().position(|a| *a == addr).ok_or(format!("the model's root dials {addr}"))?;
+                answers.push((to, Vec::new()));
+                pending = Some(conn);
+            }
+            Effect::Write { bytes, .. } => answers.last_mut().ok_or("a write before any connect")?.1.extend(bytes),
+            Effect::Accept { conn, .. } => return Ok((answers, Some(conn))),
+            _ => {}
+        }
+    }
+}
+
+/// The next connection the real root makes to any rank's root listener, read to its end.
+fn next_answer(ranks: &[ModelRank], within: Duration) -> Option<(usize, Vec<u8>)> {
+    let deadline = Instant::now() + within;
+    loop {
+        for (r, m) in ranks.iter().enumerate() {
+            if let Ok((mut s, _)) = m.from_root.accept() {
+                s.set_nonblocking(false).ok();
+                s.set_read_timeout(Some(ANSWER_TIMEOUT)).ok();
+                let mut bytes = Vec::new();
+                s.read_to_end(&mut bytes).ok();
+                return Some((r, bytes));
+            }
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Gives model rank `m` the real root's answer: it must close the root listener and dial `next`.
+fn take_answer(m: &mut ModelRank, bytes: &[u8], next: &SocketAddr) -> Result<(), String> {
+    let conn = m.reply_conn.ok_or("the model rank asked for no answer")?;
+    m.rank.handle(Input::Accepted { conn, from: SocketAddr::from(([127, 0, 0, 1], 2)) });
+    m.rank.handle(Input::Received { conn, bytes });
+    m.rank.handle(Input::PeerClosed { conn });
+    let effects = drain(&mut m.rank);
+    let dials = effects.iter().any(|e| matches!(e, Effect::Connect { addr, .. } if addr == next));
+    if !dials {
+        return Err(format!(
+            "model rank {} took the real answer but then did {effects:?}, not dial {next}",
+            m.rank.rank()
+        ));
+    }
+    Ok(())
+}
+
+fn hex(b: &[u8]) -> String {
+    let s: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{} bytes {s}", b.len())
+}
