@@ -297,15 +297,15 @@ fn conformance(lib: &Path, model: Variant, n: u32, mutation: Mutation) -> Result
     let root_listener: Vec<SocketAddr> = ranks.iter().map(|m| m.from_root.local_addr().expect("bound")).collect();
     let mut deferred = Vec::new();
 
-    for r in 0..n as usize {
+    for (r, checkin) in checkins.iter().enumerate() {
         // The real root gets rank r's check-in...
         let mut s = TcpStream::connect(real.addr)
             .map_err(|e| format!("check-in {r}: connect to the real root: {e} [NCCL: {}]", real.stderr()))?;
-        s.write_all(&checkins[r]).map_err(|e| format!("check-in {r}: {e}"))?;
+        s.write_all(checkin).map_err(|e| format!("check-in {r}: {e}"))?;
         drop(s);
         // ...and so does the model's, which says which answers must follow.
         let conn = accept.take().ok_or_else(|| format!("the model's root takes no check-in {r}"))?;
-        let (mut expected, next) = model_answers(&mut root, conn, &checkins[r], &root_listener)?;
+        let (mut expected, next) = model_answers(&mut root, conn, checkin, &root_listener)?;
         accept = next;
         match mutation {
             Mutation::None => {}
