@@ -79,6 +79,14 @@ fn main() {
         if model.root_early_replies() {
             wrong.push((model, Mutation::Deferred));
         }
+        // Strangers before the first check-in: the model's root must survive exactly those the
+        // real root survives (then serve 2 ranks), and give up on the others as it does.
+        for kind in [Stranger::BadMagic, Stranger::WrongType, Stranger::Silent] {
+            match conformance_after(&lib, model, 2, Mutation::None, Some(kind)) {
+                Ok(()) => println!("real_root: NCCL {version} root after a {kind:?} stranger: as {model} predicts"),
+                Err(e) => failures.push(format!("NCCL {version} root after a {kind:?} stranger, model {model}: {e}")),
+            }
+        }
         for (variant, mutation) in wrong {
             match conformance(&lib, variant, 3, mutation) {
                 Ok(()) => failures.push(format!(
@@ -246,6 +254,29 @@ fn drain(rank: &mut Rank) -> Vec<Effect> {
 
 /// One conformance run: `n` model ranks of `model` check in to the real root, one after another.
 fn conformance(lib: &Path, model: Variant, n: u32, mutation: Mutation) -> Result<(), String> {
+    conformance_after(lib, model, n, mutation, None)
+}
+
+/// A connection that is not a rank, made to the root before any rank checks in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stranger {
+    /// Twelve bytes with another magic (a port scanner that sends something).
+    BadMagic,
+    /// The right magic and another socket type (a proxy socket dialling the wrong port).
+    WrongType,
+    /// Connects and closes without a byte (nmap's connect scan, NVIDIA/nccl#1612).
+    Silent,
+}
+
+/// As [`conformance`], after `stranger` connected to the root first: the model's root must
+/// survive it exactly when the real one does.
+fn conformance_after(
+    lib: &Path,
+    model: Variant,
+    n: u32,
+    mutation: Mutation,
+    stranger: Option<Stranger>,
+) -> Result<(), String> {
     let real = RealRoot::start(lib)?;
     let mut root = Root::new(RootConfig { variant: model, magic: real.magic });
     while root.poll_effect().is_some() {}
@@ -254,6 +285,31 @@ fn conformance(lib: &Path, model: Variant, n: u32, mutation: Mutation) -> Result
         Effect::Accept { conn, .. } => Some(conn),
         _ => None,
     });
+    if let Some(kind) = stranger {
+        let bytes = match kind {
+            Stranger::BadMagic => bootsim_core::codec::Preamble { magic: !real.magic, kind: 1 }.encode().to_vec(),
+            Stranger::WrongType => bootsim_core::codec::Preamble { magic: real.magic, kind: 2 }.encode().to_vec(),
+            Stranger::Silent => Vec::new(),
+        };
+        let mut s = TcpStream::connect(real.addr).map_err(|e| format!("the stranger cannot connect: {e}"))?;
+        s.write_all(&bytes).map_err(|e| e.to_string())?;
+        drop(s);
+        let conn = accept.take().ok_or("the model's root takes no connection")?;
+        let (_, next) = model_answers(&mut root, conn, &bytes, &[])?;
+        accept = next;
+        // Give the real root time to read and judge the stranger.
+        std::thread::sleep(Duration::from_millis(200));
+        if root.is_done() {
+            // The model's root gave up: the real one must have closed its listener too.
+            return match TcpStream::connect(real.addr) {
+                Err(_) => Ok(()),
+                Ok(_) => Err(format!(
+                    "after a {kind:?} stranger the model's root gives up, but the real root still listens [NCCL: {}]",
+                    real.stderr()
+                )),
+            };
+        }
+    }
 
     let bind = || TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"));
     let init = Planned { step: Step::Init, call: Call { kind: CallKind::BootstrapInit, site: "bootstrap.cc" } };
