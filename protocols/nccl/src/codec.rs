@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 
+pub use bootsim_core::codec::ExtInfo;
 pub use bootsim_core::codec::SOCKADDR_LEN;
 use bootsim_core::codec::{decode_sockaddr, encode_frame, encode_sockaddr, FrameReader, Preamble, WireError};
 
@@ -34,58 +35,34 @@ pub fn successor_len(v: Variant) -> usize {
     }
 }
 
-/// A rank's check-in: who it is, how many ranks it expects, where the root must answer, and the
-/// address its ring predecessor must dial.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ExtInfo {
-    /// The rank checking in.
-    pub rank: i32,
-    /// The world size it believes in.
-    pub nranks: i32,
-    /// Its short-lived listener for the root's answer.
-    pub listen_root: SocketAddr,
-    /// Its ring listener (up to 2.21 also the point-to-point listener).
-    pub listen: SocketAddr,
+/// The bytes of a rank's check-in for variant `v`: core's 64-byte `extInfo` (the same struct
+/// NVSHMEM copied) up to 2.22; in 2.30 `{rank, nranks, iroot 0, nroots 1, offset 0, addrRoot,
+/// ringConnectInfo}` (176 bytes, src/bootstrap.cc:264-272).
+pub fn encode_ext_info(info: &ExtInfo, v: Variant) -> Vec<u8> {
+    if v != Variant::Nccl230 {
+        return info.encode().to_vec();
+    }
+    let mut b = Vec::with_capacity(ext_info_len(v));
+    for x in [info.rank, info.nranks, 0, 1, 0] {
+        b.extend_from_slice(&x.to_le_bytes());
+    }
+    b.extend_from_slice(&encode_sockaddr(&info.listen_root));
+    b.extend_from_slice(&encode_connect_info(&info.listen));
+    b
 }
 
-impl ExtInfo {
-    /// The struct's bytes for variant `v` (2.30: one root, offset 0).
-    pub fn encode(&self, v: Variant) -> Vec<u8> {
-        let mut b = Vec::with_capacity(ext_info_len(v));
-        b.extend_from_slice(&self.rank.to_le_bytes());
-        b.extend_from_slice(&self.nranks.to_le_bytes());
-        match v {
-            Variant::Nccl230 => {
-                b.extend_from_slice(&0i32.to_le_bytes()); // iroot
-                b.extend_from_slice(&1i32.to_le_bytes()); // nroots
-                b.extend_from_slice(&0i32.to_le_bytes()); // offset
-                b.extend_from_slice(&encode_sockaddr(&self.listen_root));
-                b.extend_from_slice(&encode_connect_info(&self.listen));
-            }
-            _ => {
-                b.extend_from_slice(&encode_sockaddr(&self.listen_root));
-                b.extend_from_slice(&encode_sockaddr(&self.listen));
-            }
-        }
-        b
+/// Parses a whole check-in of variant `v` (2.30: the ring address is the first 28 bytes of
+/// `connectInfo`; `iroot`, `nroots` and `offset` are not kept, the model having one root).
+pub fn decode_ext_info(b: &[u8], v: Variant) -> Result<ExtInfo, WireError> {
+    if b.len() != ext_info_len(v) {
+        return Err(WireError::WrongLength { what: "extInfo", expected: ext_info_len(v), got: b.len() });
     }
-
-    /// Parses a whole `extInfo` buffer of variant `v` (2.30: the ring address is the first 28
-    /// bytes of `connectInfo`); `iroot`/`nroots`/`offset` are returned for the root to check.
-    pub fn decode(b: &[u8], v: Variant) -> Result<(ExtInfo, [i32; 3]), WireError> {
-        if b.len() != ext_info_len(v) {
-            return Err(WireError::WrongLength { what: "extInfo", expected: ext_info_len(v), got: b.len() });
-        }
-        let int = |at: usize| i32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
-        let addr = |at: usize| decode_sockaddr(b[at..at + SOCKADDR_LEN].try_into().expect("28 bytes"));
-        match v {
-            Variant::Nccl230 => Ok((
-                ExtInfo { rank: int(0), nranks: int(4), listen_root: addr(20)?, listen: addr(48)? },
-                [int(8), int(12), int(16)],
-            )),
-            _ => Ok((ExtInfo { rank: int(0), nranks: int(4), listen_root: addr(8)?, listen: addr(36)? }, [0, 1, 0])),
-        }
+    if v != Variant::Nccl230 {
+        return ExtInfo::decode(b.try_into().expect("length checked"));
     }
+    let int = |at: usize| i32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+    let addr = |at: usize| decode_sockaddr(b[at..at + SOCKADDR_LEN].try_into().expect("28 bytes"));
+    Ok(ExtInfo { rank: int(0), nranks: int(4), listen_root: addr(20)?, listen: addr(48)? })
 }
 
 /// 2.30's `union ringConnectInfo` for a socket ring: the address, then zeros to 128 bytes.
@@ -243,11 +220,11 @@ mod tests {
     fn ext_info_sizes_and_round_trip() {
         let info = ExtInfo { rank: 3, nranks: 8, listen_root: addr("10.0.0.3:4000"), listen: addr("10.0.0.3:5000") };
         for (v, len) in [(Variant::Nccl219, 64), (Variant::Nccl230, 176)] {
-            let b = info.encode(v);
+            let b = encode_ext_info(&info, v);
             assert_eq!(b.len(), len, "{v}");
-            assert_eq!(ExtInfo::decode(&b, v).unwrap().0, info, "{v}");
+            assert_eq!(decode_ext_info(&b, v), Ok(info), "{v}");
         }
-        assert_eq!(&ExtInfo::decode(&info.encode(Variant::Nccl230), Variant::Nccl230).unwrap().1, &[0, 1, 0]);
+        assert_eq!(&encode_ext_info(&info, Variant::Nccl230)[8..20], &[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]

@@ -483,7 +483,7 @@ impl Rank {
                 let info = ExtInfo { rank: rank as i32, nranks: self.cfg.nranks as i32, listen_root, listen };
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
-                encode_frame(&mut bytes, &info.encode(v));
+                encode_frame(&mut bytes, &codec::encode_ext_info(&info, v));
                 self.effects.push_back(Effect::Write { conn, bytes });
                 self.effects.push_back(Effect::Close { conn });
                 self.conns.remove(&conn);

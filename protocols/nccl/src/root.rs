@@ -222,8 +222,8 @@ impl Root {
             }
             Received::Fits(bytes) => {
                 self.info[..bytes.len()].copy_from_slice(&bytes);
-                match ExtInfo::decode(&self.info, v) {
-                    Ok((info, _)) => {
+                match codec::decode_ext_info(&self.info, v) {
+                    Ok(info) => {
                         if let Err(e) = self.check_in(info) {
                             self.finish(Err(e));
                         }
@@ -355,7 +355,7 @@ mod tests {
         if v.has_preamble() {
             b.extend_from_slice(&Preamble { magic, kind }.encode());
         }
-        encode_frame(&mut b, &info.encode(v));
+        encode_frame(&mut b, &codec::encode_ext_info(&info, v));
         b
     }
 

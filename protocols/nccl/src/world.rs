@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
+pub use bootsim_core::memnet::Node;
 use bootsim_core::ConnId;
 
 use crate::codec::message_identity;
@@ -19,17 +20,6 @@ use crate::program::{Call, Planned, Step};
 use crate::rank::{Rank, RankConfig};
 use crate::root::{Root, RootConfig};
 use crate::variant::Variant;
-
-/// A participant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Node {
-    /// The root.
-    Root,
-    /// Rank `r`.
-    Rank(u32),
-    /// A process outside the session (injected by tests).
-    Stranger,
-}
 
 /// Keep the `nth` message (from 0) from rank `from` to rank `to` whose header carries `tag` (0
 /// in 2.8, where no tag is sent) out of `to`'s accept queue, until `from`'s next connection to the
