@@ -65,6 +65,34 @@ pub fn decode_ext_info(b: &[u8], v: Variant) -> Result<ExtInfo, WireError> {
     Ok(ExtInfo { rank: int(0), nranks: int(4), listen_root: addr(20)?, listen: addr(48)? })
 }
 
+/// A check-in as the root reads it: integers, and the addresses as raw bytes (NCCL copies and
+/// compares them, and reads them as addresses only when it connects).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawCheckIn {
+    /// The rank checking in.
+    pub rank: i32,
+    /// The world size it believes in.
+    pub nranks: i32,
+    /// `{iroot, nroots, offset}` (2.30; `[0, 1, 0]` before).
+    pub roots: [i32; 3],
+    /// Where the root must answer.
+    pub listen_root: [u8; SOCKADDR_LEN],
+    /// What the root forwards to the rank's predecessor: its ring address (28 bytes), or in 2.30
+    /// its whole `ringConnectInfo` (128 bytes), verbatim.
+    pub ring: Vec<u8>,
+}
+
+/// Reads a whole check-in buffer of variant `v` (of [`ext_info_len`] bytes).
+pub fn raw_check_in(b: &[u8], v: Variant) -> RawCheckIn {
+    let int = |at: usize| i32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+    let (roots, root_at, ring) = match v {
+        Variant::Nccl230 => ([int(8), int(12), int(16)], 20, b[48..48 + CONNECT_INFO_LEN].to_vec()),
+        _ => ([0, 1, 0], 8, b[36..36 + SOCKADDR_LEN].to_vec()),
+    };
+    let listen_root = b[root_at..root_at + SOCKADDR_LEN].try_into().expect("28 bytes");
+    RawCheckIn { rank: int(0), nranks: int(4), roots, listen_root, ring }
+}
+
 /// 2.30's `union ringConnectInfo` for a socket ring: the address, then zeros to 128 bytes.
 pub fn encode_connect_info(addr: &SocketAddr) -> Vec<u8> {
     let mut b = encode_sockaddr(addr).to_vec();

@@ -42,8 +42,17 @@ pub enum RootError {
     /// `bootstrapRoot`: a rank checked in twice.
     #[error("root: Bootstrap Root : rank {rank} of {nranks} ranks has already checked in")]
     Duplicate { rank: i32, nranks: i32 },
-    /// A rank number outside 0..nranks (NCCL indexes its arrays with it unchecked).
-    #[error("root: check-in from rank {rank} of {nranks} ranks is out of range (NCCL does not check this)")]
+    /// 2.23 on: a check-in disagrees with the first about the world or the roots.
+    #[error("root: Bootstrap Root : mismatch in info from procs, nranks {} vs {}, nroots {} vs {}, iroot {} vs {}, offset {} vs {}", ours[0], theirs[0], ours[1], theirs[1], ours[2], theirs[2], ours[3], theirs[3])]
+    InfoMismatch { ours: [i32; 4], theirs: [i32; 4] },
+    /// 2.23 on: the rank is not one this root serves.
+    #[error("root: Bootstrap Root : localId {local} is out of range")]
+    LocalIdOutOfRange { local: i64 },
+    /// A rank number outside 0..nranks, or a world NCCL cannot size (up to 2.22 NCCL indexes its
+    /// arrays with the rank unchecked; 2.23 on divides by nroots).
+    #[error(
+        "root: check-in from rank {rank} of {nranks} ranks cannot be served (bootsim's check: NCCL does not make it)"
+    )]
     OutOfRange { rank: i32, nranks: i32 },
     /// The check-in was larger than `extInfo`.
     #[error("root: check-in from {from}: Message truncated : received {received} bytes instead of {expected}")]
@@ -56,7 +65,7 @@ pub enum RootError {
     Wire { from: String, error: WireError },
     /// The root could not reach a rank's root listener.
     #[error("root: connect to rank {rank} at {addr} failed: {reason}")]
-    Connect { rank: u32, addr: SocketAddr, reason: String },
+    Connect { rank: u32, addr: String, reason: String },
     /// The root could not listen.
     #[error("root: cannot listen: {reason}")]
     Listen { reason: String },

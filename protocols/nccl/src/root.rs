@@ -8,10 +8,10 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use bootsim_core::codec::{encode_frame, FrameReader, WireError};
+use bootsim_core::codec::{decode_sockaddr, encode_frame, FrameReader, WireError};
 use bootsim_core::ConnId;
 
-use crate::codec::{self, ExtInfo, Received};
+use crate::codec::{self, RawCheckIn, Received, SOCKADDR_LEN};
 use crate::error::RootError;
 use crate::io::{Effect, Input, Listener, Observation};
 use crate::variant::Variant;
@@ -37,14 +37,23 @@ enum Phase {
     Done,
 }
 
+/// A raw address for messages: the address if it decodes, else its bytes in hex.
+fn show(a: &RawAddr) -> String {
+    decode_sockaddr(a).map_or_else(|_| a.iter().map(|b| format!("{b:02x}")).collect(), |a| a.to_string())
+}
+
 /// An answer waiting to be sent: to rank `to`, at `addr`, its successor's information.
 #[derive(Clone, Debug, Hash)]
 struct Answer {
     to: u32,
     successor: u32,
-    addr: SocketAddr,
+    addr: RawAddr,
     bytes: Vec<u8>,
 }
+
+/// A socket address as the rank sent it: NCCL copies and compares the 28 bytes and only reads
+/// them as an address when it connects.
+type RawAddr = [u8; SOCKADDR_LEN];
 
 /// NCCL's bootstrap root (`Clone` and `Hash` as [`crate::Rank`]'s).
 #[derive(Clone, Debug, Hash)]
@@ -60,11 +69,77 @@ pub struct Root {
     info: Vec<u8>,
     nranks: Option<i32>,
     /// `rankAddressesRoot`: where each rank waits for its answer (2.30: until answered).
-    root_addr: Vec<Option<SocketAddr>>,
+    root_addr: Vec<Option<RawAddr>>,
     /// `rankAddresses` / 2.30's `rankInfo`: each rank's ring information, until sent.
     ring_info: Vec<Option<Vec<u8>>>,
     count: i32,
     answers: VecDeque<Answer>,
+    /// What the first check-in said about the roots.
+    shape: Option<Shape>,
+}
+
+/// The world as the first check-in describes it: 2.30's root serves the ranks of root `iroot` of
+/// `nroots` (the ranks from `offset` on are spread over the roots), receiving `nrecv` check-ins
+/// and answering `n2send` (src/bootstrap.cc:48-92, 326-329). Up to 2.22: one root, every rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Shape {
+    nranks: i32,
+    iroot: i32,
+    nroots: i32,
+    offset: i32,
+    n2send: usize,
+    nrecv: usize,
+}
+
+impl Shape {
+    /// None when NCCL would divide by zero or cannot allocate for the sizes.
+    fn new(nranks: i32, iroot: i32, nroots: i32, offset: i32) -> Option<Shape> {
+        if nranks <= 0 || nranks > MAX_RANKS || nroots == 0 {
+            return None;
+        }
+        let n2send = n_rank_from_root(iroot, nranks, nroots, offset);
+        let nrecv = n2send.wrapping_add(i32::from(offset > 0 || nroots > 1));
+        if n2send < 0 || !(1..=MAX_RANKS + 1).contains(&nrecv) {
+            return None;
+        }
+        Some(Shape { nranks, iroot, nroots, offset, n2send: n2send as usize, nrecv: nrecv as usize })
+    }
+
+    /// `localIdFromRoot`: the rank's index among this root's ranks.
+    fn local_id(&self, rank: i32) -> i64 {
+        if self.iroot == -1 {
+            return i64::from(rank);
+        }
+        let ir = pid(self.iroot, self.nroots);
+        i64::from(rank.wrapping_sub(first_rank_from_root(ir, self.nranks, self.nroots, self.offset)))
+    }
+}
+
+// 2.30's root arithmetic (src/bootstrap.cc:48-86), in C's 32-bit `int` with its truncating `%`
+// and `/` (a garbage check-in can make the sums wrap; the binary's answers then follow these).
+
+/// `BOOTSTRAP_PID(i, n)`.
+fn pid(i: i32, n: i32) -> i32 {
+    i.wrapping_add(n).wrapping_rem(n)
+}
+
+/// `firstRankFromRoot`.
+fn first_rank_from_root(root: i32, nranks: i32, nroots: i32, offset: i32) -> i32 {
+    if root == -1 {
+        return 0;
+    }
+    let n = nranks.wrapping_sub(offset);
+    offset.wrapping_add(root.wrapping_mul(n.wrapping_div(nroots))).wrapping_add(root.min(n.wrapping_rem(nroots)))
+}
+
+/// `nRankFromRoot`.
+fn n_rank_from_root(root: i32, nranks: i32, nroots: i32, offset: i32) -> i32 {
+    if root == -1 {
+        return 0;
+    }
+    let n = nranks.wrapping_sub(offset);
+    let ir = pid(root, nroots);
+    n.wrapping_div(nroots) + i32::from(ir < n.wrapping_rem(nroots))
 }
 
 impl Root {
@@ -83,6 +158,7 @@ impl Root {
             ring_info: Vec::new(),
             count: 0,
             answers: VecDeque::new(),
+            shape: None,
         }
     }
 
@@ -145,7 +221,8 @@ impl Root {
                 self.next_answer();
             }
             (Input::ConnectFailed { conn, reason }, Phase::Answering { conn: c, to, .. }) if conn == *c => {
-                let (rank, addr) = (*to, self.root_addr[*to as usize].unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))));
+                let rank = *to;
+                let addr = self.root_addr[rank as usize].map_or(String::new(), |a| show(&a));
                 self.finish(Err(RootError::Connect { rank, addr, reason }));
             }
             _ => {}
@@ -222,61 +299,69 @@ impl Root {
             }
             Received::Fits(bytes) => {
                 self.info[..bytes.len()].copy_from_slice(&bytes);
-                match codec::decode_ext_info(&self.info, v) {
-                    Ok(info) => {
-                        if let Err(e) = self.check_in(info) {
-                            self.finish(Err(e));
-                        }
-                    }
-                    Err(error) => self.finish(Err(RootError::Wire { from: from.to_string(), error })),
+                let check_in = codec::raw_check_in(&self.info, v);
+                if let Err(e) = self.check_in(check_in) {
+                    self.finish(Err(e));
                 }
             }
         }
     }
 
-    fn check_in(&mut self, info: ExtInfo) -> Result<(), RootError> {
+    fn check_in(&mut self, info: RawCheckIn) -> Result<(), RootError> {
         let v = self.cfg.variant;
-        let n = match self.nranks {
-            Some(n) => n,
+        let [iroot, nroots, offset] = info.roots;
+        let shape = match self.shape {
+            Some(shape) => shape,
             None => {
-                if info.nranks <= 0 || info.nranks > MAX_RANKS {
-                    return Err(RootError::OutOfRange { rank: info.rank, nranks: info.nranks });
-                }
+                let shape = Shape::new(info.nranks, iroot, nroots, offset)
+                    .ok_or(RootError::OutOfRange { rank: info.rank, nranks: info.nranks })?;
                 self.nranks = Some(info.nranks);
-                self.root_addr = vec![None; info.nranks as usize];
-                self.ring_info = vec![None; info.nranks as usize];
-                info.nranks
+                self.root_addr = vec![None; shape.nrecv];
+                self.ring_info = vec![None; shape.nrecv];
+                self.shape = Some(shape);
+                shape
             }
         };
-        if info.nranks != n {
-            return Err(RootError::NranksMismatch { ours: n, theirs: info.nranks });
+        if v.root_early_replies() {
+            if (info.nranks, nroots, iroot, offset) != (shape.nranks, shape.nroots, shape.iroot, shape.offset) {
+                return Err(RootError::InfoMismatch {
+                    ours: [shape.nranks, shape.nroots, shape.iroot, shape.offset],
+                    theirs: [info.nranks, nroots, iroot, offset],
+                });
+            }
+        } else if info.nranks != shape.nranks {
+            return Err(RootError::NranksMismatch { ours: shape.nranks, theirs: info.nranks });
         }
-        if info.rank < 0 || info.rank >= n {
-            return Err(RootError::OutOfRange { rank: info.rank, nranks: n });
+        let local = shape.local_id(info.rank);
+        if local < 0 || local >= shape.nrecv as i64 {
+            return Err(match v.root_early_replies() {
+                true => RootError::LocalIdOutOfRange { local },
+                false => RootError::OutOfRange { rank: info.rank, nranks: shape.nranks },
+            });
         }
-        let r = info.rank as usize;
-        let nn = n as usize;
-        let ring = codec::encode_successor(v, &info.listen);
+        let r = local as usize;
+        let (nrecv, n2send) = (shape.nrecv, shape.n2send);
+        let ring = info.ring.clone();
         if self.root_addr[r].is_some() || (v.root_early_replies() && self.ring_info[r].is_some()) {
-            return Err(RootError::Duplicate { rank: info.rank, nranks: n });
+            return Err(RootError::Duplicate { rank: info.rank, nranks: shape.nranks });
         }
         self.count += 1;
         self.observations.push_back(Observation::CheckedIn {
-            rank: r as u32,
+            rank: info.rank as u32,
             count: self.count as u32,
-            nranks: n as u32,
+            nranks: shape.nranks as u32,
         });
         if v.root_early_replies() {
             // src/bootstrap.cc:351-369 (2.30.7): answer the predecessor if it is waiting, else keep
             // this rank's ring information; answer this rank if its successor's is here, else
             // remember where this rank waits. Nothing is cleared once sent.
-            let prev = (r + nn - 1) % nn;
-            match self.root_addr[prev] {
-                Some(addr) => self.queue(prev, r, addr, ring),
+            let prev = if shape.nroots > 1 { r as i64 - 1 } else { ((r + nrecv - 1) % nrecv) as i64 };
+            match (prev >= 0 && (prev as usize) < n2send).then(|| self.root_addr[prev as usize]).flatten() {
+                Some(addr) => self.queue(prev as usize, r, addr, ring),
                 None => self.ring_info[r] = Some(ring),
             }
-            let next = (r + 1) % nn;
-            match self.ring_info[next].clone() {
+            let next = (r + 1) % nrecv;
+            match self.ring_info[next].clone().filter(|_| r < n2send) {
                 Some(bytes) => self.queue(r, next, info.listen_root, bytes),
                 None => self.root_addr[r] = Some(info.listen_root),
             }
@@ -284,11 +369,11 @@ impl Root {
             self.root_addr[r] = Some(info.listen_root);
             self.ring_info[r] = Some(ring);
         }
-        if self.count == n {
+        if self.count as usize == nrecv {
             // Up to 2.22 every answer goes out here, in rank order; from 2.23 only those still owed
             // (src/bootstrap.cc:379-387 in 2.30.7).
-            for to in 0..nn {
-                let next = (to + 1) % nn;
+            for to in 0..n2send {
+                let next = (to + 1) % nrecv;
                 if let (Some(addr), Some(bytes)) = (self.root_addr[to], self.ring_info[next].clone()) {
                     self.queue(to, next, addr, bytes);
                 }
@@ -298,17 +383,22 @@ impl Root {
         Ok(())
     }
 
-    fn queue(&mut self, to: usize, successor: usize, addr: SocketAddr, bytes: Vec<u8>) {
+    fn queue(&mut self, to: usize, successor: usize, addr: RawAddr, bytes: Vec<u8>) {
         self.answers.push_back(Answer { to: to as u32, successor: successor as u32, addr, bytes });
     }
 
     /// Sends the next queued answer, or takes the next check-in, or finishes.
     fn next_answer(&mut self) {
         if let Some(a) = self.answers.pop_front() {
+            let Ok(addr) = decode_sockaddr(&a.addr) else {
+                // ncclSocketInit refuses a family other than AF_INET/AF_INET6.
+                let reason = "neither AF_INET nor AF_INET6".to_string();
+                return self.finish(Err(RootError::Connect { rank: a.to, addr: show(&a.addr), reason }));
+            };
             let conn = self.conn();
-            self.effects.push_back(Effect::Connect { conn, addr: a.addr });
+            self.effects.push_back(Effect::Connect { conn, addr });
             self.phase = Phase::Answering { conn, to: a.to, successor: a.successor, bytes: a.bytes };
-        } else if Some(self.count) == self.nranks {
+        } else if self.shape.is_some_and(|sh| self.count as usize == sh.nrecv) {
             // 2.30 answers whoever is still waiting once everyone checked in; the queue was
             // filled in check_in, so an empty queue here means everyone was answered.
             self.finish(Ok(()));
@@ -345,7 +435,7 @@ mod tests {
     }
 
     fn check_in(v: Variant, magic: u64, kind: i32, rank: i32, nranks: i32) -> Vec<u8> {
-        let info = ExtInfo {
+        let info = codec::ExtInfo {
             rank,
             nranks,
             listen_root: format!("10.1.0.{rank}:20002").parse().unwrap(),

@@ -87,6 +87,14 @@ fn main() {
                 Err(e) => failures.push(format!("NCCL {version} root after a {kind:?} stranger, model {model}: {e}")),
             }
         }
+        // The other family's check-in makes the real root give up: the model's root, given the
+        // same bytes, must give up with NCCL's words.
+        match same_words(&lib, model, other) {
+            Ok(words) => {
+                println!("real_root: NCCL {version} root and {model} give up on a {other} check-in alike: {words}")
+            }
+            Err(e) => failures.push(format!("NCCL {version} root on a {other} check-in, model {model}: {e}")),
+        }
         for (variant, mutation) in wrong {
             match conformance(&lib, variant, 3, mutation) {
                 Ok(()) => failures.push(format!(
@@ -149,7 +157,7 @@ fn die(msg: &str) -> ! {
 
 /// The child process with NCCL's root; killed on drop.
 struct RealRoot {
-    child: Child,
+    child: Mutex<Child>,
     stderr: Arc<Mutex<String>>,
     magic: u64,
     addr: SocketAddr,
@@ -176,20 +184,21 @@ impl RealRoot {
                 sink.lock().expect("not poisoned").push_str(&format!("{line}\n"));
             }
         });
+        // NCCL prints its warnings on stdout (NCCL_DEBUG_FILE unset): keep them with stderr's.
         let (tx, rx) = mpsc::channel();
-        let out = child.stdout.take().expect("piped");
+        let (out, sink) = (child.stdout.take().expect("piped"), stderr.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
+                sink.lock().expect("not poisoned").push_str(&format!("{line}\n"));
+                tx.send(line).ok();
             }
         });
-        let mut root = RealRoot { child, stderr, magic: 0, addr: SocketAddr::from(([0, 0, 0, 0], 0)) };
+        let mut root =
+            RealRoot { child: Mutex::new(child), stderr, magic: 0, addr: SocketAddr::from(([0, 0, 0, 0], 0)) };
         loop {
             let line = rx
                 .recv_timeout(Duration::from_secs(60))
-                .map_err(|_| format!("the child printed no unique ID within 60 s; its stderr: {}", root.stderr()))?;
+                .map_err(|_| format!("the child printed no unique ID within 60 s [NCCL: {}]", root.finish()))?;
             if let Some(hex) = line.strip_prefix("UID ") {
                 let id: Vec<u8> = (0..hex.len() / 2)
                     .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string()))
@@ -202,29 +211,38 @@ impl RealRoot {
         }
     }
 
-    fn stderr(&self) -> String {
+    /// Ends the child and returns NCCL's warnings (they reach the pipe only when it exits).
+    fn finish(&self) -> String {
+        self.stop();
+        std::thread::sleep(Duration::from_millis(50));
         let s = self.stderr.lock().expect("not poisoned");
         let warns: Vec<&str> = s.lines().filter(|l| l.contains("WARN")).collect();
         if warns.is_empty() {
-            "(no NCCL warning)".into()
+            "no warning".into()
         } else {
             warns.join(" | ")
         }
+    }
+
+    /// Closes the child's stdin and waits for it to exit (killing it after 5 s).
+    fn stop(&self) {
+        let mut child = self.child.lock().expect("not poisoned");
+        drop(child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        child.kill().ok();
+        child.wait().ok();
     }
 }
 
 impl Drop for RealRoot {
     fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        self.child.kill().ok();
-        self.child.wait().ok();
+        self.stop();
     }
 }
 
@@ -278,6 +296,21 @@ fn conformance_after(
     stranger: Option<Stranger>,
 ) -> Result<(), String> {
     let real = RealRoot::start(lib)?;
+    drive(&real, model, n, mutation, stranger).map_err(|e| {
+        // NCCL's warnings reach the pipe when the child exits (stdout is block-buffered).
+        let warnings = real.finish();
+        format!("{e} [NCCL: {warnings}]")
+    })
+}
+
+/// The body of [`conformance_after`], against a started real root.
+fn drive(
+    real: &RealRoot,
+    model: Variant,
+    n: u32,
+    mutation: Mutation,
+    stranger: Option<Stranger>,
+) -> Result<(), String> {
     let mut root = Root::new(RootConfig { variant: model, magic: real.magic });
     while root.poll_effect().is_some() {}
     root.handle(Input::Listening { listener: Listener::Root, addr: real.addr });
@@ -304,8 +337,7 @@ fn conformance_after(
             return match TcpStream::connect(real.addr) {
                 Err(_) => Ok(()),
                 Ok(_) => Err(format!(
-                    "after a {kind:?} stranger the model's root gives up, but the real root still listens [NCCL: {}]",
-                    real.stderr()
+                    "after a {kind:?} stranger the model's root gives up, but the real root still listens",
                 )),
             };
         }
@@ -355,8 +387,8 @@ fn conformance_after(
 
     for (r, checkin) in checkins.iter().enumerate() {
         // The real root gets rank r's check-in...
-        let mut s = TcpStream::connect(real.addr)
-            .map_err(|e| format!("check-in {r}: connect to the real root: {e} [NCCL: {}]", real.stderr()))?;
+        let mut s =
+            TcpStream::connect(real.addr).map_err(|e| format!("check-in {r}: connect to the real root: {e}"))?;
         s.write_all(checkin).map_err(|e| format!("check-in {r}: {e}"))?;
         drop(s);
         // ...and so does the model's, which says which answers must follow.
@@ -384,10 +416,9 @@ fn conformance_after(
         for (to, bytes) in expected {
             let (got_to, got) = next_answer(&ranks, ANSWER_TIMEOUT).ok_or_else(|| {
                 format!(
-                    "after check-in {r} the model's root answers rank {to} ({} bytes); the real root sent nothing within {:?} [NCCL: {}]",
+                    "after check-in {r} the model's root answers rank {to} ({} bytes); the real root sent nothing within {:?}",
                     bytes.len(),
                     ANSWER_TIMEOUT,
-                    real.stderr()
                 )
             })?;
             if (got_to, &got) != (to, &bytes) {
@@ -413,6 +444,56 @@ fn conformance_after(
         return Err(format!("the model's root is not done: it waits for {:?}", root.waiting_for()));
     }
     Ok(())
+}
+
+/// Sends the real root one check-in of the `wrong` variant, and the model's `model` root the same
+/// bytes: both must give up, the model with the words NCCL warns with. Returns those words.
+fn same_words(lib: &Path, model: Variant, wrong: Variant) -> Result<String, String> {
+    let real = RealRoot::start(lib)?;
+    let bind = || TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"));
+    let (ring, from_root) = (bind()?, bind()?);
+    let info = bootsim_nccl::codec::ExtInfo {
+        rank: 0,
+        nranks: 3,
+        listen_root: from_root.local_addr().map_err(|e| e.to_string())?,
+        listen: ring.local_addr().map_err(|e| e.to_string())?,
+    };
+    let mut bytes = Vec::new();
+    bootsim_nccl::codec::encode_preamble(&mut bytes, wrong, real.magic);
+    bootsim_core::codec::encode_frame(&mut bytes, &bootsim_nccl::codec::encode_ext_info(&info, wrong));
+    let mut s = TcpStream::connect(real.addr).map_err(|e| format!("connect to the real root: {e}"))?;
+    s.write_all(&bytes).map_err(|e| e.to_string())?;
+    drop(s);
+    std::thread::sleep(Duration::from_millis(200));
+    let warnings = real.finish();
+
+    let mut root = Root::new(RootConfig { variant: model, magic: real.magic });
+    while root.poll_effect().is_some() {}
+    root.handle(Input::Listening { listener: Listener::Root, addr: real.addr });
+    let conn = std::iter::from_fn(|| root.poll_effect())
+        .find_map(|e| match e {
+            Effect::Accept { conn, .. } => Some(conn),
+            _ => None,
+        })
+        .ok_or("the model's root takes no check-in")?;
+    model_answers(&mut root, conn, &bytes, &[])?;
+    let verdict = std::iter::from_fn(|| root.poll_observation()).find_map(|o| match o {
+        bootsim_nccl::Observation::RootDone { result } => Some(result),
+        _ => None,
+    });
+    let Some(Err(e)) = verdict else {
+        return Err(format!("the model's root did not give up ({verdict:?}); NCCL: {warnings}"));
+    };
+    let text = e.to_string();
+    let words = ["Message truncated", "Bootstrap Root"]
+        .iter()
+        .find_map(|w| text.find(w).map(|i| text[i..].to_string()))
+        .ok_or_else(|| format!("the model's root gave up with words of its own: {text}"))?;
+    if warnings.contains(&words) {
+        Ok(words)
+    } else {
+        Err(format!("the model's root says \"{words}\", NCCL warns: {warnings}"))
+    }
 }
 
 /// The ring listener address of `to`'s successor, which `to` must dial once answered.
