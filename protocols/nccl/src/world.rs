@@ -54,6 +54,8 @@ struct Link {
     early_eof: bool,
     queue: Queue,
     closed: [bool; 2],
+    /// True once the client wrote its first bytes.
+    written: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -118,6 +120,7 @@ pub struct World {
     link_of: BTreeMap<(Node, ConnId), (usize, usize)>,
     holds: Vec<Hold>,
     seen: BTreeMap<(u32, u32, i32), u32>,
+    messages: Vec<Hold>,
     work: VecDeque<(Node, Owned)>,
     /// Every observation, in order.
     pub log: Vec<(Node, Observation)>,
@@ -177,6 +180,7 @@ impl World {
             link_of: BTreeMap::new(),
             holds: Vec::new(),
             seen: BTreeMap::new(),
+            messages: Vec::new(),
             work: VecDeque::new(),
             log: Vec::new(),
         };
@@ -383,8 +387,9 @@ impl World {
                 if self.links[i].closed[side] {
                     return;
                 }
-                if side == 0 && self.links[i].queue == Queue::Pending {
-                    self.decide(i, &bytes);
+                if side == 0 && !self.links[i].written {
+                    self.links[i].written = true;
+                    self.first_write(i, &bytes);
                 }
                 let (peer_node, peer_conn) = self.links[i].ends[1 - side];
                 match peer_conn {
@@ -445,6 +450,7 @@ impl World {
             early_eof: false,
             queue: Queue::Pending,
             closed: [false, false],
+            written: false,
         });
         self.link_of.insert((client, conn), (i, 0));
         self.work.push_back((client, Owned::Connected { conn }));
@@ -453,20 +459,39 @@ impl World {
         }
     }
 
-    /// A watched connection's first bytes say which message it is: hold it or queue it.
-    fn decide(&mut self, i: usize, bytes: &[u8]) {
-        let (Node::Rank(from), Node::Rank(to)) = (self.links[i].ends[0].0, self.links[i].ends[1].0) else {
-            return self.enqueue(i);
+    /// A connection's first bytes say which message it is: count it and, if it is watched, hold
+    /// it or queue it.
+    fn first_write(&mut self, i: usize, bytes: &[u8]) {
+        let pending = self.links[i].queue == Queue::Pending;
+        let identity = match (self.links[i].ends[0].0, self.links[i].ends[1].0) {
+            (Node::Rank(from), Node::Rank(to)) => message_identity(self.variant, bytes).map(|h| (from, to, h)),
+            _ => None,
         };
-        let Some(h) = message_identity(self.variant, bytes) else { return self.enqueue(i) };
+        let Some((from, to, h)) = identity else {
+            if pending {
+                self.enqueue(i);
+            }
+            return;
+        };
         let nth = self.seen.entry((from, to, h.tag)).or_insert(0);
         let this = *nth;
         *nth += 1;
-        if self.holds.iter().any(|x| x.from == from && x.to == to && x.tag == h.tag && x.nth == this) {
+        let key = Hold { from, to, tag: h.tag, nth: this };
+        self.messages.push(key);
+        if !pending {
+            return;
+        }
+        if self.holds.contains(&key) {
             self.links[i].queue = Queue::Held;
         } else {
             self.enqueue(i);
         }
+    }
+
+    /// Every point-to-point connection between ranks so far, in the order its first bytes were
+    /// written, as the [`Hold`] that would hold it.
+    pub fn messages(&self) -> &[Hold] {
+        &self.messages
     }
 
     fn enqueue(&mut self, i: usize) {
