@@ -211,16 +211,30 @@ impl Rank {
             State::InitListening => ("its listeners".to_string(), None),
             State::InitCheckIn { .. } => ("a connection to the root".to_string(), None),
             State::InitSuccessor { .. } => ("the root's answer (its ring successor)".to_string(), None),
+            State::InitRing { prev, prev_up: false, .. } if self.conns.contains_key(prev) => (
+                format!("the preamble of the connection from {}, taken as its ring predecessor's", self.from(*prev)),
+                Some((self.cfg.rank + n - 1) % n),
+            ),
             State::InitRing { .. } => {
                 ("its ring neighbours' connections".to_string(), Some((self.cfg.rank + n - 1) % n))
             }
-            State::InitP2pListen => ("its point-to-point listener".to_string(), None),
-            State::Gathering(g) => {
-                (format!("allgather round {} from its ring neighbours", g.round), Some((self.cfg.rank + n - 1) % n))
+            State::Header { want, conn } => {
+                let peer = want.peer.map_or("any rank".to_string(), |p| format!("rank {p}"));
+                let what = format!(
+                    "the header of the connection from {} (accepted while waiting for a message from {peer} with tag {:#x})",
+                    self.from(*conn),
+                    want.tag
+                );
+                (what, want.peer)
             }
+            State::InitP2pListen => ("its point-to-point listener".to_string(), None),
+            State::Gathering(g) => (
+                format!("allgather round {} from its ring predecessor's socket ({})", g.round, self.from(g.pair.prev)),
+                Some((self.cfg.rank + n - 1) % n),
+            ),
             State::Sending { to, .. } => (format!("a connection to rank {to}"), Some(*to)),
             State::IntraConnect { ranks, .. } => (format!("a connection to a rank of {ranks:?}"), None),
-            State::Accepting { want, .. } | State::Header { want, .. } | State::Payload { want, .. } => {
+            State::Accepting { want, .. } | State::Payload { want, .. } => {
                 let peer = want.peer.map_or("any rank".to_string(), |p| format!("rank {p}"));
                 (format!("a message from {peer} with tag {:#x} ({} bytes)", want.tag, want.size), want.peer)
             }

@@ -115,7 +115,7 @@ pub struct World {
     accept_queue: BTreeMap<SocketAddr, VecDeque<usize>>,
     pending_accept: BTreeMap<SocketAddr, ConnId>,
     waiting_connects: BTreeMap<SocketAddr, Vec<(Node, ConnId)>>,
-    injections: BTreeMap<SocketAddr, Vec<Vec<u8>>>,
+    injections: BTreeMap<SocketAddr, Vec<(Vec<u8>, bool)>>,
     links: Vec<Link>,
     link_of: BTreeMap<(Node, ConnId), (usize, usize)>,
     holds: Vec<Hold>,
@@ -212,20 +212,34 @@ impl World {
     /// ahead of everyone, sends `bytes` and closes: it is the first connection that listener
     /// queues once it exists.
     pub fn inject(&mut self, to: u32, bytes: Vec<u8>) {
+        self.inject_with(to, bytes, true);
+    }
+
+    /// As [`World::inject`], but the stranger sends nothing and never closes (an idle client:
+    /// NVIDIA/nccl#1871, #1808).
+    pub fn inject_idle(&mut self, to: u32) {
+        self.inject_with(to, Vec::new(), false);
+    }
+
+    fn inject_with(&mut self, to: u32, bytes: Vec<u8>, close: bool) {
         let listener = if self.variant.separate_p2p_listener() { Listener::P2p } else { Listener::Ring };
         let addr = listener_addr(Node::Rank(to), listener);
         if self.listeners.contains_key(&addr) {
-            self.stranger(addr, bytes);
+            self.stranger(addr, bytes, close);
         } else {
-            self.injections.entry(addr).or_default().push(bytes);
+            self.injections.entry(addr).or_default().push((bytes, close));
         }
     }
 
-    fn stranger(&mut self, addr: SocketAddr, bytes: Vec<u8>) {
+    fn stranger(&mut self, addr: SocketAddr, bytes: Vec<u8>, close: bool) {
         let conn = ConnId(1_000_000 + self.links.len() as u64);
         self.connect(Node::Stranger, conn, addr);
-        self.execute(Node::Stranger, Effect::Write { conn, bytes });
-        self.execute(Node::Stranger, Effect::Close { conn });
+        if !bytes.is_empty() {
+            self.execute(Node::Stranger, Effect::Write { conn, bytes });
+        }
+        if close {
+            self.execute(Node::Stranger, Effect::Close { conn });
+        }
     }
 
     /// Runs until nothing can happen any more; a held connection is let go only when nothing
@@ -361,8 +375,8 @@ impl World {
                 let addr = listener_addr(node, listener);
                 self.listeners.insert(addr, node);
                 self.work.push_back((node, Owned::Listening { listener, addr }));
-                for bytes in self.injections.remove(&addr).unwrap_or_default() {
-                    self.stranger(addr, bytes);
+                for (bytes, close) in self.injections.remove(&addr).unwrap_or_default() {
+                    self.stranger(addr, bytes, close);
                 }
                 for (client, conn) in self.waiting_connects.remove(&addr).unwrap_or_default() {
                     self.connect(client, conn, addr);

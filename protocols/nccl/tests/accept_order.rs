@@ -195,3 +195,17 @@ fn strangers_on_a_ranks_listener_per_version() {
         }
     }
 }
+
+#[test]
+fn an_idle_stranger_on_a_ranks_listener_hangs_every_version() {
+    // NCCL reads a connection's magic (or, in 2.8, its header) before accepting the next, with
+    // no timeout: an idle client ahead of the peers blocks the rank for good (nccl#1871, #1808).
+    for v in bootsim_nccl::ALL {
+        let progs = nccl_p2p(v, 3, &P2pParams::every_peer(3));
+        let mut w = World::new(v, progs.clone());
+        w.inject_idle(1);
+        w.run();
+        let Outcome::Hung(why) = w.outcome(1) else { panic!("{v}: rank 1 must hang, got {:?}", w.outcome(1)) };
+        assert!(why.contains("192.0.2.1"), "{v}: the wait names the stranger: {why}");
+    }
+}
