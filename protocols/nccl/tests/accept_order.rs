@@ -101,25 +101,28 @@ fn ring_exchange_send(prog: &[Planned]) -> usize {
         .expect("a ring exchange send")
 }
 
-#[test]
-fn matching_by_peer_alone_on_2_8_hands_the_ring_receive_the_tree_message() {
-    // n=2 on one node: the ring setup's connectInfo (intended tag 0x101) and the tree setup's
-    // (0x102) are the same size, so the receive that takes the wrong one succeeds silently.
-    let v = Variant::Nccl28;
+/// `nccl-init` with 2 ranks on one node and one channel, run with rank 0's ring connectInfo held
+/// until its next connection to rank 1 is queued.
+fn ring_exchange_held(v: Variant) -> (World, Vec<Vec<Planned>>) {
     let progs = nccl_init(v, 2, InitParams { ranks_per_node: 8, channels: 1, collnet: false });
     let mut w = World::new(v, progs.clone());
     w.hold_step(0, ring_exchange_send(&progs[0]));
     w.run();
+    (w, progs)
+}
+
+#[test]
+fn matching_by_peer_alone_on_2_8_hands_the_ring_receive_the_tree_message() {
+    // n=2 on one node: the ring setup's connectInfo (intended tag 0x101) and the tree setup's
+    // (0x102) are the same size, so the receive that takes the wrong one succeeds silently.
+    let (w, _) = ring_exchange_held(Variant::Nccl28);
     assert_eq!(w.outcome(1), Outcome::Done, "2.8 cannot tell: no error");
     let m = w.mismatches();
     assert!(!m.is_empty(), "the ring receive took the tree message");
     assert_eq!((m[0].rank, m[0].expected.2, m[0].got.2), (1, 0x101, 0x102), "{m:?}");
 
     // The same order on 2.21: the tags tell them apart (2.19 fails it another way, below).
-    let progs = nccl_init(Variant::Nccl221, 2, InitParams { ranks_per_node: 8, channels: 1, collnet: false });
-    let mut w = World::new(Variant::Nccl221, progs.clone());
-    w.hold_step(0, ring_exchange_send(&progs[0]));
-    w.run();
+    let (w, progs) = ring_exchange_held(Variant::Nccl221);
     assert_clean(&w, &progs, "2.21 with rank 0's ring exchange held");
 }
 
@@ -129,11 +132,7 @@ fn issue_1176_within_one_setup_on_2_19_the_sync_overtakes_its_own_exchange() {
     // tag on 2.19) is queued. Rank 1's exchange receive takes the 4-byte sync and succeeds (a
     // shorter message leaves the rest of the buffer as it was); its sync receive then takes the
     // 256-byte connectInfo: NVIDIA/nccl#1176's message, from transport.cc:204.
-    let v = Variant::Nccl219;
-    let progs = nccl_init(v, 2, InitParams { ranks_per_node: 8, channels: 1, collnet: false });
-    let mut w = World::new(v, progs.clone());
-    w.hold_step(0, ring_exchange_send(&progs[0]));
-    w.run();
+    let (w, _) = ring_exchange_held(Variant::Nccl219);
     let Outcome::Failed(e) = w.outcome(1) else { panic!("rank 1 must fail, got {:?}", w.outcome(1)) };
     let text = e.to_string();
     assert!(text.contains("Message truncated : received 256 bytes instead of 4"), "{text}");
