@@ -16,10 +16,13 @@ use bootsim_core::ConnId;
 use crate::codec::message_identity;
 use crate::error::{NcclError, RootError};
 use crate::io::{Effect, Input, Listener, Observation};
-use crate::program::{Call, Planned, Step};
+use crate::program::{Planned, Step};
 use crate::rank::{Rank, RankConfig};
 use crate::root::{Root, RootConfig};
 use crate::variant::Variant;
+
+mod oracle;
+pub use oracle::Mismatch;
 
 /// Keep the `nth` message (from 0) from rank `from` to rank `to` whose header carries `tag` (0
 /// in 2.8, where no tag is sent) out of `to`'s accept queue, until `from`'s next connection to the
@@ -88,21 +91,6 @@ pub enum Outcome {
     Failed(NcclError),
     /// Blocked for good on what is named.
     Hung(String),
-}
-
-/// A receive that took another message than the one meant for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mismatch {
-    /// The receiving rank, its step and call.
-    pub rank: u32,
-    /// The receiving step.
-    pub step: usize,
-    /// The receiving call.
-    pub call: Call,
-    /// The message meant for it: sender, sender's step, intended tag.
-    pub expected: (u32, usize, i32),
-    /// The message it took: sender, sender's step, intended tag.
-    pub got: (u32, usize, i32),
 }
 
 /// The in-memory world.
@@ -294,57 +282,6 @@ impl World {
             Observation::Completed { step: s, result, .. } if *n == Node::Rank(r) && *s == step => Some(result),
             _ => None,
         })
-    }
-
-    /// Every receive that took a message other than the one meant for it (empty when all is well).
-    pub fn mismatches(&self) -> Vec<Mismatch> {
-        let logical = |r: u32, s: usize| match self.programs[r as usize][s].step {
-            Step::Send { logical_tag, .. } | Step::Recv { logical_tag, .. } => logical_tag,
-            _ => 0,
-        };
-        // The k-th send and the k-th receive of (from, to, intended tag) belong together.
-        let mut sends: BTreeMap<(u32, u32, i32), VecDeque<usize>> = BTreeMap::new();
-        let mut expected: BTreeMap<(u32, usize), (u32, usize)> = BTreeMap::new();
-        for (r, prog) in self.programs.iter().enumerate() {
-            for (s, p) in prog.iter().enumerate() {
-                if let Step::Send { peer, logical_tag, .. } = p.step {
-                    sends.entry((r as u32, peer, logical_tag)).or_default().push_back(s);
-                }
-            }
-        }
-        for (r, prog) in self.programs.iter().enumerate() {
-            for (s, p) in prog.iter().enumerate() {
-                if let Step::Recv { peer: Some(from), logical_tag, .. } = p.step {
-                    if let Some(send) = sends.get_mut(&(from, r as u32, logical_tag)).and_then(VecDeque::pop_front) {
-                        expected.insert((r as u32, s), (from, send));
-                    }
-                }
-            }
-        }
-        let mut sent_by: BTreeMap<usize, (u32, usize)> = BTreeMap::new();
-        for (n, o) in &self.log {
-            if let (Node::Rank(r), Observation::Sent { conn, step, .. }) = (n, o) {
-                if let Some(&(link, _)) = self.link_of.get(&(*n, *conn)) {
-                    sent_by.insert(link, (*r, *step));
-                }
-            }
-        }
-        let mut out = Vec::new();
-        for (n, o) in &self.log {
-            let (Node::Rank(r), Observation::Taken { conn, step, .. }) = (n, o) else { continue };
-            let Some(&(link, _)) = self.link_of.get(&(*n, *conn)) else { continue };
-            let (Some(&got), Some(&want)) = (sent_by.get(&link), expected.get(&(*r, *step))) else { continue };
-            if got != want {
-                out.push(Mismatch {
-                    rank: *r,
-                    step: *step,
-                    call: self.programs[*r as usize][*step].call,
-                    expected: (want.0, want.1, logical(want.0, want.1)),
-                    got: (got.0, got.1, logical(got.0, got.1)),
-                });
-            }
-        }
-        out
     }
 
     fn collect(&mut self, node: Node) {
