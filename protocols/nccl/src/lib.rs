@@ -27,4 +27,4 @@ pub use program::{Call, CallKind, Graph, Planned, Step};
 pub use rank::{Rank, RankConfig};
 pub use root::{Root, RootConfig};
 pub use variant::{Variant, ALL};
-pub use workload::{nccl_init, nccl_p2p, InitParams, P2pParams};
+pub use workload::{nccl_init, nccl_p2p, InitParams, P2pParams, Workload, WORKLOADS};

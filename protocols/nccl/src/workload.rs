@@ -52,6 +52,55 @@ impl P2pParams {
     }
 }
 
+/// A workload by name, for case strings: `nccl-init` or `nccl-p2p`, with their parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Workload {
+    /// `ncclCommInitRank`'s bootstrap traffic.
+    Init(InitParams),
+    /// NULL-graph transport setups as `ncclSend`/`ncclRecv` to new peers trigger them; `None`
+    /// distances: every peer once.
+    P2p { channels: u32, distances: Option<Vec<u32>> },
+}
+
+/// A workload name that is not one of [`WORKLOADS`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown NCCL workload '{0}' (expected nccl-init or nccl-p2p)")]
+pub struct UnknownWorkload(pub String);
+
+/// The workloads' names.
+pub const WORKLOADS: [&str; 2] = ["nccl-init", "nccl-p2p"];
+
+impl Workload {
+    /// The workload called `name`, with its defaults (8 GPUs per node, 2 channels per peer,
+    /// CollNet off; every peer once).
+    pub fn by_name(name: &str) -> Result<Workload, UnknownWorkload> {
+        match name {
+            "nccl-init" => Ok(Workload::Init(InitParams::default())),
+            "nccl-p2p" => Ok(Workload::P2p { channels: 2, distances: None }),
+            other => Err(UnknownWorkload(other.to_string())),
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::Init(_) => WORKLOADS[0],
+            Workload::P2p { .. } => WORKLOADS[1],
+        }
+    }
+
+    /// Every rank's program for `nranks` ranks of variant `v`.
+    pub fn programs(&self, v: Variant, nranks: u32) -> Vec<Vec<Planned>> {
+        match self {
+            Workload::Init(p) => nccl_init(v, nranks, *p),
+            Workload::P2p { channels, distances } => {
+                let distances = distances.clone().unwrap_or_else(|| P2pParams::every_peer(nranks).distances);
+                nccl_p2p(v, nranks, &P2pParams { channels: *channels, distances })
+            }
+        }
+    }
+}
+
 /// Builds one rank's program.
 struct Builder {
     v: Variant,
@@ -439,6 +488,17 @@ mod tests {
         }
         let bad: Vec<_> = count.iter().filter(|(_, &c)| c != 0).collect();
         assert!(bad.is_empty(), "{what}: unmatched (from, to, tag, size): {bad:?}");
+    }
+
+    #[test]
+    fn workloads_by_name() {
+        for name in WORKLOADS {
+            let w = Workload::by_name(name).unwrap();
+            assert_eq!(w.name(), name);
+            assert_eq!(w.programs(Variant::Nccl221, 4).len(), 4);
+        }
+        assert_eq!(Workload::by_name("deepep"), Err(UnknownWorkload("deepep".into())));
+        assert_eq!(Workload::by_name("nccl-init"), Ok(Workload::Init(InitParams::default())));
     }
 
     #[test]
