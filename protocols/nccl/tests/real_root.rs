@@ -15,6 +15,8 @@
 //! Without the library in the cache the test says so and passes, unless `CI` is set: then it
 //! fails (CI runs `make deps`, which fetches it).
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -78,6 +80,17 @@ fn main() {
         let mut wrong = vec![(other, Mutation::None), (model, Mutation::WrongSuccessor)];
         if model.root_early_replies() {
             wrong.push((model, Mutation::Deferred));
+        }
+        // The whole of ncclCommInitRank's bootstrap traffic, model ranks against the real root.
+        for n in [2, 4] {
+            let started = Instant::now();
+            match whole_init(&lib, model, n) {
+                Ok(steps) => println!(
+                    "real_root: NCCL {version} root, {n} model ranks of {model} ran nccl-init to the end ({steps} steps, {:?})",
+                    started.elapsed()
+                ),
+                Err(e) => failures.push(format!("NCCL {version} root, nccl-init over loopback, {n} ranks of {model}: {e}")),
+            }
         }
         // Strangers before the first check-in: the model's root must survive exactly those the
         // real root survives (then serve 2 ranks), and give up on the others as it does.
@@ -444,6 +457,25 @@ fn drive(
         return Err(format!("the model's root is not done: it waits for {:?}", root.waiting_for()));
     }
     Ok(())
+}
+
+/// Model ranks of `model` run all of `nccl-init` (2 ranks per node, CollNet on) over loopback,
+/// checking in to the real root; returns how many steps completed.
+fn whole_init(lib: &Path, model: Variant, n: u32) -> Result<usize, String> {
+    let real = RealRoot::start(lib)?;
+    let progs =
+        bootsim_nccl::nccl_init(model, n, bootsim_nccl::InitParams { ranks_per_node: 2, channels: 2, collnet: true });
+    let steps: usize = progs.iter().map(Vec::len).sum();
+    let mut lb = common::loopback::Loopback::new(model, progs, Some((real.magic, real.addr)));
+    lb.run(Duration::from_secs(20));
+    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lb.assert_all_done("nccl-init")));
+    match (done, lb.completed()) {
+        (Ok(()), k) if k == steps => Ok(k),
+        (Ok(()), k) => Err(format!("{k} of {steps} steps completed")),
+        (Err(p), _) => {
+            Err(format!("{} [NCCL: {}]", p.downcast_ref::<String>().cloned().unwrap_or_default(), real.finish()))
+        }
+    }
 }
 
 /// Sends the real root one check-in of the `wrong` variant, and the model's `model` root the same
