@@ -81,6 +81,17 @@ fn main() {
         if model.root_early_replies() {
             wrong.push((model, Mutation::Deferred));
         }
+        // Other check-in orders reach the other branches of 2.30's early answers.
+        for order in [Order::Descending, Order::EvensThenOdds] {
+            for n in [3, 5, 8] {
+                match conformance_after(&lib, model, n, Mutation::None, None, order) {
+                    Ok(()) => {
+                        println!("real_root: NCCL {version} root, {n} ranks checking in {order:?}: matches {model}")
+                    }
+                    Err(e) => failures.push(format!("NCCL {version} root, {n} ranks {order:?}, model {model}: {e}")),
+                }
+            }
+        }
         // The whole of ncclCommInitRank's bootstrap traffic, model ranks against the real root.
         for n in [2, 4] {
             let started = Instant::now();
@@ -95,7 +106,7 @@ fn main() {
         // Strangers before the first check-in: the model's root must survive exactly those the
         // real root survives (then serve 2 ranks), and give up on the others as it does.
         for kind in [Stranger::BadMagic, Stranger::WrongType, Stranger::Silent] {
-            match conformance_after(&lib, model, 2, Mutation::None, Some(kind)) {
+            match conformance_after(&lib, model, 2, Mutation::None, Some(kind), Order::Ascending) {
                 Ok(()) => println!("real_root: NCCL {version} root after a {kind:?} stranger: as {model} predicts"),
                 Err(e) => failures.push(format!("NCCL {version} root after a {kind:?} stranger, model {model}: {e}")),
             }
@@ -275,7 +286,6 @@ enum Mutation {
 struct ModelRank {
     rank: Rank,
     ring: TcpListener,
-    from_root: TcpListener,
     reply_conn: Option<ConnId>,
 }
 
@@ -285,7 +295,29 @@ fn drain(rank: &mut Rank) -> Vec<Effect> {
 
 /// One conformance run: `n` model ranks of `model` check in to the real root, one after another.
 fn conformance(lib: &Path, model: Variant, n: u32, mutation: Mutation) -> Result<(), String> {
-    conformance_after(lib, model, n, mutation, None)
+    conformance_after(lib, model, n, mutation, None, Order::Ascending)
+}
+
+/// The order in which the ranks check in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    /// 0, 1, ..., n-1.
+    Ascending,
+    /// n-1, ..., 0: every rank's successor is in before it (2.30 answers each at once).
+    Descending,
+    /// The even ranks, then the odd ones: a mix of both of 2.30's early answers.
+    EvensThenOdds,
+}
+
+impl Order {
+    fn ranks(self, n: u32) -> Vec<usize> {
+        let all = 0..n as usize;
+        match self {
+            Order::Ascending => all.collect(),
+            Order::Descending => all.rev().collect(),
+            Order::EvensThenOdds => all.clone().filter(|r| r % 2 == 0).chain(all.filter(|r| r % 2 == 1)).collect(),
+        }
+    }
 }
 
 /// A connection that is not a rank, made to the root before any rank checks in.
@@ -307,9 +339,10 @@ fn conformance_after(
     n: u32,
     mutation: Mutation,
     stranger: Option<Stranger>,
+    order: Order,
 ) -> Result<(), String> {
     let real = RealRoot::start(lib)?;
-    drive(&real, model, n, mutation, stranger).map_err(|e| {
+    drive(&real, model, n, mutation, stranger, order).map_err(|e| {
         // NCCL's warnings reach the pipe when the child exits (stdout is block-buffered).
         let warnings = real.finish();
         format!("{e} [NCCL: {warnings}]")
@@ -323,6 +356,7 @@ fn drive(
     n: u32,
     mutation: Mutation,
     stranger: Option<Stranger>,
+    order: Order,
 ) -> Result<(), String> {
     let mut root = Root::new(RootConfig { variant: model, magic: real.magic });
     while root.poll_effect().is_some() {}
@@ -341,7 +375,7 @@ fn drive(
         s.write_all(&bytes).map_err(|e| e.to_string())?;
         drop(s);
         let conn = accept.take().ok_or("the model's root takes no connection")?;
-        let (_, next) = model_answers(&mut root, conn, &bytes, &[])?;
+        let (_, next) = model_answers(&mut root, conn, &bytes)?;
         accept = next;
         // Give the real root time to read and judge the stranger.
         std::thread::sleep(Duration::from_millis(200));
@@ -358,11 +392,15 @@ fn drive(
 
     let bind = || TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"));
     let init = Planned { step: Step::Init, call: Call { kind: CallKind::BootstrapInit, site: "bootstrap.cc" } };
+    // One listener takes every rank's answer, so its accept queue keeps the order in which the
+    // real root connected; an answer's bytes say which rank it is for.
+    let answers = bind()?;
+    answers.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let answers_addr = answers.local_addr().map_err(|e| e.to_string())?;
     let mut ranks = Vec::new();
     let mut checkins = Vec::new();
     for r in 0..n {
-        let (ring, from_root) = (bind()?, bind()?);
-        from_root.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let ring = bind()?;
         let cfg = RankConfig {
             rank: r,
             nranks: n,
@@ -373,9 +411,8 @@ fn drive(
         };
         let mut rank = Rank::new(cfg);
         drain(&mut rank);
-        for (listener, sock) in [(Listener::Ring, &ring), (Listener::FromRoot, &from_root)] {
-            rank.handle(Input::Listening { listener, addr: sock.local_addr().map_err(|e| e.to_string())? });
-        }
+        rank.handle(Input::Listening { listener: Listener::Ring, addr: ring.local_addr().map_err(|e| e.to_string())? });
+        rank.handle(Input::Listening { listener: Listener::FromRoot, addr: answers_addr });
         let Some(Effect::Connect { conn, addr }) = drain(&mut rank).into_iter().next() else {
             return Err(format!("model rank {r} did not dial the root"));
         };
@@ -393,12 +430,14 @@ fn drive(
             }
         }
         checkins.push(bytes);
-        ranks.push(ModelRank { rank, ring, from_root, reply_conn });
+        ranks.push(ModelRank { rank, ring, reply_conn });
     }
-    let root_listener: Vec<SocketAddr> = ranks.iter().map(|m| m.from_root.local_addr().expect("bound")).collect();
+    let rings: Vec<SocketAddr> = ranks.iter().map(|m| m.ring.local_addr().expect("bound")).collect();
+    let to_of = |bytes: &[u8]| answer_for(bytes, &rings, model);
     let mut deferred = Vec::new();
 
-    for (r, checkin) in checkins.iter().enumerate() {
+    for (k, r) in order.ranks(n).into_iter().enumerate() {
+        let checkin = &checkins[r];
         // The real root gets rank r's check-in...
         let mut s =
             TcpStream::connect(real.addr).map_err(|e| format!("check-in {r}: connect to the real root: {e}"))?;
@@ -406,7 +445,8 @@ fn drive(
         drop(s);
         // ...and so does the model's, which says which answers must follow.
         let conn = accept.take().ok_or_else(|| format!("the model's root takes no check-in {r}"))?;
-        let (mut expected, next) = model_answers(&mut root, conn, checkin, &root_listener)?;
+        let (expected, next) = model_answers(&mut root, conn, checkin)?;
+        let mut expected: Vec<(usize, Vec<u8>)> = expected.into_iter().map(|b| (to_of(&b), b)).collect();
         accept = next;
         match mutation {
             Mutation::None => {}
@@ -420,23 +460,24 @@ fn drive(
             }
             Mutation::Deferred => {
                 deferred.append(&mut expected);
-                if r + 1 == n as usize {
+                if k + 1 == n as usize {
                     deferred.sort_by_key(|(to, _)| *to);
                     expected = std::mem::take(&mut deferred);
                 }
             }
         }
         for (to, bytes) in expected {
-            let (got_to, got) = next_answer(&ranks, ANSWER_TIMEOUT).ok_or_else(|| {
+            let got = next_answer(&answers, ANSWER_TIMEOUT).ok_or_else(|| {
                 format!(
-                    "after check-in {r} the model's root answers rank {to} ({} bytes); the real root sent nothing within {:?}",
+                    "after rank {r}'s check-in the model's root answers rank {to} ({} bytes); the real root sent nothing within {:?}",
                     bytes.len(),
                     ANSWER_TIMEOUT,
                 )
             })?;
-            if (got_to, &got) != (to, &bytes) {
+            let got_to = to_of(&got);
+            if got != bytes {
                 return Err(format!(
-                    "after check-in {r} the real root answered rank {got_to} with {} but the model's root answers rank {to} with {}",
+                    "after rank {r}'s check-in the real root answered rank {got_to} with {} but the model's root answers rank {to} with {}",
                     hex(&got),
                     hex(&bytes)
                 ));
@@ -446,9 +487,10 @@ fn drive(
                 take_answer(&mut ranks[to], &got, &next)?;
             }
         }
-        if let Some((to, got)) = next_answer(&ranks, QUIET) {
+        if let Some(got) = next_answer(&answers, QUIET) {
             return Err(format!(
-                "after check-in {r} the real root also answered rank {to} ({}), which the model's root does not",
+                "after rank {r}'s check-in the real root also answered rank {} ({}), which the model's root does not",
+                to_of(&got),
                 hex(&got)
             ));
         }
@@ -508,7 +550,7 @@ fn same_words(lib: &Path, model: Variant, wrong: Variant) -> Result<String, Stri
             _ => None,
         })
         .ok_or("the model's root takes no check-in")?;
-    model_answers(&mut root, conn, &bytes, &[])?;
+    model_answers(&mut root, conn, &bytes)?;
     let verdict = std::iter::from_fn(|| root.poll_observation()).find_map(|o| match o {
         bootsim_nccl::Observation::RootDone { result } => Some(result),
         _ => None,
@@ -534,19 +576,13 @@ fn ranks_ring(ranks: &[ModelRank], to: usize, n: u32) -> SocketAddr {
 }
 
 /// Feeds one check-in (on `conn`, the connection the root asked to accept) to the model's root;
-/// returns the answers it then makes, in order, as (rank, bytes on the connection), and the
-/// connection of its next accept, if it takes another check-in.
-#[allow(clippy::type_complexity)]
-fn model_answers(
-    root: &mut Root,
-    conn: ConnId,
-    checkin: &[u8],
-    listeners: &[SocketAddr],
-) -> Result<(Vec<(usize, Vec<u8>)>, Option<ConnId>), String> {
+/// returns the bytes of each answer it then makes, in order, and the connection of its next
+/// accept, if it takes another check-in.
+fn model_answers(root: &mut Root, conn: ConnId, checkin: &[u8]) -> Result<(Vec<Vec<u8>>, Option<ConnId>), String> {
     root.handle(Input::Accepted { conn, from: SocketAddr::from(([127, 0, 0, 1], 1)) });
     root.handle(Input::Received { conn, bytes: checkin });
     root.handle(Input::PeerClosed { conn });
-    let mut answers = Vec::new();
+    let mut answers: Vec<Vec<u8>> = Vec::new();
     let mut pending: Option<ConnId> = None;
     loop {
         let Some(e) = root.poll_effect() else {
@@ -559,30 +595,36 @@ fn model_answers(
             }
         };
         match e {
-            Effect::Connect { conn, addr } => {
-                let to = listeners.iter().position(|a| *a == addr).ok_or(format!("the model's root dials {addr}"))?;
-                answers.push((to, Vec::new()));
+            Effect::Connect { conn, .. } => {
+                answers.push(Vec::new());
                 pending = Some(conn);
             }
-            Effect::Write { bytes, .. } => answers.last_mut().ok_or("a write before any connect")?.1.extend(bytes),
+            Effect::Write { bytes, .. } => answers.last_mut().ok_or("a write before any connect")?.extend(bytes),
             Effect::Accept { conn, .. } => return Ok((answers, Some(conn))),
             _ => {}
         }
     }
 }
 
-/// The next connection the real root makes to any rank's root listener, read to its end.
-fn next_answer(ranks: &[ModelRank], within: Duration) -> Option<(usize, Vec<u8>)> {
+/// The rank an answer is for: the predecessor of the rank whose ring address it carries (after
+/// the preamble, from 2.9, and the frame size); `usize::MAX` if it carries none of them.
+fn answer_for(bytes: &[u8], rings: &[SocketAddr], v: Variant) -> usize {
+    let at = if v.has_preamble() { 16 } else { 4 };
+    let addr = bytes.get(at..at + 28).and_then(|b| decode_sockaddr(b.try_into().expect("28 bytes")).ok());
+    let n = rings.len();
+    addr.and_then(|a| rings.iter().position(|r| *r == a)).map_or(usize::MAX, |s| (s + n - 1) % n)
+}
+
+/// The next connection the real root makes to the ranks' answer listener, read to its end.
+fn next_answer(answers: &TcpListener, within: Duration) -> Option<Vec<u8>> {
     let deadline = Instant::now() + within;
     loop {
-        for (r, m) in ranks.iter().enumerate() {
-            if let Ok((mut s, _)) = m.from_root.accept() {
-                s.set_nonblocking(false).ok();
-                s.set_read_timeout(Some(ANSWER_TIMEOUT)).ok();
-                let mut bytes = Vec::new();
-                s.read_to_end(&mut bytes).ok();
-                return Some((r, bytes));
-            }
+        if let Ok((mut s, _)) = answers.accept() {
+            s.set_nonblocking(false).ok();
+            s.set_read_timeout(Some(ANSWER_TIMEOUT)).ok();
+            let mut bytes = Vec::new();
+            s.read_to_end(&mut bytes).ok();
+            return Some(bytes);
         }
         if Instant::now() >= deadline {
             return None;
