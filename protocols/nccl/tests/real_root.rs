@@ -342,29 +342,41 @@ fn conformance_after(
     order: Order,
 ) -> Result<(), String> {
     let real = RealRoot::start(lib)?;
-    drive(&real, model, n, mutation, stranger, order).map_err(|e| {
+    let run = Run { model, n, mutation, stranger, order };
+    drive(&real, run).map_err(|e| {
         // NCCL's warnings reach the pipe when the child exits (stdout is block-buffered).
         let warnings = real.finish();
         format!("{e} [NCCL: {warnings}]")
     })
 }
 
-/// The body of [`conformance_after`], against a started real root.
-fn drive(
-    real: &RealRoot,
+/// One conformance run's parameters.
+#[derive(Clone, Copy, Debug)]
+struct Run {
     model: Variant,
     n: u32,
     mutation: Mutation,
     stranger: Option<Stranger>,
     order: Order,
-) -> Result<(), String> {
+}
+
+/// The model's root of `model`, told it listens where the real root does, and the connection of
+/// its first accept.
+fn model_root(model: Variant, real: &RealRoot) -> (Root, Option<ConnId>) {
     let mut root = Root::new(RootConfig { variant: model, magic: real.magic });
     while root.poll_effect().is_some() {}
     root.handle(Input::Listening { listener: Listener::Root, addr: real.addr });
-    let mut accept = std::iter::from_fn(|| root.poll_effect()).find_map(|e| match e {
+    let accept = std::iter::from_fn(|| root.poll_effect()).find_map(|e| match e {
         Effect::Accept { conn, .. } => Some(conn),
         _ => None,
     });
+    (root, accept)
+}
+
+/// The body of [`conformance_after`], against a started real root.
+fn drive(real: &RealRoot, run: Run) -> Result<(), String> {
+    let Run { model, n, mutation, stranger, order } = run;
+    let (mut root, mut accept) = model_root(model, real);
     if let Some(kind) = stranger {
         let bytes = match kind {
             Stranger::BadMagic => bootsim_core::codec::Preamble { magic: !real.magic, kind: 1 }.encode().to_vec(),
@@ -541,15 +553,8 @@ fn same_words(lib: &Path, model: Variant, wrong: Variant) -> Result<String, Stri
     std::thread::sleep(Duration::from_millis(200));
     let warnings = real.finish();
 
-    let mut root = Root::new(RootConfig { variant: model, magic: real.magic });
-    while root.poll_effect().is_some() {}
-    root.handle(Input::Listening { listener: Listener::Root, addr: real.addr });
-    let conn = std::iter::from_fn(|| root.poll_effect())
-        .find_map(|e| match e {
-            Effect::Accept { conn, .. } => Some(conn),
-            _ => None,
-        })
-        .ok_or("the model's root takes no check-in")?;
+    let (mut root, accept) = model_root(model, &real);
+    let conn = accept.ok_or("the model's root takes no check-in")?;
     model_answers(&mut root, conn, &bytes)?;
     let verdict = std::iter::from_fn(|| root.poll_observation()).find_map(|o| match o {
         bootsim_nccl::Observation::RootDone { result } => Some(result),
