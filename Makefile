@@ -3,7 +3,7 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench rdma-build
+.PHONY: bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem fetch-nccl real-nvshmem fmt fmt-check lint unit bench rdma-build
 
 # The first build takes minutes on a fresh machine: cargo shows it (no --quiet).
 run:
@@ -15,13 +15,18 @@ test: check-scripts deps fmt-check lint unit
 check-scripts:
 	bash scripts/check-scripts.sh
 
-# What the tests need, idempotent: headless Chromium for the timeline test, and NVSHMEM's real
-# UID bootstrap plugins (3.4.5, 3.7.1, 3.8.0; fetched from the Python package index, never committed).
-deps: fetch-nvshmem
+# What the tests need, idempotent: headless Chromium for the timeline test, NVSHMEM's real
+# UID bootstrap plugins (3.4.5, 3.7.1, 3.8.0) and NCCL's libnccl.so.2 (2.19.3, 2.21.5, 2.30.7,
+# 2.32.3: its real root, see protocols/nccl/tests/real_root.rs), all fetched from the Python
+# package index, never committed.
+deps: fetch-nvshmem fetch-nccl
 	bash scripts/install-chromium.sh
 
 fetch-nvshmem:
 	bash scripts/fetch-nvshmem.sh
+
+fetch-nccl:
+	bash scripts/fetch-nccl.sh
 
 # NVSHMEM's shipped plugins under the real kernel, reordered by the userspace wire (root), beside
 # bootsim's matching variants: the per-version table in the README (ITERATIONS=... to change).

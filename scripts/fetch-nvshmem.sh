@@ -10,7 +10,6 @@
 set -euo pipefail
 
 CACHE=${BOOTSIM_NVSHMEM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bootsim/nvshmem}
-PYTHON=${PYTHON:-python3}
 PLUGIN=nvidia/nvshmem/lib/nvshmem_bootstrap_uid.so.3
 HEADER=nvidia/nvshmem/include/bootstrap_device_host/nvshmem_uniqueid.h
 
@@ -18,48 +17,17 @@ if [[ $# -eq 0 ]]; then
     set -- 3.4.5 3.7.1 3.8.0
 fi
 
-die() {
-    echo "fetch-nvshmem: $*" >&2
-    exit 1
-}
-
-command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (needed for pip and to unpack the wheel)"
-"$PYTHON" -m pip --version >/dev/null 2>&1 || die "pip is not available for $PYTHON"
+# shellcheck source=scripts/wheel-cache.sh disable=SC1091
+source "$(dirname "$0")/wheel-cache.sh"
 
 for v in "$@"; do
-    [[ $v =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "bad version '$v' (expected MAJOR.MINOR.PATCH, e.g. 3.8.0)"
+    if ! [[ $v =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+        echo "fetch-nvshmem: bad version '$v' (expected MAJOR.MINOR.PATCH, e.g. 3.8.0)" >&2
+        exit 1
+    fi
     dest=$CACHE/$v
-    if [[ -s $dest/nvshmem_bootstrap_uid.so.3 && -s $dest/nvshmem_uniqueid.h ]]; then
-        echo "$dest/nvshmem_bootstrap_uid.so.3"
-        continue
+    if ! [[ -s $dest/nvshmem_bootstrap_uid.so.3 && -s $dest/nvshmem_uniqueid.h ]]; then
+        fetch_from_wheel fetch-nvshmem nvidia-nvshmem-cu12 "$v" "$dest" "$PLUGIN" "$HEADER"
     fi
-    mkdir -p "$CACHE"
-    tmp=$(mktemp -d "$CACHE/.fetch-$v.XXXXXX")
-    # shellcheck disable=SC2064 # expand $tmp now: it changes on the next version
-    trap "rm -rf '$tmp'" EXIT
-    echo "fetch-nvshmem: downloading nvidia-nvshmem-cu12==$v" >&2
-    if ! "$PYTHON" -m pip download --quiet --no-deps --disable-pip-version-check \
-        --dest "$tmp" "nvidia-nvshmem-cu12==$v" >"$tmp/pip.log" 2>&1; then
-        cat "$tmp/pip.log" >&2
-        die "could not download nvidia-nvshmem-cu12==$v from the Python package index (offline, or no such version?)"
-    fi
-    wheel=$(find "$tmp" -maxdepth 1 -name '*.whl' | head -n 1)
-    [[ -n $wheel ]] || die "pip downloaded no wheel for nvidia-nvshmem-cu12==$v"
-    mkdir -p "$tmp/out"
-    "$PYTHON" - "$wheel" "$tmp/out" "$PLUGIN" "$HEADER" <<'EOF' || die "the $v wheel does not hold the UID bootstrap plugin"
-import sys, zipfile, os
-wheel, out, *names = sys.argv[1:]
-with zipfile.ZipFile(wheel) as z:
-    for name in names:
-        with z.open(name) as src, open(os.path.join(out, os.path.basename(name)), "wb") as dst:
-            dst.write(src.read())
-EOF
-    # A concurrent fetch of the same version may have finished first: keep either complete copy.
-    rm -rf "$dest"
-    if ! mv -T "$tmp/out" "$dest" 2>/dev/null && [[ ! -s $dest/nvshmem_bootstrap_uid.so.3 ]]; then
-        die "could not move the plugin into $dest"
-    fi
-    rm -rf "$tmp"
-    trap - EXIT
     echo "$dest/nvshmem_bootstrap_uid.so.3"
 done

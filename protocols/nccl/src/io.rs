@@ -1,0 +1,90 @@
+//! The contract between an NCCL node (rank or root) and whatever world drives it: inputs in,
+//! effects out for the world, observations out for the judge and the trace. This is the shape the
+//! protocol seam (issue #25) is expected to take; until it exists, the names live here.
+//!
+//! After every input the driver drains `poll_effect` and `poll_observation` until both return
+//! `None`, carrying out each effect in order. NCCL's bootstrap has no timers of its own (no
+//! send, receive or accept timeout): a peer that never comes is a hang, which the world detects.
+
+use std::net::SocketAddr;
+
+use bootsim_core::ConnId;
+
+use crate::error::{NcclError, RootError};
+use crate::program::Call;
+
+/// The listening sockets of NCCL's bootstrap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Listener {
+    /// A rank's ring listener (`listenSock`): the ring predecessor, and before 2.23 every
+    /// point-to-point message too.
+    Ring,
+    /// A rank's point-to-point listener (`peerSocket`, 2.23 on).
+    P2p,
+    /// A rank's short-lived listener for the root's answer (`listenSockRoot`).
+    FromRoot,
+    /// The root's listener, at the unique ID's address.
+    Root,
+}
+
+/// What happened in the outside world.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// A listener is open at `addr`.
+    Listening { listener: Listener, addr: SocketAddr },
+    /// A listener could not be opened.
+    ListenFailed { listener: Listener, reason: String },
+    /// The connection asked for by [`Effect::Accept`] was taken from the accept queue.
+    Accepted { conn: ConnId, from: SocketAddr },
+    /// The connection asked for by [`Effect::Connect`] is established.
+    Connected { conn: ConnId },
+    /// Connecting failed for good (after the driver's retries on "refused").
+    ConnectFailed { conn: ConnId, reason: String },
+    /// Bytes arrived on a connection, in order, in any chunking.
+    Received { conn: ConnId, bytes: &'a [u8] },
+    /// The peer closed its side (EOF) or reset the connection.
+    PeerClosed { conn: ConnId },
+}
+
+/// What a node asks the world to do.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Effect {
+    /// Open a listener; answer with [`Input::Listening`].
+    Listen { listener: Listener },
+    /// Take the next connection from the accept queue and name it `conn`; answer with
+    /// [`Input::Accepted`]. At most one is outstanding per listener.
+    Accept { listener: Listener, conn: ConnId },
+    /// Close a listener (connections still queued are reset).
+    CloseListener { listener: Listener },
+    /// Connect, retrying "refused" as NCCL does; answer with [`Input::Connected`].
+    Connect { conn: ConnId, addr: SocketAddr },
+    /// Queue bytes for sending after any queued before on this connection.
+    Write { conn: ConnId, bytes: Vec<u8> },
+    /// Close the connection after the bytes already queued.
+    Close { conn: ConnId },
+}
+
+/// What a node reports, for the judge, explanations and traces.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Observation {
+    /// A rank started step `step` of its program.
+    Started { step: usize, call: Call },
+    /// A step ended: the bytes it produced (a receive's message, an allgather's whole buffer) or
+    /// the error that ended the rank's bootstrap.
+    Completed { step: usize, call: Call, result: Result<Vec<u8>, NcclError> },
+    /// A point-to-point message was written on `conn` (one connection per message).
+    Sent { conn: ConnId, step: usize, to: u32, tag: i32, logical_tag: i32, size: usize },
+    /// A receive took the message on `conn`, whichever message it was.
+    Taken { conn: ConnId, step: usize, from: i32, tag: i32, size: usize, expected: usize },
+    /// A connection whose header did not match was appended to the unexpected list.
+    Queued { conn: ConnId, from: i32, tag: i32, waiting_for: (Option<u32>, i32), list_len: usize },
+    /// A connection that is not of this session (bad magic, early close, wrong type where NCCL
+    /// discards it) was closed and the next one accepted.
+    Discarded { conn: ConnId, from: SocketAddr, why: String },
+    /// The root took a check-in.
+    CheckedIn { rank: u32, count: u32, nranks: u32 },
+    /// The root sent rank `to` its successor's address.
+    SuccessorSent { to: u32, successor: u32 },
+    /// The root finished (every rank answered) or gave up.
+    RootDone { result: Result<(), RootError> },
+}

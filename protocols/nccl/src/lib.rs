@@ -1,0 +1,30 @@
+//! bootsim-nccl: NCCL's TCP bootstrap as pure, sans-IO state machines, per release (2.8, 2.19,
+//! 2.21, 2.30), with the workloads `nccl-init` and `nccl-p2p` lowered from NCCL's source.
+//!
+//! Nothing here performs I/O, reads a clock, spawns a thread, draws a random number or iterates a
+//! hash map. A [`Rank`] and the [`Root`] take [`Input`]s with `handle`, give [`Effect`]s for the
+//! world with `poll_effect` and [`Observation`]s for the judge with `poll_observation`. NCCL's
+//! bootstrap has no timeouts, so neither has this model: a hang is the world's to detect
+//! ([`Rank::waiting_for`] names what each rank waits for). Facts and source lines:
+//! docs/nccl-protocol.md.
+
+#![forbid(unsafe_code)]
+
+pub mod codec;
+pub mod error;
+pub mod io;
+pub mod program;
+pub mod rank;
+pub mod root;
+pub mod variant;
+pub mod workload;
+#[cfg(any(test, feature = "testing"))]
+pub mod world;
+
+pub use error::{NcclError, RootError};
+pub use io::{Effect, Input, Listener, Observation};
+pub use program::{Call, CallKind, Graph, Planned, Step};
+pub use rank::{Rank, RankConfig};
+pub use root::{Root, RootConfig};
+pub use variant::{Variant, ALL};
+pub use workload::{nccl_init, nccl_p2p, InitParams, P2pParams, Workload, WORKLOADS};

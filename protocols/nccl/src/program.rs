@@ -1,0 +1,125 @@
+//! A rank's bootstrap traffic as NCCL issues it: a sequence of blocking calls. Workloads lower
+//! NCCL's composite calls (transport setup, barrier, intra-node allgather) into these steps, each
+//! labelled with the call and source line NCCL would report.
+
+use std::fmt;
+
+/// One blocking bootstrap call.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// `bootstrapInit`'s sockets: listeners, check-in with the root, the successor's address, and
+    /// the two persistent ring sockets.
+    Init,
+    /// `bootstrapAllGather` of `size` bytes per rank over the ring sockets. With `addresses`, this
+    /// rank's slice starts with its point-to-point listener's address and, once gathered, the
+    /// slices tell every later `bootstrapSend` where to connect.
+    RingAllgather { size: usize, addresses: bool },
+    /// `bootstrapSend(peer, tag, data, size)`: one new connection for one message.
+    Send { peer: u32, tag: i32, logical_tag: i32, size: usize },
+    /// `bootstrapRecv(peer, tag, data, size)` (`peer` None: 2.23's wildcard).
+    Recv { peer: Option<u32>, tag: i32, logical_tag: i32, size: usize },
+    /// 2.21's `bootstrapIntraNodeAllGather`: connect to the next of `ranks` and accept the
+    /// previous, both tagged `tag`, then a ring allgather over those two sockets, then close.
+    IntraRingAllgather { ranks: Vec<u32>, size: usize, tag: i32 },
+}
+
+/// A step and the NCCL call it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Planned {
+    /// What the rank does.
+    pub step: Step,
+    /// Which NCCL call, as NCCL names it, and where.
+    pub call: Call,
+}
+
+/// The topology graph a transport setup connects (`graph->id`, src/init.cc:917-943 in 2.19.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Graph {
+    /// `ringGraph`, id 0.
+    Ring,
+    /// `treeGraph`, id 1.
+    Tree,
+    /// `collNetGraph`, id 2.
+    CollNet,
+    /// `graph == NULL`: point-to-point connections (`ncclSend`/`ncclRecv`).
+    Null,
+}
+
+impl Graph {
+    /// `graph->id`, or None for the NULL graph.
+    pub fn id(self) -> Option<u32> {
+        match self {
+            Graph::Ring => Some(0),
+            Graph::Tree => Some(1),
+            Graph::CollNet => Some(2),
+            Graph::Null => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Graph::Ring => "ring graph",
+            Graph::Tree => "tree graph",
+            Graph::CollNet => "collNet graph",
+            Graph::Null => "NULL graph",
+        }
+    }
+}
+
+/// What a call is, as NCCL's sources name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// `bootstrapInit` (root check-in and ring).
+    BootstrapInit,
+    /// `bootstrapAllGather` of the named data.
+    AllGather(&'static str),
+    /// `ncclTransportP2pSetup`'s connectInfo exchange with the peers at distance `i`.
+    SetupExchange { graph: Graph, conn_index: u8, i: u32 },
+    /// `ncclTransportP2pSetup`'s sync with the peers at distance `i`.
+    SetupSync { graph: Graph, conn_index: u8, i: u32 },
+    /// `bootstrapBarrier` / `bootstrapIntraNodeBarrier` with one tag for every round.
+    Barrier { tag: i32 },
+    /// `bootstrapIntraNodeAllGather` of the named data.
+    IntraNodeAllGather(&'static str),
+    /// An application's own `bootstrapSend`/`bootstrapRecv`.
+    PointToPoint,
+}
+
+/// A call and the source line (file:line of the tag the variant follows) NCCL reports it from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Call {
+    /// The call.
+    pub kind: CallKind,
+    /// `file:line`, e.g. `transport.cc:204`.
+    pub site: &'static str,
+}
+
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            CallKind::BootstrapInit => write!(f, "bootstrapInit")?,
+            CallKind::AllGather(what) => write!(f, "bootstrapAllGather({what})")?,
+            CallKind::SetupExchange { graph, conn_index, i } => write!(
+                f,
+                "ncclTransportP2pSetup({}, connIndex {conn_index}) connectInfo exchange, peers at distance {i}",
+                graph.name()
+            )?,
+            CallKind::SetupSync { graph, conn_index, i } => write!(
+                f,
+                "ncclTransportP2pSetup({}, connIndex {conn_index}) sync, peers at distance {i}",
+                graph.name()
+            )?,
+            CallKind::Barrier { tag } => write!(f, "bootstrapIntraNodeBarrier(tag {tag:#x})")?,
+            CallKind::IntraNodeAllGather(what) => write!(f, "bootstrapIntraNodeAllGather({what})")?,
+            CallKind::PointToPoint => write!(f, "bootstrapSend/Recv")?,
+        }
+        write!(f, " at {}", self.site)
+    }
+}
+
+/// The bytes a rank sends in step `step`: a pattern that differs by sender and step, so that a
+/// receive handed another message's bytes shows it.
+pub fn payload(rank: u32, step: usize, size: usize) -> Vec<u8> {
+    let seed = rank.wrapping_mul(131).wrapping_add(step as u32 * 31);
+    (0..size).map(|i| seed.wrapping_add(i as u32 * 7) as u8).collect()
+}

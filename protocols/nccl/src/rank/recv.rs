@@ -1,0 +1,178 @@
+//! `bootstrapRecv`: the unexpected list scanned from the head, one accepted connection at a time
+//! with its preamble checked and its header read whole, the payload under NCCL's size rule.
+
+use super::*;
+
+impl Rank {
+    pub(super) fn start_recv(&mut self, want: Want) {
+        let tagged = self.cfg.variant.tagged();
+        let found = self.unexpected.iter().position(|u| {
+            let peer_ok = want.peer.is_none_or(|p| u.peer == p as i32);
+            peer_ok && (!tagged || u.tag == want.tag)
+        });
+        if let Some(i) = found {
+            let u = self.unexpected.remove(i);
+            self.matched(want, u.conn, Header { rank: u.peer, tag: u.tag });
+        } else {
+            self.accept_next(want);
+        }
+    }
+
+    pub(super) fn accept_next(&mut self, want: Want) {
+        let conn = self.conn();
+        self.effects.push_back(Effect::Accept { listener: self.p2p_listener(), conn });
+        self.state = State::Accepting { want, conn };
+    }
+
+    pub(super) fn matched(&mut self, want: Want, conn: ConnId, header: Header) {
+        match want.stream {
+            Some(next) => {
+                let (ranks, size) = self.intra.take().expect("an intra-node ring is being built");
+                let me = ranks.iter().position(|&r| r == self.cfg.rank).expect("checked at start");
+                self.start_gather(Pair { next, prev: conn }, me, ranks.len(), size, false, true);
+            }
+            None => self.state = State::Payload { want, conn, header },
+        }
+    }
+
+    pub(super) fn header(&mut self, want: Want, conn: ConnId) -> bool {
+        match self.check(conn, "a message's preamble") {
+            Check::Ready => {}
+            Check::Wait => return false,
+            Check::Discarded => {
+                self.accept_next(want);
+                return true;
+            }
+            Check::Failed(e) => {
+                self.fail(e);
+                return true;
+            }
+        }
+        let v = self.cfg.variant;
+        let c = self.conns.get_mut(&conn).expect("accepted");
+        let header = match codec::read_header(&mut c.reader, v) {
+            Ok(None) => return false,
+            Ok(Some(Ok(h))) => h,
+            Ok(Some(Err(Received::Truncated { received, expected }))) => {
+                let (rank, call) = (self.cfg.rank, self.call());
+                let peer = want.peer.map_or(-1, |p| p as i32);
+                self.fail(NcclError::Truncated { rank, call, peer, tag: want.tag, received, expected });
+                return true;
+            }
+            Ok(Some(Err(Received::Fits(_)))) => unreachable!("read_header returns a header or a truncation"),
+            Err(error) => {
+                self.fail_wire(conn, error, "a message's header");
+                return true;
+            }
+        };
+        let peer_ok = want.peer.is_none_or(|p| header.rank == p as i32);
+        if peer_ok && (!v.tagged() || header.tag == want.tag) {
+            self.matched(want, conn, header);
+            return true;
+        }
+        self.unexpected.push(Unexpected { peer: header.rank, tag: header.tag, conn });
+        let list_len = self.unexpected.len();
+        self.observations.push_back(Observation::Queued {
+            conn,
+            from: header.rank,
+            tag: header.tag,
+            waiting_for: (want.peer, want.tag),
+            list_len,
+        });
+        self.accept_next(want);
+        true
+    }
+
+    pub(super) fn payload(&mut self, want: Want, conn: ConnId, header: Header) -> bool {
+        let got = recv_frame(self.conns.get_mut(&conn).expect("matched"), "message data", want.size);
+        let peer = header.rank;
+        let Some(bytes) = self.received(conn, got, peer, want.tag, "a message's data") else {
+            return !matches!(self.state, State::Payload { .. });
+        };
+        let step = self.step;
+        let (size, expected) = (bytes.len(), want.size);
+        self.observations.push_back(Observation::Taken { conn, step, from: peer, tag: header.tag, size, expected });
+        self.effects.push_back(Effect::Close { conn });
+        self.conns.remove(&conn);
+        self.complete(Ok(bytes));
+        true
+    }
+
+    /// Turns a frame read into its bytes, or fails the step (truncation, early close, bad bytes).
+    pub(super) fn received(
+        &mut self,
+        conn: ConnId,
+        got: Result<Option<Received>, WireError>,
+        peer: i32,
+        tag: i32,
+        what: &'static str,
+    ) -> Option<Vec<u8>> {
+        let (rank, call) = (self.cfg.rank, self.call());
+        match got {
+            Ok(Some(Received::Fits(b))) => Some(b),
+            Ok(None) => None,
+            Ok(Some(Received::Truncated { received, expected })) => {
+                self.fail(NcclError::Truncated { rank, call, peer, tag, received, expected });
+                None
+            }
+            Err(WireError::Truncated { .. }) => {
+                let from = self.from(conn);
+                self.fail(NcclError::Closed { rank, call, from, what });
+                None
+            }
+            Err(error) => {
+                self.fail_wire(conn, error, what);
+                None
+            }
+        }
+    }
+
+    pub(super) fn fail_wire(&mut self, conn: ConnId, error: WireError, what: &'static str) {
+        let (rank, call, from) = (self.cfg.rank, self.call(), self.from(conn));
+        let e = match error {
+            WireError::Truncated { .. } => NcclError::Closed { rank, call, from, what },
+            error => NcclError::Wire { rank, call, from, error },
+        };
+        self.fail(e);
+    }
+
+    pub(super) fn from(&self, conn: ConnId) -> String {
+        self.conns.get(&conn).and_then(|c| c.from).map_or_else(|| conn.to_string(), |a| a.to_string())
+    }
+
+    /// Reads and checks an accepted connection's preamble as `socketFinalizeAccept` does.
+    pub(super) fn check(&mut self, conn: ConnId, what: &'static str) -> Check {
+        let (v, magic) = (self.cfg.variant, self.cfg.magic);
+        let Some(c) = self.conns.get_mut(&conn) else { return Check::Wait };
+        if c.checked {
+            return Check::Ready;
+        }
+        let from = c.from.expect("accepted connections know their peer");
+        let discard = |me: &mut Rank, why: String| {
+            me.effects.push_back(Effect::Close { conn });
+            me.conns.remove(&conn);
+            me.observations.push_back(Observation::Discarded { conn, from, why });
+            Check::Discarded
+        };
+        match c.reader.read_preamble(magic) {
+            Ok(None) => Check::Wait,
+            Ok(Some(_)) => {
+                c.checked = true;
+                Check::Ready
+            }
+            Err(e @ WireError::BadMagic { .. }) => discard(self, e.to_string()),
+            Err(WireError::BadType { expected, got }) if v == Variant::Nccl230 => {
+                discard(self, format!("wrong socket type (peer {got} != expected {expected})"))
+            }
+            Err(WireError::BadType { expected, got }) => {
+                let (rank, call) = (self.cfg.rank, self.call());
+                Check::Failed(NcclError::WrongType { rank, call, from: from.to_string(), got, expected })
+            }
+            Err(_) if v == Variant::Nccl230 => discard(self, "peer closed before the magic handshake".into()),
+            Err(_) => {
+                let (rank, call) = (self.cfg.rank, self.call());
+                Check::Failed(NcclError::Closed { rank, call, from: from.to_string(), what })
+            }
+        }
+    }
+}
