@@ -55,6 +55,11 @@ impl Drop for Stubs {
     }
 }
 
+/// The head of a stub `apt-get`: refuses a call without a bounded wait for the dpkg lock (as a
+/// real apt would fail at once while unattended-upgrades holds it), then drops the `-o` options.
+const APT_OPTIONS: &str = r#"[[ "$*" == *"-o DPkg::Lock::Timeout="* ]] || { echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)" >&2; exit 100; }
+while [[ "$1" == -o ]]; do shift 2; done"#;
+
 /// A dpkg/apt world: packages are "installed" once `apt-get install` has named them; apt-cache
 /// has candidates only after `apt-get update` (a fresh machine's empty lists).
 fn fake_apt(s: &Stubs, uid: u32) {
@@ -68,7 +73,7 @@ fn fake_apt(s: &Stubs, uid: u32) {
     );
     s.stub(
         "apt-get",
-        r#"case "$1" in update) touch "$STATE/updated";; install) for a in "$@"; do case "$a" in -*|install) ;; *) echo "$a" >> "$STATE/installed";; esac; done;; esac"#,
+        &format!("{APT_OPTIONS}\n{}", r#"case "$1" in update) touch "$STATE/updated";; install) for a in "$@"; do case "$a" in -*|install) ;; *) echo "$a" >> "$STATE/installed";; esac; done;; esac"#),
     );
     s.stub("id", &format!("echo {uid}"));
     s.stub("sudo", r#""$@""#);
@@ -85,8 +90,8 @@ fn apt_install_on_a_fresh_machine_updates_the_lists_then_installs_what_is_missin
     let o = s.run("scripts/apt-install.sh", &["t", "pkg-a", "pkg-b"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let calls = s.calls();
-    assert!(calls.contains("apt-get update"), "{calls}");
-    assert!(calls.contains("apt-get install -y --no-install-recommends pkg-a pkg-b"), "{calls}");
+    assert!(calls.contains("apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends pkg-a pkg-b"), "{calls}");
+    assert!(calls.contains("apt-get -o DPkg::Lock::Timeout=600 update"), "{calls}");
     assert!(!calls.contains("sudo"), "root needs no sudo: {calls}");
     assert!(text(&o).contains("t: done"), "{}", text(&o));
 }
@@ -107,11 +112,39 @@ fn apt_install_as_a_user_goes_through_sudo_and_fails_when_a_package_did_not_inst
     let s = Stubs::new("user");
     fake_apt(&s, 1000);
     // This apt-get "succeeds" without installing anything.
-    s.stub("apt-get", r#"[[ "$1" == update ]] && touch "$STATE/updated"; exit 0"#);
+    s.stub("apt-get", &format!("{APT_OPTIONS}\n{}", r#"[[ "$1" == update ]] && touch "$STATE/updated"; exit 0"#));
     let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(s.calls().contains("sudo env DEBIAN_FRONTEND=noninteractive apt-get install"), "{}", s.calls());
+    assert!(s.calls().contains("sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install"), "{}", s.calls());
     assert!(text(&o).contains("pkg-a still not installed"), "{}", text(&o));
+}
+
+#[test]
+fn apt_install_waits_for_a_held_dpkg_lock_within_its_bound_and_says_when_it_gives_up() {
+    let s = Stubs::new("lock");
+    fake_apt(&s, 0);
+    fs::write(s.dir.join("updated"), "").unwrap();
+    // This apt-get waited its whole DPkg::Lock::Timeout and the lock was still held.
+    s.stub(
+        "apt-get",
+        r#"echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)" >&2; exit 100"#,
+    );
+    let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[("APT_LOCK_TIMEOUT", "7")]);
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+    assert!(s.calls().contains("apt-get -o DPkg::Lock::Timeout=7 install"), "{}", s.calls());
+    let out = text(&o);
+    assert!(out.contains("It is held by process 4242"), "apt's own words are shown: {out}");
+    assert!(out.contains("t: gave up after waiting 7 s for the apt/dpkg lock"), "{out}");
+    assert!(!out.contains("t: done"), "{out}");
+
+    // Any other apt failure is not blamed on the lock; a malformed bound is refused up front.
+    s.stub("apt-get", r#"echo "E: Unable to locate package pkg-a" >&2; exit 100"#);
+    let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[]);
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+    assert!(!text(&o).contains("gave up"), "{}", text(&o));
+    let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[("APT_LOCK_TIMEOUT", "ten")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("APT_LOCK_TIMEOUT must be whole seconds, got 'ten'"), "{}", text(&o));
 }
 
 #[test]
