@@ -90,7 +90,10 @@ fn apt_install_on_a_fresh_machine_updates_the_lists_then_installs_what_is_missin
     let o = s.run("scripts/apt-install.sh", &["t", "pkg-a", "pkg-b"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let calls = s.calls();
-    assert!(calls.contains("apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends pkg-a pkg-b"), "{calls}");
+    assert!(
+        calls.contains("apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends pkg-a pkg-b"),
+        "{calls}"
+    );
     assert!(calls.contains("apt-get -o DPkg::Lock::Timeout=600 update"), "{calls}");
     assert!(!calls.contains("sudo"), "root needs no sudo: {calls}");
     assert!(text(&o).contains("t: done"), "{}", text(&o));
@@ -115,7 +118,11 @@ fn apt_install_as_a_user_goes_through_sudo_and_fails_when_a_package_did_not_inst
     s.stub("apt-get", &format!("{APT_OPTIONS}\n{}", r#"[[ "$1" == update ]] && touch "$STATE/updated"; exit 0"#));
     let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(s.calls().contains("sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install"), "{}", s.calls());
+    assert!(
+        s.calls().contains("sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install"),
+        "{}",
+        s.calls()
+    );
     assert!(text(&o).contains("pkg-a still not installed"), "{}", text(&o));
 }
 
@@ -223,4 +230,28 @@ fn fetch_nvshmem_extracts_the_plugin_once_and_names_a_missing_version() {
     let o = s.run("scripts/fetch-nvshmem.sh", &["latest"], &env);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("bad version 'latest'"), "{}", text(&o));
+}
+
+#[test]
+fn a_set_up_step_that_cannot_run_fails_under_ci_and_is_counted_then_summarised_elsewhere() {
+    let s = Stubs::new("skip");
+    let log = s.dir.join("skips.log");
+    let log_s = log.display().to_string();
+    for ci in ["true", "1"] {
+        let o = s.run("scripts/skip.sh", &["chromium", "no sudo"], &[("CI", ci), ("BOOTSIM_SKIP_LOG", &log_s)]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains("cannot run under CI: needs chromium: no sudo"), "{}", text(&o));
+    }
+    assert!(!log.exists(), "a CI failure is not a skip");
+    for ci in ["false", "0", ""] {
+        let o = s.run("scripts/skip.sh", &["chromium", "no sudo"], &[("CI", ci), ("BOOTSIM_SKIP_LOG", &log_s)]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = s.run("scripts/skip-summary.sh", &[&log_s], &[]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.starts_with("make test: 3 tests SKIPPED (not run, not passed) on this machine:\n"), "{out}");
+    assert_eq!(out.matches("  SKIPPED make test step: needs chromium: no sudo").count(), 3, "{out}");
+    fs::remove_file(&log).unwrap();
+    let o = s.run("scripts/skip-summary.sh", &[&log_s], &[]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "make test: 0 tests skipped\n");
 }

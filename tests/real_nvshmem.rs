@@ -18,13 +18,7 @@ fn bootsim(args: &[&str]) -> (Option<i32>, String) {
 }
 
 fn no_wire() -> bool {
-    match bootsim_adapters::wire::wire_available() {
-        Ok(()) => false,
-        Err(why) => {
-            eprintln!("skipped: the userspace wire is not available here: {why}");
-            true
-        }
-    }
+    !bootsim_adapters::skip::wire_can_run()
 }
 
 #[test]

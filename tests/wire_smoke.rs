@@ -16,13 +16,7 @@ use std::process::{Command, Output};
 const HOLD_ALLTOALL: &str = "release-on-next=500,select=pair:1>2:2";
 
 fn skip() -> bool {
-    match bootsim_adapters::wire::wire_available() {
-        Ok(()) => false,
-        Err(why) => {
-            eprintln!("skipped: the userspace wire is not available here: {why}");
-            true
-        }
-    }
+    !bootsim_adapters::skip::wire_can_run()
 }
 
 fn bootsim(args: &[&str]) -> (Option<i32>, String) {
