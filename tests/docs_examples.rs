@@ -103,7 +103,7 @@ const EXPECTED: &[(&str, Expect)] = &[
     ),
     (
         "bootsim explore --pairs --variant nvshmem-3.4,nvshmem-3.7,disjoint --ranks 2..3",
-        Exit(0, "alltoall>barrier"),
+        Exit(1, "alltoall>barrier"),
     ),
     (
         "bootsim explore --pairs --variant nvshmem-3.4 --ranks 2..8 --max-states 50000",

@@ -61,9 +61,32 @@ pub struct Case {
 }
 
 /// A case string that does not parse; the message names the key and the accepted values.
+/// Shown, each `quoted` piece of the input is cut to [`SHOWN_CHARS`] characters (a case string
+/// can be megabytes long).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("bad case string: {0}")]
+#[error("bad case string: {}", cut_quoted(.0))]
 pub struct CaseError(pub String);
+
+/// The most characters of a user's input an error message repeats.
+pub const SHOWN_CHARS: usize = 64;
+
+/// `text` with its first [`SHOWN_CHARS`] characters kept and the rest replaced by a count.
+pub fn shorten(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}... ({} bytes in all)", &text[..cut], text.len()),
+    }
+}
+
+/// `message` with every piece between backquotes shortened.
+fn cut_quoted(message: &str) -> String {
+    message
+        .split('`')
+        .enumerate()
+        .map(|(i, p)| if i % 2 == 1 { shorten(p) } else { p.to_string() })
+        .collect::<Vec<_>>()
+        .join("`")
+}
 
 /// The longest simulated deadline: one day (with every duration knob at most an hour, the
 /// simulated clock cannot overflow).

@@ -94,8 +94,19 @@ pub async fn run_process(cfg: SessionConfig, ops: Vec<Op>) -> Result<RankRun, Dr
             }
             let root_net = TokioNet { rendezvous_port: addr.port(), ..TokioNet::new(addr.ip()) };
             let root = run_root(root_net, RootConfig { uid, nranks: Some(cfg.nranks), limits: cfg.limits });
-            let (rank, root) = tokio::join!(rank, root);
-            combine(rank, root)
+            let (mut rank, mut root) = (std::pin::pin!(rank), std::pin::pin!(root));
+            // A root that cannot listen (the port is in use) ends the session at once, with
+            // the address: rank 0 would otherwise wait its whole op timeout for itself.
+            tokio::select! {
+                biased;
+                r = &mut root => match r {
+                    Err(DriverError::Root(BootstrapError::RootListen { reason })) => {
+                        Err(DriverError::Root(BootstrapError::RootListen { reason: format!("{addr}: {reason}") }))
+                    }
+                    r => combine(rank.await, r),
+                },
+                r = &mut rank => combine(r, root.await),
+            }
         }
         Rendezvous::UidFile(path) if cfg.rank != 0 => {
             let uid = read_uid_file(path, cfg.uid_wait).await?;

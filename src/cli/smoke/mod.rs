@@ -18,7 +18,8 @@
 //!   /dev/net/tun.
 //!
 //! Each rank stops at its first failed iteration. Exit 0: every iteration verified; 1: an
-//! error, timeout or wrong bytes; 2: bad usage.
+//! error, timeout or wrong bytes; 2: bad usage; 3: could not run (a port in use, nothing
+//! listening at the root's address), with the address.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
@@ -36,6 +37,7 @@ use bootsim_sim::workload::{build_op, Workload};
 pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;
 use plugin::UidArg;
+mod could_not_run;
 mod report;
 mod secret;
 mod wire;
@@ -293,7 +295,14 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 (run.record, run.stderr)
             }
             None => {
+                let root_addr = match &cfg.rendezvous {
+                    Rendezvous::Session(addr) => Some(*addr),
+                    Rendezvous::UidFile(_) => None,
+                };
                 let result = run_blocking(cfg, ops.clone());
+                if let Some(why) = could_not_run::could_not_run(&result, root_addr) {
+                    return Err(crate::cli::runtime(anyhow!("rank {rank}/{nranks} iter {iter}: could not run: {why}")));
+                }
                 strays = stray_count(&result);
                 (bootsim_adapters::driver::rank_record(rank, &result), Vec::new())
             }
@@ -383,10 +392,11 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     let per_iter = Duration::from_millis(args.op_timeout_ms) * 2 + Duration::from_secs(30);
     let deadline = started + per_iter * args.iterations;
     let mut failed = Vec::new();
-    let mut usage_errors = 0;
+    let (mut usage_errors, mut could_not_run) = (0, 0);
     for c in &mut children {
         let status = c.wait_until(deadline);
         usage_errors += usize::from(status == ChildEnd::Exited(2));
+        could_not_run += usize::from(status == ChildEnd::Exited(3));
         let (out, err) = c.output();
         for line in out.lines() {
             println!("{line}");
@@ -416,8 +426,16 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     } else {
         println!("{head}: FAIL in {ms} ms: {}", failed.join(", "));
-        // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too.
-        Ok(ExitCode::from(if usage_errors == children.len() { 2 } else { 1 }))
+        // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too; no
+        // violation but a rank that could not run: 3.
+        let code = if usage_errors == children.len() {
+            2
+        } else if could_not_run > 0 && could_not_run + usage_errors == failed.len() {
+            3
+        } else {
+            1
+        };
+        Ok(ExitCode::from(code))
     }
 }
 
