@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const SUBCOMMANDS: [&str; 12] = [
@@ -286,8 +285,9 @@ fn every_documented_command_does_what_the_text_says() {
                 .find(|(c, e)| matches!(e, ProbeListen) && c.contains(&format!(":{port} -k {k}")))
                 .map(|(c, _)| *c)
                 .unwrap_or_else(|| panic!("no documented receiver for {cmd}"));
+            // No wait for it to listen: the sender retries a refused connect for
+            // probe::READY_WAIT (5 s), as a user starting the two ends by hand needs.
             let child = shell(&dir, listen).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-            std::thread::sleep(Duration::from_millis(300));
             Some(child)
         } else {
             None

@@ -5,7 +5,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{bootsim, free_port, text};
+use common::{bootsim, on_free_port, text};
 
 #[test]
 fn four_local_ranks_pass_deepep_under_pr97() {
@@ -79,7 +79,7 @@ fn session(port: u16, envs: [&[(&str, &str)]; 2]) -> Vec<Output> {
 #[test]
 fn a_shared_secret_makes_the_magic_and_a_rank_without_it_cannot_join() {
     let secret: &[(&str, &str)] = &[("BOOTSIM_SESSION_SECRET", "s3cret"), ("SLURM_JOB_ID", "42")];
-    let outs = session(free_port(0, 1), [secret, secret]);
+    let outs = on_free_port(0, 1, |port| session(port, [secret, secret]));
     for o in &outs {
         assert_eq!(o.status.code(), Some(0), "{}", text(o));
         assert!(!text(o).contains("derived from the address"), "{}", text(o));
@@ -87,10 +87,10 @@ fn a_shared_secret_makes_the_magic_and_a_rank_without_it_cannot_join() {
     // Rank 1 with another secret speaks with another magic: the root drops its check-in as a
     // stranger's, and the session fails within the timeout instead of admitting it.
     let other: &[(&str, &str)] = &[("BOOTSIM_SESSION_SECRET", "guess"), ("SLURM_JOB_ID", "42")];
-    let outs = session(free_port(0, 1), [secret, other]);
+    let outs = on_free_port(0, 1, |port| session(port, [secret, other]));
     assert_eq!(outs[0].status.code(), Some(1), "{}", text(&outs[0]));
     assert!(text(&outs[0]).contains("not yet checked in: rank 1"), "{}", text(&outs[0]));
     // Without any secret, every rank says its magic is derivable.
-    let outs = session(free_port(0, 1), [&[], &[]]);
+    let outs = on_free_port(0, 1, |port| session(port, [&[], &[]]));
     assert!(text(&outs[1]).contains("warning: rank 1: the session magic is derived from the address"));
 }
