@@ -17,7 +17,7 @@
 //!   POLICY to the connections between them (see `wire.rs`). Needs CAP_NET_ADMIN and
 //!   /dev/net/tun.
 //!
-//! Each rank stops at its first failed iteration. Exit 0: every iteration verified; 1: an
+//! Each rank stops at its first failed iteration (`--keep-going`: runs them all). Exit 0: every iteration verified; 1: an
 //! error, timeout or wrong bytes; 2: bad usage; 3: could not run (a port in use, nothing
 //! listening at the root's address), with the address.
 
@@ -82,6 +82,10 @@ pub struct SmokeArgs {
     /// Run the whole bootstrap this many times, each with a fresh session.
     #[arg(long, default_value_t = 1)]
     iterations: u32,
+    /// Run every iteration even after one fails (to measure a failure rate); without it a
+    /// rank stops at its first failed iteration. In a multi-process session give it to every rank.
+    #[arg(long)]
+    keep_going: bool,
     /// Fail an operation after this long without progress from the peer it waits for
     /// (strangers do not count). A failing rank exits within this plus 5 s, the bound for its
     /// queued bytes to flush.
@@ -196,8 +200,9 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let started = Instant::now();
-    let mut ok = 0;
+    let (mut ok, mut ran) = (0, 0);
     for iter in 0..args.iterations {
+        ran += 1;
         let (rendezvous, magic) = match (session, &args.uid_file) {
             (Some(s), _) => {
                 let addr = SocketAddr::new(
@@ -333,7 +338,9 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 for line in &stderr {
                     println!("  rank {rank} stderr: {line}");
                 }
-                break;
+                if !args.keep_going {
+                    break;
+                }
             }
         }
     }
@@ -345,9 +352,9 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             None => format!("variant {variant}"),
         };
         println!(
-            "smoke: {status}: {what} workload {} ranks {nranks}: {ok}/{} iterations ok in {total} ms",
+            "smoke: {status}: {what} workload {} ranks {nranks}: {} in {total} ms",
             workload.name(),
-            args.iterations
+            report::iterations_text(ok, ran, args.iterations)
         );
     }
     Ok(if ok == args.iterations { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -370,6 +377,9 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         cmd.arg("--uid-file").arg(&uid).args(["--ip", "127.0.0.1", "--variant", args.variant_name()]);
         cmd.args(["--workload", &args.workload, "--seed", &args.seed.to_string()]);
         cmd.args(["--iterations", &args.iterations.to_string(), "--op-timeout-ms", &args.op_timeout_ms.to_string()]);
+        if args.keep_going {
+            cmd.arg("--keep-going");
+        }
         if let Some(m) = &args.magic {
             cmd.args(["--magic", m]);
         }
