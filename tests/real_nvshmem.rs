@@ -213,3 +213,27 @@ fn the_tag_counter_knob_is_refused_for_a_plugin_without_one() {
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("--tag-counter: 3.7.1 has no per-call tag counter"), "{out}");
 }
+
+#[test]
+fn a_plugin_that_does_not_load_is_could_not_run_not_a_protocol_verdict() {
+    // The real 3.7.1 plugin with its ELF magic broken: bootsim takes it for a plugin (its
+    // messages are there), the rank processes cannot dlopen it.
+    let o = Command::new("bash").arg("scripts/fetch-nvshmem.sh").arg("3.7.1").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let real = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let dir = std::env::temp_dir().join(format!("bootsim-broken-plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let broken = dir.join("nvshmem_bootstrap_uid.so.3");
+    let mut bytes = std::fs::read(&real).unwrap();
+    bytes[..4].copy_from_slice(b"XXXX");
+    std::fs::write(&broken, bytes).unwrap();
+    let (code, out) = bootsim(&["smoke", "--local", "2", "--plugin", broken.to_str().unwrap(), "--iterations", "3"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(
+        out.contains("iter 0 [plugin ")
+            && out.contains("could not run (no protocol verdict): init: cannot load the plugin"),
+        "{out}"
+    );
+    assert!(!out.contains("verdict error"), "not counted as the protocol's error: {out}");
+}
