@@ -3,11 +3,20 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: skips-reset bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench rdma-build
+.PHONY: install skips-reset bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench rdma-build
 
 # The first build takes minutes on a fresh machine: cargo shows it (no --quiet).
 run:
 	$(CARGO) run --release -- $(RUN_ARGS)
+
+# bootsim on your PATH: the release build copied to $(PREFIX)/bin (default ~/.cargo/bin, where
+# rustup puts cargo; `cargo install --path .` does the same). PROFILE=dev installs the debug build.
+PREFIX ?= $(HOME)/.cargo
+PROFILE ?= release
+install:
+	$(CARGO) build --profile $(PROFILE) --bin bootsim
+	install -D -m 755 "$${CARGO_TARGET_DIR:-target}/$(if $(filter dev,$(PROFILE)),debug,$(PROFILE))/bootsim" "$(PREFIX)/bin/bootsim"
+	@echo "installed $(PREFIX)/bin/bootsim"
 
 # Without root a test that needs it (the wire, an apt package) is SKIPPED and counted: the count
 # is the last thing `make test` prints. Under CI (CI=true) such a test fails instead.

@@ -41,6 +41,10 @@ const CLUSTER: &str =
 const EXPECTED: &[(&str, Expect)] = &[
     ("make run", NotHere("the same compare as below over 200 seeds; make is not run from a test")),
     ("make test", NotHere("this very test suite")),
+    (
+        "make install",
+        NotHere("a release build into ~/.cargo/bin; tests/install_scripts.rs runs it into a temporary PREFIX (dev profile)"),
+    ),
     ("make bench-scale", NotHere("tens of minutes and up to 3/4 of the machine's memory; its quick form is tests/bench.rs")),
     ("make bench", NotHere("about 90 s of release runs; its quick form below is what tests/bench.rs runs")),
     ("bootsim bench --quick", NotHere("tests/bench.rs runs it and checks every section's output")),

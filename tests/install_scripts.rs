@@ -255,3 +255,22 @@ fn a_set_up_step_that_cannot_run_fails_under_ci_and_is_counted_then_summarised_e
     let o = s.run("scripts/skip-summary.sh", &[&log_s], &[]);
     assert_eq!(String::from_utf8_lossy(&o.stdout), "make test: 0 tests skipped\n");
 }
+
+#[test]
+fn make_install_puts_a_working_bootsim_in_prefix_bin() {
+    // The dev profile: the build cargo test has just made (README's `make install` is release).
+    let prefix = std::env::temp_dir().join(format!("bootsim-install-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&prefix);
+    let o = Command::new("make")
+        .args(["install", "PROFILE=dev"])
+        .arg(format!("PREFIX={}", prefix.display()))
+        .current_dir(ROOT)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let bin = prefix.join("bin/bootsim");
+    assert!(text(&o).contains(&format!("installed {}", bin.display())), "{}", text(&o));
+    let v = Command::new(&bin).arg("--version").output().unwrap();
+    let _ = fs::remove_dir_all(&prefix);
+    assert!(v.status.success() && String::from_utf8_lossy(&v.stdout).starts_with("bootsim "), "{}", text(&v));
+}
