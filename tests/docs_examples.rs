@@ -147,6 +147,10 @@ const EXPECTED: &[(&str, Expect)] = &[
     ("bootsim smoke --local 2 --plugin ./my-build/nvshmem_bootstrap_uid.so.3", Exit(0, "verdict pass")),
     ("bootsim conformance --plugin 3.7.1", Wire(0, "put the same bytes on the wire")),
     (
+        "bootsim smoke --local 2 --plugin 3.8.0 --plugin-ranks 0 --workload qp-create --tag-counter 2147483646",
+        Exit(1, "alltoall #2: UID bootstrap message tag space exhausted (the next tag would be 0x80000000, past 2^31-1)"),
+    ),
+    (
         "bootsim smoke --local 2 --workload deepep --variant nvshmem-3.4 --wire 'release-on-next=500,select=pair:1>2:2'",
         Wire(1, "FAIL: verdict corruption"),
     ),

@@ -123,6 +123,25 @@ impl Default for Case {
 }
 
 impl Case {
+    /// The most ranks a case of `workload` (its default parameters, e.g. `deepep`) may have
+    /// within [`PAYLOAD_BUDGET`]; 0 for a workload that needs parameters (`custom`).
+    pub fn max_ranks(workload: &str) -> u32 {
+        let fits = |n: u32| Case::parse(&format!("workload={workload} ranks={n}")).is_ok();
+        if !fits(1) {
+            return 0;
+        }
+        let (mut lo, mut hi) = (1u32, 65_537u32);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// Every case key with its values and default, from the parser's own tables (for `--help`).
     pub fn keys_help() -> String {
         let d = Case::default();
@@ -140,7 +159,18 @@ impl Case {
             ("k", "back-to-back alltoalls (qp-create)".into(), "4".into()),
             ("len", "operations (churn)".into(), "12".into()),
             ("ops", "custom: allgather:N,alltoall:N,barrier,...".into(), "-".into()),
-            ("ranks", "1..=65536".into(), d.ranks.to_string()),
+            (
+                "ranks",
+                format!(
+                    "1..=65536, within the {} MiB budget: at most {} (deepep), {} (nvshmem-init), {} (qp-create), {} (churn) with their default parameters",
+                    PAYLOAD_BUDGET >> 20,
+                    Case::max_ranks("deepep"),
+                    Case::max_ranks("nvshmem-init"),
+                    Case::max_ranks("qp-create"),
+                    Case::max_ranks("churn"),
+                ),
+                d.ranks.to_string(),
+            ),
             ("adversary", PROFILES.join(" | "), d.adversary.clone()),
             ("seed", "unsigned 64-bit".into(), d.seed.to_string()),
             (
