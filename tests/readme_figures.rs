@@ -124,3 +124,61 @@ fn make_run_s_table_is_what_compare_prints() {
     let shown = &README[start..start + README[start..].find("```").unwrap()];
     assert_eq!(shown, printed, "README's make run block; now printed:\n{printed}");
 }
+
+/// GitHub's anchor of a heading: lower case, spaces to `-`, punctuation dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn readme_s_links_to_its_sections_and_docs_resolve() {
+    let anchors: Vec<String> =
+        README.lines().filter_map(|l| l.strip_prefix('#')).map(|h| slug(h.trim_start_matches('#'))).collect();
+    let mut links = 0;
+    for part in README.split("](").skip(1) {
+        let target = &part[..part.find(')').unwrap()];
+        if let Some(anchor) = target.strip_prefix('#') {
+            assert!(anchors.iter().any(|a| a == anchor), "README links #{anchor}, no such heading: {anchors:?}");
+            links += 1;
+        } else if !target.starts_with("http") {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(target);
+            assert!(path.exists(), "README links {target}, which does not exist");
+        }
+    }
+    assert!(links >= 4, "the intro links both personas' sections");
+    // The glossary is linked from the first paragraph.
+    let first = README.split("\n\n").nth(1).unwrap();
+    assert!(first.contains("[glossary](docs/glossary.md)"), "{first}");
+}
+
+#[test]
+fn the_glossary_explains_every_adversary_and_workload_and_the_words_readme_uses() {
+    let glossary = include_str!("../docs/glossary.md");
+    for a in bootsim_sim::kernel::PROFILES {
+        assert!(glossary.contains(&format!("- `{a}`: ")), "adversary {a} has no glossary entry");
+    }
+    for w in bootsim_sim::workload::WORKLOADS {
+        assert!(glossary.contains(&format!("- `{w}`: ")), "workload {w} has no glossary entry");
+    }
+    for word in [
+        "**RSS**",
+        "**RX queue**",
+        "**softirq**",
+        "QPN, GID",
+        "**SIOCOUTQ**",
+        "NVIDIA/nvshmem#97",
+        "DeepEP",
+        "Root rank vs root user",
+    ] {
+        assert!(glossary.contains(word), "the glossary lacks {word}");
+    }
+}
