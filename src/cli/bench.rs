@@ -43,7 +43,7 @@ pub struct BenchArgs {
 }
 
 fn case(s: &str) -> anyhow::Result<Case> {
-    Case::parse(s).with_context(|| format!("in '{}'", shorten(&s)))
+    Case::parse(s).with_context(|| format!("in '{}'", shorten(s)))
 }
 
 fn median_f(mut v: Vec<f64>) -> f64 {
