@@ -18,9 +18,10 @@ pub fn text(o: &Output) -> String {
 static HANDED_OUT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// A loopback port below the ephemeral range, free now, with `span - 1` free ports after it
-/// (a session uses one port per iteration). Tests of one binary never get the same port (a
-/// counter in the process); another process may still bind it before the test does: run a
-/// session through [`on_free_port`], which retries then.
+/// (a session uses one port per iteration). Each call starts its search past the ports handed
+/// out before in this process, so tests of one binary do not race for one port; another
+/// process may still bind it before the test does: run a session through [`on_free_port`],
+/// which retries then.
 pub fn free_port(seed: u16, span: u16) -> u16 {
     let taken = HANDED_OUT.fetch_add(u32::from(span), std::sync::atomic::Ordering::SeqCst);
     let offset = (std::process::id() * 7 + u32::from(seed) * 97 + taken) % 8_000;
@@ -28,7 +29,8 @@ pub fn free_port(seed: u16, span: u16) -> u16 {
     let free = |p: u16| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
     let found = (start..29_000 - span).chain(21_000..start).find(|p| (*p..p + span).all(free));
     let port = found.expect("a free loopback port");
-    HANDED_OUT.fetch_add(u32::from(port - start), std::sync::atomic::Ordering::SeqCst);
+    // Past the ports probed and found busy, so the next call starts after this one.
+    HANDED_OUT.fetch_add(u32::from(port.saturating_sub(start)), std::sync::atomic::Ordering::SeqCst);
     port
 }
 
