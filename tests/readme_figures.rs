@@ -182,3 +182,51 @@ fn the_glossary_explains_every_adversary_and_workload_and_the_words_readme_uses(
         assert!(glossary.contains(word), "the glossary lacks {word}");
     }
 }
+
+/// `12345678` as README writes it: `12 345 678`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `bootsim explore CASE ARGS...`'s states and transitions.
+fn explored(case: &str, args: &[&str]) -> (u64, u64) {
+    let o = bootsim().arg("explore").arg(case).args(args).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let line = out.lines().find(|l| l.starts_with("states: ")).unwrap_or_else(|| panic!("{out}"));
+    let num =
+        |key: &str| -> u64 { line.split(key).nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap() };
+    (num("states: "), num("transitions: "))
+}
+
+#[test]
+fn the_explore_table_s_states_and_transitions_are_what_explore_counts() {
+    // The rows that take seconds in a debug build; the others take minutes (README says so).
+    let rows: [(&str, &str, &[&str]); 4] = [
+        ("`nvshmem-3.4` deepep n=2", "variant=nvshmem-3.4 workload=deepep ranks=2", &[]),
+        ("`persistent` deepep n=4", "variant=persistent workload=deepep ranks=4", &[]),
+        ("`drain` qp-create k=3 n=3", "variant=drain workload=qp-create k=3 ranks=3", &[]),
+        (
+            "`pr97` qp-create k=2 n=3, `--faults drain-timeout`",
+            "variant=pr97 workload=qp-create k=2 ranks=3",
+            &["--faults", "drain-timeout"],
+        ),
+    ];
+    std::thread::scope(|s| {
+        for (label, case, args) in rows {
+            s.spawn(move || {
+                let (states, reduced) = explored(case, args);
+                let (again, every) = explored(case, &[args, &["--no-reduction"][..]].concat());
+                assert_eq!(states, again, "{label}: the same states either way");
+                says(&format!("| {label} | {} | {} / {} |", grouped(states), grouped(reduced), grouped(every)));
+            });
+        }
+    });
+}
