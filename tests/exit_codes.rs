@@ -66,8 +66,8 @@ fn a_root_port_in_use_exits_3_at_once_with_the_address() {
 
 #[test]
 fn a_rank_whose_root_refuses_every_connection_exits_3_with_the_address() {
-    // A port nothing listens on: bound, then released (nothing else binds it in this short run).
-    let addr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    // A port nothing listens on, below the ephemeral range (where no outgoing connection takes it).
+    let addr = format!("127.0.0.1:{}", common::free_port(7, 1));
     let o = run(&["smoke", "--rank", "1", "--ranks", "2", "--session", &addr, "--op-timeout-ms", "1000"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(

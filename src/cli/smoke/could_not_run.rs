@@ -24,8 +24,12 @@ pub fn could_not_run(result: &Result<RankRun, DriverError>, root: Option<SocketA
             ..
         } if waiting.contains("checking in with the root (connect of") => {
             let root = root?;
-            let refused = TcpStream::connect_timeout(&root, Duration::from_secs(1))
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+            // A port in the ephemeral range can connect to itself (simultaneous open) when
+            // nothing listens: that is no root either.
+            let refused = match TcpStream::connect_timeout(&root, Duration::from_secs(1)) {
+                Err(e) => e.kind() == std::io::ErrorKind::ConnectionRefused,
+                Ok(s) => matches!((s.local_addr(), s.peer_addr()), (Ok(l), Ok(p)) if l == p),
+            };
             refused.then(|| {
                 format!(
                     "rank {rank}: could not reach the root: nothing listens at {root} (connection refused; no check-in \
