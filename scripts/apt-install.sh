@@ -4,7 +4,14 @@
 # Exits without touching apt when every package is installed, and runs `apt-get update` only
 # when a missing package has no install candidate (empty or stale lists). Debian/Ubuntu only;
 # runs apt through sudo when not root. NAME prefixes its messages.
+#
+# Another apt (unattended-upgrades on a freshly booted cloud VM) may hold the dpkg lock: apt waits
+# for it up to APT_LOCK_TIMEOUT seconds (default 600, apt's DPkg::Lock::Timeout), and when it
+# gives up this script says so and exits 1.
 set -euo pipefail
+
+LOCK_TIMEOUT=${APT_LOCK_TIMEOUT:-600}
+[[ "$LOCK_TIMEOUT" =~ ^[0-9]+$ ]] || { echo "apt-install.sh: APT_LOCK_TIMEOUT must be whole seconds, got '$LOCK_TIMEOUT'" >&2; exit 2; }
 
 NAME=${1:?usage: apt-install.sh NAME PKG...}
 shift
@@ -45,18 +52,31 @@ if [[ $(id -u) -ne 0 ]]; then
     fi
 fi
 
+# apt-get with the bounded wait for the lock; its output is shown as it comes and kept, so that a
+# failure that was the lock is named as such.
+apt_get() {
+    local log status=0
+    log=$(mktemp)
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get -o "DPkg::Lock::Timeout=$LOCK_TIMEOUT" "$@" 2>&1 | tee "$log" || status=$?
+    if [[ $status -ne 0 ]] && grep -q 'Could not get lock' "$log"; then
+        echo "$NAME: gave up after waiting ${LOCK_TIMEOUT} s for the apt/dpkg lock (another apt, e.g. unattended-upgrades, holds it; see above); retry when it is done or set APT_LOCK_TIMEOUT" >&2
+    fi
+    rm -f "$log"
+    return "$status"
+}
+
 need_update=0
 for p in "${missing[@]}"; do
     has_candidate "$p" || { need_update=1; break; }
 done
 if [[ $need_update -eq 1 ]]; then
     echo "$NAME: apt-get update (no install candidate for some of: ${missing[*]})"
-    "${SUDO[@]}" apt-get update
+    apt_get update
 fi
 
 echo "$NAME: installing ${missing[*]}"
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y --no-install-recommends "${missing[@]}"
+apt_get install -y --no-install-recommends "${missing[@]}"
 
 for p in "${PACKAGES[@]}"; do
     if ! is_installed "$p"; then

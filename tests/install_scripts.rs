@@ -55,6 +55,11 @@ impl Drop for Stubs {
     }
 }
 
+/// The head of a stub `apt-get`: refuses a call without a bounded wait for the dpkg lock (as a
+/// real apt would fail at once while unattended-upgrades holds it), then drops the `-o` options.
+const APT_OPTIONS: &str = r#"[[ "$*" == *"-o DPkg::Lock::Timeout="* ]] || { echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)" >&2; exit 100; }
+while [[ "$1" == -o ]]; do shift 2; done"#;
+
 /// A dpkg/apt world: packages are "installed" once `apt-get install` has named them; apt-cache
 /// has candidates only after `apt-get update` (a fresh machine's empty lists).
 fn fake_apt(s: &Stubs, uid: u32) {
@@ -68,7 +73,7 @@ fn fake_apt(s: &Stubs, uid: u32) {
     );
     s.stub(
         "apt-get",
-        r#"case "$1" in update) touch "$STATE/updated";; install) for a in "$@"; do case "$a" in -*|install) ;; *) echo "$a" >> "$STATE/installed";; esac; done;; esac"#,
+        &format!("{APT_OPTIONS}\n{}", r#"case "$1" in update) touch "$STATE/updated";; install) for a in "$@"; do case "$a" in -*|install) ;; *) echo "$a" >> "$STATE/installed";; esac; done;; esac"#),
     );
     s.stub("id", &format!("echo {uid}"));
     s.stub("sudo", r#""$@""#);
@@ -85,8 +90,11 @@ fn apt_install_on_a_fresh_machine_updates_the_lists_then_installs_what_is_missin
     let o = s.run("scripts/apt-install.sh", &["t", "pkg-a", "pkg-b"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let calls = s.calls();
-    assert!(calls.contains("apt-get update"), "{calls}");
-    assert!(calls.contains("apt-get install -y --no-install-recommends pkg-a pkg-b"), "{calls}");
+    assert!(
+        calls.contains("apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends pkg-a pkg-b"),
+        "{calls}"
+    );
+    assert!(calls.contains("apt-get -o DPkg::Lock::Timeout=600 update"), "{calls}");
     assert!(!calls.contains("sudo"), "root needs no sudo: {calls}");
     assert!(text(&o).contains("t: done"), "{}", text(&o));
 }
@@ -107,11 +115,43 @@ fn apt_install_as_a_user_goes_through_sudo_and_fails_when_a_package_did_not_inst
     let s = Stubs::new("user");
     fake_apt(&s, 1000);
     // This apt-get "succeeds" without installing anything.
-    s.stub("apt-get", r#"[[ "$1" == update ]] && touch "$STATE/updated"; exit 0"#);
+    s.stub("apt-get", &format!("{APT_OPTIONS}\n{}", r#"[[ "$1" == update ]] && touch "$STATE/updated"; exit 0"#));
     let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(s.calls().contains("sudo env DEBIAN_FRONTEND=noninteractive apt-get install"), "{}", s.calls());
+    assert!(
+        s.calls().contains("sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install"),
+        "{}",
+        s.calls()
+    );
     assert!(text(&o).contains("pkg-a still not installed"), "{}", text(&o));
+}
+
+#[test]
+fn apt_install_waits_for_a_held_dpkg_lock_within_its_bound_and_says_when_it_gives_up() {
+    let s = Stubs::new("lock");
+    fake_apt(&s, 0);
+    fs::write(s.dir.join("updated"), "").unwrap();
+    // This apt-get waited its whole DPkg::Lock::Timeout and the lock was still held.
+    s.stub(
+        "apt-get",
+        r#"echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)" >&2; exit 100"#,
+    );
+    let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[("APT_LOCK_TIMEOUT", "7")]);
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+    assert!(s.calls().contains("apt-get -o DPkg::Lock::Timeout=7 install"), "{}", s.calls());
+    let out = text(&o);
+    assert!(out.contains("It is held by process 4242"), "apt's own words are shown: {out}");
+    assert!(out.contains("t: gave up after waiting 7 s for the apt/dpkg lock"), "{out}");
+    assert!(!out.contains("t: done"), "{out}");
+
+    // Any other apt failure is not blamed on the lock; a malformed bound is refused up front.
+    s.stub("apt-get", r#"echo "E: Unable to locate package pkg-a" >&2; exit 100"#);
+    let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[]);
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+    assert!(!text(&o).contains("gave up"), "{}", text(&o));
+    let o = s.run("scripts/apt-install.sh", &["t", "pkg-a"], &[("APT_LOCK_TIMEOUT", "ten")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("APT_LOCK_TIMEOUT must be whole seconds, got 'ten'"), "{}", text(&o));
 }
 
 #[test]
@@ -190,4 +230,47 @@ fn fetch_nvshmem_extracts_the_plugin_once_and_names_a_missing_version() {
     let o = s.run("scripts/fetch-nvshmem.sh", &["latest"], &env);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("bad version 'latest'"), "{}", text(&o));
+}
+
+#[test]
+fn a_set_up_step_that_cannot_run_fails_under_ci_and_is_counted_then_summarised_elsewhere() {
+    let s = Stubs::new("skip");
+    let log = s.dir.join("skips.log");
+    let log_s = log.display().to_string();
+    for ci in ["true", "1"] {
+        let o = s.run("scripts/skip.sh", &["chromium", "no sudo"], &[("CI", ci), ("BOOTSIM_SKIP_LOG", &log_s)]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains("cannot run under CI: needs chromium: no sudo"), "{}", text(&o));
+    }
+    assert!(!log.exists(), "a CI failure is not a skip");
+    for ci in ["false", "0", ""] {
+        let o = s.run("scripts/skip.sh", &["chromium", "no sudo"], &[("CI", ci), ("BOOTSIM_SKIP_LOG", &log_s)]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = s.run("scripts/skip-summary.sh", &[&log_s], &[]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.starts_with("make test: 3 tests SKIPPED (not run, not passed) on this machine:\n"), "{out}");
+    assert_eq!(out.matches("  SKIPPED make test step: needs chromium: no sudo").count(), 3, "{out}");
+    fs::remove_file(&log).unwrap();
+    let o = s.run("scripts/skip-summary.sh", &[&log_s], &[]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "make test: 0 tests skipped\n");
+}
+
+#[test]
+fn make_install_puts_a_working_bootsim_in_prefix_bin() {
+    // The dev profile: the build cargo test has just made (README's `make install` is release).
+    let prefix = std::env::temp_dir().join(format!("bootsim-install-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&prefix);
+    let o = Command::new("make")
+        .args(["install", "PROFILE=dev"])
+        .arg(format!("PREFIX={}", prefix.display()))
+        .current_dir(ROOT)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let bin = prefix.join("bin/bootsim");
+    assert!(text(&o).contains(&format!("installed {}", bin.display())), "{}", text(&o));
+    let v = Command::new(&bin).arg("--version").output().unwrap();
+    let _ = fs::remove_dir_all(&prefix);
+    assert!(v.status.success() && String::from_utf8_lossy(&v.stdout).starts_with("bootsim "), "{}", text(&v));
 }

@@ -18,13 +18,7 @@ fn bootsim(args: &[&str]) -> (Option<i32>, String) {
 }
 
 fn no_wire() -> bool {
-    match bootsim_adapters::wire::wire_available() {
-        Ok(()) => false,
-        Err(why) => {
-            eprintln!("skipped: the userspace wire is not available here: {why}");
-            true
-        }
-    }
+    !bootsim_adapters::skip::wire_can_run()
 }
 
 #[test]
@@ -75,6 +69,19 @@ fn a_mismatched_pair_fails_within_the_timeout_and_says_so() {
     // 3.4.5 sends its barrier with tag 1, nvshmem-3.8 waits for tag 2: both wait, both are named.
     assert!(out.contains("rank 0/2 iter 0 [NVSHMEM 3.4.5]: FAIL") && out.contains("waits for barrier #2"), "{out}");
     assert!(out.contains("verdict hang (a mismatched pair"), "{out}");
+}
+
+#[test]
+fn pairs_that_send_the_same_bytes_are_not_called_mismatched_and_pass() {
+    // Conformance proves 3.4.5 byte-identical to nvshmem-3.7 and 3.7.1 to nvshmem-3.4: only the
+    // receive-size check differs, which no clean run trips.
+    for (plugin, variant) in [("3.4.5", "nvshmem-3.7"), ("3.7.1", "nvshmem-3.4"), ("3.7.1", "drain")] {
+        let args = ["smoke", "--local", "2", "--plugin", plugin, "--plugin-ranks", "0", "--variant", variant];
+        let (code, out) = bootsim(&[&args[..], &["--iterations", "2", "--workload", "qp-create"]].concat());
+        assert_eq!(code, Some(0), "{plugin} with {variant}: {out}");
+        assert!(!out.contains("MISMATCHED"), "{plugin} with {variant}: {out}");
+        assert!(out.contains("verdict pass"), "{out}");
+    }
 }
 
 #[test]
@@ -218,4 +225,28 @@ fn the_tag_counter_knob_is_refused_for_a_plugin_without_one() {
     let (code, out) = bootsim(&["smoke", "--local", "2", "--plugin", "3.7.1", "--tag-counter", "5"]);
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("--tag-counter: 3.7.1 has no per-call tag counter"), "{out}");
+}
+
+#[test]
+fn a_plugin_that_does_not_load_is_could_not_run_not_a_protocol_verdict() {
+    // The real 3.7.1 plugin with its ELF magic broken: bootsim takes it for a plugin (its
+    // messages are there), the rank processes cannot dlopen it.
+    let o = Command::new("bash").arg("scripts/fetch-nvshmem.sh").arg("3.7.1").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let real = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let dir = std::env::temp_dir().join(format!("bootsim-broken-plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let broken = dir.join("nvshmem_bootstrap_uid.so.3");
+    let mut bytes = std::fs::read(&real).unwrap();
+    bytes[..4].copy_from_slice(b"XXXX");
+    std::fs::write(&broken, bytes).unwrap();
+    let (code, out) = bootsim(&["smoke", "--local", "2", "--plugin", broken.to_str().unwrap(), "--iterations", "3"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(
+        out.contains("iter 0 [plugin ")
+            && out.contains("could not run (no protocol verdict): init: cannot load the plugin"),
+        "{out}"
+    );
+    assert!(!out.contains("verdict error"), "not counted as the protocol's error: {out}");
 }

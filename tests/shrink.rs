@@ -139,7 +139,7 @@ fn shards_are_disjoint_cover_the_range_and_merge_to_the_unsharded_summary() {
 }
 
 #[test]
-fn merge_rejects_bad_input_with_exit_2() {
+fn merge_rejects_bad_input_with_exit_2_and_a_file_it_cannot_read_with_3() {
     let dir = std::env::temp_dir().join(format!("bootsim-merge-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("bad.jsonl");
@@ -148,7 +148,7 @@ fn merge_rejects_bad_input_with_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("bad.jsonl:1: not a `bootsim sweep --json` line"));
     let o = bootsim(&["merge", dir.join("missing.jsonl").to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(3), "an I/O error is could-not-run");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -5,7 +5,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{bootsim, free_port, text};
+use common::{bootsim, on_free_port, text};
 
 #[test]
 fn four_local_ranks_pass_deepep_under_pr97() {
@@ -79,7 +79,7 @@ fn session(port: u16, envs: [&[(&str, &str)]; 2]) -> Vec<Output> {
 #[test]
 fn a_shared_secret_makes_the_magic_and_a_rank_without_it_cannot_join() {
     let secret: &[(&str, &str)] = &[("BOOTSIM_SESSION_SECRET", "s3cret"), ("SLURM_JOB_ID", "42")];
-    let outs = session(free_port(0, 1), [secret, secret]);
+    let outs = on_free_port(0, 1, |port| session(port, [secret, secret]));
     for o in &outs {
         assert_eq!(o.status.code(), Some(0), "{}", text(o));
         assert!(!text(o).contains("derived from the address"), "{}", text(o));
@@ -87,10 +87,46 @@ fn a_shared_secret_makes_the_magic_and_a_rank_without_it_cannot_join() {
     // Rank 1 with another secret speaks with another magic: the root drops its check-in as a
     // stranger's, and the session fails within the timeout instead of admitting it.
     let other: &[(&str, &str)] = &[("BOOTSIM_SESSION_SECRET", "guess"), ("SLURM_JOB_ID", "42")];
-    let outs = session(free_port(0, 1), [secret, other]);
+    let outs = on_free_port(0, 1, |port| session(port, [secret, other]));
     assert_eq!(outs[0].status.code(), Some(1), "{}", text(&outs[0]));
     assert!(text(&outs[0]).contains("not yet checked in: rank 1"), "{}", text(&outs[0]));
     // Without any secret, every rank says its magic is derivable.
-    let outs = session(free_port(0, 1), [&[], &[]]);
+    let outs = on_free_port(0, 1, |port| session(port, [&[], &[]]));
     assert!(text(&outs[1]).contains("warning: rank 1: the session magic is derived from the address"));
+}
+
+/// Two ranks that speak different variants (3.8 and 3.4 tags disagree): every iteration fails.
+fn mismatched(port: u16, extra: &[&str]) -> Vec<Output> {
+    let addr = format!("127.0.0.1:{port}");
+    let children: Vec<_> = [(0, "nvshmem-3.8"), (1, "nvshmem-3.4")]
+        .into_iter()
+        .map(|(r, v)| {
+            let mut c = bootsim();
+            c.args(["smoke", "--session", &addr, "--rank", &r.to_string(), "--ranks", "2", "--variant", v]);
+            c.args(["--workload", "qp-create", "--iterations", "3", "--op-timeout-ms", "500"]).args(extra);
+            c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
+}
+
+#[test]
+fn a_failed_iteration_stops_the_run_and_says_how_many_ran_unless_told_to_keep_going() {
+    let outs = on_free_port(5, 3, |port| mismatched(port, &[]));
+    let out = text(&outs[0]);
+    assert_eq!(outs[0].status.code(), Some(1), "{out}");
+    assert!(out.contains("iter 0: FAIL") && !out.contains("iter 1:"), "{out}");
+    assert!(
+        out.contains("0/1 iterations ok (2 of 3 not run: stopped at the first failure; --keep-going runs them all)"),
+        "{out}"
+    );
+    let outs = on_free_port(6, 3, |port| mismatched(port, &["--keep-going"]));
+    for (r, o) in outs.iter().enumerate() {
+        let out = text(o);
+        assert_eq!(o.status.code(), Some(1), "rank {r}: {out}");
+        for i in 0..3 {
+            assert!(out.contains(&format!("rank {r}/2 iter {i}: FAIL")), "rank {r} runs every iteration: {out}");
+        }
+    }
+    assert!(text(&outs[0]).contains(": 0/3 iterations ok in "), "{}", text(&outs[0]));
 }

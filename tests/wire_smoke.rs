@@ -16,13 +16,7 @@ use std::process::{Command, Output};
 const HOLD_ALLTOALL: &str = "release-on-next=500,select=pair:1>2:2";
 
 fn skip() -> bool {
-    match bootsim_adapters::wire::wire_available() {
-        Ok(()) => false,
-        Err(why) => {
-            eprintln!("skipped: the userspace wire is not available here: {why}");
-            true
-        }
-    }
+    !bootsim_adapters::skip::wire_can_run()
 }
 
 fn bootsim(args: &[&str]) -> (Option<i32>, String) {
@@ -228,4 +222,39 @@ fn probe_release_on_next_swaps_every_pair_and_the_drain_keeps_the_order() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("order [0,1,2,3,4,5,6,7,8,9], misplaced 0/10"), "{out}");
     assert!(out.contains("0 timeouts"), "{out}");
+}
+
+#[test]
+fn under_cpu_load_no_rank_dials_the_root_before_it_listens_so_pair_ordinals_hold() {
+    if skip() {
+        return;
+    }
+    // Two busy loops beside the run (the machine's 2 cores): before the fix, a rank scheduled
+    // before the root listened was refused and retried, one more connection on host pair 2>1
+    // (9 instead of 8) that shifted `pair:2>1:2` off rank 1's alltoall: 1-2 of 20 iterations.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hogs: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            })
+        })
+        .collect();
+    let args = ["smoke", "--local", "2", "--variant", "nvshmem-3.4", "--wire", "release-on-next=500,select=pair:2>1:2"];
+    let (code, out) = bootsim(&[&args[..], &["--workload", "deepep", "--iterations", "20", "--keep-going"]].concat());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in hogs {
+        h.join().unwrap();
+    }
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(out.matches("wire: 8 connections,").count(), 20, "every iteration: 8 connections, as the plugin: {out}");
+    for i in 0..20 {
+        let line = out.lines().find(|l| l.starts_with(&format!("rank 0/2 iter {i}: FAIL after "))).unwrap_or_default();
+        assert!(line.contains(" ms: corruption: "), "iteration {i} is the corruption: {out}");
+    }
+    assert!(out.contains("verdict corruption: 0/20 iterations ok"), "{out}");
 }

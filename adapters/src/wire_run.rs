@@ -13,12 +13,15 @@ use std::time::{Duration, Instant};
 
 use bootsim_core::{Limits, Op, Variant};
 
-use crate::tokio_sockets::{run_blocking, Rendezvous, SessionConfig};
+use crate::tokio_sockets::{run_blocking, run_blocking_notify, Rendezvous, SessionConfig};
 use crate::wire::{host_addr, Policy, Wire, WireError, WireReport, MAX_HOSTS};
 use bootsim_driver::{DriverError, RankRun};
 
 /// The port of the root's listener on host 1.
 pub const ROOT_PORT: u16 = 7000;
+
+/// The longest the other ranks wait for rank 0's root to listen before starting anyway.
+const ROOT_LISTEN_WAIT: Duration = Duration::from_secs(10);
 
 /// The wire host (1-based) that runs rank `rank`.
 pub fn rank_host(rank: u32) -> u8 {
@@ -81,6 +84,20 @@ pub fn run_ranks(cfg: WireRunConfig, ops: Vec<Vec<Op>>, policy: Policy) -> Resul
             rendezvous: Rendezvous::Session(root),
             uid_wait: Duration::ZERO,
         };
+        if rank == 0 {
+            // The root listens before any other rank starts: a rank that dialled it earlier
+            // would be refused and retry, one more connection on the wire, shifting every
+            // `select=pair:...:N` ordinal on that host pair (seen under CPU load).
+            let (tx, listening) = std::sync::mpsc::channel();
+            tasks.push(wire.spawn(rank_host(rank), move || {
+                let t0 = Instant::now();
+                let result = run_blocking_notify(session, ops, tx);
+                (result, t0.elapsed())
+            })?);
+            // Disconnected: rank 0 failed before listening; the others then report the root missing.
+            let _ = listening.recv_timeout(ROOT_LISTEN_WAIT);
+            continue;
+        }
         tasks.push(wire.spawn(rank_host(rank), move || {
             let t0 = Instant::now();
             let result = run_blocking(session, ops);

@@ -61,9 +61,32 @@ pub struct Case {
 }
 
 /// A case string that does not parse; the message names the key and the accepted values.
+/// Shown, each `quoted` piece of the input is cut to [`SHOWN_CHARS`] characters (a case string
+/// can be megabytes long).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("bad case string: {0}")]
+#[error("bad case string: {}", cut_quoted(.0))]
 pub struct CaseError(pub String);
+
+/// The most characters of a user's input an error message repeats.
+pub const SHOWN_CHARS: usize = 64;
+
+/// `text` with its first [`SHOWN_CHARS`] characters kept and the rest replaced by a count.
+pub fn shorten(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}... ({} bytes in all)", &text[..cut], text.len()),
+    }
+}
+
+/// `message` with every piece between backquotes shortened.
+fn cut_quoted(message: &str) -> String {
+    message
+        .split('`')
+        .enumerate()
+        .map(|(i, p)| if i % 2 == 1 { shorten(p) } else { p.to_string() })
+        .collect::<Vec<_>>()
+        .join("`")
+}
 
 /// The longest simulated deadline: one day (with every duration knob at most an hour, the
 /// simulated clock cannot overflow).
@@ -100,6 +123,25 @@ impl Default for Case {
 }
 
 impl Case {
+    /// The most ranks a case of `workload` (its default parameters, e.g. `deepep`) may have
+    /// within [`PAYLOAD_BUDGET`]; 0 for a workload that needs parameters (`custom`).
+    pub fn max_ranks(workload: &str) -> u32 {
+        let fits = |n: u32| Case::parse(&format!("workload={workload} ranks={n}")).is_ok();
+        if !fits(1) {
+            return 0;
+        }
+        let (mut lo, mut hi) = (1u32, 65_537u32);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// Every case key with its values and default, from the parser's own tables (for `--help`).
     pub fn keys_help() -> String {
         let d = Case::default();
@@ -117,7 +159,18 @@ impl Case {
             ("k", "back-to-back alltoalls (qp-create)".into(), "4".into()),
             ("len", "operations (churn)".into(), "12".into()),
             ("ops", "custom: allgather:N,alltoall:N,barrier,...".into(), "-".into()),
-            ("ranks", "1..=65536".into(), d.ranks.to_string()),
+            (
+                "ranks",
+                format!(
+                    "1..=65536, within the {} MiB budget: at most {} (deepep), {} (nvshmem-init), {} (qp-create), {} (churn) with their default parameters",
+                    PAYLOAD_BUDGET >> 20,
+                    Case::max_ranks("deepep"),
+                    Case::max_ranks("nvshmem-init"),
+                    Case::max_ranks("qp-create"),
+                    Case::max_ranks("churn"),
+                ),
+                d.ranks.to_string(),
+            ),
             ("adversary", PROFILES.join(" | "), d.adversary.clone()),
             ("seed", "unsigned 64-bit".into(), d.seed.to_string()),
             (

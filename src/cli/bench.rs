@@ -14,6 +14,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use bootsim_sim::case::shorten;
 use bootsim_sim::{run_case, Case};
 
 /// Arguments of `bootsim bench`.
@@ -42,7 +43,7 @@ pub struct BenchArgs {
 }
 
 fn case(s: &str) -> anyhow::Result<Case> {
-    Case::parse(s).with_context(|| format!("in '{s}'"))
+    Case::parse(s).with_context(|| format!("in '{}'", shorten(s)))
 }
 
 fn median_f(mut v: Vec<f64>) -> f64 {
@@ -271,7 +272,7 @@ fn scale_child(ranks: u32) -> anyhow::Result<ExitCode> {
     // The parent caps this process's address space (`scale_point`), so a point larger than the
     // case budget meant for interactive runs is measured, and fails alone if it cannot fit.
     let s = scale_case(ranks);
-    let c = Case::parse_within(&s, u128::MAX).with_context(|| format!("in '{s}'"))?;
+    let c = Case::parse_within(&s, u128::MAX).with_context(|| format!("in '{}'", shorten(&s)))?;
     let (mut walls, mut cpus) = (Vec::new(), Vec::new());
     let start = Instant::now();
     let mut last = None;

@@ -6,6 +6,7 @@ use std::time::Instant as WallClock;
 
 use anyhow::{bail, Context};
 use bootsim_core::PRESETS;
+use bootsim_sim::case::shorten;
 use bootsim_sim::explore::hazard::{cell, pairs, Cell};
 use bootsim_sim::explore::search::MAX_RANKS;
 use bootsim_sim::explore::{explore as explore_case, Bounds, Exploration, Faults};
@@ -14,7 +15,7 @@ use bootsim_sim::{run_case, Case, Verdict};
 /// Arguments of `bootsim explore`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Exit: 0 no violation (proved, or none in what was explored when a bound stopped it: the output says which); 1 a counterexample; 2 bad usage."
+    after_help = "Exit: 0 no violation (proved, or none in what was explored when a bound stopped it: the output says which); 1 a counterexample (with --pairs: in any cell); 2 bad usage."
 )]
 pub struct ExploreArgs {
     /// The case string: its variant, workload and ranks are explored; its adversary and seed
@@ -69,12 +70,15 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
         return hazard_map(&a, faults);
     }
     let text = a.case.as_deref().expect("clap requires a case without --pairs");
-    let case = Case::parse(text).with_context(|| format!("in '{text}'"))?;
+    let case = Case::parse(text).with_context(|| format!("in '{}'", shorten(text)))?;
     if !case.schedule.is_empty() {
-        bail!("in '{text}': explore chooses the schedule itself; remove accept= and drain_fail=");
+        bail!("in '{}': explore chooses the schedule itself; remove accept= and drain_fail=", shorten(text));
     }
     if case.ranks > MAX_RANKS {
-        bail!("in '{text}': explore models no timers, so at most ranks={MAX_RANKS} (NVSHMEM staggers larger worlds)");
+        bail!(
+            "in '{}': explore models no timers, so at most ranks={MAX_RANKS} (NVSHMEM staggers larger worlds)",
+            shorten(text)
+        );
     }
     if faults.drain_timeout && case.variant.drain.is_none() {
         bail!("--faults drain-timeout: variant {} has no drain (drain, pr97, or drain_ms > 0)", case.variant_name);
@@ -178,6 +182,7 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
     let clock = WallClock::now();
     // Per world size, over every variant and pair: states explored and seconds.
     let mut per_n: Vec<(usize, f64)> = vec![(0, 0.0); (hi - lo + 1) as usize];
+    let mut violated = false;
     for v in &a.variant {
         let keys = format!("variant={v}");
         if faults.drain_timeout && Case::parse(&keys)?.variant.drain.is_none() {
@@ -203,6 +208,7 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
                 let mark = if c.settled() { "" } else { "*" };
                 incomplete |= !c.settled();
                 row.push_str(&format!(" {:>12}", format!("{}{mark}", c.worst())));
+                violated |= c.example().is_some_and(|cx| !cx.verdict.is_ok());
                 if let (Some(cx), false) = (c.example(), shown) {
                     examples.push(format!("  {name} n={n} {}: bootsim replay '{}'", cx.verdict, cx.case));
                     shown = true;
@@ -229,5 +235,5 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
     }
     let states: usize = per_n.iter().map(|p| p.0).sum();
     println!("states explored: {states}; time: {:.1} s", clock.elapsed().as_secs_f64());
-    Ok(ExitCode::SUCCESS)
+    Ok(if violated { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

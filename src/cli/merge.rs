@@ -38,7 +38,9 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut by_variant: BTreeMap<String, Merged> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     for path in &a.files {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))
+            .map_err(super::runtime)?;
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             let at = || format!("{}:{}", path.display(), i + 1);
             let parsed: JsonLine =

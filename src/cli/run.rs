@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use bootsim_sim::case::shorten;
 use bootsim_sim::{explain, run_case, timeline, Case, Finding, RunReport, Verdict};
 use serde::Serialize;
 
@@ -116,7 +117,7 @@ pub fn report_json<'a>(
 }
 
 fn parse(case: &str) -> anyhow::Result<Case> {
-    Case::parse(case).with_context(|| format!("in '{case}'"))
+    Case::parse(case).with_context(|| format!("in '{}'", shorten(case)))
 }
 
 fn exit(ok: bool) -> ExitCode {

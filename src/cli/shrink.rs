@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use bootsim_sim::case::shorten;
 use bootsim_sim::shrink::{seed_entry, shrink as shrink_case};
 use bootsim_sim::Case;
 
@@ -25,7 +26,7 @@ pub struct ShrinkArgs {
 
 /// Shrinks the case and prints the minimal case string and its verdict; exit 2 if it passes.
 pub fn shrink(a: ShrinkArgs) -> anyhow::Result<ExitCode> {
-    let case = Case::parse(&a.case).with_context(|| format!("in '{}'", a.case))?;
+    let case = Case::parse(&a.case).with_context(|| format!("in '{}'", shorten(&a.case)))?;
     if let Some(path) = &a.save {
         if path.extension().is_none_or(|e| e != "toml") {
             bail!("--save {}: a seeds/ entry must be a .toml file", path.display());

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{bail, Context};
 use bootsim_core::PRESETS;
+use bootsim_sim::case::shorten;
 use bootsim_sim::sweep::{sweep as run_sweep, JsonLine, Shard, SweepSummary};
 use bootsim_sim::{Case, Verdict};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -34,9 +35,18 @@ pub struct Filters {
     /// Extra case words, e.g. --set qps=4 --set backlog=2.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Worker threads (results do not depend on it).
-    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(1, |n| n.get()))]
+    /// Worker threads, at least 1 (results do not depend on it).
+    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(1, |n| n.get()), value_parser = at_least_one)]
     pub jobs: usize,
+}
+
+/// `--jobs`: a count of worker threads; 0 would run nothing, so it is refused (exit 2).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1 (0 workers would run nothing)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 impl Filters {
@@ -56,7 +66,7 @@ impl Filters {
             s.push(' ');
             s.push_str(kv);
         }
-        Case::parse(&s).with_context(|| format!("in '{s}'"))
+        Case::parse(&s).with_context(|| format!("in '{}'", shorten(&s)))
     }
 }
 

@@ -5,16 +5,10 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::os::DEFAULT_DRAIN_TIMEOUT;
-use crate::wire::{wire_available, Wire};
+use crate::wire::Wire;
 
 fn available() -> bool {
-    match wire_available() {
-        Ok(()) => true,
-        Err(why) => {
-            eprintln!("skipping: wire not available: {why}");
-            false
-        }
-    }
+    crate::skip::wire_can_run()
 }
 
 fn run(k: u32, drain_ms: Option<u64>, policy: &str) -> ProbeReport {

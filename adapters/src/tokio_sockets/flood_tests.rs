@@ -89,7 +89,9 @@ async fn flooded_barrier(name: &str) -> usize {
     let variant = Variant::preset(name).unwrap();
     let limits = real_limits(Duration::from_secs(20));
     let peers = Arc::new(Mutex::new(Vec::new()));
-    let net = |slow| SlowNet { inner: TokioNet::new(LOOPBACK), peers: peers.clone(), slow, dialed: Arc::default() };
+    let slow_dialed = Arc::new(AtomicUsize::new(0));
+    let net =
+        |slow| SlowNet { inner: TokioNet::new(LOOPBACK), peers: peers.clone(), slow, dialed: slow_dialed.clone() };
     let placeholder = UniqueId { version: variant.uid_version(), root: (LOOPBACK, 0).into(), magic: 0xf100d };
     let (tx, rx) = oneshot::channel();
     let root_cfg = RootConfig { uid: placeholder, nranks: None, limits };
@@ -101,12 +103,11 @@ async fn flooded_barrier(name: &str) -> usize {
             tokio::spawn(run_rank(net(r == 2), cfg, vec![Op::Barrier { word: [r as u8; 4] }]))
         })
         .collect();
-    // Init over loopback takes milliseconds; then ranks 0 and 1 wait for rank 2's barrier
-    // message (held for HOLD), accepting every connection that comes.
-    while peers.lock().unwrap().len() < 3 {
+    // Once the slow rank dials its first barrier connection (its second to a peer listener:
+    // held for HOLD), init is over and ranks 0 and 1 wait for it, accepting every connection.
+    while peers.lock().unwrap().len() < 3 || slow_dialed.load(Ordering::SeqCst) < 2 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let targets = peers.lock().unwrap().clone();
     let ports: Vec<u16> = targets.iter().map(SocketAddr::port).collect();
     let mut strangers = Vec::new();

@@ -21,8 +21,8 @@ use crate::os;
 use bootsim_core::RetryPolicy;
 
 pub use session::{
-    read_uid_file, run_blocking, run_blocking_until, run_process, write_atomically, write_uid_file, Rendezvous,
-    SessionConfig,
+    read_uid_file, run_blocking, run_blocking_notify, run_blocking_until, run_process, write_atomically,
+    write_uid_file, Rendezvous, SessionConfig,
 };
 
 /// Default no-progress bound for real sockets.

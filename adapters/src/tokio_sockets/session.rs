@@ -9,7 +9,7 @@ use bootsim_core::{BootstrapError, Limits, Op, RankConfig, RootConfig, UniqueId,
 use tokio::sync::oneshot;
 
 use super::TokioNet;
-use bootsim_driver::{is_stranger_dropped, run_rank, run_root, run_root_notify, DriverError, RankRun, RootRun};
+use bootsim_driver::{is_stranger_dropped, run_rank, run_root_notify, DriverError, RankRun, RootRun};
 
 /// How the ranks find the root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,8 +79,33 @@ pub fn run_blocking_until(
     })
 }
 
+/// [`run_blocking`], sending the root's address on `listening` once it listens (rank 0 with a
+/// session address): whoever starts the other ranks can wait for it, so that no rank dials a
+/// root that is not listening yet (a refused, retried connect is one more connection on the wire).
+pub fn run_blocking_notify(
+    cfg: SessionConfig,
+    ops: Vec<Op>,
+    listening: std::sync::mpsc::Sender<SocketAddr>,
+) -> Result<RankRun, DriverError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| DriverError::Setup(format!("tokio runtime: {e}")))?;
+    rt.block_on(run_process_notify(cfg, ops, Some(listening)))
+}
+
 /// Runs this process's rank (and on rank 0 the root) through init and `ops`.
 pub async fn run_process(cfg: SessionConfig, ops: Vec<Op>) -> Result<RankRun, DriverError> {
+    run_process_notify(cfg, ops, None).await
+}
+
+/// [`run_process`]; with a session address, rank 0 sends the root's address on `listening` once
+/// the root listens.
+async fn run_process_notify(
+    cfg: SessionConfig,
+    ops: Vec<Op>,
+    listening: Option<std::sync::mpsc::Sender<SocketAddr>>,
+) -> Result<RankRun, DriverError> {
     let version = cfg.variant.uid_version();
     let net = TokioNet::new(cfg.ip);
     let rank_cfg =
@@ -93,9 +118,28 @@ pub async fn run_process(cfg: SessionConfig, ops: Vec<Op>) -> Result<RankRun, Dr
                 return rank.await;
             }
             let root_net = TokioNet { rendezvous_port: addr.port(), ..TokioNet::new(addr.ip()) };
-            let root = run_root(root_net, RootConfig { uid, nranks: Some(cfg.nranks), limits: cfg.limits });
-            let (rank, root) = tokio::join!(rank, root);
-            combine(rank, root)
+            let (tx, rx) = oneshot::channel();
+            let root_cfg = RootConfig { uid, nranks: Some(cfg.nranks), limits: cfg.limits };
+            let root = run_root_notify(root_net, root_cfg, listening.is_some().then_some(tx));
+            let forward = async move {
+                if let (Some(to), Ok(addr)) = (listening, rx.await) {
+                    let _ = to.send(addr);
+                }
+            };
+            let root = async move { tokio::join!(root, forward).0 };
+            let (mut rank, mut root) = (std::pin::pin!(rank), std::pin::pin!(root));
+            // A root that cannot listen (the port is in use) ends the session at once, with
+            // the address: rank 0 would otherwise wait its whole op timeout for itself.
+            tokio::select! {
+                biased;
+                r = &mut root => match r {
+                    Err(DriverError::Root(BootstrapError::RootListen { reason })) => {
+                        Err(DriverError::Root(BootstrapError::RootListen { reason: format!("{addr}: {reason}") }))
+                    }
+                    r => combine(rank.await, r),
+                },
+                r = &mut rank => combine(r, root.await),
+            }
         }
         Rendezvous::UidFile(path) if cfg.rank != 0 => {
             let uid = read_uid_file(path, cfg.uid_wait).await?;

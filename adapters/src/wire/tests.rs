@@ -9,13 +9,7 @@ use std::time::Duration;
 use super::*;
 
 fn available() -> bool {
-    match wire_available() {
-        Ok(()) => true,
-        Err(why) => {
-            eprintln!("skipping: wire not available: {why}");
-            false
-        }
-    }
+    crate::skip::wire_can_run()
 }
 
 /// Host `server` echoes one message from each of the other hosts.

@@ -17,8 +17,9 @@
 //!   POLICY to the connections between them (see `wire.rs`). Needs CAP_NET_ADMIN and
 //!   /dev/net/tun.
 //!
-//! Each rank stops at its first failed iteration. Exit 0: every iteration verified; 1: an
-//! error, timeout or wrong bytes; 2: bad usage.
+//! Each rank stops at its first failed iteration (`--keep-going`: runs them all). Exit 0: every iteration verified; 1: an
+//! error, timeout or wrong bytes; 2: bad usage; 3: could not run (a port in use, nothing
+//! listening at the root's address), with the address.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
@@ -36,6 +37,7 @@ use bootsim_sim::workload::{build_op, Workload};
 pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;
 use plugin::UidArg;
+mod could_not_run;
 mod report;
 mod secret;
 mod wire;
@@ -80,6 +82,10 @@ pub struct SmokeArgs {
     /// Run the whole bootstrap this many times, each with a fresh session.
     #[arg(long, default_value_t = 1)]
     iterations: u32,
+    /// Run every iteration even after one fails (to measure a failure rate); without it a
+    /// rank stops at its first failed iteration. In a multi-process session give it to every rank.
+    #[arg(long)]
+    keep_going: bool,
     /// Fail an operation after this long without progress from the peer it waits for
     /// (strangers do not count). A failing rank exits within this plus 5 s, the bound for its
     /// queued bytes to flush.
@@ -194,8 +200,9 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let started = Instant::now();
-    let mut ok = 0;
+    let (mut ok, mut ran) = (0, 0);
     for iter in 0..args.iterations {
+        ran += 1;
         let (rendezvous, magic) = match (session, &args.uid_file) {
             (Some(s), _) => {
                 let addr = SocketAddr::new(
@@ -293,7 +300,14 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 (run.record, run.stderr)
             }
             None => {
+                let root_addr = match &cfg.rendezvous {
+                    Rendezvous::Session(addr) => Some(*addr),
+                    Rendezvous::UidFile(_) => None,
+                };
                 let result = run_blocking(cfg, ops.clone());
+                if let Some(why) = could_not_run::could_not_run(&result, root_addr) {
+                    return Err(crate::cli::runtime(anyhow!("rank {rank}/{nranks} iter {iter}: could not run: {why}")));
+                }
                 strays = stray_count(&result);
                 (bootsim_driver::rank_record(rank, &result), Vec::new())
             }
@@ -324,7 +338,9 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 for line in &stderr {
                     println!("  rank {rank} stderr: {line}");
                 }
-                break;
+                if !args.keep_going {
+                    break;
+                }
             }
         }
     }
@@ -336,9 +352,9 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             None => format!("variant {variant}"),
         };
         println!(
-            "smoke: {status}: {what} workload {} ranks {nranks}: {ok}/{} iterations ok in {total} ms",
+            "smoke: {status}: {what} workload {} ranks {nranks}: {} in {total} ms",
             workload.name(),
-            args.iterations
+            report::iterations_text(ok, ran, args.iterations)
         );
     }
     Ok(if ok == args.iterations { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -361,6 +377,9 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         cmd.arg("--uid-file").arg(&uid).args(["--ip", "127.0.0.1", "--variant", args.variant_name()]);
         cmd.args(["--workload", &args.workload, "--seed", &args.seed.to_string()]);
         cmd.args(["--iterations", &args.iterations.to_string(), "--op-timeout-ms", &args.op_timeout_ms.to_string()]);
+        if args.keep_going {
+            cmd.arg("--keep-going");
+        }
         if let Some(m) = &args.magic {
             cmd.args(["--magic", m]);
         }
@@ -383,10 +402,11 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     let per_iter = Duration::from_millis(args.op_timeout_ms) * 2 + Duration::from_secs(30);
     let deadline = started + per_iter * args.iterations;
     let mut failed = Vec::new();
-    let mut usage_errors = 0;
+    let (mut usage_errors, mut could_not_run) = (0, 0);
     for c in &mut children {
         let status = c.wait_until(deadline);
         usage_errors += usize::from(status == ChildEnd::Exited(2));
+        could_not_run += usize::from(status == ChildEnd::Exited(3));
         let (out, err) = c.output();
         for line in out.lines() {
             println!("{line}");
@@ -416,8 +436,16 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     } else {
         println!("{head}: FAIL in {ms} ms: {}", failed.join(", "));
-        // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too.
-        Ok(ExitCode::from(if usage_errors == children.len() { 2 } else { 1 }))
+        // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too; no
+        // violation but a rank that could not run: 3.
+        let code = if usage_errors == children.len() {
+            2
+        } else if could_not_run > 0 && could_not_run + usage_errors == failed.len() {
+            3
+        } else {
+            1
+        };
+        Ok(ExitCode::from(code))
     }
 }
 

@@ -61,6 +61,9 @@ pub(crate) struct RankEnd {
     pub stderr: Vec<String>,
     /// Its wall time.
     pub took: Duration,
+    /// Why it could not run at all (its process did not start, the plugin did not load): not a
+    /// protocol verdict.
+    pub setup: Option<String>,
 }
 
 /// One iteration's ends, by rank, and the wire's record when there was one.
@@ -145,7 +148,7 @@ impl Session {
         let uid = uid.to_path_buf();
         move || {
             let end = s.run_rank(r, &uid, ip, &ifname, &failed);
-            if end.record.failed() {
+            if end.record.failed() || end.setup.is_some() {
                 failed.store(true, Ordering::SeqCst);
             }
             end
@@ -158,15 +161,14 @@ impl Session {
             let run = match self.plugin_command(r, uid, ifname).spawn() {
                 Ok(child) => supervise_with(r, child, self.op_timeout, &|| failed.load(Ordering::SeqCst)),
                 Err(e) => {
-                    let report = RankRecord {
-                        rank: r,
-                        init: Some(bootsim_core::report::init_text(format!("cannot start: {e}"))),
-                        ..Default::default()
-                    };
-                    return RankEnd { record: report, stderr: Vec::new(), took: t0.elapsed() };
+                    let setup = Some(format!("cannot start its process ({}): {e}", self.plugin.path.display()));
+                    let record = RankRecord { rank: r, ..Default::default() };
+                    return RankEnd { record, stderr: Vec::new(), took: t0.elapsed(), setup };
                 }
             };
-            RankEnd { record: run.record, stderr: run.stderr, took: run.took }
+            // A plugin that does not load is this machine's problem, not the protocol's.
+            let setup = run.record.init.as_deref().filter(|e| e.contains(CANNOT_LOAD)).map(str::to_string);
+            RankEnd { record: run.record, stderr: run.stderr, took: run.took, setup }
         } else {
             let ops =
                 self.specs.iter().enumerate().map(|(i, sp)| build_op(*sp, self.seed, i as u32, r, self.n)).collect();
@@ -191,7 +193,7 @@ impl Session {
                     ..Default::default()
                 },
             };
-            RankEnd { record: report, stderr: Vec::new(), took: t0.elapsed() }
+            RankEnd { record: report, stderr: Vec::new(), took: t0.elapsed(), setup: None }
         }
     }
 
@@ -207,8 +209,17 @@ impl Session {
     }
 
     /// Runs one session and prints its lines; returns the verdict and the findings.
+    /// A rank that could not run at all is no verdict: the error, marked could-not-run (exit 3).
     pub fn run_and_print(&self, iter: u32, wire: Option<Policy>) -> anyhow::Result<(Verdict, Vec<Finding>, Iteration)> {
         let it = self.run(wire)?;
+        if let Some(e) = it.ranks.iter().find(|e| e.setup.is_some()) {
+            let (r, why) = (e.record.rank, e.setup.as_deref().unwrap_or_default());
+            return Err(crate::cli::runtime(anyhow!(
+                "rank {r}/{} iter {iter} [{}]: could not run (no protocol verdict): {why}",
+                self.n,
+                self.label(r)
+            )));
+        }
         let reports: Vec<RankRecord> = it.ranks.iter().map(|e| e.record.clone()).collect();
         let took: Vec<Duration> = it.ranks.iter().map(|e| e.took).collect();
         let (verdict, findings) =
@@ -223,6 +234,9 @@ impl Session {
         Ok((verdict, findings, it))
     }
 }
+
+/// What a plugin rank reports when the plugin does not load (`PluginError::Load`'s words).
+const CANNOT_LOAD: &str = "cannot load the plugin ";
 
 /// How a plugin rank process gets the unique ID.
 pub(crate) enum UidArg {

@@ -96,10 +96,11 @@ pub(super) fn run(
     );
     let core_ranks = plugin_ranks.len() < n as usize;
     let matching = Variant::preset(plugin.family.variant()).expect("a preset");
-    let mismatched = core_ranks && core_variant.with_first_tag(1) != matching;
+    let mismatched = core_ranks && !core_variant.same_wire_bytes(&matching);
     if mismatched {
         println!(
-            "plugin: MISMATCHED PAIR: bootsim-core ranks run {core_variant} but {who} speaks like {}: expect a failure (tags or sizes disagree), not a pass",
+            "plugin: MISMATCHED PAIR: bootsim-core ranks run {core_variant} but {who} speaks like {}: their tags or framing differ \
+             (the bytes conformance compares): expect a failure, not a pass",
             plugin.family.variant()
         );
     }

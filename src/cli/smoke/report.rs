@@ -32,3 +32,31 @@ pub(super) fn print_iteration(
     }
     (verdict, findings)
 }
+
+/// The iterations part of a summary: how many were ok of how many ran, and, when a failure
+/// stopped the run early, how many of the asked-for did not run.
+pub(super) fn iterations_text(ok: u32, ran: u32, asked: u32) -> String {
+    let mut text = format!("{ok}/{ran} iterations ok");
+    if ran < asked {
+        text.push_str(&format!(
+            " ({} of {asked} not run: stopped at the first failure; --keep-going runs them all)",
+            asked - ran
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iterations_text;
+
+    #[test]
+    fn a_stopped_run_says_how_many_ran_and_how_many_did_not() {
+        assert_eq!(iterations_text(3, 3, 3), "3/3 iterations ok");
+        assert_eq!(iterations_text(4, 5, 5), "4/5 iterations ok");
+        assert_eq!(
+            iterations_text(0, 1, 20),
+            "0/1 iterations ok (19 of 20 not run: stopped at the first failure; --keep-going runs them all)"
+        );
+    }
+}

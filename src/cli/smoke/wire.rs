@@ -45,8 +45,9 @@ pub(super) fn run(
     );
     let started = Instant::now();
     let mut worst = Verdict::Pass;
-    let mut ok_iters = 0;
+    let (mut ok_iters, mut ran) = (0, 0);
     for iter in 0..args.iterations {
+        ran += 1;
         let policy = make_policy()?;
         match policy {
             Policy::Model(_) => println!("wire: iter {iter}: policy {policy_str} (the simulator's kernel model)"),
@@ -67,13 +68,14 @@ pub(super) fn run(
         worst = worst.max(verdict);
         if verdict.is_ok() {
             ok_iters += 1;
-        } else {
+        } else if !args.keep_going {
             break;
         }
     }
     let ms = started.elapsed().as_millis();
     let status = if worst.is_ok() { "pass" } else { "FAIL" };
-    println!("{head}: {status}: verdict {worst}: {ok_iters}/{} iterations ok in {ms} ms", args.iterations);
+    let iterations = super::report::iterations_text(ok_iters, ran, args.iterations);
+    println!("{head}: {status}: verdict {worst}: {iterations} in {ms} ms");
     Ok(if worst.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
