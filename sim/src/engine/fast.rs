@@ -36,6 +36,9 @@ fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
     }
 }
 
+/// Received-bytes buffers kept for reuse: more than the reads queued at once in practice.
+const SPARE_BUFFERS: usize = 64;
+
 /// Engine-level timers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
@@ -132,6 +135,9 @@ struct World<'a> {
     buf: Vec<u8>,
     /// The write buffer the state machines fill (`poll_output`).
     tx: Vec<u8>,
+    /// Buffers of received bytes already handed to their node, reused by `read_all` so a frame
+    /// received costs no allocation.
+    spare: Vec<Vec<u8>>,
     remaining: usize,
     names: Names,
     /// When each node's process is next free to run (`app_cpu` model), and the socket calls
@@ -197,6 +203,7 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
         sink: TraceSink::new(trace),
         buf: vec![0u8; 64 << 10],
         tx: Vec::new(),
+        spare: Vec::new(),
         remaining: n as usize + 1,
         names: Names::default(),
         app: AppCpu { on: case.kernel_config().load.cpu.app_on(), ..AppCpu::default() },
@@ -358,6 +365,12 @@ impl World<'_> {
         match node {
             Node::Root => self.root.handle(now, input),
             Node::Rank(r) => self.ranks[r as usize].handle(now, input),
+        }
+        if let OwnedInput::Received { mut bytes, .. } = d {
+            if self.spare.len() < SPARE_BUFFERS {
+                bytes.clear();
+                self.spare.push(bytes);
+            }
         }
         self.collect(node);
     }
@@ -575,7 +588,8 @@ impl World<'_> {
         loop {
             match self.kernel.read(sock, &mut self.buf) {
                 ReadOutcome::Data(n) => {
-                    let bytes = self.buf[..n].to_vec();
+                    let mut bytes = self.spare.pop().unwrap_or_default();
+                    bytes.extend_from_slice(&self.buf[..n]);
                     self.work.push_back((node, OwnedInput::Received { conn, bytes }));
                 }
                 ReadOutcome::WouldBlock => return,
