@@ -4,6 +4,10 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+
+// Lookup-only maps (never iterated, so no order can leak into a run) hash with a fixed,
+// seedless hasher: O(1) where a BTreeMap walked its levels on every packet's event.
+use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -116,16 +120,16 @@ struct World<'a> {
     kernel: Kernel,
     root: Root,
     ranks: Vec<Rank>,
-    sock_of: BTreeMap<(Node, ConnId), SockId>,
-    owner: BTreeMap<SockId, (Node, ConnId)>,
-    listeners: BTreeMap<(Node, Listener), ListenerId>,
-    listener_owner: BTreeMap<ListenerId, (Node, Listener)>,
-    pending_accept: BTreeMap<ListenerId, ConnId>,
-    dialing: BTreeMap<(Node, ConnId), Dialing>,
-    drains: BTreeMap<SockId, Drain>,
+    sock_of: FxHashMap<(Node, ConnId), SockId>,
+    owner: FxHashMap<SockId, (Node, ConnId)>,
+    listeners: FxHashMap<(Node, Listener), ListenerId>,
+    listener_owner: FxHashMap<ListenerId, (Node, Listener)>,
+    pending_accept: FxHashMap<ListenerId, ConnId>,
+    dialing: FxHashMap<(Node, ConnId), Dialing>,
+    drains: FxHashMap<SockId, Drain>,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     timer_seq: u64,
-    node_timer: BTreeMap<Node, Instant>,
+    node_timer: FxHashMap<Node, Instant>,
     work: VecDeque<(Node, OwnedInput)>,
     /// NVSHMEM's connect retry (every 1 ms on "refused" up to 20 000 times; 3 timeouts).
     retry: RetryPolicy,
@@ -185,16 +189,16 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
                 r
             })
             .collect(),
-        sock_of: BTreeMap::new(),
-        owner: BTreeMap::new(),
-        listeners: BTreeMap::new(),
-        listener_owner: BTreeMap::new(),
-        pending_accept: BTreeMap::new(),
-        dialing: BTreeMap::new(),
-        drains: BTreeMap::new(),
+        sock_of: FxHashMap::default(),
+        owner: FxHashMap::default(),
+        listeners: FxHashMap::default(),
+        listener_owner: FxHashMap::default(),
+        pending_accept: FxHashMap::default(),
+        dialing: FxHashMap::default(),
+        drains: FxHashMap::default(),
         timers: BinaryHeap::new(),
         timer_seq: 0,
-        node_timer: BTreeMap::new(),
+        node_timer: FxHashMap::default(),
         work: VecDeque::new(),
         retry: RetryPolicy::default(),
         // A traced run keeps everything for explain, the timeline and shrink; any other run
