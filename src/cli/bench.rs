@@ -259,10 +259,15 @@ enum ScaleEnd {
 /// The child's address-space cap: three quarters of this machine's memory, so a point that
 /// cannot fit fails alone instead of pushing the machine into swap or the OOM killer.
 fn memory_cap_bytes() -> Option<u64> {
+    Some(memory_bytes()? / 4 * 3)
+}
+
+/// This machine's memory (`MemTotal`).
+fn memory_bytes() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: u64 =
         info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib * 1024 / 4 * 3)
+    Some(kib * 1024)
 }
 
 /// Runs one scale point in a child `bootsim bench --scale-child N` under the memory cap.
@@ -471,16 +476,13 @@ fn commit() -> Option<String> {
 }
 
 fn meta(a: &BenchArgs) -> Meta {
-    let mem = std::fs::read_to_string("/proc/meminfo").ok().and_then(|i| {
-        i.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim().parse::<f64>().ok()
-    });
     Meta {
         date: jiff::Timestamp::now().to_string(),
         commit: commit(),
         args: std::env::args().skip(2).collect::<Vec<_>>().join(" "),
         quick: a.quick,
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        mem_gib: mem.unwrap_or(0.0) / 1048576.0,
+        mem_gib: memory_bytes().unwrap_or(0) as f64 / (1u64 << 30) as f64,
         kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
         wall_s: 0.0,
     }
