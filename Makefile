@@ -65,13 +65,16 @@ unit:
 	@status=0; $(CARGO) test --workspace || status=$$?; \
 	bash scripts/skip-summary.sh $(BOOTSIM_SKIP_LOG); exit $$status
 
+# One run writes BENCHMARKS.json, and BENCHMARKS.md's tables are generated from it (never typed).
 bench:
-	$(CARGO) run --release --quiet -- bench
+	$(CARGO) run --release --quiet -- bench --json BENCHMARKS.json
+	$(CARGO) run --release --quiet -- bench --markdown BENCHMARKS.json --update BENCHMARKS.md
 
-# The same table with the scale series up to 4096 ranks (tens of minutes; each point in a child
+# The same report with the scale series up to 4096 ranks (tens of minutes; each point in a child
 # capped at 3/4 of the machine's memory, reported as out of memory if it does not fit).
 bench-scale:
-	$(CARGO) run --release --quiet -- bench --max-ranks 4096
+	$(CARGO) run --release --quiet -- bench --max-ranks 4096 --json BENCHMARKS.json
+	$(CARGO) run --release --quiet -- bench --markdown BENCHMARKS.json --update BENCHMARKS.md
 
 # The ibverbs check compiles against Debian's rdma-core headers (feature `rdma`).
 rdma-build:

@@ -1,51 +1,86 @@
-//! `bootsim bench --quick`: the smoke version of the benchmark table runs and prints every
-//! section. Benchmarks, not tests: no wall time is asserted here.
+//! `bootsim bench`: the smoke version of the report runs and prints every section one row per
+//! line within 80 columns, its JSON renders, and BENCHMARKS.md's generated tables are exactly
+//! what the generator prints for the committed BENCHMARKS.json. Benchmarks, not tests: no wall
+//! time is asserted here, and the real bench never runs at scale here.
 
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
-/// The table's rows with each cell's wrapped lines joined by spaces, one row per line.
-fn unwrapped(table: &str) -> String {
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    for line in table.lines().filter(|l| l.starts_with("| ")) {
-        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-        match rows.last_mut() {
-            // A continuation line: its first column (the section) is empty.
-            Some(row) if cells[0].is_empty() => {
-                for (cell, more) in row.iter_mut().zip(&cells) {
-                    if !more.is_empty() {
-                        cell.push(' ');
-                        cell.push_str(more);
-                    }
-                }
-            }
-            _ => rows.push(cells.iter().map(|c| c.to_string()).collect()),
-        }
-    }
-    rows.iter().map(|r| r.join(" | ")).collect::<Vec<_>>().join("\n")
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn bootsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bootsim")).args(args).output().expect("bootsim runs")
+}
+
+fn ok(o: &Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+fn tmp(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
 }
 
 #[test]
-fn bench_quick_exits_0_and_prints_one_table() {
-    let o = Command::new(env!("CARGO_BIN_EXE_bootsim")).args(["bench", "--quick"]).output().expect("bootsim runs");
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
-    assert!(out.starts_with("| section "), "{out}");
-    // Not a terminal: the table fits the fixed pipe width, long cells wrapped onto more lines.
-    assert!(out.lines().all(|l| l.chars().count() <= 120), "{out}");
-    let out = unwrapped(&out);
-    for section in ["1 throughput", "2 scale", "3 time to detect", "4 real sockets"] {
-        assert!(out.contains(section), "no {section} rows in\n{out}");
+fn bench_quick_prints_every_section_in_80_columns_and_writes_json() {
+    let json = tmp("bench-quick.json");
+    let _ = std::fs::remove_file(&json);
+    let out = ok(&bootsim(&["bench", "--quick", "--json", json.to_str().unwrap()]));
+    assert!(out.starts_with("bootsim bench --quick --json "), "{out}");
+    // One row per line, readable in an 80-column terminal: nothing wraps.
+    for line in out.lines() {
+        assert!(line.chars().count() <= 80, "longer than 80 columns: {line}\n{out}");
     }
-    assert!(out.contains("bare turmoil"), "{out}");
-    assert!(out.contains("--variant seq"), "{out}");
+    for title in ["1 throughput", "2 scale", "3 time to detect", "4 real sockets", "targets (issue #28)"] {
+        assert!(out.lines().any(|l| l.starts_with(title)), "no {title} table in\n{out}");
+    }
+    // One line per row: every subject, every point, every variant on its own line.
+    for row in ["bare turmoil 16 ", "fast deepep 2 ", "turmoil init 16 ", "nvshmem-3.7  deepep 2 ", "seq   "] {
+        assert_eq!(out.lines().filter(|l| l.starts_with(row)).count(), 1, "{row} in\n{out}");
+    }
+    assert!(out.lines().any(|l| l.trim_start().starts_with("64 ") && l.ends_with(" pass")), "{out}");
+    assert!(out.lines().any(|l| l.trim_start().starts_with("4096  not run: --max-ranks")), "{out}");
     // Every target carries a verdict.
-    assert!(out.contains("fast >= 50x turmoil: "), "{out}");
-    assert!(out.contains("median <= 10 seeds: "), "{out}");
-    // The scale rows measure what issue #17's table asks, side by side.
-    assert!(out.contains("CPU-s") && out.contains("agenda events") && out.contains("wake-ups"), "{out}");
-    assert!(out.contains("CPU - messages exponent: "), "{out}");
-    // Per frame as well as per message: the ring's frames are not messages (issue #17).
-    assert!(out.contains("frames written per message") && out.contains("agenda events per frame"), "{out}");
-    assert!(out.contains("packets ~ ranks^"), "{out}");
-    assert!(out.contains("ranks=4096 | not run (--max-ranks; make bench-scale)"), "{out}");
+    for t in ["fast >= 50x turmoil, init 16 ", "ns per agenda event, 1024 ranks ", "median <= 10 seeds "] {
+        let line = out.lines().find(|l| l.contains(t)).unwrap_or_else(|| panic!("no target {t} in\n{out}"));
+        assert!(["PASS", "MISS", "not measured"].iter().any(|v| line.ends_with(v)), "{line}");
+    }
+
+    // The JSON holds the figures the text shows, and renders into Markdown tables.
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["meta"]["quick"], true);
+    let p64 = report["scale"].as_array().unwrap().iter().find(|p| p["ranks"] == 64).expect("a 64-rank point");
+    assert_eq!(p64["outcome"]["status"], "done");
+    assert_eq!(p64["outcome"]["verdict"], "pass");
+    let messages = p64["outcome"]["messages"].as_f64().unwrap();
+    assert!(out.contains(&format!(" {messages} ")), "{messages} messages not in the text\n{out}");
+    let md = ok(&bootsim(&["bench", "--markdown", json.to_str().unwrap()]));
+    assert!(md.contains("| ranks | CPU-s | MiB | messages |"), "{md}");
+    assert!(md.contains("| 64 | "), "{md}");
+}
+
+#[test]
+fn benchmarks_md_tables_are_the_generated_ones_for_the_committed_json() {
+    let doc = tmp("BENCHMARKS.md");
+    let committed = std::fs::read_to_string(Path::new(ROOT).join("BENCHMARKS.md")).unwrap();
+    std::fs::write(&doc, &committed).unwrap();
+    let json = Path::new(ROOT).join("BENCHMARKS.json");
+    ok(&bootsim(&["bench", "--markdown", json.to_str().unwrap(), "--update", doc.to_str().unwrap()]));
+    let regenerated = std::fs::read_to_string(&doc).unwrap();
+    assert!(
+        regenerated == committed,
+        "BENCHMARKS.md's generated section differs from `bootsim bench --markdown BENCHMARKS.json`: \
+         regenerate it with `bootsim bench --markdown BENCHMARKS.json --update BENCHMARKS.md` \
+         (make bench does), never edit it by hand"
+    );
+}
+
+#[test]
+fn markdown_of_a_file_that_is_not_a_report_says_so() {
+    let bad = tmp("not-a-report.json");
+    std::fs::write(&bad, "{\"x\": 1}").unwrap();
+    let o = bootsim(&["bench", "--markdown", bad.to_str().unwrap()]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a bench report"), "{o:?}");
 }

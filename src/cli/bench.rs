@@ -1,14 +1,18 @@
 //! `bootsim bench`: the figures a user asks for before adopting the tool, measured the same way
-//! every time, printed as one table (`make bench`; BENCHMARKS.md records the latest).
+//! every time, kept as one `Report` (`report.rs`): printed as text, written as JSON with
+//! `--json FILE`, and rendered into BENCHMARKS.md's tables with `--markdown FILE --update DOC`
+//! (`make bench` does both), so no figure there is typed by hand.
 //!
 //! Noise: on a small shared machine absolute rates drift by tens of percent between minutes, so
 //! every comparison is made between measurements taken side by side. Throughput cases run
 //! interleaved in rounds (each round gives every case the same slice of wall time) and a ratio is
 //! the median over rounds of the ratio within a round; real-socket variants are interleaved the
-//! same way against `nvshmem-3.7`. Progress goes to stderr, the table to stdout at the end.
+//! same way against `nvshmem-3.7`. Progress goes to stderr, the report to stdout at the end.
 
 mod bare_turmoil;
 mod real;
+mod render;
+mod report;
 
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -16,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use bootsim_sim::case::shorten;
 use bootsim_sim::{run_case, Case};
+use report::{DetectRow, Growth, Meta, Ratios, RealRow, Report, ScaleOutcome, ScalePoint, ScaleRow};
 
 /// Arguments of `bootsim bench`.
 #[derive(clap::Args, Debug)]
@@ -40,6 +45,15 @@ pub struct BenchArgs {
     /// series runs each point in a child so that its peak memory is its own).
     #[arg(long, hide = true)]
     scale_child: Option<u32>,
+    /// Also write the run's figures to FILE as JSON (`make bench` writes BENCHMARKS.json).
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
+    /// Run nothing: print BENCHMARKS.md's generated tables from a JSON report written by `--json`.
+    #[arg(long, value_name = "JSON")]
+    markdown: Option<std::path::PathBuf>,
+    /// With `--markdown`: write the tables into DOC between its markers instead of printing them.
+    #[arg(long, value_name = "DOC", requires = "markdown")]
+    update: Option<std::path::PathBuf>,
 }
 
 fn case(s: &str) -> anyhow::Result<Case> {
@@ -64,50 +78,6 @@ fn quantile<T: Copy + Ord>(v: &mut [T], q: f64) -> Option<T> {
     v.sort_unstable();
     let i = ((v.len() as f64) * q).ceil() as usize;
     v.get(i.saturating_sub(1).min(v.len().saturating_sub(1))).copied()
-}
-
-/// One line of the table.
-struct Row {
-    section: &'static str,
-    case: String,
-    figure: String,
-    ratio: String,
-    target: Option<(String, Option<bool>)>,
-}
-
-impl Row {
-    fn new(section: &'static str, case: impl Into<String>, figure: impl Into<String>) -> Self {
-        Row { section, case: case.into(), figure: figure.into(), ratio: String::new(), target: None }
-    }
-    fn ratio(mut self, r: impl Into<String>) -> Self {
-        self.ratio = r.into();
-        self
-    }
-    /// A target and whether it is met (`None`: not measured in this run).
-    fn target(mut self, t: impl Into<String>, met: Option<bool>) -> Self {
-        self.target = Some((t.into(), met));
-        self
-    }
-}
-
-fn print_table(rows: &[Row]) {
-    let cells: Vec<[String; 5]> = rows
-        .iter()
-        .map(|r| {
-            let target = match &r.target {
-                None => String::new(),
-                Some((t, Some(true))) => format!("{t}: PASS"),
-                Some((t, Some(false))) => format!("{t}: MISS"),
-                Some((t, None)) => format!("{t}: not measured"),
-            };
-            [r.section.to_string(), r.case.clone(), r.figure.clone(), r.ratio.clone(), target]
-        })
-        .collect();
-    let mut table = super::table::new(&["section", "case", "figure", "ratio", "target"], &[]);
-    for c in cells {
-        table.add_row(c.to_vec());
-    }
-    println!("{table}");
 }
 
 fn progress(s: &str) {
@@ -157,8 +127,7 @@ fn interleaved(subjects: &mut [(String, Subject)], rounds: u32, slice: Duration)
     r
 }
 
-fn throughput_section(quick: bool, rows: &mut Vec<Row>) -> anyhow::Result<()> {
-    const SECTION: &str = "1 throughput";
+fn throughput_section(quick: bool, report: &mut Report) -> anyhow::Result<()> {
     let engine_case = |engine: &str, s: &str| case(&format!("engine={engine} variant=nvshmem-3.7 adversary=rss {s}"));
     let (deepep, init) = ("workload=deepep ranks=2", "workload=nvshmem-init ranks=16");
     let engine = |c: Case| -> Subject {
@@ -172,11 +141,11 @@ fn throughput_section(quick: bool, rows: &mut Vec<Row>) -> anyhow::Result<()> {
         Work { conns, packets: 0, sim }
     });
     let mut subjects: Vec<(String, Subject)> = vec![
-        ("bare turmoil: 16 hosts all-to-all, 240 short connections".into(), bare),
-        (format!("turmoil {deepep}"), engine(engine_case("turmoil", deepep)?)),
-        (format!("turmoil {init}"), engine(engine_case("turmoil", init)?)),
-        (format!("fast {deepep}"), engine(engine_case("fast", deepep)?)),
-        (format!("fast {init}"), engine(engine_case("fast", init)?)),
+        ("bare turmoil 16".into(), bare),
+        ("turmoil deepep 2".into(), engine(engine_case("turmoil", deepep)?)),
+        ("turmoil init 16".into(), engine(engine_case("turmoil", init)?)),
+        ("fast deepep 2".into(), engine(engine_case("fast", deepep)?)),
+        ("fast init 16".into(), engine(engine_case("fast", init)?)),
     ];
     let hosts = [16u64, 2, 16, 2, 16];
     let (rounds, slice) = if quick { (2, Duration::from_millis(100)) } else { (5, Duration::from_millis(800)) };
@@ -190,52 +159,42 @@ fn throughput_section(quick: bool, rows: &mut Vec<Row>) -> anyhow::Result<()> {
     };
     // The breakdown: turmoil's cost is per host per tick (1 ms of simulated time), the fast
     // engine's per packet of the kernel model.
-    let figure = |i: usize| {
+    for (i, (name, _)) in subjects.iter().enumerate() {
         let (runs, w, wall) = rates.totals[i];
         let per_run = |x: u64| x as f64 / runs as f64;
         let ticks = w.sim.as_secs_f64() * 1e3;
-        let cost = if i <= 2 {
-            format!("{:.2} us per host-tick", wall.as_secs_f64() * 1e6 / (ticks * hosts[i] as f64).max(1.0))
+        let (cost, cost_unit) = if i <= 2 {
+            (wall.as_secs_f64() * 1e6 / (ticks * hosts[i] as f64).max(1.0), "us/host-tick")
         } else {
-            format!("{:.0} ns per packet", wall.as_secs_f64() * 1e9 / (w.packets as f64).max(1.0))
+            (wall.as_secs_f64() * 1e9 / (w.packets as f64).max(1.0), "ns/packet")
         };
-        format!(
-            "{:.1} runs/s, {:.0} conns/s; per run {:.0} conns, {:.0} packets, {:.0} sim ms; {cost}",
-            median(i, false),
-            median(i, true),
-            per_run(w.conns),
-            per_run(w.packets),
-            ticks / runs as f64,
-        )
-    };
+        report.throughput.push(report::Subject {
+            name: name.clone(),
+            hosts: hosts[i],
+            runs,
+            runs_per_s: median(i, false),
+            conns_per_s: median(i, true),
+            conns_per_run: per_run(w.conns),
+            packets_per_run: per_run(w.packets),
+            sim_ms_per_run: ticks / runs as f64,
+            cost,
+            cost_unit: cost_unit.into(),
+        });
+    }
     let (bare, t_dee, t_init, f_dee, f_init) = (0, 1, 2, 3, 4);
-    rows.push(
-        Row::new(SECTION, subjects[bare].0.clone(), figure(bare))
-            .ratio(format!("fast nvshmem-init / this: {:.2}x runs/s", ratio(f_init, bare, false))),
-    );
-    rows.push(Row::new(SECTION, subjects[t_dee].0.clone(), figure(t_dee)));
-    rows.push(Row::new(SECTION, subjects[t_init].0.clone(), figure(t_init)).ratio(format!(
-        "bare turmoil / this: {:.1}x runs/s, {:.1}x conns/s",
-        ratio(bare, t_init, false),
-        ratio(bare, t_init, true)
-    )));
-    rows.push(
-        Row::new(SECTION, subjects[f_dee].0.clone(), figure(f_dee))
-            .ratio(format!("fast / turmoil: {:.1}x", ratio(f_dee, t_dee, false)))
-            .target("fast >= 50x turmoil", Some(ratio(f_dee, t_dee, false) >= 50.0)),
-    );
-    let x = ratio(f_init, t_init, false);
     // Both engines run the same kernel model, packet by packet: a turmoil run cannot take less
     // than its packets at the fast engine's cost per packet, which caps the ratio.
     let per_run = |i: usize| rates.totals[i].2.as_secs_f64() / rates.totals[i].0 as f64;
     let per_packet = |i: usize| rates.totals[i].2.as_secs_f64() / (rates.totals[i].1.packets as f64).max(1.0);
     let turmoil_packets = rates.totals[t_init].1.packets as f64 / rates.totals[t_init].0 as f64;
-    let ceiling = per_run(t_init) / (turmoil_packets * per_packet(f_init));
-    rows.push(
-        Row::new(SECTION, subjects[f_init].0.clone(), figure(f_init))
-            .ratio(format!("fast / turmoil: {x:.1}x (kernel-model ceiling {ceiling:.1}x)"))
-            .target("fast >= 50x turmoil", Some(x >= 50.0)),
-    );
+    report.ratios = Some(Ratios {
+        fast_over_turmoil_deepep2: ratio(f_dee, t_dee, false),
+        fast_over_turmoil_init16: ratio(f_init, t_init, false),
+        kernel_model_ceiling_init16: per_run(t_init) / (turmoil_packets * per_packet(f_init)),
+        bare_over_turmoil_init16_runs: ratio(bare, t_init, false),
+        bare_over_turmoil_init16_conns: ratio(bare, t_init, true),
+        fast_init16_over_bare_runs: ratio(f_init, bare, false),
+    });
     Ok(())
 }
 
@@ -251,12 +210,6 @@ fn scale_case(ranks: u32) -> String {
 
 /// The scale series: every point up to `--max-ranks` (`make bench-scale` goes to 4096).
 const SCALE_POINTS: [u32; 6] = [16, 64, 256, 1024, 2048, 4096];
-
-/// Issue #17's targets per scale point: (ranks, CPU seconds, peak MiB).
-const SCALE_TARGETS: [(u32, f64, f64); 3] = [(1024, 10.0, 300.0), (2048, 60.0, 1024.0), (4096, 300.0, 4096.0)];
-
-/// Engine events per bootstrap message the fast engine should stay under, at every size.
-const EVENTS_PER_MESSAGE_TARGET: f64 = 20.0;
 
 /// The CPU time this process has used so far (`CLOCK_PROCESS_CPUTIME_ID`).
 fn process_cpu() -> Duration {
@@ -294,23 +247,6 @@ fn scale_child(ranks: u32) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What one scale point measured.
-struct ScalePoint {
-    wall: f64,
-    cpu: f64,
-    peak_mib: f64,
-    /// The run's verdict: a scale point is the whole bootstrap only when it passed.
-    verdict: String,
-    /// Simulated bootstrap time.
-    bootstrap_s: f64,
-    messages: f64,
-    /// Every frame written (ring and root included); `messages` are point-to-point only.
-    writes: f64,
-    agenda_events: f64,
-    wakeups: f64,
-    packets: f64,
-}
-
 /// How one scale child ended.
 enum ScaleEnd {
     Done(ScalePoint),
@@ -324,10 +260,15 @@ enum ScaleEnd {
 /// The child's address-space cap: three quarters of this machine's memory, so a point that
 /// cannot fit fails alone instead of pushing the machine into swap or the OOM killer.
 fn memory_cap_bytes() -> Option<u64> {
+    Some(memory_bytes()? / 4 * 3)
+}
+
+/// This machine's memory (`MemTotal`).
+fn memory_bytes() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: u64 =
         info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib * 1024 / 4 * 3)
+    Some(kib * 1024)
 }
 
 /// Runs one scale point in a child `bootsim bench --scale-child N` under the memory cap.
@@ -378,8 +319,8 @@ fn scale_point(ranks: u32) -> anyhow::Result<ScaleEnd> {
             .with_context(|| format!("the scale child printed no {key}"))
     };
     Ok(ScaleEnd::Done(ScalePoint {
-        wall: field("wall_s")?,
-        cpu: field("cpu_s")?,
+        wall_s: field("wall_s")?,
+        cpu_s: field("cpu_s")?,
         peak_mib,
         verdict: text
             .lines()
@@ -409,101 +350,45 @@ fn log_log_slope(points: &[(f64, f64)]) -> Option<f64> {
     (sxx > 0.0).then(|| sxy / sxx)
 }
 
-fn scale_section(max_ranks: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
-    const SECTION: &str = "2 scale";
+fn scale_section(max_ranks: u32, report: &mut Report) -> anyhow::Result<()> {
     let (mut cpu_pts, mut mem_pts, mut msg_pts, mut pkt_pts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut stopped = false;
     for &n in SCALE_POINTS.iter().filter(|&&n| n <= max_ranks) {
-        let case = format!("fast nvshmem-init ranks={n}");
-        let target = SCALE_TARGETS.iter().find(|t| t.0 == n);
-        let target_text = |t: &(u32, f64, f64)| {
-            format!("<= {} CPU-s, <= {} MiB, <= {EVENTS_PER_MESSAGE_TARGET} events/msg", t.1, t.2)
-        };
-        if stopped {
-            let mut row = Row::new(SECTION, case, "not run: a smaller point ran out of memory");
-            if let Some(t) = target {
-                row = row.target(target_text(t), Some(false));
-            }
-            rows.push(row);
-            continue;
-        }
-        progress(&format!("scale: nvshmem-init at {n} ranks"));
-        let p = match scale_point(n)? {
-            ScaleEnd::Done(p) => p,
-            ScaleEnd::OutOfMemory { cap_mib, peak_mib } => {
-                let mut row = Row::new(
-                    SECTION,
-                    case,
-                    format!("not runnable: out of memory under a {cap_mib:.0} MiB cap (peak {peak_mib:.0} MiB)"),
-                );
-                if let Some(t) = target {
-                    row = row.target(target_text(t), Some(false));
+        let outcome = if stopped {
+            ScaleOutcome::NotRun { why: "a smaller point ran out of memory".into() }
+        } else {
+            progress(&format!("scale: nvshmem-init at {n} ranks"));
+            match scale_point(n)? {
+                ScaleEnd::Done(p) => {
+                    cpu_pts.push((n as f64, p.cpu_s));
+                    mem_pts.push((n as f64, p.peak_mib));
+                    msg_pts.push((n as f64, p.messages));
+                    pkt_pts.push((n as f64, p.packets));
+                    ScaleOutcome::Done(p)
                 }
-                rows.push(row);
-                stopped = true;
-                continue;
+                ScaleEnd::OutOfMemory { cap_mib, peak_mib } => {
+                    stopped = true;
+                    ScaleOutcome::OutOfMemory { cap_mib, peak_mib }
+                }
             }
         };
-        let per_msg = |x: f64| x / p.messages.max(1.0);
-        let mut row = Row::new(
-            SECTION,
-            case,
-            format!(
-                "{}{:.2} CPU-s ({:.2} s wall), peak {:.1} MiB; {:.1} s simulated; {:.0} messages; per message {:.1} agenda events, {:.1} wake-ups, {:.1} packets; {:.1} frames written per message, {:.2} agenda events per frame",
-                if p.verdict == "pass" { String::new() } else { format!("NOT A WHOLE RUN (verdict {}): ", p.verdict) },
-                p.cpu,
-                p.wall,
-                p.peak_mib,
-                p.bootstrap_s,
-                p.messages,
-                per_msg(p.agenda_events),
-                per_msg(p.wakeups),
-                per_msg(p.packets),
-                per_msg(p.writes),
-                p.agenda_events / p.writes.max(1.0)
-            ),
-        );
-        if let Some(t) = target {
-            let met = p.verdict == "pass"
-                && p.cpu <= t.1
-                && p.peak_mib <= t.2
-                && per_msg(p.agenda_events) <= EVENTS_PER_MESSAGE_TARGET;
-            row = row.target(target_text(t), Some(met));
-        }
-        rows.push(row);
-        cpu_pts.push((n as f64, p.cpu));
-        mem_pts.push((n as f64, p.peak_mib));
-        msg_pts.push((n as f64, p.messages));
-        pkt_pts.push((n as f64, p.packets));
+        report.scale.push(ScaleRow { ranks: n, outcome });
     }
-    for t in SCALE_TARGETS.iter().filter(|t| t.0 > max_ranks) {
-        rows.push(
-            Row::new(SECTION, format!("fast nvshmem-init ranks={}", t.0), "not run (--max-ranks; make bench-scale)")
-                .target(format!("<= {} CPU-s, <= {} MiB", t.1, t.2), None),
-        );
+    for t in report::SCALE_TARGETS.iter().filter(|t| t.0 > max_ranks) {
+        let why = "--max-ranks (make bench-scale runs it)".into();
+        report.scale.push(ScaleRow { ranks: t.0, outcome: ScaleOutcome::NotRun { why } });
     }
-    let show = |k: Option<f64>| k.map_or("-".to_string(), |k| format!("{k:.2}"));
     // The smallest worlds are dominated by fixed costs; exponents are fitted on n >= 256 when
     // there are at least two such points, else on n >= 64.
-    let from = if cpu_pts.iter().filter(|p| p.0 >= 256.0).count() >= 2 { 256.0 } else { 64.0 };
-    let tail = |p: &[(f64, f64)]| p.iter().copied().filter(|q| q.0 >= from).collect::<Vec<_>>();
-    let (cpu_k, msg_k) = (log_log_slope(&tail(&cpu_pts)), log_log_slope(&tail(&msg_pts)));
-    let gap = cpu_k.zip(msg_k).map(|(c, m)| c - m);
-    rows.push(
-        Row::new(
-            SECTION,
-            format!("growth exponents, fit over ranks >= {from}"),
-            format!(
-                "CPU ~ ranks^{}, messages ~ ranks^{}, packets ~ ranks^{}, peak memory ~ ranks^{}",
-                show(cpu_k),
-                show(msg_k),
-                show(log_log_slope(&tail(&pkt_pts))),
-                show(log_log_slope(&tail(&mem_pts)))
-            ),
-        )
-        .ratio(format!("CPU - messages exponent: {}", show(gap)))
-        .target("gap <= 0.05 (cost proportional to messages)", gap.map(|g| g <= 0.05)),
-    );
+    let from = if cpu_pts.iter().filter(|p| p.0 >= 256.0).count() >= 2 { 256 } else { 64 };
+    let tail = |p: &[(f64, f64)]| p.iter().copied().filter(|q| q.0 >= from as f64).collect::<Vec<_>>();
+    report.growth = Some(Growth {
+        from_ranks: from,
+        cpu: log_log_slope(&tail(&cpu_pts)),
+        messages: log_log_slope(&tail(&msg_pts)),
+        packets: log_log_slope(&tail(&pkt_pts)),
+        memory: log_log_slope(&tail(&mem_pts)),
+    });
     Ok(())
 }
 
@@ -524,39 +409,35 @@ fn detection(c: &Case, seeds: u64) -> (usize, Vec<u64>, Vec<Duration>) {
     (gaps.len(), gaps, walls)
 }
 
-fn detect_section(quick: bool, seeds: u64, rows: &mut Vec<Row>) -> anyhow::Result<()> {
-    const SECTION: &str = "3 time to detect";
+fn detect_section(quick: bool, seeds: u64, report: &mut Report) -> anyhow::Result<()> {
     for variant in ["nvshmem-3.4", "nvshmem-3.7"] {
-        for (s, report) in [("workload=deepep ranks=2", true), ("workload=nvshmem-init ranks=16", false)] {
+        for (name, s, targeted) in
+            [("deepep 2", "workload=deepep ranks=2", true), ("init 16", "workload=nvshmem-init ranks=16", false)]
+        {
             let c = case(&format!("engine=fast variant={variant} adversary=rss {s}"))?;
-            let seeds = match (quick, report) {
+            let seeds = match (quick, targeted) {
                 (false, _) => seeds,
                 (true, true) => seeds.min(40),
                 (true, false) => seeds.min(10),
             };
             progress(&format!("detect: {variant} {s}, {seeds} seeds"));
             let (failures, mut gaps, mut walls) = detection(&c, seeds);
-            let (median, p90) = (quantile(&mut gaps, 0.5), quantile(&mut gaps, 0.9));
-            let wall = quantile(&mut walls, 0.5);
-            let show = |x: Option<u64>| x.map_or("-".to_string(), |v| v.to_string());
-            let figure = format!(
-                "{failures}/{seeds} fail; seeds to first failure: median {}, p90 {}; wall median {}",
-                show(median),
-                show(p90),
-                wall.map_or("-".to_string(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3))
-            );
-            let mut row = Row::new(SECTION, format!("{variant} rss {s}"), figure);
-            if report {
-                row = row.target("median <= 10 seeds", Some(median.is_some_and(|m| m <= 10)));
-            }
-            rows.push(row);
+            report.detect.push(DetectRow {
+                variant: variant.into(),
+                case: name.into(),
+                seeds,
+                failures: failures as u64,
+                median: quantile(&mut gaps, 0.5),
+                p90: quantile(&mut gaps, 0.9),
+                wall_median_ms: quantile(&mut walls, 0.5).map(|d| d.as_secs_f64() * 1e3),
+                targeted,
+            });
         }
     }
     Ok(())
 }
 
-fn real_section(n: u32, reps: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
-    const SECTION: &str = "4 real sockets";
+fn real_section(n: u32, reps: u32, report: &mut Report) -> anyhow::Result<()> {
     let variants = bootsim_core::PRESETS;
     let base = variants.iter().position(|v| *v == "nvshmem-3.7").context("nvshmem-3.7 is a preset")?;
     // walls[v][rep]: wall time of `smoke --local n`, slowest[v][rep]: the slowest rank's own time.
@@ -575,49 +456,83 @@ fn real_section(n: u32, reps: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
     for (i, v) in variants.iter().enumerate() {
         progress(&format!("real sockets: {v} in process, drain waits"));
         let drain = real::drain_in_process(n, v, 1)?;
-        let ratio = median_f(walls[i].iter().zip(&walls[base]).map(|(a, b)| a / b).collect());
-        let drain_figure = if drain.drains == 0 {
-            "no drain".to_string()
-        } else {
-            format!(
-                "drain {:.1} us/message ({} drains, {} gave up)",
-                drain.per_message().as_secs_f64() * 1e6,
-                drain.drains,
-                drain.gave_up
-            )
-        };
-        let figure = format!(
-            "{:.0} ms wall (slowest rank {:.0} ms), {drain_figure}",
-            median_f(walls[i].clone()) * 1e3,
-            median_f(slowest[i].clone())
-        );
-        let mut row = Row::new(SECTION, format!("smoke --local {n} nvshmem-init --variant {v}"), figure)
-            .ratio(format!("{ratio:.3}x nvshmem-3.7"));
-        if *v == "seq" {
-            row = row.target("seq <= 1.05x nvshmem-3.7", Some(ratio <= 1.05));
-        }
-        rows.push(row);
+        report.real.push(RealRow {
+            variant: v.to_string(),
+            ranks: n,
+            wall_ms: median_f(walls[i].clone()) * 1e3,
+            slowest_rank_ms: median_f(slowest[i].clone()),
+            drains: drain.drains,
+            gave_up: drain.gave_up,
+            drain_us_per_message: (drain.drains > 0).then(|| drain.per_message().as_secs_f64() * 1e6),
+            ratio: median_f(walls[i].iter().zip(&walls[base]).map(|(a, b)| a / b).collect()),
+        });
     }
     Ok(())
 }
 
-/// Prints the table.
+/// The commit of the working directory's checkout, if it is one.
+fn commit() -> Option<String> {
+    let o = Command::new("git").args(["rev-parse", "--short", "HEAD"]).stderr(Stdio::null()).output().ok()?;
+    o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+fn meta(a: &BenchArgs) -> Meta {
+    Meta {
+        date: jiff::Timestamp::now().to_string(),
+        commit: commit(),
+        args: std::env::args().skip(2).collect::<Vec<_>>().join(" "),
+        quick: a.quick,
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        mem_gib: memory_bytes().unwrap_or(0) as f64 / (1u64 << 30) as f64,
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
+        wall_s: 0.0,
+    }
+}
+
+/// `--markdown JSON [--update DOC]`: render a written report, run nothing.
+fn markdown(json: &std::path::Path, doc: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(json).with_context(|| format!("reading {}", json.display()))?;
+    let r: Report = serde_json::from_str(&text).with_context(|| format!("{} is not a bench report", json.display()))?;
+    let md = render::markdown(&r);
+    match doc {
+        None => print!("{md}"),
+        Some(doc) => {
+            let old = std::fs::read_to_string(doc).with_context(|| format!("reading {}", doc.display()))?;
+            let new = render::splice(&old, &md).with_context(|| format!("in {}", doc.display()))?;
+            std::fs::write(doc, new).with_context(|| format!("writing {}", doc.display()))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs every section and prints the report (and writes it with `--json`).
 pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = a.scale_child {
         return scale_child(n);
     }
+    if let Some(json) = &a.markdown {
+        return markdown(json, a.update.as_deref());
+    }
     let started = Instant::now();
-    let mut rows = Vec::new();
-    throughput_section(a.quick, &mut rows)?;
-    scale_section(if a.quick { a.max_ranks.min(64) } else { a.max_ranks }, &mut rows)?;
-    detect_section(a.quick, a.detect_seeds, &mut rows)?;
+    let mut r = Report {
+        meta: meta(&a),
+        throughput: Vec::new(),
+        ratios: None,
+        scale: Vec::new(),
+        growth: None,
+        detect: Vec::new(),
+        real: Vec::new(),
+    };
+    throughput_section(a.quick, &mut r)?;
+    scale_section(if a.quick { a.max_ranks.min(64) } else { a.max_ranks }, &mut r)?;
+    detect_section(a.quick, a.detect_seeds, &mut r)?;
     let (n, reps) = if a.quick { (a.real_ranks.min(8), 1) } else { (a.real_ranks, a.real_reps.max(1)) };
-    real_section(n, reps, &mut rows)?;
-    print_table(&rows);
-    println!(
-        "\nbootsim bench{}: {:.1} s; ratios are medians over interleaved rounds (see BENCHMARKS.md)",
-        if a.quick { " --quick" } else { "" },
-        started.elapsed().as_secs_f64()
-    );
+    real_section(n, reps, &mut r)?;
+    r.meta.wall_s = started.elapsed().as_secs_f64();
+    if let Some(path) = &a.json {
+        let text = serde_json::to_string_pretty(&r)? + "\n";
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    print!("{}", render::text(&r));
     Ok(ExitCode::SUCCESS)
 }

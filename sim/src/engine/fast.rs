@@ -4,6 +4,10 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+
+// Lookup-only maps (never iterated, so no order can leak into a run) hash with a fixed,
+// seedless hasher: O(1) where a BTreeMap walked its levels on every packet's event.
+use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -35,6 +39,9 @@ fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
         SocketAddr::V6(_) => None,
     }
 }
+
+/// Received-bytes buffers kept for reuse: more than the reads queued at once in practice.
+const SPARE_BUFFERS: usize = 64;
 
 /// Engine-level timers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,16 +120,16 @@ struct World<'a> {
     kernel: Kernel,
     root: Root,
     ranks: Vec<Rank>,
-    sock_of: BTreeMap<(Node, ConnId), SockId>,
-    owner: BTreeMap<SockId, (Node, ConnId)>,
-    listeners: BTreeMap<(Node, Listener), ListenerId>,
-    listener_owner: BTreeMap<ListenerId, (Node, Listener)>,
-    pending_accept: BTreeMap<ListenerId, ConnId>,
-    dialing: BTreeMap<(Node, ConnId), Dialing>,
-    drains: BTreeMap<SockId, Drain>,
+    sock_of: FxHashMap<(Node, ConnId), SockId>,
+    owner: FxHashMap<SockId, (Node, ConnId)>,
+    listeners: FxHashMap<(Node, Listener), ListenerId>,
+    listener_owner: FxHashMap<ListenerId, (Node, Listener)>,
+    pending_accept: FxHashMap<ListenerId, ConnId>,
+    dialing: FxHashMap<(Node, ConnId), Dialing>,
+    drains: FxHashMap<SockId, Drain>,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     timer_seq: u64,
-    node_timer: BTreeMap<Node, Instant>,
+    node_timer: FxHashMap<Node, Instant>,
     work: VecDeque<(Node, OwnedInput)>,
     /// NVSHMEM's connect retry (every 1 ms on "refused" up to 20 000 times; 3 timeouts).
     retry: RetryPolicy,
@@ -132,6 +139,9 @@ struct World<'a> {
     buf: Vec<u8>,
     /// The write buffer the state machines fill (`poll_output`).
     tx: Vec<u8>,
+    /// Buffers of received bytes already handed to their node, reused by `read_all` so a frame
+    /// received costs no allocation.
+    spare: Vec<Vec<u8>>,
     remaining: usize,
     names: Names,
     /// When each node's process is next free to run (`app_cpu` model), and the socket calls
@@ -179,16 +189,16 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
                 r
             })
             .collect(),
-        sock_of: BTreeMap::new(),
-        owner: BTreeMap::new(),
-        listeners: BTreeMap::new(),
-        listener_owner: BTreeMap::new(),
-        pending_accept: BTreeMap::new(),
-        dialing: BTreeMap::new(),
-        drains: BTreeMap::new(),
+        sock_of: FxHashMap::default(),
+        owner: FxHashMap::default(),
+        listeners: FxHashMap::default(),
+        listener_owner: FxHashMap::default(),
+        pending_accept: FxHashMap::default(),
+        dialing: FxHashMap::default(),
+        drains: FxHashMap::default(),
         timers: BinaryHeap::new(),
         timer_seq: 0,
-        node_timer: BTreeMap::new(),
+        node_timer: FxHashMap::default(),
         work: VecDeque::new(),
         retry: RetryPolicy::default(),
         // A traced run keeps everything for explain, the timeline and shrink; any other run
@@ -197,6 +207,7 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
         sink: TraceSink::new(trace),
         buf: vec![0u8; 64 << 10],
         tx: Vec::new(),
+        spare: Vec::new(),
         remaining: n as usize + 1,
         names: Names::default(),
         app: AppCpu { on: case.kernel_config().load.cpu.app_on(), ..AppCpu::default() },
@@ -358,6 +369,12 @@ impl World<'_> {
         match node {
             Node::Root => self.root.handle(now, input),
             Node::Rank(r) => self.ranks[r as usize].handle(now, input),
+        }
+        if let OwnedInput::Received { mut bytes, .. } = d {
+            if self.spare.len() < SPARE_BUFFERS {
+                bytes.clear();
+                self.spare.push(bytes);
+            }
         }
         self.collect(node);
     }
@@ -575,7 +592,8 @@ impl World<'_> {
         loop {
             match self.kernel.read(sock, &mut self.buf) {
                 ReadOutcome::Data(n) => {
-                    let bytes = self.buf[..n].to_vec();
+                    let mut bytes = self.spare.pop().unwrap_or_default();
+                    bytes.extend_from_slice(&self.buf[..n]);
                     self.work.push_back((node, OwnedInput::Received { conn, bytes }));
                 }
                 ReadOutcome::WouldBlock => return,
