@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod accept_policy;
 pub mod codec;
 pub mod error;
 pub mod ids;
