@@ -141,7 +141,10 @@ const EXPECTED: &[(&str, Expect)] = &[
         "bootsim smoke --local 4 --plugin 3.8.0 --plugin-ranks 0,2 --workload nvshmem-init",
         Exit(0, "pass 1, benign 0, corruption 0, error 0, hang 0: verdict pass"),
     ),
-    ("bootsim smoke --local 2 --plugin ./my-build/nvshmem_bootstrap_uid.so.3", Exit(0, "verdict pass")),
+    (
+        "bootsim smoke --local 2 --plugin ./my-build/nvshmem_bootstrap_uid.so.3",
+        Exit(1, "--accept 'release-on-next=500,select=pair:1>2:2': workload deepep x1: pass 0, benign 0, corruption 0, error 1, hang 0: verdict error"),
+    ),
     ("bootsim conformance --plugin 3.7.1", Wire(0, "put the same bytes on the wire")),
     (
         "bootsim smoke --local 2 --workload deepep --variant nvshmem-3.4 --wire 'release-on-next=500,select=pair:1>2:2'",

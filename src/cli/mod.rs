@@ -8,9 +8,11 @@ mod merge;
 mod plugin_rank;
 mod probe;
 mod rdma;
-mod real_nvshmem;
+pub(crate) mod real_nvshmem;
 mod run;
+pub(crate) mod scratch;
 mod shrink;
+pub(crate) mod shuffle;
 pub(crate) mod smoke;
 mod sweep;
 mod table;
@@ -54,6 +56,9 @@ enum Command {
     RealNvshmem(real_nvshmem::RealNvshmemArgs),
     /// Prove bootsim-core byte-faithful to a shipped NVSHMEM plugin: both on the wire, compared.
     Conformance(conformance::ConformanceArgs),
+    /// Run any program with its incoming connections accepted in the order a policy decides
+    /// (the accept interposer, LD_PRELOAD; no root needed).
+    Shuffle(shuffle::ShuffleArgs),
     /// One rank of NVSHMEM's real UID bootstrap plugin (started by `smoke --plugin`).
     #[command(hide = true)]
     PluginRank(plugin_rank::PluginRankArgs),
@@ -134,5 +139,6 @@ pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::PluginRank(a) => plugin_rank::plugin_rank(a),
         Command::RealNvshmem(a) => real_nvshmem::real_nvshmem(a),
         Command::Conformance(a) => conformance::conformance(a),
+        Command::Shuffle(a) => shuffle::shuffle(a),
     }
 }

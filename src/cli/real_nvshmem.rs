@@ -90,6 +90,7 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                     op_timeout: Duration::from_millis(a.op_timeout_ms),
                     tag_counter: None,
                     capture: false,
+                    accept: None,
                 };
                 for wire in [false, true] {
                     let t0 = Instant::now();

@@ -29,6 +29,9 @@ use bootsim_sim::workload::{build_op, format_ops, OpSpec};
 use bootsim_sim::{Finding, Verdict};
 
 use super::report::print_iteration;
+use crate::cli::scratch::{die_with_parent, ScratchDir};
+use crate::cli::shuffle::Interposer;
+use bootsim_interposer::LogSummary;
 
 /// One session's make-up.
 #[derive(Clone, Debug)]
@@ -51,6 +54,13 @@ pub(crate) struct Session {
     pub tag_counter: Option<u64>,
     /// Behind the wire: record what every connection's client sent (conformance).
     pub capture: bool,
+    /// Without the wire: the accept interposer's policy for the plugin ranks (`None`: none).
+    pub accept: Option<String>,
+}
+
+/// The accept interposer's log of a session, beside its unique-ID file.
+fn accept_log(uid: &Path) -> PathBuf {
+    uid.with_file_name("accept.log")
 }
 
 /// One rank's end.
@@ -63,10 +73,23 @@ pub(crate) struct RankEnd {
     pub took: Duration,
 }
 
+impl RankEnd {
+    fn cannot_start(r: u32, why: &str, t0: Instant) -> RankEnd {
+        let record = RankRecord {
+            rank: r,
+            init: Some(bootsim_core::report::init_text(format!("cannot start: {why}"))),
+            ..Default::default()
+        };
+        RankEnd { record, stderr: Vec::new(), took: t0.elapsed() }
+    }
+}
+
 /// One iteration's ends, by rank, and the wire's record when there was one.
 pub(crate) struct Iteration {
     pub ranks: Vec<RankEnd>,
     pub wire: Option<WireReport>,
+    /// The accept interposer's decision log, counted (plugin ranks without the wire).
+    pub accept: Option<LogSummary>,
 }
 
 impl Session {
@@ -84,15 +107,20 @@ impl Session {
 
     /// Runs one session; `wire` puts each rank behind the userspace wire with that policy.
     pub fn run(&self, wire: Option<Policy>) -> anyhow::Result<Iteration> {
-        let dir = scratch_dir()?;
-        let uid = dir.join("uid");
+        let dir = ScratchDir::new("plugin")?;
+        let uid = dir.path().join("uid");
         let failed = Arc::new(AtomicBool::new(false));
-        let result = match wire {
-            None => self.run_local(&uid, &failed),
+        match wire {
+            None => {
+                let mut it = self.run_local(&uid, &failed)?;
+                if self.accept.is_some() {
+                    let log = std::fs::read_to_string(accept_log(&uid)).unwrap_or_default();
+                    it.accept = Some(LogSummary::of(&log));
+                }
+                Ok(it)
+            }
             Some(policy) => self.run_on_wire(&uid, policy, &failed),
-        };
-        let _ = std::fs::remove_dir_all(&dir);
-        result
+        }
     }
 
     fn run_local(&self, uid: &Path, failed: &Arc<AtomicBool>) -> anyhow::Result<Iteration> {
@@ -106,7 +134,7 @@ impl Session {
             .context("starting the rank threads")?;
         let ranks: anyhow::Result<Vec<RankEnd>> =
             tasks.into_iter().map(|t| t.join().map_err(|_| anyhow!("a rank thread panicked"))).collect();
-        Ok(Iteration { ranks: ranks?, wire: None })
+        Ok(Iteration { ranks: ranks?, wire: None, accept: None })
     }
 
     fn run_on_wire(&self, uid: &Path, policy: Policy, failed: &Arc<AtomicBool>) -> anyhow::Result<Iteration> {
@@ -127,7 +155,7 @@ impl Session {
             ranks.push(t.join().context("a rank's namespace thread")?);
         }
         let report = w.shutdown().context("stopping the wire")?;
-        Ok(Iteration { ranks, wire: Some(report) })
+        Ok(Iteration { ranks, wire: Some(report), accept: None })
     }
 
     /// The closure that runs rank `r` (on a thread already in its namespace, if any). A rank
@@ -155,16 +183,17 @@ impl Session {
     fn run_rank(&self, r: u32, uid: &Path, ip: IpAddr, ifname: &str, failed: &AtomicBool) -> RankEnd {
         let t0 = Instant::now();
         if self.plugin_ranks.contains(&r) {
-            let run = match self.plugin_command(r, uid, ifname).spawn() {
-                Ok(child) => supervise_with(r, child, self.op_timeout, &|| failed.load(Ordering::SeqCst)),
-                Err(e) => {
-                    let report = RankRecord {
-                        rank: r,
-                        init: Some(bootsim_core::report::init_text(format!("cannot start: {e}"))),
-                        ..Default::default()
-                    };
-                    return RankEnd { record: report, stderr: Vec::new(), took: t0.elapsed() };
+            let mut cmd = self.plugin_command(r, uid, ifname);
+            if let (Some(policy), "lo") = (&self.accept, ifname) {
+                match Interposer::locate() {
+                    // Host r + 1, as on the wire: `pair:1>2` means rank 0 to rank 1 in both.
+                    Ok(lib) => lib.apply(&mut cmd, policy, &accept_log(uid), u8::try_from(r + 1).ok()),
+                    Err(e) => return RankEnd::cannot_start(r, &e.to_string(), t0),
                 }
+            }
+            let run = match die_with_parent(&mut cmd).spawn() {
+                Ok(child) => supervise_with(r, child, self.op_timeout, &|| failed.load(Ordering::SeqCst)),
+                Err(e) => return RankEnd::cannot_start(r, &e.to_string(), t0),
             };
             RankEnd { record: run.record, stderr: run.stderr, took: run.took }
         } else {
@@ -264,18 +293,4 @@ pub(crate) fn plugin_rank_command(
     cmd.args(["--ops", &format_ops(specs), "--seed", &seed.to_string()]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
-}
-
-/// A fresh folder for the unique-ID file.
-fn scratch_dir() -> anyhow::Result<PathBuf> {
-    for _ in 0..100 {
-        let dir =
-            std::env::temp_dir().join(format!("bootsim-plugin-{}-{:016x}", std::process::id(), super::random_u64()));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
-        }
-    }
-    anyhow::bail!("no fresh folder for the unique ID under {}", std::env::temp_dir().display())
 }
