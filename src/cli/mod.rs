@@ -1,6 +1,7 @@
 //! The command line: clap definitions and dispatch to one file per subcommand.
 
 mod bench;
+mod check;
 mod compare;
 mod conformance;
 mod explore;
@@ -56,6 +57,9 @@ enum Command {
     RealNvshmem(real_nvshmem::RealNvshmemArgs),
     /// Prove bootsim-core byte-faithful to a shipped NVSHMEM plugin: both on the wire, compared.
     Conformance(conformance::ConformanceArgs),
+    /// Is my NVSHMEM affected? Its plugin under the schedules that matter, without root (exit 1
+    /// affected, naming the first cached version that is not; 0 not affected; 3 could not run).
+    Check(check::CheckArgs),
     /// Run any program with its incoming connections accepted in the order a policy decides
     /// (the accept interposer, LD_PRELOAD; no root needed).
     Shuffle(shuffle::ShuffleArgs),
@@ -140,5 +144,6 @@ pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::RealNvshmem(a) => real_nvshmem::real_nvshmem(a),
         Command::Conformance(a) => conformance::conformance(a),
         Command::Shuffle(a) => shuffle::shuffle(a),
+        Command::Check(a) => check::check(a),
     }
 }
