@@ -3,7 +3,7 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench rdma-build
+.PHONY: bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench bench-interposer rdma-build
 
 # The first build takes minutes on a fresh machine: cargo shows it (no --quiet).
 run:
@@ -42,8 +42,12 @@ lint:
 unit:
 	$(CARGO) test --workspace
 
-bench:
+bench: bench-interposer
 	$(CARGO) run --release --quiet -- bench
+
+# The accept interposer's cost per accept() against none (target: under 10 µs).
+bench-interposer:
+	$(CARGO) bench --quiet -p bootsim-preload --bench accept_overhead
 
 # The same table with the scale series up to 4096 ranks (tens of minutes; each point in a child
 # capped at 3/4 of the machine's memory, reported as out of memory if it does not fit).

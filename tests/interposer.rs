@@ -9,18 +9,16 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Builds the interposer library beside the `bootsim` under test when a narrow `cargo test`
-/// did not (`cargo test --workspace` and `cargo build` do), once per test binary.
+/// Builds the interposer library beside the `bootsim` under test (a narrow `cargo test` does
+/// not; a no-op when it is fresh), once per test binary.
 fn interposer() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
             let lib = Path::new(env!("CARGO_BIN_EXE_bootsim")).with_file_name("libbootsim_preload.so");
-            if !lib.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let st = Command::new(cargo).args(["build", "-p", "bootsim-preload"]).status().unwrap();
-                assert!(st.success(), "building bootsim-preload");
-            }
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let st = Command::new(cargo).args(["build", "-q", "-p", "bootsim-preload"]).status().unwrap();
+            assert!(st.success(), "building bootsim-preload");
             assert!(lib.exists(), "{} missing after the build", lib.display());
             lib
         })

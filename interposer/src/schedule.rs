@@ -4,7 +4,7 @@
 //! [`Duration`] since start given by the caller; the same arrivals at the same times give the
 //! same order, and the permutation depends only on the seed and the arrival order.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use bootsim_core::accept_policy::{ConnKey, HoldPlan};
@@ -57,6 +57,12 @@ pub struct Schedule {
     window_since: Duration,
     windows: u32,
     rng: ChaCha8Rng,
+    /// Held connections by deadline.
+    deadlines: BTreeSet<(Duration, u32)>,
+    /// Held-until-next connections by (src, dst) pair.
+    waiting: BTreeMap<(u8, u8), BTreeSet<u32>>,
+    /// Connections not yet handed over, per listener.
+    pending: BTreeMap<u32, usize>,
 }
 
 impl Schedule {
@@ -72,6 +78,9 @@ impl Schedule {
             window_since: Duration::ZERO,
             windows: 0,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            deadlines: BTreeSet::new(),
+            waiting: BTreeMap::new(),
+            pending: BTreeMap::new(),
         }
     }
 
@@ -110,6 +119,13 @@ impl Schedule {
             ),
         };
         self.entries.push(Entry { key, listener: a.listener, state });
+        *self.pending.entry(a.listener).or_default() += 1;
+        if let State::Held { until, until_next, .. } = state {
+            self.deadlines.insert((until, conn));
+            if until_next {
+                self.waiting.entry((key.src_host, key.dst_host)).or_default().insert(conn);
+            }
+        }
         out.push(self.decision(now, conn, event));
         if state == State::Ready {
             self.make_ready(now, conn, &mut out);
@@ -120,11 +136,11 @@ impl Schedule {
     /// Releases holds and flushes a short window whose time has come.
     pub fn tick(&mut self, now: Duration) -> Vec<Decision> {
         let mut out = Vec::new();
-        let due: Vec<u32> = (0..self.entries.len() as u32)
-            .filter(|&c| matches!(self.entries[c as usize].state, State::Held { until, .. } if until <= now))
-            .collect();
-        for c in due {
-            if let State::Held { since, .. } = self.entries[c as usize].state {
+        while let Some(&(until, c)) = self.deadlines.first() {
+            if until > now {
+                break;
+            }
+            if let State::Held { since, .. } = self.unhold(c) {
                 let held_us = now.saturating_sub(since).as_micros() as u64;
                 out.push(self.decision(now, c, Event::Released { reason: Release::Deadline, held_us }));
                 self.make_ready(now, c, &mut out);
@@ -140,10 +156,7 @@ impl Schedule {
 
     /// When [`Schedule::tick`] next has something to do.
     pub fn next_deadline(&self) -> Option<Duration> {
-        let holds = self.entries.iter().filter_map(|e| match e.state {
-            State::Held { until, .. } => Some(until),
-            _ => None,
-        });
+        let holds = self.deadlines.first().map(|d| d.0).into_iter();
         let window = match (self.policy.permute, self.window.is_empty()) {
             (Some(p), false) => Some(self.window_since + p.wait),
             _ => None,
@@ -156,21 +169,47 @@ impl Schedule {
         self.ready.iter().any(|&c| self.entries[c as usize].listener == listener)
     }
 
+    /// Takes `conn` out of the hold indexes; its state before.
+    fn unhold(&mut self, conn: u32) -> State {
+        let e = &self.entries[conn as usize];
+        if let State::Held { until, until_next, .. } = e.state {
+            self.deadlines.remove(&(until, conn));
+            if until_next {
+                if let Some(w) = self.waiting.get_mut(&(e.key.src_host, e.key.dst_host)) {
+                    w.remove(&conn);
+                }
+            }
+        }
+        e.state
+    }
+
+    /// `conn` leaves the queue for good.
+    fn finish(&mut self, conn: u32) {
+        self.unhold(conn);
+        let e = &mut self.entries[conn as usize];
+        if e.state != State::Done {
+            e.state = State::Done;
+            if let Some(n) = self.pending.get_mut(&e.listener) {
+                *n -= 1;
+            }
+        }
+    }
+
     /// Whether `listener` has connections in the queue (held, windowed or ready).
     pub fn has_pending(&self, listener: u32) -> bool {
-        self.entries.iter().any(|e| e.listener == listener && e.state != State::Done)
+        self.pending.get(&listener).is_some_and(|&n| n > 0)
     }
 
     /// Whether any connection is in the queue.
     pub fn any_pending(&self) -> bool {
-        self.entries.iter().any(|e| e.state != State::Done)
+        self.pending.values().any(|&n| n > 0)
     }
 
     /// The next connection of `listener` for the program, and its `delivered` decision.
     pub fn take(&mut self, now: Duration, listener: u32) -> Option<(u32, Decision)> {
         let at = self.ready.iter().position(|&c| self.entries[c as usize].listener == listener)?;
         let conn = self.ready.remove(at)?;
-        self.entries[conn as usize].state = State::Done;
+        self.finish(conn);
         Some((conn, self.decision(now, conn, Event::Delivered)))
     }
 
@@ -179,7 +218,7 @@ impl Schedule {
         let mut out = Vec::new();
         for c in 0..self.entries.len() as u32 {
             if self.entries[c as usize].state != State::Done {
-                self.entries[c as usize].state = State::Done;
+                self.finish(c);
                 out.push((c, self.decision(now, c, Event::Unaccepted)));
             }
         }
@@ -192,10 +231,10 @@ impl Schedule {
     pub fn abandon_listener(&mut self, now: Duration, listener: u32) -> Vec<(u32, Decision)> {
         let mut out = Vec::new();
         for c in 0..self.entries.len() as u32 {
-            let e = &mut self.entries[c as usize];
+            let e = &self.entries[c as usize];
             if e.listener == listener && e.state != State::Done {
-                e.state = State::Done;
-                out.push((c, Decision { at_us: now.as_micros() as u64, conn: c, event: Event::Unaccepted }));
+                self.finish(c);
+                out.push((c, self.decision(now, c, Event::Unaccepted)));
             }
         }
         let entries = &self.entries;
@@ -210,16 +249,13 @@ impl Schedule {
     fn make_ready(&mut self, now: Duration, conn: u32, out: &mut Vec<Decision>) {
         self.enqueue(now, conn, out);
         let key = self.entries[conn as usize].key;
-        let waiting: Vec<u32> = (0..conn)
-            .filter(|&c| {
-                let e = &self.entries[c as usize];
-                e.key.src_host == key.src_host
-                    && e.key.dst_host == key.dst_host
-                    && matches!(e.state, State::Held { until_next: true, .. })
-            })
-            .collect();
+        let waiting: Vec<u32> = self
+            .waiting
+            .get(&(key.src_host, key.dst_host))
+            .map(|w| w.range(..conn).copied().collect())
+            .unwrap_or_default();
         for c in waiting {
-            if let State::Held { since, .. } = self.entries[c as usize].state {
+            if let State::Held { since, .. } = self.unhold(c) {
                 let held_us = now.saturating_sub(since).as_micros() as u64;
                 out.push(self.decision(now, c, Event::Released { reason: Release::Next { by: conn }, held_us }));
                 self.enqueue(now, c, out);

@@ -30,10 +30,20 @@ while len(out) < n:
 print(" ".join(out))
 "#;
 
+/// The library, built now (cargo builds a cdylib-only crate's library for its tests only when
+/// asked; a no-op when it is fresh).
 fn library() -> PathBuf {
-    // target/<profile>/deps/accept_order-HASH -> target/<profile>/libbootsim_preload.so
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("libbootsim_preload.so")
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let st = Command::new(cargo).args(["build", "-q", "-p", "bootsim-preload"]).status().unwrap();
+            assert!(st.success(), "building bootsim-preload");
+            // target/debug/deps/accept_order-HASH -> target/debug/libbootsim_preload.so
+            let exe = std::env::current_exe().unwrap();
+            exe.parent().unwrap().parent().unwrap().join("libbootsim_preload.so")
+        })
+        .clone()
 }
 
 fn python() -> Option<&'static str> {
