@@ -6,29 +6,8 @@ use std::process::Command;
 
 use bootsim_interposer::{LogSummary, LOG_ENV, POLICY_ENV};
 
-/// Connects `n` clients in order (each sends its index), then accepts `n` times and prints the
-/// indices in accept order. With `nonblocking`, the listener is non-blocking and waited on
-/// with poll(), printing `EAGAIN` each time accept says nothing is there.
-const SERVER: &str = r#"
-import socket, sys, select
-n, nonblocking = int(sys.argv[1]), sys.argv[2] == "1"
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
-cs = [socket.create_connection(s.getsockname()) for _ in range(n)]
-for i, c in enumerate(cs): c.sendall(b"%d\n" % i)
-s.setblocking(not nonblocking)
-p = select.poll(); p.register(s, select.POLLIN)
-out = []
-while len(out) < n:
-    try:
-        a, _ = s.accept()
-    except BlockingIOError:
-        out.append("EAGAIN"); n += 1
-        p.poll(5000)
-        continue
-    a.setblocking(True)
-    out.append(a.recv(16).decode().strip()); a.close()
-print(" ".join(out))
-"#;
+/// The server whose output is its accept order (also the docs' `bootsim shuffle` example).
+const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/accept-order-server.py");
 
 /// The library, built now (cargo builds a cdylib-only crate's library for its tests only when
 /// asked; a no-op when it is fresh).
@@ -67,7 +46,8 @@ fn run(policy: &str, n: u32, nonblocking: bool) -> (String, LogSummary) {
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("log");
     let out = Command::new(python().unwrap())
-        .args(["-c", SERVER, &n.to_string(), if nonblocking { "1" } else { "0" }])
+        .args([SERVER, &n.to_string()])
+        .args(nonblocking.then_some("--nonblocking"))
         .env("LD_PRELOAD", &lib)
         .env(POLICY_ENV, policy)
         .env(LOG_ENV, &log)
