@@ -288,8 +288,11 @@ fn every_documented_command_does_what_the_text_says() {
         };
         if cmd.contains("scripts/accept-order-server.py") {
             std::fs::create_dir_all(dir.join("scripts")).unwrap();
-            std::fs::copy(Path::new(ROOT).join("scripts/accept-order-server.py"), dir.join("scripts/accept-order-server.py"))
-                .unwrap();
+            std::fs::copy(
+                Path::new(ROOT).join("scripts/accept-order-server.py"),
+                dir.join("scripts/accept-order-server.py"),
+            )
+            .unwrap();
         }
         if cmd.contains("./my-build/") {
             let o = shell(&dir, "bash $0/scripts/fetch-nvshmem.sh 3.7.1").arg(ROOT).output().unwrap();

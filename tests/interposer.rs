@@ -117,6 +117,30 @@ fn the_real_nvshmem_table_reproduces_under_the_interposer_without_net_admin() {
 }
 
 #[test]
+fn real_nvshmem_makes_the_table_with_the_interposer_in_place_of_the_wire() {
+    let expect = [
+        "NVSHMEM 3.4.5:deepep:interposer=corruption",
+        "NVSHMEM 3.4.5:qp-create:interposer=corruption",
+        "NVSHMEM 3.7.1:deepep:interposer=error",
+        "NVSHMEM 3.7.1:qp-create:interposer=corruption",
+        "NVSHMEM 3.8.0:deepep:interposer=pass",
+        "NVSHMEM 3.8.0:qp-create:interposer=pass",
+        "NVSHMEM 3.7.1:deepep:loopback=pass",
+    ]
+    .join(",");
+    let policy = "release-on-next=500,select=pair:1>2:2";
+    let (code, out) =
+        without_net_admin(&["real-nvshmem", "--accept", policy, "--iterations", "2", "--expect", &expect]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("| NVSHMEM 3.7.1  | qp-create | interposer |    2 |"), "{out}");
+    // Without --accept and without the capability, it says how to run without root.
+    let (code, out) = without_net_admin(&["real-nvshmem", "--iterations", "1"]);
+    if code == Some(3) {
+        assert!(out.contains("--accept POLICY reorders without it"), "{out}");
+    }
+}
+
+#[test]
 fn check_answers_is_my_build_affected_without_root() {
     let (code, out) = without_net_admin(&["check", "--plugin", "3.7.1", "--iterations", "1"]);
     assert_eq!(code, Some(1), "{out}");
@@ -165,14 +189,18 @@ fn folders_of(pid: u32) -> Vec<PathBuf> {
 #[test]
 fn killing_the_parent_leaves_no_process_and_no_folder() {
     common::interposer();
-    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGKILL, "SIGKILL")] {
-        // Three plugin ranks whose every connection is held 20 s: they block in init.
-        let mut parent = common::bootsim()
-            .args(["smoke", "--local", "3", "--plugin", "3.8.0", "--accept", "hold=20000,select=all"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+    // Three plugin ranks whose every connection is held 20 s (they block in init), and three
+    // `smoke --local` rank processes with more iterations than the test waits for.
+    let plugin: &[&str] = &["smoke", "--local", "3", "--plugin", "3.8.0", "--accept", "hold=20000,select=all"];
+    let local: &[&str] = &["smoke", "--local", "3", "--iterations", "1000000"];
+    for (args, signal, name) in [
+        (plugin, libc::SIGINT, "SIGINT"),
+        (plugin, libc::SIGTERM, "SIGTERM"),
+        (plugin, libc::SIGKILL, "SIGKILL"),
+        (local, libc::SIGTERM, "SIGTERM to --local"),
+        (local, libc::SIGKILL, "SIGKILL to --local"),
+    ] {
+        let mut parent = common::bootsim().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         let pid = parent.id();
         let t0 = Instant::now();
         let kids = loop {
@@ -182,7 +210,7 @@ fn killing_the_parent_leaves_no_process_and_no_folder() {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        assert_eq!(kids.len(), 3, "{name}: three plugin ranks started");
+        assert_eq!(kids.len(), 3, "{name}: three ranks started");
         assert!(!folders_of(pid).is_empty(), "{name}: the run has its folder");
         // SAFETY: a signal to the child this test spawned.
         unsafe { libc::kill(pid as i32, signal) };
@@ -191,7 +219,7 @@ fn killing_the_parent_leaves_no_process_and_no_folder() {
         while kids.iter().any(|&k| alive(k)) && t1.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(kids.iter().all(|&k| !alive(k)), "{name}: the plugin ranks died with their parent");
+        assert!(kids.iter().all(|&k| !alive(k)), "{name}: the ranks died with their parent");
         if signal == libc::SIGKILL {
             // Nothing runs at a SIGKILL: the next run removes the folder of the dead process.
             assert!(bootsim(&["shuffle", "--policy", "none", "--", "true"]).status.success());

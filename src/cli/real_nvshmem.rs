@@ -40,6 +40,11 @@ pub struct RealNvshmemArgs {
     /// The wire's policy for the reordered rows.
     #[arg(long, default_value = REPORT_POLICY)]
     wire: String,
+    /// Reorder with the accept interposer instead of the wire (no root needed), with this policy
+    /// (e.g. the same as --wire's). bootsim-core's rows are left out: its ranks run as threads
+    /// of this process, which the interposer does not reach.
+    #[arg(long, value_name = "POLICY")]
+    accept: Option<String>,
     /// Bound on each operation (NVSHMEM has none; a rank still blocked 500 ms after another
     /// failed is stopped, as a launcher would).
     #[arg(long, default_value_t = 5_000)]
@@ -56,6 +61,7 @@ struct Row {
     implementation: String,
     workload: String,
     wire: bool,
+    accept: bool,
     counts: BTreeMap<Verdict, u32>,
     ms: u128,
 }
@@ -67,8 +73,16 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
     }
     // A bad policy is bad usage, before anything is fetched or started.
     a.wire.parse::<Policy>().map_err(|e| anyhow!("--wire '{}': {e}", a.wire))?;
-    wire_available()
-        .map_err(|why| super::runtime(anyhow!("real-nvshmem needs the userspace wire (root, /dev/net/tun): {why}")))?;
+    if let Some(p) = &a.accept {
+        super::shuffle::parse_policy("--accept", p)?;
+        super::shuffle::Interposer::locate()?;
+    } else {
+        wire_available().map_err(|why| {
+            super::runtime(anyhow!(
+                "real-nvshmem needs the userspace wire (root, /dev/net/tun): {why}; --accept POLICY reorders without it"
+            ))
+        })?;
+    }
     let mut rows = Vec::new();
     for version in &a.versions {
         let plugin = locate_plugin(version)?;
@@ -76,7 +90,7 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
         for wl_name in &a.workloads {
             let workload = parse_workload(wl_name)?;
             let mut impls = vec![(format!("NVSHMEM {version}"), (0..a.ranks).collect::<BTreeSet<u32>>())];
-            if !a.no_core {
+            if !a.no_core && a.accept.is_none() {
                 impls.push((format!("bootsim {}", plugin.family.variant()), BTreeSet::new()));
             }
             for (implementation, plugin_ranks) in impls {
@@ -95,8 +109,10 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                 for wire in [false, true] {
                     let t0 = Instant::now();
                     let mut counts = BTreeMap::new();
+                    // The reordered row: under the interposer's policy, or behind the wire.
+                    let session = Session { accept: if wire { a.accept.clone() } else { None }, ..session.clone() };
                     for _ in 0..a.iterations {
-                        let policy = wire.then(|| a.wire.parse::<Policy>()).transpose()?;
+                        let policy = (wire && a.accept.is_none()).then(|| a.wire.parse::<Policy>()).transpose()?;
                         let it = session.run(policy)?;
                         let record = RunRecord::of_ranks(it.ranks.iter().map(|e| e.record.clone()).collect());
                         let (verdict, _) = judge(&session.specs, session.seed, a.ranks, &record);
@@ -106,6 +122,7 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                         implementation: implementation.clone(),
                         workload: wl_name.clone(),
                         wire,
+                        accept: a.accept.is_some(),
                         counts,
                         ms: t0.elapsed().as_millis(),
                     };
@@ -113,7 +130,7 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                         "real-nvshmem: {} {} {}: done in {} ms",
                         row.implementation,
                         row.workload,
-                        wire_name(wire),
+                        row.network(),
                         row.ms
                     );
                     rows.push(row);
@@ -125,6 +142,16 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
     check_expectations(&a.expect, &rows)
 }
 
+impl Row {
+    /// The network column: loopback, wire, or interposer (loopback reordered in the process).
+    fn network(&self) -> &'static str {
+        match (self.wire, self.accept) {
+            (true, true) => "interposer",
+            (w, _) => wire_name(w),
+        }
+    }
+}
+
 fn wire_name(wire: bool) -> &'static str {
     if wire {
         "wire"
@@ -134,7 +161,16 @@ fn wire_name(wire: bool) -> &'static str {
 }
 
 fn print_table(a: &RealNvshmemArgs, rows: &[Row]) {
-    println!("ranks={} iterations={} wire policy '{}' (loopback rows: no reordering)", a.ranks, a.iterations, a.wire);
+    match &a.accept {
+        Some(p) => println!(
+            "ranks={} iterations={} accept interposer policy '{p}' (loopback rows: no reordering; bootsim-core rows need the wire)",
+            a.ranks, a.iterations
+        ),
+        None => println!(
+            "ranks={} iterations={} wire policy '{}' (loopback rows: no reordering)",
+            a.ranks, a.iterations, a.wire
+        ),
+    }
     let mut table = super::table::new(
         &[
             "implementation",
@@ -157,7 +193,7 @@ fn print_table(a: &RealNvshmemArgs, rows: &[Row]) {
         table.add_row(vec![
             r.implementation.to_string(),
             r.workload.to_string(),
-            wire_name(r.wire).to_string(),
+            r.network().to_string(),
             r.counts.values().sum::<u32>().to_string(),
             c(Verdict::Pass),
             c(Verdict::Benign),
@@ -180,7 +216,7 @@ fn check_expectations(expect: &[String], rows: &[Row]) -> anyhow::Result<ExitCod
         let want = Verdict::parse(verdict).ok_or_else(|| anyhow!("--expect {e:?}: unknown verdict {verdict:?}"))?;
         let row = rows
             .iter()
-            .find(|r| format!("{}:{}:{}", r.implementation, r.workload, wire_name(r.wire)) == key)
+            .find(|r| format!("{}:{}:{}", r.implementation, r.workload, r.network()) == key)
             .ok_or_else(|| anyhow!("--expect {e:?}: no such row"))?;
         let total: u32 = row.counts.values().sum();
         if row.counts.get(&want).copied().unwrap_or(0) != total {
