@@ -9,12 +9,11 @@
 //! interposer, a plugin that does not load, or a schedule the interposer could not apply: no
 //! false all-clear).
 
-use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use bootsim_core::{RunRecord, Variant};
+use bootsim_core::RunRecord;
 use bootsim_sim::oracle::judge;
 use bootsim_sim::Verdict;
 
@@ -88,23 +87,20 @@ pub fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
 /// Checks one plugin: per workload, affected or not and why.
 fn check_one(a: &CheckArgs, arg: &str) -> anyhow::Result<Vec<Answer>> {
     let plugin = locate_plugin(arg)?;
-    let variant = Variant::preset(plugin.family.variant()).expect("a preset");
     let mut answers = Vec::new();
     for (wl, _) in WORKLOADS {
         let workload = parse_workload(wl)?;
         let mut worst: Option<(Verdict, String, u32)> = None;
         for n in RANKS {
             let session = Session {
-                n,
-                plugin: plugin.clone(),
-                plugin_ranks: (0..n).collect::<BTreeSet<u32>>(),
-                core_variant: variant,
-                specs: workload.ops(0),
-                seed: 0,
-                op_timeout: Duration::from_millis(a.op_timeout_ms),
-                tag_counter: None,
-                capture: false,
                 accept: Some(REPORT_POLICY.to_string()),
+                ..Session::new(
+                    n,
+                    plugin.clone(),
+                    (0..n).collect(),
+                    workload.ops(0),
+                    Duration::from_millis(a.op_timeout_ms),
+                )
             };
             for _ in 0..a.iterations {
                 let it = session.run(None)?;

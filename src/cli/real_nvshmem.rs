@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
-use bootsim_core::{RunRecord, Variant};
+use bootsim_core::RunRecord;
 use bootsim_sim::oracle::judge;
 use bootsim_sim::Verdict;
 
@@ -86,7 +86,6 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
     let mut rows = Vec::new();
     for version in &a.versions {
         let plugin = locate_plugin(version)?;
-        let variant = Variant::preset(plugin.family.variant()).expect("a preset");
         for wl_name in &a.workloads {
             let workload = parse_workload(wl_name)?;
             let mut impls = vec![(format!("NVSHMEM {version}"), (0..a.ranks).collect::<BTreeSet<u32>>())];
@@ -94,18 +93,13 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                 impls.push((format!("bootsim {}", plugin.family.variant()), BTreeSet::new()));
             }
             for (implementation, plugin_ranks) in impls {
-                let session = Session {
-                    n: a.ranks,
-                    plugin: plugin.clone(),
+                let session = Session::new(
+                    a.ranks,
+                    plugin.clone(),
                     plugin_ranks,
-                    core_variant: variant,
-                    specs: workload.ops(0),
-                    seed: 0,
-                    op_timeout: Duration::from_millis(a.op_timeout_ms),
-                    tag_counter: None,
-                    capture: false,
-                    accept: None,
-                };
+                    workload.ops(0),
+                    Duration::from_millis(a.op_timeout_ms),
+                );
                 for wire in [false, true] {
                     let t0 = Instant::now();
                     let mut counts = BTreeMap::new();

@@ -30,7 +30,7 @@ use std::time::Instant;
 
 pub use error::WireError;
 pub use flow::{CapturedStream, FlowInfo, ReleaseReason, WireCounters, WireDecision, WireEvent, WireReport};
-pub use policy::{DelayModel, Policy, PolicyParseError, Select, DEFAULT_FALLBACK, MAX_DELAY};
+pub use policy::{DelayModel, Policy, PolicyParseError, PolicySpec, Select, DEFAULT_FALLBACK, MAX_DELAY};
 
 use forwarder::Forwarder;
 use netns::{spawn_in_netns, NetnsConfig, NetnsThread};

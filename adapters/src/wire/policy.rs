@@ -14,7 +14,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub(crate) use bootsim_core::accept_policy::HoldPlan;
-use bootsim_core::accept_policy::PolicySpec;
+pub use bootsim_core::accept_policy::PolicySpec;
 pub use bootsim_core::accept_policy::{PolicyParseError, Select, DEFAULT_FALLBACK, MAX_DELAY};
 
 use super::flow::FlowInfo;
@@ -35,32 +35,27 @@ impl fmt::Debug for DelayModel {
     }
 }
 
-/// What the wire does to TCP connections between its hosts.
-#[derive(Debug, Default)]
+/// What the wire does to TCP connections between its hosts: a policy of the shared grammar
+/// (none, hold, release-on-next; held = the completing packet and the flow after it), or a
+/// per-connection delay model.
+#[derive(Debug)]
 pub enum Policy {
-    /// Forward every packet at once.
-    #[default]
-    None,
-    /// Hold the selected connections' completing packet and flow for `delay`.
-    Hold {
-        /// How long to hold.
-        delay: Duration,
-        /// Which connections (default: all).
-        select: Select,
-    },
-    /// Hold the selected connections until the next connection on the same
-    /// (sender, receiver) pair has completed its handshake, or `fallback` has passed.
-    ReleaseOnNext {
-        /// The longest hold.
-        fallback: Duration,
-        /// Which connections (default: even `pair_conn`, so odd ones release them).
-        select: Select,
-    },
+    /// A policy string's meaning ([`PolicySpec`]).
+    Spec(PolicySpec),
     /// Hold each connection for whatever the callback says (zero: forward at once).
     Model(DelayModel),
 }
 
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::NONE
+    }
+}
+
 impl Policy {
+    /// Forward every packet at once.
+    pub const NONE: Policy = Policy::Spec(PolicySpec::None);
+
     /// A `Model` policy from a per-connection delay callback.
     pub fn model(f: impl FnMut(&FlowInfo) -> Duration + Send + 'static) -> Self {
         Policy::Model(DelayModel::new(f))
@@ -69,10 +64,7 @@ impl Policy {
     /// Decides the plan of a newly numbered connection.
     pub(crate) fn plan(&mut self, flow: &FlowInfo) -> HoldPlan {
         match self {
-            Policy::None => HoldPlan::Pass,
-            Policy::Hold { delay, select } if select.matches(&flow.key()) => HoldPlan::For(*delay),
-            Policy::ReleaseOnNext { fallback, select } if select.matches(&flow.key()) => HoldPlan::UntilNext(*fallback),
-            Policy::Hold { .. } | Policy::ReleaseOnNext { .. } => HoldPlan::Pass,
+            Policy::Spec(spec) => spec.plan(&flow.key()),
             Policy::Model(DelayModel(f)) => match f(flow).min(MAX_DELAY) {
                 d if d.is_zero() => HoldPlan::Pass,
                 d => HoldPlan::For(d),
@@ -80,24 +72,21 @@ impl Policy {
         }
     }
 
-    /// The policy as the shared grammar states it (`None` for a model policy).
-    fn spec(&self) -> Option<PolicySpec> {
+    /// The longest it may hold one connection (zero for a model: its delays are not known ahead).
+    pub fn longest_hold(&self) -> Duration {
         match self {
-            Policy::None => Some(PolicySpec::None),
-            Policy::Hold { delay, select } => Some(PolicySpec::Hold { delay: *delay, select: select.clone() }),
-            Policy::ReleaseOnNext { fallback, select } => {
-                Some(PolicySpec::ReleaseOnNext { fallback: *fallback, select: select.clone() })
-            }
-            Policy::Model(_) => None,
+            Policy::Spec(PolicySpec::Hold { delay, .. }) => *delay,
+            Policy::Spec(PolicySpec::ReleaseOnNext { fallback, .. }) => *fallback,
+            Policy::Spec(PolicySpec::None) | Policy::Model(_) => Duration::ZERO,
         }
     }
 }
 
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.spec() {
-            Some(spec) => spec.fmt(f),
-            None => f.write_str("model"),
+        match self {
+            Policy::Spec(spec) => spec.fmt(f),
+            Policy::Model(_) => f.write_str("model"),
         }
     }
 }
@@ -115,11 +104,7 @@ impl FromStr for Policy {
                 "the wire decides at the handshake, before a message's header is sent (msg: is the accept interposer's)",
             ));
         }
-        Ok(match spec {
-            PolicySpec::None => Policy::None,
-            PolicySpec::Hold { delay, select } => Policy::Hold { delay, select },
-            PolicySpec::ReleaseOnNext { fallback, select } => Policy::ReleaseOnNext { fallback, select },
-        })
+        Ok(Policy::Spec(spec))
     }
 }
 

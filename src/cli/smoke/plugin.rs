@@ -93,6 +93,30 @@ pub(crate) struct Iteration {
 }
 
 impl Session {
+    /// `n` ranks, `plugin_ranks` of them the plugin and the others bootsim-core speaking like it,
+    /// payload seed 0, nothing captured, no adversary yet (set `accept` or pass a wire policy).
+    pub fn new(
+        n: u32,
+        plugin: PluginSpec,
+        plugin_ranks: BTreeSet<u32>,
+        specs: Vec<OpSpec>,
+        op_timeout: Duration,
+    ) -> Self {
+        let core_variant = Variant::preset(plugin.family.variant()).expect("a preset");
+        Session {
+            n,
+            plugin,
+            plugin_ranks,
+            core_variant,
+            specs,
+            seed: 0,
+            op_timeout,
+            tag_counter: None,
+            capture: false,
+            accept: None,
+        }
+    }
+
     /// Which implementation rank `r` runs, for output lines.
     pub fn label(&self, r: u32) -> String {
         if self.plugin_ranks.contains(&r) {
