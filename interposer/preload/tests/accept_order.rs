@@ -141,3 +141,51 @@ fn a_bad_policy_stops_the_program_with_the_reason() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad policy part `evn`"));
     assert!(out.stdout.is_empty());
 }
+
+/// What accept4() gives back, as a program sees it: flags of the new fd, the peer address in
+/// a full and a too-short buffer, errno of a non-blocking listener with nothing queued and of
+/// a bad fd. Called through ctypes, i.e. through the dynamic linker, as C code would.
+const SEMANTICS: &str = r#"
+import ctypes, ctypes.util, fcntl, os, socket, struct
+libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8); s.setblocking(False)
+out = []
+def call(fd, buflen, flags):
+    buf = ctypes.create_string_buffer(128); n = ctypes.c_uint32(buflen)
+    r = libc.accept4(fd, buf, ctypes.byref(n), flags)
+    return r, ctypes.get_errno(), n.value, buf.raw[:buflen]
+r, e, n, _ = call(s.fileno(), 16, 0)
+out.append("empty: %d %s" % (r, os.strerror(e)))
+r, e, n, _ = call(999, 16, 0)
+out.append("badfd: %d %s" % (r, os.strerror(e)))
+c1 = socket.create_connection(s.getsockname()); c2 = socket.create_connection(s.getsockname())
+import select; select.select([s], [], [], 2)
+r, e, n, raw = call(s.fileno(), 16, socket.SOCK_NONBLOCK)
+fl, fd = fcntl.fcntl(r, fcntl.F_GETFL), fcntl.fcntl(r, fcntl.F_GETFD)
+port = struct.unpack("!H", raw[2:4])[0]
+out.append("nonblock: %s cloexec: %s len: %d peer-ok: %s" % (bool(fl & os.O_NONBLOCK), bool(fd & fcntl.FD_CLOEXEC), n, port == c1.getsockname()[1]))
+r, e, n, raw = call(s.fileno(), 4, socket.SOCK_CLOEXEC)
+fd = fcntl.fcntl(r, fcntl.F_GETFD); fl = fcntl.fcntl(r, fcntl.F_GETFL)
+out.append("nonblock: %s cloexec: %s len: %d bytes: %d" % (bool(fl & os.O_NONBLOCK), bool(fd & fcntl.FD_CLOEXEC), n, len(raw)))
+print("\n".join(out))
+"#;
+
+#[test]
+fn flags_addresses_and_errno_are_as_without_the_library() {
+    let Some(py) = python() else { return };
+    let run = |preload: bool| {
+        let mut c = Command::new(py);
+        c.args(["-c", SEMANTICS]).env_remove("LD_PRELOAD");
+        if preload {
+            c.env("LD_PRELOAD", library()).env(POLICY_ENV, "none");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let plain = run(false);
+    assert!(plain.contains("empty: -1 Resource temporarily unavailable"), "{plain}");
+    assert!(plain.contains("nonblock: True cloexec: False len: 16 peer-ok: True"), "{plain}");
+    assert!(plain.contains("nonblock: False cloexec: True len: 16 bytes: 4"), "{plain}");
+    assert_eq!(run(true), plain);
+}
