@@ -70,8 +70,34 @@ unsafe fn accept_under_policy(fd: c_int, addr: *mut sockaddr, len: *mut socklen_
 /// The program's poll() arguments, with poll(2)'s contract.
 #[no_mangle]
 pub unsafe extern "C" fn poll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
+    let timeout = (timeout >= 0).then(|| Duration::from_millis(timeout as u64));
+    poll_under_policy(fds, nfds, timeout, &|fds, nfds, wait| (real().poll)(fds, nfds, wait.map_or(-1, ms_ceil)))
+}
+
+/// ppoll(2), as [`poll`]; the signal mask applies to each wait.
+///
+/// # Safety
+/// The program's ppoll() arguments, with ppoll(2)'s contract.
+#[no_mangle]
+pub unsafe extern "C" fn ppoll(
+    fds: *mut pollfd,
+    nfds: nfds_t,
+    ts: *const libc::timespec,
+    mask: *const libc::sigset_t,
+) -> c_int {
+    let timeout =
+        (!ts.is_null()).then(|| Duration::new((*ts).tv_sec.max(0) as u64, (*ts).tv_nsec.clamp(0, 999_999_999) as u32));
+    poll_under_policy(fds, nfds, timeout, &|fds, nfds, wait| {
+        let spec = wait.map(|d| libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as _ });
+        (real().ppoll)(fds, nfds, spec.as_ref().map_or(std::ptr::null(), |t| t as *const _), mask)
+    })
+}
+
+type Wait<'a> = &'a dyn Fn(*mut pollfd, nfds_t, Option<Duration>) -> c_int;
+
+unsafe fn poll_under_policy(fds: *mut pollfd, nfds: nfds_t, timeout: Option<Duration>, wait: Wait) -> c_int {
     if fds.is_null() || nfds == 0 || !lock().sched.any_pending() {
-        return (real().poll)(fds, nfds, timeout);
+        return wait(fds, nfds, timeout);
     }
     let set = std::slice::from_raw_parts_mut(fds, nfds as usize);
     let started = Instant::now();
@@ -91,7 +117,7 @@ pub unsafe extern "C" fn poll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) ->
         let deadline = st.sched.next_deadline().filter(|_| pending).map(|d| d.saturating_sub(now));
         drop(st);
         if !ready.is_empty() {
-            let r = (real().poll)(fds, nfds, 0);
+            let r = wait(fds, nfds, Some(Duration::ZERO));
             if r < 0 {
                 return r;
             }
@@ -104,15 +130,88 @@ pub unsafe extern "C" fn poll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) ->
             }
             return n;
         }
-        let left = (timeout >= 0).then(|| Duration::from_millis(timeout as u64).saturating_sub(started.elapsed()));
-        let wait = match (left, deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let r = (real().poll)(fds, nfds, wait.map_or(-1, ms_ceil));
-        if r != 0 || left.is_some_and(|l| l <= wait.unwrap_or(l)) || !pending {
+        let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
+        let w = shorter(left, deadline);
+        let r = wait(fds, nfds, w);
+        if r != 0 || left.is_some_and(|l| Some(l) == w) || !pending {
             return r;
         }
+    }
+}
+
+/// epoll_ctl(2), remembering which fds are registered for input (and their data) so that
+/// [`epoll_wait`] can report a listener whose held connection was released.
+///
+/// # Safety
+/// The program's epoll_ctl() arguments, with epoll_ctl(2)'s contract.
+#[no_mangle]
+pub unsafe extern "C" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut libc::epoll_event) -> c_int {
+    let r = (real().epoll_ctl)(epfd, op, fd, event);
+    if r == 0 {
+        let input = (op == libc::EPOLL_CTL_ADD || op == libc::EPOLL_CTL_MOD)
+            && !event.is_null()
+            && (*event).events & libc::EPOLLIN as u32 != 0;
+        let mut st = lock();
+        if input {
+            st.epoll.insert((epfd, fd), (*event).u64);
+        } else {
+            st.epoll.remove(&(epfd, fd));
+        }
+    }
+    r
+}
+
+/// epoll_wait(2): as [`poll`], for the listeners registered in `epfd`; a ready connection is
+/// reported as EPOLLIN with the program's data (also under edge triggering: it is new input).
+///
+/// # Safety
+/// The program's epoll_wait() arguments, with epoll_wait(2)'s contract.
+#[no_mangle]
+pub unsafe extern "C" fn epoll_wait(epfd: c_int, events: *mut libc::epoll_event, max: c_int, timeout: c_int) -> c_int {
+    if events.is_null() || max <= 0 || !lock().sched.any_pending() {
+        return (real().epoll_wait)(epfd, events, max, timeout);
+    }
+    let timeout = (timeout >= 0).then(|| Duration::from_millis(timeout as u64));
+    let started = Instant::now();
+    loop {
+        let mut st = lock();
+        let now = st.now();
+        let ds = st.sched.tick(now);
+        st.log(ds);
+        let mut ready = Vec::new();
+        let mut pending = false;
+        for (&(_, fd), &data) in st.epoll.range((epfd, c_int::MIN)..=(epfd, c_int::MAX)) {
+            if let Some(l) = st.listeners.get(&fd) {
+                if st.sched.has_ready(l.id) {
+                    ready.push(data);
+                }
+                pending |= st.sched.has_pending(l.id);
+            }
+        }
+        let deadline = st.sched.next_deadline().filter(|_| pending).map(|d| d.saturating_sub(now));
+        drop(st);
+        if !ready.is_empty() {
+            let out = std::slice::from_raw_parts_mut(events, max as usize);
+            let k = ready.len().min(out.len());
+            for (slot, data) in out.iter_mut().zip(ready) {
+                *slot = libc::epoll_event { events: libc::EPOLLIN as u32, u64: data };
+            }
+            let more = if k < out.len() { (real().epoll_wait)(epfd, events.add(k), max - k as c_int, 0) } else { 0 };
+            return k as c_int + more.max(0);
+        }
+        let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
+        let w = shorter(left, deadline);
+        let r = (real().epoll_wait)(epfd, events, max, w.map_or(-1, ms_ceil));
+        if r != 0 || left.is_some_and(|l| Some(l) == w) || !pending {
+            return r;
+        }
+    }
+}
+
+fn shorter(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -129,6 +228,7 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
     (real().connect)(fd, addr, len)
 }
 
+/// Milliseconds for poll-like calls, rounded up (a wait of 10 µs must not become a busy 0).
 fn ms_ceil(d: Duration) -> c_int {
-    d.as_micros().div_ceil(1000).clamp(1, i32::MAX as u128) as c_int
+    d.as_micros().div_ceil(1000).min(i32::MAX as u128) as c_int
 }

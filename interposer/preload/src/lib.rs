@@ -7,7 +7,8 @@
 //! - [`real`]: the libc functions it wraps, found with `dlsym(RTLD_NEXT)`.
 //! - [`sock`]: small safe wrappers over the socket calls it makes itself.
 //! - [`state`]: the process's queue, listeners and log.
-//! - [`hooks`]: the exported `accept`, `accept4`, `poll` and `connect`.
+//! - [`hooks`]: the exported `accept`, `accept4`, `poll`, `ppoll`, `epoll_ctl`, `epoll_wait`
+//!   and `connect`.
 //!
 //! Semantics kept: a blocking listener blocks until the policy hands a connection over (or a
 //! hold's deadline passes: every hold has one); a non-blocking one returns `EAGAIN` while

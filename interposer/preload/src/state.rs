@@ -36,6 +36,8 @@ pub struct State {
     start: Instant,
     /// This process's host number, if given.
     pub host: Option<u8>,
+    /// Fds registered for input in epoll instances: (epoll fd, fd) to the program's data.
+    pub epoll: BTreeMap<(c_int, c_int), u64>,
 }
 
 static STATE: OnceLock<Mutex<State>> = OnceLock::new();
@@ -82,6 +84,7 @@ pub fn state() -> &'static Mutex<State> {
             log,
             start: Instant::now(),
             host,
+            epoll: BTreeMap::new(),
         })
     })
 }
