@@ -22,6 +22,7 @@ use super::shuffle::Interposer;
 use super::smoke::parse_workload;
 use super::smoke::plugin::Session;
 use super::smoke::plugin_smoke::locate_plugin;
+use bootsim_adapters::wire::{wire_available, Policy};
 
 /// Arguments of `bootsim check`.
 #[derive(clap::Args, Debug)]
@@ -60,8 +61,10 @@ pub fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     Interposer::locate()?;
     let plugin = locate_plugin(&a.plugin)?;
     let name = plugin.version.as_ref().map_or_else(|| plugin.path.display().to_string(), |v| format!("NVSHMEM {v}"));
+    let wire =
+        if wire_available().is_ok() { " and behind the userspace wire (this process has CAP_NET_ADMIN)" } else { "" };
     println!(
-        "check: {name} under the accept interposer, schedule '{REPORT_POLICY}' (rank 0's second message to rank 1 accepted first), ranks {RANKS:?}, {} runs each",
+        "check: {name} under the accept interposer{wire}, schedule '{REPORT_POLICY}' (rank 0's second message to rank 1 accepted first), ranks {RANKS:?}, {} runs each",
         a.iterations
     );
     let answers = check_one(&a, &a.plugin)?;
@@ -102,13 +105,19 @@ fn check_one(a: &CheckArgs, arg: &str) -> anyhow::Result<Vec<Answer>> {
                     Duration::from_millis(a.op_timeout_ms),
                 )
             };
-            for _ in 0..a.iterations {
-                let it = session.run(None)?;
+            // Under the interposer, and behind the wire as well when this process may run it.
+            let wire = wire_available().is_ok().then(|| Session { accept: None, ..session.clone() });
+            let runs = std::iter::repeat_n(&session, a.iterations as usize)
+                .map(|s| (s, None))
+                .chain(wire.iter().flat_map(|w| std::iter::repeat_n(w, a.iterations as usize).map(|s| (s, Some(())))));
+            for (session, on_wire) in runs {
+                let policy = on_wire.map(|()| REPORT_POLICY.parse::<Policy>()).transpose()?;
+                let it = session.run(policy)?;
                 if let Some(why) = it.ranks.iter().find_map(|e| e.record.init.as_ref().filter(|t| t.contains("cannot")))
                 {
                     return Err(super::runtime(anyhow!("{wl} at {n} ranks could not run: {why}")));
                 }
-                let held = it.accept.as_ref().map_or(0, |s| s.held);
+                let held = it.accept.as_ref().map_or(usize::from(on_wire.is_some()), |s| s.held);
                 let record = RunRecord::of_ranks(it.ranks.iter().map(|e| e.record.clone()).collect());
                 let (verdict, findings) = judge(&session.specs, session.seed, n, &record);
                 if verdict.is_ok() && held == 0 {
@@ -120,7 +129,7 @@ fn check_one(a: &CheckArgs, arg: &str) -> anyhow::Result<Vec<Answer>> {
                 // The finding of the verdict's kind first (a hang after an error is its consequence).
                 let mut texts: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
                 texts.sort_by_key(|t| !t.starts_with(verdict.name()));
-                let text = texts.join("; ");
+                let text = format!("{}{}", texts.join("; "), if on_wire.is_some() { " (behind the wire)" } else { "" });
                 if worst.as_ref().is_none_or(|w| verdict > w.0) {
                     worst = Some((verdict, text, n));
                 }
