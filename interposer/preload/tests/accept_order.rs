@@ -199,3 +199,46 @@ fn flags_addresses_and_errno_are_as_without_the_library() {
     assert!(plain.contains("nonblock: False cloexec: True len: 16 bytes: 4"), "{plain}");
     assert_eq!(run(true), plain);
 }
+
+/// Three clients send NVSHMEM's point-to-point header (magic, type 1, framed rank and tag)
+/// after a short pause; the server prints each accepted connection's (rank, tag).
+const NVSHMEM_PEERS: &str = r#"
+import socket, struct, threading, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+def client(rank, tag, pause):
+    c = socket.create_connection(s.getsockname())
+    time.sleep(pause)
+    c.sendall(struct.pack("<QiiiiiI", 0xfeed, 1, 4, rank, 4, tag, 4) + b"data")
+    time.sleep(2)
+ts = [threading.Thread(target=client, args=a) for a in [(0, 7, 0.05), (1, 7, 0.05), (1, 8, 0.05)]]
+for t in ts: t.start(); time.sleep(0.01)
+out = []
+for _ in range(3):
+    a, _ = s.accept(); h = a.recv(28, socket.MSG_WAITALL)
+    out.append("%d:%d" % struct.unpack("<QiiiiI", h)[3::2])
+print(" ".join(out))
+"#;
+
+#[test]
+fn the_nvshmem_selector_peeks_at_the_header_within_its_bounded_wait() {
+    let Some(py) = python() else { return };
+    let log = std::env::temp_dir().join(format!("bootsim-preload-msg-{}", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    // Held: the message from rank 1 with tag 7 (its header comes 50 ms after the connect).
+    let o = Command::new(py)
+        .args(["-c", NVSHMEM_PEERS])
+        .env("LD_PRELOAD", library())
+        .env(POLICY_ENV, "hold=300,select=msg:1:7,peek=1000")
+        .env(LOG_ENV, &log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "0:7 1:8 1:7");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    for m in ["msg=0:7", "msg=1:7", "msg=1:8"] {
+        assert!(text.contains(m), "the log names each header: {text}");
+    }
+    let s = LogSummary::of(&text);
+    assert_eq!((s.arrived, s.held, s.delivered), (3, 1, 3), "{}", s.headline());
+}
