@@ -110,6 +110,14 @@ fn the_real_nvshmem_table_reproduces_under_the_interposer_without_net_admin() {
         assert!(out.contains(verdict), "{v} {wl}: {out}");
         assert_eq!(code, Some(if verdict.ends_with("pass") { 0 } else { 1 }), "{v} {wl}: {out}");
         assert!(out.contains("accept: iter 1: ") && out.contains(" held, "), "the decision log is reported: {out}");
+        if !verdict.ends_with("pass") {
+            // The hold that made the failure, in the log's words.
+            assert!(
+                out.contains("(host 1 > host 2 #2, message from rank 0 tag 1) held until the next on its pair")
+                    && out.contains("released by connection"),
+                "{out}"
+            );
+        }
     }
     let (code, out) = without_net_admin(&["smoke", "--local", "2", "--plugin", "3.7.1", "--accept", "none"]);
     assert_eq!(code, Some(0), "{out}");

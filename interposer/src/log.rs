@@ -226,6 +226,51 @@ impl LogSummary {
         self.unaccounted.is_empty() && self.bad_lines == 0
     }
 
+    /// One line per held connection, for people: where it went, what held it, what let it go.
+    pub fn holds(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for ds in self.decisions.values() {
+            let mut arrived = BTreeMap::new();
+            let mut line: BTreeMap<u32, String> = BTreeMap::new();
+            for d in ds {
+                match &d.event {
+                    Event::Arrived { src_host, dst_host, pair_conn, msg, .. } => {
+                        let m = msg.map_or(String::new(), |(f, t)| format!(", message from rank {f} tag {t}"));
+                        arrived.insert(d.conn, format!("host {src_host} > host {dst_host} #{pair_conn}{m}"));
+                    }
+                    Event::Held { max_us, until_next } => {
+                        let what = arrived.get(&d.conn).cloned().unwrap_or_default();
+                        let until = if *until_next { "until the next on its pair, " } else { "" };
+                        line.insert(
+                            d.conn,
+                            format!("connection {} ({what}) held {until}at most {} ms", d.conn, max_us / 1000),
+                        );
+                    }
+                    Event::Released { reason, held_us } => {
+                        if let Some(l) = line.get_mut(&d.conn) {
+                            match reason {
+                                Release::Next { by } => {
+                                    l.push_str(&format!(", released by connection {by} after {held_us} µs"))
+                                }
+                                Release::Deadline => {
+                                    l.push_str(&format!(", released at its deadline after {held_us} µs"))
+                                }
+                            }
+                        }
+                    }
+                    Event::Delivered | Event::Unaccepted => {
+                        if let Some(l) = line.get_mut(&d.conn) {
+                            l.push_str(if d.event == Event::Delivered { ", accepted" } else { ", never accepted" });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out.extend(line.into_values());
+        }
+        out
+    }
+
     /// One line for people.
     pub fn headline(&self) -> String {
         let mut s = format!(
@@ -276,6 +321,21 @@ mod tests {
         assert_eq!((s.arrived, s.delivered, s.unaccounted.clone(), s.bad_lines), (2, 1, vec![(1, 1)], 1));
         assert!(!s.complete());
         assert!(s.headline().contains("1 without an end"), "{}", s.headline());
+        let held = [
+            a(0),
+            Decision { at_us: 0, conn: 0, event: Event::Held { max_us: 500_000, until_next: true } }.line(1),
+            Decision { at_us: 9, conn: 0, event: Event::Released { reason: Release::Next { by: 1 }, held_us: 9 } }
+                .line(1),
+            Decision { at_us: 9, conn: 0, event: Event::Delivered }.line(1),
+        ]
+        .join("\n");
+        assert_eq!(
+            LogSummary::of(&held).holds(),
+            vec![
+                "connection 0 (host 0 > host 0 #0) held until the next on its pair, at most 500 ms, released by \
+                 connection 1 after 9 µs, accepted"
+            ]
+        );
     }
 
     fn events_arrived() -> Event {

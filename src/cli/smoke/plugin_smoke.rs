@@ -132,6 +132,11 @@ pub(super) fn run(
         }
         if let Some(a) = &it.accept {
             println!("accept: iter {iter}: {}", a.headline());
+            if !verdict.is_ok() {
+                for h in a.holds() {
+                    println!("accept: iter {iter}: {h}");
+                }
+            }
         }
         *counts.entry(verdict).or_default() += 1;
     }
