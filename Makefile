@@ -3,7 +3,7 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem fmt fmt-check lint unit bench bench-interposer rdma-build
+.PHONY: bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem real-nvshmem real-nvshmem-accept fmt fmt-check lint unit bench bench-interposer rdma-build
 
 # The first build takes minutes on a fresh machine: cargo shows it (no --quiet).
 run:
@@ -27,6 +27,11 @@ fetch-nvshmem:
 # bootsim's matching variants: the per-version table in the README (ITERATIONS=... to change).
 real-nvshmem: fetch-nvshmem
 	$(CARGO) run --release --quiet -- real-nvshmem --iterations $${ITERATIONS:-200}
+
+# The same table without root: the accept interposer in place of the wire (bootsim-core rows need the wire).
+real-nvshmem-accept: fetch-nvshmem
+	$(CARGO) build --release --quiet
+	$(CARGO) run --release --quiet -- real-nvshmem --iterations $${ITERATIONS:-200} --accept 'release-on-next=500,select=pair:1>2:2'
 
 fmt:
 	$(CARGO) fmt --all

@@ -50,6 +50,7 @@ const EXPECTED: &[(&str, Expect)] = &[
     ("make bench", NotHere("about 90 s of release runs; its quick form below is what tests/bench.rs runs")),
     ("bootsim bench --quick", NotHere("tests/bench.rs runs it and checks every section's output")),
     ("make real-nvshmem", NotHere("200 runs a row; tests/real_nvshmem.rs runs the same table with 4")),
+    ("make real-nvshmem-accept", NotHere("200 runs a row; tests/interposer.rs runs the same table with 2")),
     ("PROPTEST_CASES=10000 cargo test --release --test properties", NotHere("tests/properties.rs, 128 cases")),
     ("scripts/load-table.sh 200", NotHere("about fifteen minutes on a release build; tests/load_table.rs runs it with 3 seeds")),
     (
