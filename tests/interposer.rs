@@ -126,6 +126,7 @@ fn the_real_nvshmem_table_reproduces_under_the_interposer_without_net_admin() {
 
 #[test]
 fn real_nvshmem_makes_the_table_with_the_interposer_in_place_of_the_wire() {
+    // Every NVSHMEM row beside bootsim's variant under the same policy, as behind the wire.
     let expect = [
         "NVSHMEM 3.4.5:deepep:interposer=corruption",
         "NVSHMEM 3.4.5:qp-create:interposer=corruption",
@@ -134,13 +135,20 @@ fn real_nvshmem_makes_the_table_with_the_interposer_in_place_of_the_wire() {
         "NVSHMEM 3.8.0:deepep:interposer=pass",
         "NVSHMEM 3.8.0:qp-create:interposer=pass",
         "NVSHMEM 3.7.1:deepep:loopback=pass",
+        // bootsim's matching variants under the same policy, each rank a process.
+        "bootsim nvshmem-3.4:deepep:interposer=corruption",
+        "bootsim nvshmem-3.4:qp-create:interposer=corruption",
+        "bootsim nvshmem-3.7:deepep:interposer=error",
+        "bootsim nvshmem-3.7:qp-create:interposer=corruption",
+        "bootsim nvshmem-3.8:deepep:interposer=pass",
+        "bootsim nvshmem-3.8:qp-create:interposer=pass",
     ]
     .join(",");
     let policy = "release-on-next=500,select=pair:1>2:2";
     let (code, out) =
         without_net_admin(&["real-nvshmem", "--accept", policy, "--iterations", "2", "--expect", &expect]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("| NVSHMEM 3.7.1  | qp-create | interposer |    2 |"), "{out}");
+    assert!(out.contains("| NVSHMEM 3.7.1       | qp-create | interposer |    2 |"), "{out}");
     // Without --accept and without the capability, it says how to run without root.
     let (code, out) = without_net_admin(&["real-nvshmem", "--iterations", "1"]);
     if code == Some(3) {

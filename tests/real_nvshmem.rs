@@ -88,6 +88,8 @@ fn a_mismatched_pair_fails_within_the_timeout_and_says_so() {
         "nvshmem-3.8",
         "--op-timeout-ms",
         "2000",
+        "--accept",
+        "none",
     ];
     let (code, out) = bootsim(&args);
     assert!(t0.elapsed() < Duration::from_secs(30), "bounded by the op timeout");
@@ -115,6 +117,8 @@ fn the_3_8_tag_counter_runs_out_at_the_same_call_in_the_binary_and_in_the_core()
         "2147483646",
         "--workload",
         "qp-create",
+        "--accept",
+        "none",
     ];
     let (code, out) = bootsim(&args);
     assert_eq!(code, Some(1), "{out}");

@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod compare;
 mod conformance;
+pub(crate) mod core_rank;
 mod explore;
 mod merge;
 mod plugin_rank;
@@ -63,6 +64,10 @@ enum Command {
     /// Run any program with its incoming connections accepted in the order a policy decides
     /// (the accept interposer, LD_PRELOAD; no root needed).
     Shuffle(shuffle::ShuffleArgs),
+    /// One bootsim-core rank in a process of its own (started by `smoke --plugin` under the
+    /// accept interposer).
+    #[command(hide = true)]
+    CoreRank(core_rank::CoreRankArgs),
     /// One rank of NVSHMEM's real UID bootstrap plugin (started by `smoke --plugin`).
     #[command(hide = true)]
     PluginRank(plugin_rank::PluginRankArgs),
@@ -141,6 +146,7 @@ pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Explore(a) => explore::explore(a),
         Command::Merge(a) => merge::merge(a),
         Command::PluginRank(a) => plugin_rank::plugin_rank(a),
+        Command::CoreRank(a) => core_rank::core_rank(a),
         Command::RealNvshmem(a) => real_nvshmem::real_nvshmem(a),
         Command::Conformance(a) => conformance::conformance(a),
         Command::Shuffle(a) => shuffle::shuffle(a),

@@ -41,8 +41,7 @@ pub struct RealNvshmemArgs {
     #[arg(long, default_value = REPORT_POLICY)]
     wire: String,
     /// Reorder with the accept interposer instead of the wire (no root needed), with this policy
-    /// (e.g. the same as --wire's). bootsim-core's rows are left out: its ranks run as threads
-    /// of this process, which the interposer does not reach.
+    /// (e.g. the same as --wire's); bootsim-core's ranks then run as processes of their own.
     #[arg(long, value_name = "POLICY")]
     accept: Option<String>,
     /// Bound on each operation (NVSHMEM has none; a rank still blocked 500 ms after another
@@ -89,7 +88,7 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
         for wl_name in &a.workloads {
             let workload = parse_workload(wl_name)?;
             let mut impls = vec![(format!("NVSHMEM {version}"), (0..a.ranks).collect::<BTreeSet<u32>>())];
-            if !a.no_core && a.accept.is_none() {
+            if !a.no_core {
                 impls.push((format!("bootsim {}", plugin.family.variant()), BTreeSet::new()));
             }
             for (implementation, plugin_ranks) in impls {
@@ -157,7 +156,7 @@ fn wire_name(wire: bool) -> &'static str {
 fn print_table(a: &RealNvshmemArgs, rows: &[Row]) {
     match &a.accept {
         Some(p) => println!(
-            "ranks={} iterations={} accept interposer policy '{p}' (loopback rows: no reordering; bootsim-core rows need the wire)",
+            "ranks={} iterations={} accept interposer policy '{p}' (loopback rows: no reordering)",
             a.ranks, a.iterations
         ),
         None => println!(

@@ -114,8 +114,8 @@ pub struct SmokeArgs {
     /// ranks' with `first_tag`), to reach the 2^31-1 limit.
     #[arg(long, requires = "plugin", value_name = "TAG")]
     tag_counter: Option<u64>,
-    /// With --local --plugin and no --wire: the accept interposer's policy for the plugin ranks
-    /// (no root needed; the wire's language, host = rank+1, plus permute=SEED[:WINDOW] and
+    /// With --local --plugin and no --wire: the accept interposer's policy for every rank, each a
+    /// process (no root needed; the wire's language, host = rank+1, plus permute=SEED[:WINDOW] and
     /// select=msg:FROM:TAG) [default: the report's release-on-next=500,select=pair:1>2:2;
     /// `none` is no adversary].
     #[arg(long, requires_all = ["plugin", "local"], conflicts_with = "wire", value_name = "POLICY")]

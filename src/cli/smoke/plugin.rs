@@ -29,6 +29,7 @@ use bootsim_sim::workload::{build_op, format_ops, OpSpec};
 use bootsim_sim::{Finding, Verdict};
 
 use super::report::print_iteration;
+use crate::cli::core_rank::CoreRankOut;
 use crate::cli::scratch::{die_with_parent, ScratchDir};
 use crate::cli::shuffle::Interposer;
 use bootsim_interposer::LogSummary;
@@ -206,6 +207,9 @@ impl Session {
 
     fn run_rank(&self, r: u32, uid: &Path, ip: IpAddr, ifname: &str, failed: &AtomicBool) -> RankEnd {
         let t0 = Instant::now();
+        if let (false, Some(policy), "lo") = (self.plugin_ranks.contains(&r), &self.accept, ifname) {
+            return self.run_core_process(r, uid, policy, failed, t0);
+        }
         if self.plugin_ranks.contains(&r) {
             let mut cmd = self.plugin_command(r, uid, ifname);
             if let (Some(policy), "lo") = (&self.accept, ifname) {
@@ -246,6 +250,80 @@ impl Session {
             };
             RankEnd { record: report, stderr: Vec::new(), took: t0.elapsed() }
         }
+    }
+
+    /// A bootsim-core rank as a process of its own under the accept interposer (host r + 1, as
+    /// the plugin ranks), stopped as a launcher would once another rank has failed.
+    fn run_core_process(&self, r: u32, uid: &Path, policy: &str, failed: &AtomicBool, t0: Instant) -> RankEnd {
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("bootsim"));
+        let mut cmd = Command::new(exe);
+        cmd.arg("core-rank").args(["--rank", &r.to_string(), "--ranks", &self.n.to_string()]);
+        // A preset, or one with its tag counter moved (--tag-counter).
+        let Some(base) = self.core_variant.with_first_tag(1).preset_name() else {
+            return RankEnd::cannot_start(r, &format!("{} is not a preset variant", self.core_variant), t0);
+        };
+        cmd.args(["--variant", base]);
+        if let Some(t) = self.core_variant.first_call_tag().filter(|&t| t != 1) {
+            cmd.args(["--first-tag", &t.to_string()]);
+        }
+        cmd.arg("--uid-file").arg(uid).args(["--ops", &format_ops(&self.specs), "--seed", &self.seed.to_string()]);
+        cmd.args(["--op-timeout-ms", &self.op_timeout.as_millis().to_string()]);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        match Interposer::locate() {
+            Ok(lib) => lib.apply(&mut cmd, policy, &accept_log(uid), u8::try_from(r + 1).ok()),
+            Err(e) => return RankEnd::cannot_start(r, &e.to_string(), t0),
+        }
+        let mut child = match die_with_parent(&mut cmd).spawn() {
+            Ok(c) => c,
+            Err(e) => return RankEnd::cannot_start(r, &e.to_string(), t0),
+        };
+        let out =
+            child.stdout.take().map(|o| std::thread::spawn(move || std::io::read_to_string(o).unwrap_or_default()));
+        let err =
+            child.stderr.take().map(|e| std::thread::spawn(move || std::io::read_to_string(e).unwrap_or_default()));
+        // Its own op timeout bounds it; this is the safety net, and the launcher's stop.
+        let limit = t0 + self.op_timeout * 2 + Duration::from_secs(5);
+        let mut failed_at = None;
+        let stopped = loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => break None,
+                Ok(None) => {}
+            }
+            let now = Instant::now();
+            if failed.load(Ordering::SeqCst) {
+                let at = *failed_at.get_or_insert(now);
+                if now >= at + AFTER_PEER_FAILED {
+                    break Some(format!(
+                        "still blocked {} ms after another rank failed (stopped as a launcher would)",
+                        AFTER_PEER_FAILED.as_millis()
+                    ));
+                }
+            }
+            if now >= limit {
+                break Some(format!("no end within {} ms (the rank process was killed)", (limit - t0).as_millis()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        if stopped.is_some() {
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+        let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
+        let stderr: Vec<String> =
+            err.and_then(|h| h.join().ok()).unwrap_or_default().lines().map(String::from).collect();
+        let record = match (stopped, serde_json::from_str::<CoreRankOut>(stdout.trim())) {
+            (Some(u), _) => RankRecord { rank: r, unfinished: Some(u), ..Default::default() },
+            (None, Ok(o)) => o.record(r),
+            (None, Err(_)) => RankRecord {
+                rank: r,
+                init: Some(bootsim_core::report::init_text(format!(
+                    "the core-rank process ended without its record; its last stderr line: {}",
+                    stderr.last().map_or("", String::as_str)
+                ))),
+                ..Default::default()
+            },
+        };
+        RankEnd { record, stderr, took: t0.elapsed() }
     }
 
     fn plugin_command(&self, r: u32, uid: &Path, ifname: &str) -> Command {

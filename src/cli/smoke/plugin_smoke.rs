@@ -118,9 +118,6 @@ pub(super) fn run(
         if !p.is_adversary() {
             println!("accept: {}", shuffle::NO_ADVERSARY);
         }
-        if core_ranks {
-            println!("accept: bootsim-core ranks run in this process: their accepts are not reordered");
-        }
     }
     let started = Instant::now();
     let mut counts: BTreeMap<Verdict, u32> = BTreeMap::new();
