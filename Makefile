@@ -28,7 +28,7 @@ fetch-nvshmem:
 real-nvshmem: fetch-nvshmem
 	$(CARGO) run --release --quiet -- real-nvshmem --iterations $${ITERATIONS:-200}
 
-# The same table without root: the accept interposer in place of the wire (bootsim-core rows need the wire).
+# The same table without root: the accept interposer in place of the wire, every rank a process.
 real-nvshmem-accept: fetch-nvshmem
 	$(CARGO) build --release --quiet
 	$(CARGO) run --release --quiet -- real-nvshmem --iterations $${ITERATIONS:-200} --accept 'release-on-next=500,select=pair:1>2:2'
