@@ -102,20 +102,8 @@ unsafe fn poll_under_policy(fds: *mut pollfd, nfds: nfds_t, timeout: Option<Dura
     let set = std::slice::from_raw_parts_mut(fds, nfds as usize);
     let started = Instant::now();
     loop {
-        let mut st = lock();
-        let now = st.now();
-        let ds = st.sched.tick(now);
-        st.log(ds);
-        let mut ready = Vec::new();
-        let mut pending = false;
-        for (i, p) in set.iter().enumerate() {
-            if let Some(l) = st.listeners.get(&p.fd).filter(|_| p.events & libc::POLLIN != 0) {
-                ready.extend(st.sched.has_ready(l.id).then_some(i));
-                pending |= st.sched.has_pending(l.id);
-            }
-        }
-        let deadline = st.sched.next_deadline().filter(|_| pending).map(|d| d.saturating_sub(now));
-        drop(st);
+        let watched = set.iter().enumerate().filter(|(_, p)| p.events & libc::POLLIN != 0).map(|(i, p)| (p.fd, i));
+        let (ready, deadline) = lock().readiness(watched);
         if !ready.is_empty() {
             let r = wait(fds, nfds, Some(Duration::ZERO));
             if r < 0 {
@@ -133,7 +121,7 @@ unsafe fn poll_under_policy(fds: *mut pollfd, nfds: nfds_t, timeout: Option<Dura
         let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
         let w = shorter(left, deadline);
         let r = wait(fds, nfds, w);
-        if r != 0 || left.is_some_and(|l| Some(l) == w) || !pending {
+        if r != 0 || left.is_some_and(|l| Some(l) == w) || deadline.is_none() {
             return r;
         }
     }
@@ -175,20 +163,9 @@ pub unsafe extern "C" fn epoll_wait(epfd: c_int, events: *mut libc::epoll_event,
     let started = Instant::now();
     loop {
         let mut st = lock();
-        let now = st.now();
-        let ds = st.sched.tick(now);
-        st.log(ds);
-        let mut ready = Vec::new();
-        let mut pending = false;
-        for (&(_, fd), &data) in st.epoll.range((epfd, c_int::MIN)..=(epfd, c_int::MAX)) {
-            if let Some(l) = st.listeners.get(&fd) {
-                if st.sched.has_ready(l.id) {
-                    ready.push(data);
-                }
-                pending |= st.sched.has_pending(l.id);
-            }
-        }
-        let deadline = st.sched.next_deadline().filter(|_| pending).map(|d| d.saturating_sub(now));
+        let watched: Vec<(c_int, u64)> =
+            st.epoll.range((epfd, c_int::MIN)..=(epfd, c_int::MAX)).map(|(&(_, fd), &data)| (fd, data)).collect();
+        let (ready, deadline) = st.readiness(watched);
         drop(st);
         if !ready.is_empty() {
             let out = std::slice::from_raw_parts_mut(events, max as usize);
@@ -202,7 +179,7 @@ pub unsafe extern "C" fn epoll_wait(epfd: c_int, events: *mut libc::epoll_event,
         let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
         let w = shorter(left, deadline);
         let r = (real().epoll_wait)(epfd, events, max, w.map_or(-1, ms_ceil));
-        if r != 0 || left.is_some_and(|l| Some(l) == w) || !pending {
+        if r != 0 || left.is_some_and(|l| Some(l) == w) || deadline.is_none() {
             return r;
         }
     }

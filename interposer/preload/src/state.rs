@@ -159,6 +159,27 @@ impl State {
         Ok(())
     }
 
+    /// For a wait on `watched` (fd, the caller's tag): releases what is due, then says which
+    /// watched listeners have a connection to hand over, and, when some still hold one, how
+    /// long until the next release.
+    pub fn readiness<T>(&mut self, watched: impl IntoIterator<Item = (c_int, T)>) -> (Vec<T>, Option<Duration>) {
+        let now = self.now();
+        let ds = self.sched.tick(now);
+        self.log(ds);
+        let mut ready = Vec::new();
+        let mut pending = false;
+        for (fd, tag) in watched {
+            if let Some(l) = self.listeners.get(&fd) {
+                if self.sched.has_ready(l.id) {
+                    ready.push(tag);
+                }
+                pending |= self.sched.has_pending(l.id);
+            }
+        }
+        let wake = self.sched.next_deadline().filter(|_| pending).map(|d| d.saturating_sub(now));
+        (ready, wake)
+    }
+
     fn close_abandoned(&mut self, gone: Vec<(u32, Decision)>) {
         for (conn, d) in gone {
             if let Some((fd, _)) = self.held.remove(&conn) {

@@ -113,7 +113,7 @@ pub(super) fn run(
     if let Some(p) = &accept {
         shuffle::Interposer::locate()?;
         println!(
-            "accept: the plugin ranks' accept() under the interposer (LD_PRELOAD), policy '{p}' (hosts: rank + 1)"
+            "accept: every rank a process, its accept() under the interposer (LD_PRELOAD), policy '{p}' (hosts: rank + 1)"
         );
         if !p.is_adversary() {
             println!("accept: {}", shuffle::NO_ADVERSARY);
