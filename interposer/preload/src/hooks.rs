@@ -141,9 +141,9 @@ pub unsafe extern "C" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *mu
             && (*event).events & libc::EPOLLIN as u32 != 0;
         let mut st = lock();
         if input {
-            st.epoll.insert((epfd, fd), (*event).u64);
+            st.epoll.insert(fd, (epfd, (*event).u64));
         } else {
-            st.epoll.remove(&(epfd, fd));
+            st.epoll.remove(&fd);
         }
     }
     r
@@ -163,8 +163,12 @@ pub unsafe extern "C" fn epoll_wait(epfd: c_int, events: *mut libc::epoll_event,
     let started = Instant::now();
     loop {
         let mut st = lock();
-        let watched: Vec<(c_int, u64)> =
-            st.epoll.range((epfd, c_int::MIN)..=(epfd, c_int::MAX)).map(|(&(_, fd), &data)| (fd, data)).collect();
+        let watched: Vec<(c_int, u64)> = st
+            .epoll
+            .iter()
+            .filter(|(_, &(via, _))| sock::same_open_file(via, epfd))
+            .map(|(&fd, &(_, data))| (fd, data))
+            .collect();
         let (ready, deadline) = st.readiness(watched);
         drop(st);
         if !ready.is_empty() {

@@ -198,6 +198,22 @@ pub unsafe fn bind_loopback_source(fd: c_int, addr: *const sockaddr, len: sockle
     libc::bind(fd, &src as *const _ as *const sockaddr, size_of::<libc::sockaddr_in>() as socklen_t);
 }
 
+/// Whether fds `a` and `b` of this process are the same open file (an epoll instance and its
+/// dup), by kcmp(2); where kcmp is not allowed, assumed so (one epoll instance per program is
+/// the common case).
+pub fn same_open_file(a: c_int, b: c_int) -> bool {
+    if a == b {
+        return true;
+    }
+    const KCMP_FILE: libc::c_long = 0;
+    // SAFETY: kcmp compares two fds of this process; it has no memory arguments.
+    let r = unsafe {
+        let pid = libc::getpid() as libc::c_long;
+        libc::syscall(libc::SYS_kcmp, pid, pid, KCMP_FILE, a as libc::c_long, b as libc::c_long)
+    };
+    r == 0 || r < 0
+}
+
 /// Closes an fd the library took and will not hand over.
 pub fn close(fd: c_int) {
     // SAFETY: the fd was accepted by this library and never given to the program.

@@ -36,8 +36,9 @@ pub struct State {
     start: Instant,
     /// This process's host number, if given.
     pub host: Option<u8>,
-    /// Fds registered for input in epoll instances: (epoll fd, fd) to the program's data.
-    pub epoll: BTreeMap<(c_int, c_int), u64>,
+    /// Fds registered for input in an epoll instance: fd to (the epoll fd it was registered
+    /// through, the program's data). mio registers through a dup of the fd it waits on.
+    pub epoll: BTreeMap<c_int, (c_int, u64)>,
 }
 
 static STATE: OnceLock<Mutex<State>> = OnceLock::new();
