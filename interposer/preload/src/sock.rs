@@ -211,7 +211,7 @@ pub fn same_open_file(a: c_int, b: c_int) -> bool {
         let pid = libc::getpid() as libc::c_long;
         libc::syscall(libc::SYS_kcmp, pid, pid, KCMP_FILE, a as libc::c_long, b as libc::c_long)
     };
-    r == 0 || r < 0
+    r <= 0
 }
 
 /// Closes an fd the library took and will not hand over.
