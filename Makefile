@@ -3,7 +3,7 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: install skips-reset bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem fetch-nccl real-nvshmem fmt fmt-check lint unit bench rdma-build
+.PHONY: install skips-reset bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem fetch-nccl real-nvshmem real-nvshmem-accept fmt fmt-check lint unit bench bench-interposer rdma-build
 
 # The first build takes minutes on a fresh machine: cargo shows it (no --quiet).
 run:
@@ -49,6 +49,11 @@ fetch-nccl:
 real-nvshmem: fetch-nvshmem
 	$(CARGO) run --release --quiet -- real-nvshmem --iterations $${ITERATIONS:-200}
 
+# The same table without root: the accept interposer in place of the wire, every rank a process.
+real-nvshmem-accept: fetch-nvshmem
+	$(CARGO) build --release --quiet
+	$(CARGO) run --release --quiet -- real-nvshmem --iterations $${ITERATIONS:-200} --accept 'release-on-next=500,select=pair:1>2:2'
+
 fmt:
 	$(CARGO) fmt --all
 
@@ -65,10 +70,15 @@ unit:
 	@status=0; $(CARGO) test --workspace || status=$$?; \
 	bash scripts/skip-summary.sh $(BOOTSIM_SKIP_LOG); exit $$status
 
-# One run writes BENCHMARKS.json, and BENCHMARKS.md's tables are generated from it (never typed).
-bench:
+# One run writes BENCHMARKS.json, and BENCHMARKS.md's tables are generated from it (never typed);
+# the accept interposer's cost per accept() is measured beside it.
+bench: bench-interposer
 	$(CARGO) run --release --quiet -- bench --json BENCHMARKS.json
 	$(CARGO) run --release --quiet -- bench --markdown BENCHMARKS.json --update BENCHMARKS.md
+
+# The accept interposer's cost per accept() against none (target: under 10 µs).
+bench-interposer:
+	$(CARGO) bench --quiet -p bootsim-preload --bench accept_overhead
 
 # The same report with the scale series up to 4096 ranks (tens of minutes; each point in a child
 # capped at 3/4 of the machine's memory, reported as out of memory if it does not fit).

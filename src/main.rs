@@ -11,6 +11,8 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
+    // Before any thread: SIGINT/SIGTERM/SIGHUP remove this run's temporary folders (cli/scratch.rs).
+    cli::scratch::install_signal_cleanup();
     // Events go through `tracing` to stderr: warnings by default, more with RUST_LOG
     // (e.g. RUST_LOG=bootsim::trace=info mirrors --trace lines, RUST_LOG=debug the drivers).
     tracing_subscriber::fmt()

@@ -2,11 +2,15 @@
 //! must end as the text says. A command added to the docs without an entry in [`EXPECTED`]
 //! fails this test, so examples cannot drift from what the program does.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const SUBCOMMANDS: [&str; 12] = [
+const SUBCOMMANDS: [&str; 14] = [
+    "check",
+    "shuffle",
     "run",
     "replay",
     "sweep",
@@ -49,6 +53,7 @@ const EXPECTED: &[(&str, Expect)] = &[
     ("make bench", NotHere("about 90 s of release runs; its quick form below is what tests/bench.rs runs")),
     ("bootsim bench --quick", NotHere("tests/bench.rs runs it and checks every section's output")),
     ("make real-nvshmem", NotHere("200 runs a row; tests/real_nvshmem.rs runs the same table with 4")),
+    ("make real-nvshmem-accept", NotHere("200 runs a row; tests/interposer.rs runs the same table with 2")),
     ("PROPTEST_CASES=10000 cargo test --release --test properties", NotHere("tests/properties.rs, 128 cases")),
     ("scripts/load-table.sh 200", NotHere("about fifteen minutes on a release build; tests/load_table.rs runs it with 3 seeds")),
     (
@@ -144,8 +149,18 @@ const EXPECTED: &[(&str, Expect)] = &[
         "bootsim smoke --local 4 --plugin 3.8.0 --plugin-ranks 0,2 --workload nvshmem-init",
         Exit(0, "pass 1, benign 0, corruption 0, error 0, hang 0: verdict pass"),
     ),
-    ("bootsim smoke --local 2 --plugin ./my-build/nvshmem_bootstrap_uid.so.3", Exit(0, "verdict pass")),
+    (
+        "bootsim smoke --local 2 --plugin ./my-build/nvshmem_bootstrap_uid.so.3",
+        Exit(1, "--accept 'release-on-next=500,select=pair:1>2:2': workload deepep x1: pass 0, benign 0, corruption 0, error 1, hang 0: verdict error"),
+    ),
     ("bootsim conformance --plugin 3.7.1", Wire(0, "put the same bytes on the wire")),
+    ("bootsim check --plugin 3.7.1", Exit(1, "the first cached version that is not: NVSHMEM 3.8.0")),
+    ("bootsim check --plugin ./my-build/nvshmem_bootstrap_uid.so.3", Exit(1, "the first cached version that is not: NVSHMEM 3.8.0")),
+    ("bootsim smoke --local 2 --plugin 3.4.5", Exit(1, "corruption 1, error 0, hang 0: verdict corruption")),
+    (
+        "bootsim shuffle --policy 'release-on-next=500,select=nth:2' -- python3 scripts/accept-order-server.py 6",
+        Exit(0, "0 1 3 2 4 5"),
+    ),
     (
         "bootsim smoke --local 2 --plugin 3.8.0 --plugin-ranks 0 --workload qp-create --tag-counter 2147483646",
         Exit(1, "alltoall #2: UID bootstrap message tag space exhausted (the next tag would be 0x80000000, past 2^31-1)"),
@@ -255,6 +270,7 @@ fn here(cmd: &str) -> String {
 
 #[test]
 fn every_documented_command_does_what_the_text_says() {
+    common::interposer();
     let docs = documented();
     assert!(docs.len() >= 30, "found only {} commands: {docs:?}", docs.len());
     let mut missing = Vec::new();
@@ -279,6 +295,14 @@ fn every_documented_command_does_what_the_text_says() {
             }
             Exit(code, want) | Wire(code, want) => (*code, *want),
         };
+        if cmd.contains("scripts/accept-order-server.py") {
+            std::fs::create_dir_all(dir.join("scripts")).unwrap();
+            std::fs::copy(
+                Path::new(ROOT).join("scripts/accept-order-server.py"),
+                dir.join("scripts/accept-order-server.py"),
+            )
+            .unwrap();
+        }
         if cmd.contains("./my-build/") {
             let o = shell(&dir, "bash $0/scripts/fetch-nvshmem.sh 3.7.1").arg(ROOT).output().unwrap();
             let cached = String::from_utf8_lossy(&o.stdout).trim().to_string();

@@ -24,14 +24,25 @@ fn no_wire() -> bool {
 #[test]
 fn every_version_passes_on_loopback_alone_and_mixed_with_bootsim_either_side_of_the_root() {
     for v in VERSIONS {
-        let (code, out) = bootsim(&["smoke", "--local", "2", "--plugin", v, "--iterations", "3"]);
+        let (code, out) = bootsim(&["smoke", "--local", "2", "--plugin", v, "--iterations", "3", "--accept", "none"]);
         assert_eq!(code, Some(0), "{v}: {out}");
         assert!(out.contains(&format!("rank 1/2 iter 2 [NVSHMEM {v}]: ok: init + 3 ops verified")), "{out}");
         assert!(out.contains("pass 3, benign 0, corruption 0, error 0, hang 0: verdict pass"), "{out}");
         // Interop: the plugin as the root (rank 0), then bootsim-core as the root.
         for plugin_ranks in ["0", "1"] {
-            let args =
-                ["smoke", "--local", "2", "--plugin", v, "--plugin-ranks", plugin_ranks, "--workload", "qp-create"];
+            let args = [
+                "smoke",
+                "--local",
+                "2",
+                "--plugin",
+                v,
+                "--plugin-ranks",
+                plugin_ranks,
+                "--workload",
+                "qp-create",
+                "--accept",
+                "none",
+            ];
             let (code, out) = bootsim(&args);
             assert_eq!(code, Some(0), "{v} plugin ranks {plugin_ranks}: {out}");
             let core = format!("[bootsim nvshmem-3.{}]: ok", &v[2..3]);
@@ -39,7 +50,19 @@ fn every_version_passes_on_loopback_alone_and_mixed_with_bootsim_either_side_of_
         }
     }
     // Four ranks, two of each, on NVSHMEM's real init sequence.
-    let args = ["smoke", "--local", "4", "--plugin", "3.8.0", "--plugin-ranks", "0,2", "--workload", "nvshmem-init"];
+    let args = [
+        "smoke",
+        "--local",
+        "4",
+        "--plugin",
+        "3.8.0",
+        "--plugin-ranks",
+        "0,2",
+        "--workload",
+        "nvshmem-init",
+        "--accept",
+        "none",
+    ];
     let (code, out) = bootsim(&args);
     assert_eq!(code, Some(0), "{out}");
 }
@@ -59,6 +82,8 @@ fn a_mismatched_pair_fails_within_the_timeout_and_says_so() {
         "nvshmem-3.8",
         "--op-timeout-ms",
         "2000",
+        "--accept",
+        "none",
     ];
     let (code, out) = bootsim(&args);
     assert!(t0.elapsed() < Duration::from_secs(30), "bounded by the op timeout");
@@ -99,6 +124,8 @@ fn the_3_8_tag_counter_runs_out_at_the_same_call_in_the_binary_and_in_the_core()
         "2147483646",
         "--workload",
         "qp-create",
+        "--accept",
+        "none",
     ];
     let (code, out) = bootsim(&args);
     assert_eq!(code, Some(1), "{out}");

@@ -14,7 +14,7 @@ fn two_wire_hosts_start_and_stop() {
     if !skip::wire_can_run() {
         return;
     }
-    let wire = Wire::start(2, Policy::None).expect("a two-host wire");
+    let wire = Wire::start(2, Policy::NONE).expect("a two-host wire");
     assert_eq!(wire.hosts(), 2);
     wire.shutdown().expect("the wire shuts down");
 }

@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod accept_policy;
 pub mod codec;
 pub mod drain;
 pub mod error;

@@ -61,6 +61,7 @@ pub fn conformance(a: ConformanceArgs) -> anyhow::Result<ExitCode> {
         op_timeout: Duration::from_secs(10),
         tag_counter: None,
         capture: true,
+        accept: None,
     };
     let who = plugin.version.as_ref().map_or_else(|| plugin.path.display().to_string(), |v| format!("NVSHMEM {v}"));
     let mut worlds = Vec::new();

@@ -1,16 +1,20 @@
 //! The command line: clap definitions and dispatch to one file per subcommand.
 
 mod bench;
+mod check;
 mod compare;
 mod conformance;
+pub(crate) mod core_rank;
 mod explore;
 mod merge;
 mod plugin_rank;
 mod probe;
 mod rdma;
-mod real_nvshmem;
+pub(crate) mod real_nvshmem;
 mod run;
+pub(crate) mod scratch;
 mod shrink;
+pub(crate) mod shuffle;
 pub(crate) mod smoke;
 mod sweep;
 mod table;
@@ -54,6 +58,16 @@ enum Command {
     RealNvshmem(real_nvshmem::RealNvshmemArgs),
     /// Prove bootsim-core byte-faithful to a shipped NVSHMEM plugin: both on the wire, compared.
     Conformance(conformance::ConformanceArgs),
+    /// Is my NVSHMEM affected? Its plugin under the schedules that matter, without root (exit 1
+    /// affected, naming the first cached version that is not; 0 not affected; 3 could not run).
+    Check(check::CheckArgs),
+    /// Run any program with its incoming connections accepted in the order a policy decides
+    /// (the accept interposer, LD_PRELOAD; no root needed).
+    Shuffle(shuffle::ShuffleArgs),
+    /// One bootsim-core rank in a process of its own (started by `smoke --plugin` under the
+    /// accept interposer).
+    #[command(hide = true)]
+    CoreRank(core_rank::CoreRankArgs),
     /// One rank of NVSHMEM's real UID bootstrap plugin (started by `smoke --plugin`).
     #[command(hide = true)]
     PluginRank(plugin_rank::PluginRankArgs),
@@ -132,7 +146,10 @@ pub fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Explore(a) => explore::explore(a),
         Command::Merge(a) => merge::merge(a),
         Command::PluginRank(a) => plugin_rank::plugin_rank(a),
+        Command::CoreRank(a) => core_rank::core_rank(a),
         Command::RealNvshmem(a) => real_nvshmem::real_nvshmem(a),
         Command::Conformance(a) => conformance::conformance(a),
+        Command::Shuffle(a) => shuffle::shuffle(a),
+        Command::Check(a) => check::check(a),
     }
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
-use bootsim_core::{RunRecord, Variant};
+use bootsim_core::RunRecord;
 use bootsim_sim::oracle::judge;
 use bootsim_sim::Verdict;
 
@@ -40,6 +40,10 @@ pub struct RealNvshmemArgs {
     /// The wire's policy for the reordered rows.
     #[arg(long, default_value = REPORT_POLICY)]
     wire: String,
+    /// Reorder with the accept interposer instead of the wire (no root needed), with this policy
+    /// (e.g. the same as --wire's); bootsim-core's ranks then run as processes of their own.
+    #[arg(long, value_name = "POLICY")]
+    accept: Option<String>,
     /// Bound on each operation (NVSHMEM has none; a rank still blocked 500 ms after another
     /// failed is stopped, as a launcher would).
     #[arg(long, default_value_t = 5_000)]
@@ -56,6 +60,7 @@ struct Row {
     implementation: String,
     workload: String,
     wire: bool,
+    accept: bool,
     counts: BTreeMap<Verdict, u32>,
     ms: u128,
 }
@@ -67,12 +72,19 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
     }
     // A bad policy is bad usage, before anything is fetched or started.
     a.wire.parse::<Policy>().map_err(|e| anyhow!("--wire '{}': {e}", a.wire))?;
-    wire_available()
-        .map_err(|why| super::runtime(anyhow!("real-nvshmem needs the userspace wire (root, /dev/net/tun): {why}")))?;
+    if let Some(p) = &a.accept {
+        super::shuffle::parse_policy("--accept", p)?;
+        super::shuffle::Interposer::locate()?;
+    } else {
+        wire_available().map_err(|why| {
+            super::runtime(anyhow!(
+                "real-nvshmem needs the userspace wire (root, /dev/net/tun): {why}; --accept POLICY reorders without it"
+            ))
+        })?;
+    }
     let mut rows = Vec::new();
     for version in &a.versions {
         let plugin = locate_plugin(version)?;
-        let variant = Variant::preset(plugin.family.variant()).expect("a preset");
         for wl_name in &a.workloads {
             let workload = parse_workload(wl_name)?;
             let mut impls = vec![(format!("NVSHMEM {version}"), (0..a.ranks).collect::<BTreeSet<u32>>())];
@@ -80,22 +92,20 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                 impls.push((format!("bootsim {}", plugin.family.variant()), BTreeSet::new()));
             }
             for (implementation, plugin_ranks) in impls {
-                let session = Session {
-                    n: a.ranks,
-                    plugin: plugin.clone(),
+                let session = Session::new(
+                    a.ranks,
+                    plugin.clone(),
                     plugin_ranks,
-                    core_variant: variant,
-                    specs: workload.ops(0),
-                    seed: 0,
-                    op_timeout: Duration::from_millis(a.op_timeout_ms),
-                    tag_counter: None,
-                    capture: false,
-                };
+                    workload.ops(0),
+                    Duration::from_millis(a.op_timeout_ms),
+                );
                 for wire in [false, true] {
                     let t0 = Instant::now();
                     let mut counts = BTreeMap::new();
+                    // The reordered row: under the interposer's policy, or behind the wire.
+                    let session = Session { accept: if wire { a.accept.clone() } else { None }, ..session.clone() };
                     for _ in 0..a.iterations {
-                        let policy = wire.then(|| a.wire.parse::<Policy>()).transpose()?;
+                        let policy = (wire && a.accept.is_none()).then(|| a.wire.parse::<Policy>()).transpose()?;
                         let it = session.run(policy)?;
                         let record = RunRecord::of_ranks(it.ranks.iter().map(|e| e.record.clone()).collect());
                         let (verdict, _) = judge(&session.specs, session.seed, a.ranks, &record);
@@ -105,6 +115,7 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                         implementation: implementation.clone(),
                         workload: wl_name.clone(),
                         wire,
+                        accept: a.accept.is_some(),
                         counts,
                         ms: t0.elapsed().as_millis(),
                     };
@@ -112,7 +123,7 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
                         "real-nvshmem: {} {} {}: done in {} ms",
                         row.implementation,
                         row.workload,
-                        wire_name(wire),
+                        row.network(),
                         row.ms
                     );
                     rows.push(row);
@@ -124,6 +135,16 @@ pub fn real_nvshmem(a: RealNvshmemArgs) -> anyhow::Result<ExitCode> {
     check_expectations(&a.expect, &rows)
 }
 
+impl Row {
+    /// The network column: loopback, wire, or interposer (loopback reordered in the process).
+    fn network(&self) -> &'static str {
+        match (self.wire, self.accept) {
+            (true, true) => "interposer",
+            (w, _) => wire_name(w),
+        }
+    }
+}
+
 fn wire_name(wire: bool) -> &'static str {
     if wire {
         "wire"
@@ -133,7 +154,16 @@ fn wire_name(wire: bool) -> &'static str {
 }
 
 fn print_table(a: &RealNvshmemArgs, rows: &[Row]) {
-    println!("ranks={} iterations={} wire policy '{}' (loopback rows: no reordering)", a.ranks, a.iterations, a.wire);
+    match &a.accept {
+        Some(p) => println!(
+            "ranks={} iterations={} accept interposer policy '{p}' (loopback rows: no reordering)",
+            a.ranks, a.iterations
+        ),
+        None => println!(
+            "ranks={} iterations={} wire policy '{}' (loopback rows: no reordering)",
+            a.ranks, a.iterations, a.wire
+        ),
+    }
     let mut table = super::table::new(
         &[
             "implementation",
@@ -156,7 +186,7 @@ fn print_table(a: &RealNvshmemArgs, rows: &[Row]) {
         table.add_row(vec![
             r.implementation.to_string(),
             r.workload.to_string(),
-            wire_name(r.wire).to_string(),
+            r.network().to_string(),
             r.counts.values().sum::<u32>().to_string(),
             c(Verdict::Pass),
             c(Verdict::Benign),
@@ -179,7 +209,7 @@ fn check_expectations(expect: &[String], rows: &[Row]) -> anyhow::Result<ExitCod
         let want = Verdict::parse(verdict).ok_or_else(|| anyhow!("--expect {e:?}: unknown verdict {verdict:?}"))?;
         let row = rows
             .iter()
-            .find(|r| format!("{}:{}:{}", r.implementation, r.workload, wire_name(r.wire)) == key)
+            .find(|r| format!("{}:{}:{}", r.implementation, r.workload, r.network()) == key)
             .ok_or_else(|| anyhow!("--expect {e:?}: no such row"))?;
         let total: u32 = row.counts.values().sum();
         if row.counts.get(&want).copied().unwrap_or(0) != total {

@@ -62,3 +62,19 @@ pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<i32> {
         }
     }
 }
+
+/// Builds the accept interposer library beside the `bootsim` under test (a narrow `cargo test`
+/// does not; a no-op when it is fresh), once per test binary; its path.
+pub fn interposer() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let lib = std::path::Path::new(env!("CARGO_BIN_EXE_bootsim")).with_file_name("libbootsim_preload.so");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let st = Command::new(cargo).args(["build", "-q", "-p", "bootsim-preload"]).status().unwrap();
+            assert!(st.success(), "building bootsim-preload");
+            assert!(lib.exists(), "{} missing after the build", lib.display());
+            lib
+        })
+        .clone()
+}

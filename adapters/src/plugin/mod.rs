@@ -16,7 +16,7 @@ mod locate;
 pub mod rank;
 mod supervise;
 
-pub use locate::{detect_family, locate, PluginFamily, PluginSpec};
+pub use locate::{cache_dir, detect_family, locate, PluginFamily, PluginSpec};
 pub use rank::{run_rank, PluginRankConfig, RankLine, UidSource};
 pub use supervise::{classify_stderr, supervise, supervise_with, PluginRankRun, AFTER_PEER_FAILED};
 

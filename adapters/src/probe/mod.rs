@@ -81,7 +81,7 @@ pub fn run_local_detailed(
 ) -> Result<(ProbeReport, WireReport), ProbeError> {
     let started = Instant::now();
     let name = policy.to_string();
-    let idle = DEFAULT_IDLE_TIMEOUT + longest_hold(&policy);
+    let idle = DEFAULT_IDLE_TIMEOUT + policy.longest_hold();
     let wire = Wire::start(2, policy)?;
     let addr = SocketAddr::V4(SocketAddrV4::new(host_addr(RECEIVER_HOST), LOCAL_PORT));
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -102,13 +102,4 @@ pub fn run_local_detailed(
     let report = ProbeReport::from_halves(name, heard, sent, Some(&wire_report), started.elapsed());
     tracing::info!(%report, "accept-order probe");
     Ok((report, wire_report))
-}
-
-/// The longest a policy may hold one connection (a model's delays are not known ahead).
-fn longest_hold(policy: &Policy) -> Duration {
-    match policy {
-        Policy::Hold { delay, .. } => *delay,
-        Policy::ReleaseOnNext { fallback, .. } => *fallback,
-        Policy::None | Policy::Model(_) => Duration::ZERO,
-    }
 }

@@ -113,7 +113,7 @@ fn listen_and_connect_halves_across_hosts() {
     if !available() {
         return;
     }
-    let wire = Wire::start(3, Policy::None).unwrap();
+    let wire = Wire::start(3, Policy::NONE).unwrap();
     let addr = SocketAddr::V4(SocketAddrV4::new(host_addr(3), 7001));
     // The connecting half starts first and retries while refused.
     let sent = wire.spawn(1, move || connect(addr, 4, Some(DEFAULT_DRAIN_TIMEOUT))).unwrap();

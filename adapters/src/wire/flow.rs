@@ -24,6 +24,19 @@ pub struct FlowInfo {
     pub isn: u32,
 }
 
+impl FlowInfo {
+    /// What a policy's selector sees of it.
+    pub fn key(&self) -> bootsim_core::accept_policy::ConnKey {
+        bootsim_core::accept_policy::ConnKey {
+            conn: self.conn,
+            pair_conn: self.pair_conn,
+            src_host: self.src_host,
+            dst_host: self.dst_host,
+            msg: None,
+        }
+    }
+}
+
 /// Why a held connection was let go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

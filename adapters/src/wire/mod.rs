@@ -16,7 +16,6 @@ mod forwarder;
 pub mod netns;
 pub mod packet;
 mod policy;
-mod select;
 mod tracker;
 
 #[cfg(test)]
@@ -31,8 +30,7 @@ use std::time::Instant;
 
 pub use error::WireError;
 pub use flow::{CapturedStream, FlowInfo, ReleaseReason, WireCounters, WireDecision, WireEvent, WireReport};
-pub use policy::{DelayModel, Policy, DEFAULT_FALLBACK, MAX_DELAY};
-pub use select::{PolicyParseError, Select};
+pub use policy::{DelayModel, Policy, PolicyParseError, PolicySpec, Select, DEFAULT_FALLBACK, MAX_DELAY};
 
 use forwarder::Forwarder;
 use netns::{spawn_in_netns, NetnsConfig, NetnsThread};

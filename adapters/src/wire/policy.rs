@@ -13,14 +13,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+pub(crate) use bootsim_core::accept_policy::HoldPlan;
+pub use bootsim_core::accept_policy::PolicySpec;
+pub use bootsim_core::accept_policy::{PolicyParseError, Select, DEFAULT_FALLBACK, MAX_DELAY};
+
 use super::flow::FlowInfo;
-use super::select::{fmt_duration, parse_duration, PolicyParseError, Select};
-
-/// The release-on-next fallback delay when the string gives none.
-pub const DEFAULT_FALLBACK: Duration = Duration::from_millis(50);
-
-/// The longest delay any policy may ask for; longer model delays are clamped to it.
-pub const MAX_DELAY: Duration = Duration::from_secs(3600);
 
 /// A per-connection delay callback, for plugging in the simulator's kernel model.
 pub struct DelayModel(Box<dyn FnMut(&FlowInfo) -> Duration + Send>);
@@ -38,43 +35,27 @@ impl fmt::Debug for DelayModel {
     }
 }
 
-/// What the wire does to TCP connections between its hosts.
-#[derive(Debug, Default)]
+/// What the wire does to TCP connections between its hosts: a policy of the shared grammar
+/// (none, hold, release-on-next; held = the completing packet and the flow after it), or a
+/// per-connection delay model.
+#[derive(Debug)]
 pub enum Policy {
-    /// Forward every packet at once.
-    #[default]
-    None,
-    /// Hold the selected connections' completing packet and flow for `delay`.
-    Hold {
-        /// How long to hold.
-        delay: Duration,
-        /// Which connections (default: all).
-        select: Select,
-    },
-    /// Hold the selected connections until the next connection on the same
-    /// (sender, receiver) pair has completed its handshake, or `fallback` has passed.
-    ReleaseOnNext {
-        /// The longest hold.
-        fallback: Duration,
-        /// Which connections (default: even `pair_conn`, so odd ones release them).
-        select: Select,
-    },
+    /// A policy string's meaning ([`PolicySpec`]).
+    Spec(PolicySpec),
     /// Hold each connection for whatever the callback says (zero: forward at once).
     Model(DelayModel),
 }
 
-/// The plan for one connection's completing packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum HoldPlan {
-    /// Forward at once.
-    Pass,
-    /// Hold for this long.
-    For(Duration),
-    /// Hold until a later connection on the pair completes, at most this long.
-    UntilNext(Duration),
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::NONE
+    }
 }
 
 impl Policy {
+    /// Forward every packet at once.
+    pub const NONE: Policy = Policy::Spec(PolicySpec::None);
+
     /// A `Model` policy from a per-connection delay callback.
     pub fn model(f: impl FnMut(&FlowInfo) -> Duration + Send + 'static) -> Self {
         Policy::Model(DelayModel::new(f))
@@ -83,14 +64,20 @@ impl Policy {
     /// Decides the plan of a newly numbered connection.
     pub(crate) fn plan(&mut self, flow: &FlowInfo) -> HoldPlan {
         match self {
-            Policy::None => HoldPlan::Pass,
-            Policy::Hold { delay, select } if select.matches(flow) => HoldPlan::For(*delay),
-            Policy::ReleaseOnNext { fallback, select } if select.matches(flow) => HoldPlan::UntilNext(*fallback),
-            Policy::Hold { .. } | Policy::ReleaseOnNext { .. } => HoldPlan::Pass,
+            Policy::Spec(spec) => spec.plan(&flow.key()),
             Policy::Model(DelayModel(f)) => match f(flow).min(MAX_DELAY) {
                 d if d.is_zero() => HoldPlan::Pass,
                 d => HoldPlan::For(d),
             },
+        }
+    }
+
+    /// The longest it may hold one connection (zero for a model: its delays are not known ahead).
+    pub fn longest_hold(&self) -> Duration {
+        match self {
+            Policy::Spec(PolicySpec::Hold { delay, .. }) => *delay,
+            Policy::Spec(PolicySpec::ReleaseOnNext { fallback, .. }) => *fallback,
+            Policy::Spec(PolicySpec::None) | Policy::Model(_) => Duration::ZERO,
         }
     }
 }
@@ -98,24 +85,7 @@ impl Policy {
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Policy::None => f.write_str("none"),
-            Policy::Hold { delay, select } => {
-                write!(f, "hold={}", fmt_duration(*delay))?;
-                if *select != Select::All {
-                    write!(f, ",select={select}")?;
-                }
-                Ok(())
-            }
-            Policy::ReleaseOnNext { fallback, select } => {
-                f.write_str("release-on-next")?;
-                if *fallback != DEFAULT_FALLBACK {
-                    write!(f, "={}", fmt_duration(*fallback))?;
-                }
-                if *select != Select::EVEN {
-                    write!(f, ",select={select}")?;
-                }
-                Ok(())
-            }
+            Policy::Spec(spec) => spec.fmt(f),
             Policy::Model(_) => f.write_str("model"),
         }
     }
@@ -124,45 +94,17 @@ impl fmt::Display for Policy {
 impl FromStr for Policy {
     type Err = PolicyParseError;
 
-    /// Parses `none`, `hold=D[,select=S]...` or `release-on-next[=D][,select=S]...`;
-    /// several `select=` parts mean any of them.
+    /// The shared grammar ([`PolicySpec`]); `select=msg:` is refused: the wire decides at the
+    /// handshake, before any byte of the message has been sent.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let mut parts = s.split(',').map(str::trim);
-        let head = parts.next().unwrap_or_default();
-        let (name, value) = match head.split_once('=') {
-            Some((n, v)) => (n.trim(), Some(v.trim())),
-            None => (head, None),
-        };
-        let mut selects = Vec::new();
-        for part in parts {
-            match part.split_once('=') {
-                Some(("select", v)) => selects.push(v.trim().parse::<Select>()?),
-                _ => return Err(PolicyParseError::new(part, "expected `select=...`")),
-            }
+        let spec: PolicySpec = s.parse()?;
+        if let Some(sel) = spec.select().filter(|sel| sel.reads_bytes()) {
+            return Err(PolicyParseError::new(
+                &sel.to_string(),
+                "the wire decides at the handshake, before a message's header is sent (msg: is the accept interposer's)",
+            ));
         }
-        let select = |default: Select| match selects.len() {
-            0 => default,
-            1 => selects[0].clone(),
-            _ => Select::Any(selects.clone()),
-        };
-        match (name, value) {
-            ("none", None) if selects.is_empty() => Ok(Policy::None),
-            ("none", _) => Err(PolicyParseError::new(s, "`none` takes no options")),
-            ("hold", Some(v)) => Ok(Policy::Hold {
-                delay: parse_duration(v).map_err(|why| PolicyParseError::new(head, why))?,
-                select: select(Select::All),
-            }),
-            ("hold", None) => Err(PolicyParseError::new(head, "needs a delay, e.g. `hold=20`")),
-            ("release-on-next", v) => Ok(Policy::ReleaseOnNext {
-                fallback: match v {
-                    Some(v) => parse_duration(v).map_err(|why| PolicyParseError::new(head, why))?,
-                    None => DEFAULT_FALLBACK,
-                },
-                select: select(Select::EVEN),
-            }),
-            ("model", _) => Err(PolicyParseError::new(head, "a model policy is built in code, not parsed")),
-            _ => Err(PolicyParseError::new(head, "unknown policy (expected none, hold=MS or release-on-next[=MS])")),
-        }
+        Ok(Policy::Spec(spec))
     }
 }
 
@@ -184,44 +126,12 @@ mod tests {
     }
 
     #[test]
-    fn parses_and_round_trips() {
-        for s in [
-            "none",
-            "hold=20",
-            "hold=20,select=even",
-            "hold=500us,select=odd",
-            "release-on-next",
-            "release-on-next=100",
-            "release-on-next,select=nth:0",
-            "hold=1s,select=every:3:1",
-            "hold=5,select=pair:1>2:4",
-            "hold=5,select=conn:0+3+7",
-        ] {
-            let p: Policy = s.parse().unwrap_or_else(|e| panic!("{s}: {e}"));
-            let back: Policy = p.to_string().parse().unwrap();
-            assert_eq!(back.to_string(), p.to_string(), "{s}");
+    fn the_shared_grammar_round_trips_and_msg_is_refused() {
+        for s in ["none", "hold=20,select=even", "release-on-next=100,select=pair:1>2:2"] {
+            assert_eq!(s.parse::<Policy>().unwrap().to_string(), s);
         }
-        assert_eq!("hold=1s".parse::<Policy>().unwrap().to_string(), "hold=1000");
-    }
-
-    #[test]
-    fn errors_name_the_bad_part() {
-        for (s, part) in [
-            ("", ""),
-            ("holdd=20", "holdd=20"),
-            ("hold", "hold"),
-            ("hold=abc", "hold=abc"),
-            ("hold=20,select=evn", "evn"),
-            ("hold=20,frob=1", "frob=1"),
-            ("hold=20,select=every:0", "every:0"),
-            ("release-on-next=-3", "release-on-next=-3"),
-            ("none,select=all", "none,select=all"),
-            ("model", "model"),
-        ] {
-            let e = s.parse::<Policy>().expect_err(s);
-            assert_eq!(e.part, part, "{s}: {e}");
-            assert!(e.to_string().contains(&format!("`{part}`")), "{e}");
-        }
+        let e = "hold=5,select=msg:0:1".parse::<Policy>().unwrap_err();
+        assert_eq!(e.part, "msg:0:1");
     }
 
     #[test]

@@ -51,7 +51,7 @@ fn three_hosts_route_by_destination() {
     if !available() {
         return;
     }
-    let wire = Wire::start(3, Policy::None).unwrap();
+    let wire = Wire::start(3, Policy::NONE).unwrap();
     let server = echo_server(&wire, 3, 2);
     for from in [1, 2] {
         assert_eq!(echo_client(&wire, from, 3).join().unwrap().unwrap(), from);
@@ -89,11 +89,11 @@ fn held_connection_still_completes_and_is_logged() {
 
 #[test]
 fn bad_host_numbers_are_errors() {
-    assert!(matches!(Wire::start(0, Policy::None), Err(WireError::Config(_))));
+    assert!(matches!(Wire::start(0, Policy::NONE), Err(WireError::Config(_))));
     if !available() {
         return;
     }
-    let wire = Wire::start(1, Policy::None).unwrap();
+    let wire = Wire::start(1, Policy::NONE).unwrap();
     assert!(matches!(wire.spawn(2, || ()), Err(WireError::NoSuchHost(2))));
     assert!(matches!(wire.spawn(0, || ()), Err(WireError::NoSuchHost(0))));
     assert_eq!(wire.spawn(1, || 7).unwrap().join().unwrap(), 7);

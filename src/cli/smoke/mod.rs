@@ -120,6 +120,12 @@ pub struct SmokeArgs {
     /// ranks' with `first_tag`), to reach the 2^31-1 limit.
     #[arg(long, requires = "plugin", value_name = "TAG")]
     tag_counter: Option<u64>,
+    /// With --local --plugin and no --wire: the accept interposer's policy for every rank, each a
+    /// process (no root needed; the wire's language, host = rank+1, plus permute=SEED[:WINDOW] and
+    /// select=msg:FROM:TAG) [default: the report's release-on-next=500,select=pair:1>2:2;
+    /// `none` is no adversary].
+    #[arg(long, requires_all = ["plugin", "local"], conflicts_with = "wire", value_name = "POLICY")]
+    accept: Option<String>,
     #[command(flatten)]
     rdma: super::rdma::RdmaArgs,
 }
@@ -295,7 +301,10 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 if let Rendezvous::Session(addr) = &cfg.rendezvous {
                     cmd.env("NVSHMEM_BOOTSTRAP_UID_SESSION_ID", addr.to_string());
                 }
-                let child = cmd.spawn().context("starting the plugin rank process").map_err(crate::cli::runtime)?;
+                let child = crate::cli::scratch::die_with_parent(&mut cmd)
+                    .spawn()
+                    .context("starting the plugin rank process")
+                    .map_err(crate::cli::runtime)?;
                 let run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
                 (run.record, run.stderr)
             }
@@ -365,10 +374,9 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     if n == 0 || n > LOCAL_MAX {
         bail!("--local {n}: between 1 and {LOCAL_MAX} processes on one host");
     }
-    let dir = std::env::temp_dir().join(format!("bootsim-smoke-{}-{:x}", std::process::id(), random_u64()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = crate::cli::scratch::ScratchDir::new("smoke")?;
     let exe = std::env::current_exe().context("locating this program")?;
-    let uid = dir.join("uid");
+    let uid = dir.path().join("uid");
     let started = Instant::now();
     let mut children = Vec::new();
     for r in 0..n {
@@ -395,7 +403,11 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
                 cmd.args(["--gid-index", &g.to_string()]);
             }
         }
-        let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().context("spawning a rank")?;
+        let child = crate::cli::scratch::die_with_parent(&mut cmd)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("spawning a rank")?;
         children.push(Ranked::new(r, child));
     }
     // Each child bounds itself (op timeout, connect retries, flush); this is the safety net.
@@ -427,7 +439,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
             )),
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     let ms = started.elapsed().as_millis();
     let head =
         format!("smoke --local {n}: variant {} workload {} x{}", args.variant_name(), args.workload, args.iterations);

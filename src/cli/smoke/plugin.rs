@@ -29,6 +29,10 @@ use bootsim_sim::workload::{build_op, format_ops, OpSpec};
 use bootsim_sim::{Finding, Verdict};
 
 use super::report::print_iteration;
+use crate::cli::core_rank::CoreRankOut;
+use crate::cli::scratch::{die_with_parent, ScratchDir};
+use crate::cli::shuffle::Interposer;
+use bootsim_interposer::LogSummary;
 
 /// One session's make-up.
 #[derive(Clone, Debug)]
@@ -51,6 +55,13 @@ pub(crate) struct Session {
     pub tag_counter: Option<u64>,
     /// Behind the wire: record what every connection's client sent (conformance).
     pub capture: bool,
+    /// Without the wire: the accept interposer's policy for the plugin ranks (`None`: none).
+    pub accept: Option<String>,
+}
+
+/// The accept interposer's log of a session, beside its unique-ID file.
+fn accept_log(uid: &Path) -> PathBuf {
+    uid.with_file_name("accept.log")
 }
 
 /// One rank's end.
@@ -66,13 +77,47 @@ pub(crate) struct RankEnd {
     pub setup: Option<String>,
 }
 
+impl RankEnd {
+    /// A rank that could not run at all: this machine's problem (exit 3), not a protocol verdict.
+    fn cannot_start(r: u32, why: &str, t0: Instant) -> RankEnd {
+        let record = RankRecord { rank: r, ..Default::default() };
+        RankEnd { record, stderr: Vec::new(), took: t0.elapsed(), setup: Some(format!("cannot start: {why}")) }
+    }
+}
+
 /// One iteration's ends, by rank, and the wire's record when there was one.
 pub(crate) struct Iteration {
     pub ranks: Vec<RankEnd>,
     pub wire: Option<WireReport>,
+    /// The accept interposer's decision log, counted (plugin ranks without the wire).
+    pub accept: Option<LogSummary>,
 }
 
 impl Session {
+    /// `n` ranks, `plugin_ranks` of them the plugin and the others bootsim-core speaking like it,
+    /// payload seed 0, nothing captured, no adversary yet (set `accept` or pass a wire policy).
+    pub fn new(
+        n: u32,
+        plugin: PluginSpec,
+        plugin_ranks: BTreeSet<u32>,
+        specs: Vec<OpSpec>,
+        op_timeout: Duration,
+    ) -> Self {
+        let core_variant = Variant::preset(plugin.family.variant()).expect("a preset");
+        Session {
+            n,
+            plugin,
+            plugin_ranks,
+            core_variant,
+            specs,
+            seed: 0,
+            op_timeout,
+            tag_counter: None,
+            capture: false,
+            accept: None,
+        }
+    }
+
     /// Which implementation rank `r` runs, for output lines.
     pub fn label(&self, r: u32) -> String {
         if self.plugin_ranks.contains(&r) {
@@ -87,15 +132,20 @@ impl Session {
 
     /// Runs one session; `wire` puts each rank behind the userspace wire with that policy.
     pub fn run(&self, wire: Option<Policy>) -> anyhow::Result<Iteration> {
-        let dir = scratch_dir()?;
-        let uid = dir.join("uid");
+        let dir = ScratchDir::new("plugin")?;
+        let uid = dir.path().join("uid");
         let failed = Arc::new(AtomicBool::new(false));
-        let result = match wire {
-            None => self.run_local(&uid, &failed),
+        match wire {
+            None => {
+                let mut it = self.run_local(&uid, &failed)?;
+                if self.accept.is_some() {
+                    let log = std::fs::read_to_string(accept_log(&uid)).unwrap_or_default();
+                    it.accept = Some(LogSummary::of(&log));
+                }
+                Ok(it)
+            }
             Some(policy) => self.run_on_wire(&uid, policy, &failed),
-        };
-        let _ = std::fs::remove_dir_all(&dir);
-        result
+        }
     }
 
     fn run_local(&self, uid: &Path, failed: &Arc<AtomicBool>) -> anyhow::Result<Iteration> {
@@ -109,7 +159,7 @@ impl Session {
             .context("starting the rank threads")?;
         let ranks: anyhow::Result<Vec<RankEnd>> =
             tasks.into_iter().map(|t| t.join().map_err(|_| anyhow!("a rank thread panicked"))).collect();
-        Ok(Iteration { ranks: ranks?, wire: None })
+        Ok(Iteration { ranks: ranks?, wire: None, accept: None })
     }
 
     fn run_on_wire(&self, uid: &Path, policy: Policy, failed: &Arc<AtomicBool>) -> anyhow::Result<Iteration> {
@@ -130,7 +180,7 @@ impl Session {
             ranks.push(t.join().context("a rank's namespace thread")?);
         }
         let report = w.shutdown().context("stopping the wire")?;
-        Ok(Iteration { ranks, wire: Some(report) })
+        Ok(Iteration { ranks, wire: Some(report), accept: None })
     }
 
     /// The closure that runs rank `r` (on a thread already in its namespace, if any). A rank
@@ -157,14 +207,21 @@ impl Session {
 
     fn run_rank(&self, r: u32, uid: &Path, ip: IpAddr, ifname: &str, failed: &AtomicBool) -> RankEnd {
         let t0 = Instant::now();
+        if let (false, Some(policy), "lo") = (self.plugin_ranks.contains(&r), &self.accept, ifname) {
+            return self.run_core_process(r, uid, policy, failed, t0);
+        }
         if self.plugin_ranks.contains(&r) {
-            let run = match self.plugin_command(r, uid, ifname).spawn() {
-                Ok(child) => supervise_with(r, child, self.op_timeout, &|| failed.load(Ordering::SeqCst)),
-                Err(e) => {
-                    let setup = Some(format!("cannot start its process ({}): {e}", self.plugin.path.display()));
-                    let record = RankRecord { rank: r, ..Default::default() };
-                    return RankEnd { record, stderr: Vec::new(), took: t0.elapsed(), setup };
+            let mut cmd = self.plugin_command(r, uid, ifname);
+            if let (Some(policy), "lo") = (&self.accept, ifname) {
+                match Interposer::locate() {
+                    // Host r + 1, as on the wire: `pair:1>2` means rank 0 to rank 1 in both.
+                    Ok(lib) => lib.apply(&mut cmd, policy, &accept_log(uid), u8::try_from(r + 1).ok()),
+                    Err(e) => return RankEnd::cannot_start(r, &e.to_string(), t0),
                 }
+            }
+            let run = match die_with_parent(&mut cmd).spawn() {
+                Ok(child) => supervise_with(r, child, self.op_timeout, &|| failed.load(Ordering::SeqCst)),
+                Err(e) => return RankEnd::cannot_start(r, &e.to_string(), t0),
             };
             // A plugin that does not load is this machine's problem, not the protocol's.
             let setup = run.record.init.as_deref().filter(|e| e.contains(CANNOT_LOAD)).map(str::to_string);
@@ -195,6 +252,80 @@ impl Session {
             };
             RankEnd { record: report, stderr: Vec::new(), took: t0.elapsed(), setup: None }
         }
+    }
+
+    /// A bootsim-core rank as a process of its own under the accept interposer (host r + 1, as
+    /// the plugin ranks), stopped as a launcher would once another rank has failed.
+    fn run_core_process(&self, r: u32, uid: &Path, policy: &str, failed: &AtomicBool, t0: Instant) -> RankEnd {
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("bootsim"));
+        let mut cmd = Command::new(exe);
+        cmd.arg("core-rank").args(["--rank", &r.to_string(), "--ranks", &self.n.to_string()]);
+        // A preset, or one with its tag counter moved (--tag-counter).
+        let Some(base) = self.core_variant.with_first_tag(1).preset_name() else {
+            return RankEnd::cannot_start(r, &format!("{} is not a preset variant", self.core_variant), t0);
+        };
+        cmd.args(["--variant", base]);
+        if let Some(t) = self.core_variant.first_call_tag().filter(|&t| t != 1) {
+            cmd.args(["--first-tag", &t.to_string()]);
+        }
+        cmd.arg("--uid-file").arg(uid).args(["--ops", &format_ops(&self.specs), "--seed", &self.seed.to_string()]);
+        cmd.args(["--op-timeout-ms", &self.op_timeout.as_millis().to_string()]);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        match Interposer::locate() {
+            Ok(lib) => lib.apply(&mut cmd, policy, &accept_log(uid), u8::try_from(r + 1).ok()),
+            Err(e) => return RankEnd::cannot_start(r, &e.to_string(), t0),
+        }
+        let mut child = match die_with_parent(&mut cmd).spawn() {
+            Ok(c) => c,
+            Err(e) => return RankEnd::cannot_start(r, &e.to_string(), t0),
+        };
+        let out =
+            child.stdout.take().map(|o| std::thread::spawn(move || std::io::read_to_string(o).unwrap_or_default()));
+        let err =
+            child.stderr.take().map(|e| std::thread::spawn(move || std::io::read_to_string(e).unwrap_or_default()));
+        // Its own op timeout bounds it; this is the safety net, and the launcher's stop.
+        let limit = t0 + self.op_timeout * 2 + Duration::from_secs(5);
+        let mut failed_at = None;
+        let stopped = loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => break None,
+                Ok(None) => {}
+            }
+            let now = Instant::now();
+            if failed.load(Ordering::SeqCst) {
+                let at = *failed_at.get_or_insert(now);
+                if now >= at + AFTER_PEER_FAILED {
+                    break Some(format!(
+                        "still blocked {} ms after another rank failed (stopped as a launcher would)",
+                        AFTER_PEER_FAILED.as_millis()
+                    ));
+                }
+            }
+            if now >= limit {
+                break Some(format!("no end within {} ms (the rank process was killed)", (limit - t0).as_millis()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        if stopped.is_some() {
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+        let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
+        let stderr: Vec<String> =
+            err.and_then(|h| h.join().ok()).unwrap_or_default().lines().map(String::from).collect();
+        let record = match (stopped, serde_json::from_str::<CoreRankOut>(stdout.trim())) {
+            (Some(u), _) => RankRecord { rank: r, unfinished: Some(u), ..Default::default() },
+            (None, Ok(o)) => o.record(r),
+            (None, Err(_)) => RankRecord {
+                rank: r,
+                init: Some(bootsim_core::report::init_text(format!(
+                    "the core-rank process ended without its record; its last stderr line: {}",
+                    stderr.last().map_or("", String::as_str)
+                ))),
+                ..Default::default()
+            },
+        };
+        RankEnd { record, stderr, took: t0.elapsed(), setup: None }
     }
 
     fn plugin_command(&self, r: u32, uid: &Path, ifname: &str) -> Command {
@@ -278,18 +409,4 @@ pub(crate) fn plugin_rank_command(
     cmd.args(["--ops", &format_ops(specs), "--seed", &seed.to_string()]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
-}
-
-/// A fresh folder for the unique-ID file.
-fn scratch_dir() -> anyhow::Result<PathBuf> {
-    for _ in 0..100 {
-        let dir =
-            std::env::temp_dir().join(format!("bootsim-plugin-{}-{:016x}", std::process::id(), super::random_u64()));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
-        }
-    }
-    anyhow::bail!("no fresh folder for the unique ID under {}", std::env::temp_dir().display())
 }

@@ -15,6 +15,8 @@ use bootsim_sim::Verdict;
 use super::plugin::Session;
 use super::wire::parse_policy;
 use super::SmokeArgs;
+use crate::cli::real_nvshmem::REPORT_POLICY;
+use crate::cli::shuffle;
 
 /// `scripts/fetch-nvshmem.sh` of the source tree this program was built from.
 const FETCH_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch-nvshmem.sh");
@@ -77,7 +79,12 @@ pub(super) fn run(
         op_timeout: Duration::from_millis(args.op_timeout_ms),
         tag_counter: args.tag_counter,
         capture: false,
+        accept: match &args.wire {
+            Some(_) => None,
+            None => Some(args.accept.clone().unwrap_or_else(|| REPORT_POLICY.to_string())),
+        },
     };
+    let accept = session.accept.as_deref().map(|p| shuffle::parse_policy("--accept", p)).transpose()?;
     let make_policy = args.wire.as_deref().map(|p| parse_policy(p, args.seed, n)).transpose()?;
     if make_policy.is_some() {
         bootsim_adapters::wire::wire_available()
@@ -104,6 +111,15 @@ pub(super) fn run(
             plugin.family.variant()
         );
     }
+    if let Some(p) = &accept {
+        shuffle::Interposer::locate()?;
+        println!(
+            "accept: every rank a process, its accept() under the interposer (LD_PRELOAD), policy '{p}' (hosts: rank + 1)"
+        );
+        if !p.is_adversary() {
+            println!("accept: {}", shuffle::NO_ADVERSARY);
+        }
+    }
     let started = Instant::now();
     let mut counts: BTreeMap<Verdict, u32> = BTreeMap::new();
     for iter in 0..args.iterations {
@@ -112,12 +128,24 @@ pub(super) fn run(
         if let (false, Some(w)) = (verdict.is_ok(), &it.wire) {
             println!("wire: iter {iter}: {} connections, {} decisions", w.connections, w.decisions.len());
         }
+        if let Some(a) = &it.accept {
+            println!("accept: iter {iter}: {}", a.headline());
+            if !verdict.is_ok() {
+                for h in a.holds() {
+                    println!("accept: iter {iter}: {h}");
+                }
+            }
+        }
         *counts.entry(verdict).or_default() += 1;
     }
     let worst = counts.keys().copied().max().unwrap_or(Verdict::Pass);
     let tally: Vec<String> =
         Verdict::ALL.iter().map(|v| format!("{v} {}", counts.get(v).copied().unwrap_or(0))).collect();
-    let wire = args.wire.as_deref().map_or(String::new(), |p| format!(" --wire '{p}'"));
+    let wire = match (&args.wire, &session.accept) {
+        (Some(p), _) => format!(" --wire '{p}'"),
+        (None, Some(p)) => format!(" --accept '{p}'"),
+        (None, None) => String::new(),
+    };
     let pair = if mismatched && !worst.is_ok() {
         " (a mismatched pair: the two sides do not speak the same protocol)"
     } else {
@@ -130,5 +158,8 @@ pub(super) fn run(
         tally.join(", "),
         started.elapsed().as_millis()
     );
+    if worst.is_ok() && accept.as_ref().is_some_and(|p| !p.is_adversary()) {
+        println!("smoke: {}", shuffle::NO_ADVERSARY);
+    }
     Ok(if worst.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

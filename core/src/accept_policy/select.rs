@@ -1,11 +1,10 @@
 //! Connection selectors for policies (`select=...`), durations, and the parse error.
 
-use std::fmt;
-use std::str::FromStr;
-use std::time::Duration;
+use core::fmt;
+use core::str::FromStr;
+use core::time::Duration;
 
-use super::flow::FlowInfo;
-use super::policy::MAX_DELAY;
+use super::{ConnKey, MAX_DELAY};
 
 /// A policy string that did not parse; `part` is the offending piece of it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -18,7 +17,8 @@ pub struct PolicyParseError {
 }
 
 impl PolicyParseError {
-    pub(crate) fn new(part: &str, reason: impl Into<String>) -> Self {
+    /// `part` is wrong because of `reason`.
+    pub fn new(part: &str, reason: impl Into<String>) -> Self {
         PolicyParseError { part: part.to_string(), reason: reason.into() }
     }
 }
@@ -39,6 +39,14 @@ pub enum Select {
     Nth(Vec<u32>),
     /// Connections with these global `conn` indices (`conn:0+3`).
     Conn(Vec<u32>),
+    /// Connections whose first bytes are NVSHMEM's message header from rank `from` with tag
+    /// `tag` (`msg:FROM:TAG`); only a world that reads the bytes (the accept interposer) sees them.
+    Msg {
+        /// The sending rank, as its header says.
+        from: i32,
+        /// The message tag.
+        tag: i32,
+    },
     /// Connections from host `src` to host `dst`, only the `nth` one if given (`pair:1>2[:N]`).
     Pair {
         /// Connecting host number.
@@ -56,8 +64,8 @@ impl Select {
     /// Even `pair_conn` indices.
     pub const EVEN: Select = Select::Every { k: 2, phase: 0 };
 
-    /// Whether `flow` is selected.
-    pub fn matches(&self, flow: &FlowInfo) -> bool {
+    /// Whether the connection `flow` is selected.
+    pub fn matches(&self, flow: &ConnKey) -> bool {
         match self {
             Select::All => true,
             Select::Every { k, phase } => *k > 0 && flow.pair_conn % k == *phase,
@@ -66,7 +74,17 @@ impl Select {
             Select::Pair { src, dst, nth } => {
                 flow.src_host == *src && flow.dst_host == *dst && nth.is_none_or(|n| n == flow.pair_conn)
             }
+            Select::Msg { from, tag } => flow.msg == Some((*from, *tag)),
             Select::Any(list) => list.iter().any(|s| s.matches(flow)),
+        }
+    }
+
+    /// Whether it (or a part of it) needs the connection's first bytes.
+    pub fn reads_bytes(&self) -> bool {
+        match self {
+            Select::Msg { .. } => true,
+            Select::Any(list) => list.iter().any(Select::reads_bytes),
+            _ => false,
         }
     }
 }
@@ -87,6 +105,7 @@ impl fmt::Display for Select {
             Select::Conn(list) => write!(f, "conn:{}", join(list)),
             Select::Pair { src, dst, nth: None } => write!(f, "pair:{src}>{dst}"),
             Select::Pair { src, dst, nth: Some(n) } => write!(f, "pair:{src}>{dst}:{n}"),
+            Select::Msg { from, tag } => write!(f, "msg:{from}:{tag}"),
             Select::Any(list) => {
                 let parts: Vec<String> = list.iter().map(Select::to_string).collect();
                 f.write_str(&parts.join(",select="))
@@ -102,7 +121,8 @@ fn num<T: FromStr>(s: &str, whole: &str) -> Result<T, PolicyParseError> {
 impl FromStr for Select {
     type Err = PolicyParseError;
 
-    /// Parses `all`, `even`, `odd`, `every:K[:P]`, `nth:N[+N..]`, `conn:N[+N..]`, `pair:S>D[:N]`.
+    /// Parses `all`, `even`, `odd`, `every:K[:P]`, `nth:N[+N..]`, `conn:N[+N..]`, `pair:S>D[:N]`,
+    /// `msg:FROM:TAG` (the tag decimal or `0x` hex).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let (kind, args) = s.split_once(':').unwrap_or((s, ""));
         let list = |args: &str| -> Result<Vec<u32>, PolicyParseError> { args.split('+').map(|n| num(n, s)).collect() };
@@ -131,16 +151,26 @@ impl FromStr for Select {
                     hosts.split_once('>').ok_or_else(|| PolicyParseError::new(s, "expected `pair:SRC>DST[:N]`"))?;
                 Ok(Select::Pair { src: num(src, s)?, dst: num(dst, s)?, nth })
             }
+            ("msg", a) => {
+                let (from, tag) =
+                    a.split_once(':').ok_or_else(|| PolicyParseError::new(s, "expected `msg:FROM:TAG`"))?;
+                let tag = match tag.strip_prefix("0x") {
+                    Some(hex) => i32::from_str_radix(hex, 16)
+                        .map_err(|_| PolicyParseError::new(s, format!("`{tag}` is not a valid number")))?,
+                    None => num(tag, s)?,
+                };
+                Ok(Select::Msg { from: num(from, s)?, tag })
+            }
             _ => Err(PolicyParseError::new(
                 s,
-                "unknown selector (expected all, even, odd, every:K[:P], nth:N[+N..], conn:N[+N..] or pair:S>D[:N])",
+                "unknown selector (expected all, even, odd, every:K[:P], nth:N[+N..], conn:N[+N..], pair:S>D[:N] or msg:FROM:TAG)",
             )),
         }
     }
 }
 
 /// Parses `20` (milliseconds), `20ms`, `500us` or `1s`; at most [`MAX_DELAY`].
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (digits, unit): (&str, fn(u64) -> Duration) = if let Some(d) = s.strip_suffix("ms") {
         (d, Duration::from_millis)
     } else if let Some(d) = s.strip_suffix("us") {
@@ -159,7 +189,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Formats a duration as [`parse_duration`] reads it: whole milliseconds bare, else microseconds.
-pub(crate) fn fmt_duration(d: Duration) -> String {
+pub fn fmt_duration(d: Duration) -> String {
     if d.subsec_nanos().is_multiple_of(1_000_000) {
         d.as_millis().to_string()
     } else {
@@ -189,7 +219,9 @@ mod tests {
         assert_eq!("every:3:1".parse(), Ok(Select::Every { k: 3, phase: 1 }));
         assert_eq!("nth:0+2".parse(), Ok(Select::Nth(vec![0, 2])));
         assert_eq!("pair:1>2:4".parse(), Ok(Select::Pair { src: 1, dst: 2, nth: Some(4) }));
-        for bad in ["every:2:2", "nth:", "nth:1+x", "pair:1-2", "pair:1>300", "evens", "all:1"] {
+        assert_eq!("msg:0:0x1000001".parse(), Ok(Select::Msg { from: 0, tag: 0x100_0001 }));
+        assert_eq!("msg:1:2".parse::<Select>().unwrap().to_string(), "msg:1:2");
+        for bad in ["every:2:2", "nth:", "nth:1+x", "pair:1-2", "pair:1>300", "evens", "all:1", "msg:1", "msg:1:0xz"] {
             let e = bad.parse::<Select>().expect_err(bad);
             assert_eq!(e.part, bad);
         }
