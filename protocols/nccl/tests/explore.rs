@@ -1,26 +1,161 @@
-//! scratch
+//! Every accept order, not single holds: the explorer over the in-memory world proves nccl-2.21
+//! and nccl-2.30 for n = 2, 3, 4 on nccl-init and nccl-p2p, finds #1176 on nccl-2.19 and the
+//! wrong-message receive on nccl-2.8, and each counterexample replays. Figures (states, time):
+//! `cargo test -p bootsim-nccl --test explore -- --nocapture`.
+
 use std::time::Instant;
 
-use bootsim_nccl::world::explore;
-use bootsim_nccl::{nccl_init, nccl_p2p, InitParams, P2pParams, Variant};
+use bootsim_nccl::world::{explore, replay, Bounds, Exploration, Outcome, Violation, World};
+use bootsim_nccl::{nccl_init, nccl_p2p, CallKind, InitParams, NcclError, P2pParams, Planned, Variant};
+
+/// Every workload shape explored at `n`: (name, programs). One channel; 2 ranks per node (so
+/// nodes have intra-node collectives and inter-node trees) and one node of all ranks; CollNet off
+/// and on; point-to-point to every peer, and distance 1 twice.
+fn shapes(v: Variant, n: u32) -> Vec<(String, Vec<Vec<Planned>>)> {
+    let mut out = Vec::new();
+    for (per, collnet) in [(2, false), (2, true), (8, false)] {
+        let p = InitParams { ranks_per_node: per, channels: 1, collnet };
+        out.push((format!("nccl-init per-node={per} collnet={collnet}"), nccl_init(v, n, p)));
+    }
+    out.push(("nccl-p2p every peer".into(), nccl_p2p(v, n, &P2pParams { channels: 1, ..P2pParams::every_peer(n) })));
+    out.push(("nccl-p2p distance 1 twice".into(), nccl_p2p(v, n, &P2pParams { channels: 1, distances: vec![1, 1] })));
+    out
+}
+
+/// Explores and prints the figures.
+fn run(v: Variant, n: u32, name: &str, progs: Vec<Vec<Planned>>, bounds: Bounds) -> Exploration {
+    let t = Instant::now();
+    let ex = explore(v, progs, bounds);
+    println!(
+        "{v} n={n} {name}: {} states, {} terminal, depth {}, complete {}, {:.2?}{}",
+        ex.states,
+        ex.terminals,
+        ex.max_depth,
+        ex.complete,
+        t.elapsed(),
+        ex.counterexample.as_ref().map_or(String::new(), |c| format!(", counterexample: {}", c.violations[0]))
+    );
+    ex
+}
 
 #[test]
-fn scratch() {
-    let only = std::env::var("ONLY").unwrap_or_default();
-    for v in bootsim_nccl::ALL {
-        for n in 2..=4u32 {
-            let shapes = vec![
-                (format!("init per=2 collnet=0"), nccl_init(v, n, InitParams { ranks_per_node: 2, channels: 1, collnet: false })),
-                (format!("init per=2 collnet=1"), nccl_init(v, n, InitParams { ranks_per_node: 2, channels: 1, collnet: true })),
-                (format!("p2p every"), nccl_p2p(v, n, &P2pParams { channels: 1, ..P2pParams::every_peer(n) })),
-            ];
-            for (name, progs) in shapes {
-                let tag = format!("{v} n={n} {name}");
-                if !tag.contains(&only) { continue; }
-                let t = Instant::now();
-                let ex = explore(v, progs, 200_000);
-                println!("{tag}: states {} terminals {} depth {} complete {} {:?} cx {:?}", ex.states, ex.terminals, ex.max_depth, ex.complete, t.elapsed(), ex.counterexample.as_ref().map(|c| (c.schedule.len(), c.violations[0].to_string())));
+fn nccl_2_21_and_2_30_are_proved_for_every_accept_order_up_to_4_ranks() {
+    for v in [Variant::Nccl221, Variant::Nccl230] {
+        for n in 2..=4 {
+            for (name, progs) in shapes(v, n) {
+                let ex = run(v, n, &name, progs, Bounds::default());
+                assert!(ex.complete, "{v} n={n} {name}: the search did not finish");
+                assert!(ex.counterexample.is_none(), "{v} n={n} {name}: {:#?}", ex.counterexample);
+                assert!(ex.terminals >= 1 && ex.states > ex.max_depth, "{v} n={n} {name}: {ex:?}");
             }
         }
     }
+}
+
+/// A transport setup's sync.
+fn is_sync(k: CallKind) -> bool {
+    matches!(k, CallKind::SetupSync { .. })
+}
+
+/// Takes the first accept left until nothing can happen.
+fn settle(w: &mut World) {
+    while let Some(&c) = w.choices().first() {
+        w.choose(c);
+    }
+}
+
+#[test]
+fn nccl_2_19_breaks_as_1176_in_its_first_counterexample_which_replays() {
+    let v = Variant::Nccl219;
+    let progs = nccl_init(v, 2, InitParams { ranks_per_node: 2, channels: 1, collnet: false });
+    let ex = run(v, 2, "nccl-init per-node=2 collnet=false", progs.clone(), Bounds::default());
+    let cx = ex.counterexample.expect("2.19 breaks");
+    println!("{}", cx.story.join("\n"));
+    // A connectInfo receive took the same setup's sync from the same peer (same wire tag):
+    // the sync overtook it.
+    let Violation::Mismatch(m) = &cx.violations[0] else { panic!("{:?}", cx.violations) };
+    assert!(matches!(m.call.kind, CallKind::SetupExchange { .. }), "{m:?}");
+    assert!(is_sync(progs[m.got.0 as usize][m.got.1].call.kind), "{m:?}");
+    assert!(cx.story.iter().any(|s| s.contains("sync") && s.contains("before")), "{:?}", cx.story);
+    let mut w = replay(v, progs.clone(), &cx.schedule).expect("replays");
+    assert_eq!(w.mismatches(), vec![m.clone()]);
+    // Then the sync's 4-byte receive is handed the connectInfo (256 bytes at n = 2): #1176's
+    // error, at the sync's line.
+    settle(&mut w);
+    let Outcome::Failed(e @ NcclError::Truncated { received: 256, expected: 4, call, .. }) = w.outcome(m.rank) else {
+        panic!("{:?}", w.outcome(m.rank))
+    };
+    assert!(is_sync(call.kind) && call.site == "transport.cc:204", "{call:?}");
+    assert!(e.to_string().contains("Message truncated : received 256 bytes instead of 4"), "{e}");
+    // Replaying twice gives the same log.
+    let again = replay(v, progs, &cx.schedule).unwrap();
+    let first = replay(v, nccl_init(v, 2, InitParams { ranks_per_node: 2, channels: 1, collnet: false }), &cx.schedule)
+        .unwrap();
+    assert_eq!(again.log, first.log);
+}
+
+#[test]
+fn nccl_2_19_breaks_on_every_shape_and_size() {
+    let v = Variant::Nccl219;
+    for n in 2..=4 {
+        for (name, progs) in shapes(v, n) {
+            if name.contains("every peer") && n == 2 {
+                continue; // one setup only: nothing to overtake
+            }
+            let ex = run(v, n, &name, progs.clone(), Bounds::default());
+            let cx = ex.counterexample.unwrap_or_else(|| panic!("{v} n={n} {name}: no counterexample"));
+            let w = replay(v, progs, &cx.schedule).expect("replays");
+            assert_eq!(
+                w.mismatches().first(),
+                cx.violations.iter().find_map(|x| match x {
+                    Violation::Mismatch(m) => Some(m),
+                    _ => None,
+                })
+            );
+        }
+    }
+}
+
+#[test]
+fn nccl_2_8_hands_a_receive_another_setups_message() {
+    let v = Variant::Nccl28;
+    let progs = nccl_init(v, 2, InitParams { ranks_per_node: 2, channels: 1, collnet: false });
+    let ex = run(v, 2, "nccl-init per-node=2 collnet=false", progs.clone(), Bounds::default());
+    let cx = ex.counterexample.expect("2.8 breaks");
+    println!("{}", cx.story.join("\n"));
+    let Violation::Mismatch(m) = &cx.violations[0] else { panic!("{:?}", cx.violations) };
+    // Matching by peer alone: a message of another intended tag, same peer.
+    assert_eq!(m.got.0, m.expected.0, "{m:?}");
+    assert_ne!(m.got.2, m.expected.2, "{m:?}");
+    let w = replay(v, progs, &cx.schedule).expect("replays");
+    assert_eq!(w.mismatches(), vec![m.clone()]);
+}
+
+/// The reductions keep every verdict: with every accept a move, the small cases end the same.
+#[test]
+fn the_reductions_lose_no_verdict_on_small_cases() {
+    for v in bootsim_nccl::ALL {
+        for (name, progs) in shapes(v, 2) {
+            let full = run(
+                v,
+                2,
+                &format!("{name} (no reduction)"),
+                progs.clone(),
+                Bounds { reduce: false, ..Bounds::default() },
+            );
+            let reduced = explore(v, progs, Bounds::default());
+            assert!(full.complete, "{v} {name}");
+            assert_eq!(full.counterexample.is_some(), reduced.counterexample.is_some(), "{v} {name}");
+        }
+    }
+}
+
+#[test]
+fn a_search_cut_short_says_so() {
+    let v = Variant::Nccl221;
+    let progs = nccl_init(v, 4, InitParams { ranks_per_node: 2, channels: 1, collnet: true });
+    let ex = explore(v, progs, Bounds { max_states: 50, ..Bounds::default() });
+    assert!(!ex.complete);
+    assert_eq!(ex.states, 50);
+    assert!(ex.counterexample.is_none());
 }

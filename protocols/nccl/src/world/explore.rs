@@ -19,20 +19,29 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 
-use super::{listener_addr, Link, Mismatch, Node, World};
+use super::{listener_addr, message_identity, Link, Mismatch, Node, World};
 use crate::error::{NcclError, RootError};
 use crate::io::Listener;
 use crate::program::Planned;
 use crate::variant::Variant;
 
-/// One nondeterministic step: the listener at `listener`, which has an accept pending, takes the
-/// queued connection numbered `link` (links are numbered in connect order, the same on replay).
+/// One nondeterministic step of a schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Choice {
-    /// The accepting listener's address.
-    pub listener: SocketAddr,
-    /// The connection it takes.
-    pub link: usize,
+pub enum Choice {
+    /// The listener at `listener`, which has an accept pending, takes the queued connection
+    /// numbered `link` (links are numbered in connect order, the same on replay).
+    Accept {
+        /// The accepting listener's address.
+        listener: SocketAddr,
+        /// The connection it takes.
+        link: usize,
+    },
+    /// The listener lets every connection queued now wait: its next accept takes one queued
+    /// later, or waits until one is.
+    Wait {
+        /// The waiting listener's address.
+        listener: SocketAddr,
+    },
 }
 
 /// What went wrong in a counterexample.
@@ -84,6 +93,22 @@ pub struct Counterexample {
     pub story: Vec<String>,
 }
 
+/// How far to search and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// Stop (incomplete) after this many distinct states.
+    pub max_states: usize,
+    /// Use the reductions (wanted first, one listener at a time; see the module doc);
+    /// without them every accept is a move (for cross-checking them).
+    pub reduce: bool,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds { max_states: 1_000_000, reduce: true }
+    }
+}
+
 /// What an exploration found.
 #[derive(Clone, Debug)]
 pub struct Exploration {
@@ -113,27 +138,92 @@ impl World {
         let mut out = Vec::new();
         for addr in self.pending_accept.keys() {
             for &link in self.accept_queue.get(addr).into_iter().flatten() {
-                out.push(Choice { listener: *addr, link });
+                out.push(Choice::Accept { listener: *addr, link });
             }
         }
         out
     }
 
-    /// Takes one accept and runs to quiescence.
-    fn choose(&mut self, c: Choice) {
-        self.accept_link(c.listener, c.link);
-        self.run();
+    /// The moves the search tries: `Some(empty)` at a terminal state, `None` where every
+    /// listener that could usefully accept chose to wait (a path another one covers).
+    ///
+    /// Two reductions, both keeping every outcome:
+    /// - Wanted first. A receive's accept loop (`bootstrapRecv`) only moves a connection it does
+    ///   not match to the tail of the unexpected list, with nothing else seen. Taking such a
+    ///   connection later gives the same outcomes, and more (later ones of its own peer and tag
+    ///   may overtake it). So a receive's listener takes only connections it would keep, and
+    ///   one with none such queued waits for more. (For the other accepts, ring and root, every
+    ///   queued connection is useful.)
+    /// - One listener at a time. Only the first useful listener (in address order) that is not
+    ///   waiting moves: it takes one of its useful connections or, if another listener can move,
+    ///   waits until another connection is queued to it. Accepts on different listeners commute
+    ///   (checked: each node has at most one accept pending, else every accept is a move), so
+    ///   whatever the others do first, its next accept takes a connection queued now (taken first
+    ///   here, to the same state) or one queued later (its wait).
+    fn moves(&self) -> Option<Vec<Choice>> {
+        let all = self.choices();
+        if all.is_empty() {
+            return Some(all);
+        }
+        let mut owners = BTreeSet::new();
+        if !self.pending_accept.keys().all(|a| owners.insert(self.listeners[a])) {
+            return Some(all);
+        }
+        let useful: Vec<(SocketAddr, Vec<usize>)> =
+            self.pending_accept.keys().map(|&a| (a, self.useful(a))).filter(|(_, links)| !links.is_empty()).collect();
+        let ready: Vec<&(SocketAddr, Vec<usize>)> = useful.iter().filter(|(a, _)| !self.waiting.contains(a)).collect();
+        let Some(&(first, links)) = ready.first() else {
+            // Nothing can move: the end if no listener waits with a useful connection queued.
+            return if useful.is_empty() { Some(Vec::new()) } else { None };
+        };
+        let mut out: Vec<Choice> = links.iter().map(|&link| Choice::Accept { listener: *first, link }).collect();
+        if ready.len() > 1 {
+            out.push(Choice::Wait { listener: *first });
+        }
+        Some(out)
     }
 
-    /// A hash of everything that decides the world's future (the log and hold bookkeeping
-    /// excepted). A link is named by its client end (node and connection number), which does not
-    /// depend on the order of connects across nodes, and the connections queued on one listener
-    /// are hashed as a set: the explorer picks among them in any order.
+    /// The connections queued to `addr` its pending accept would keep (all of them unless that
+    /// accept is a receive's, or where a connection's header is not there yet).
+    fn useful(&self, addr: SocketAddr) -> Vec<usize> {
+        let queued = self.accept_queue.get(&addr).into_iter().flatten().copied();
+        let Node::Rank(r) = self.listeners[&addr] else { return queued.collect() };
+        let rank = &self.ranks[r as usize];
+        queued
+            .filter(|&i| {
+                message_identity(self.variant, &self.links[i].early).and_then(|h| rank.would_match(h)).unwrap_or(true)
+            })
+            .collect()
+    }
+
+    /// Takes one choice and runs to quiescence (a world from [`replay`]).
+    pub fn choose(&mut self, c: Choice) {
+        match c {
+            Choice::Accept { listener, link } => {
+                self.accept_link(listener, link);
+                self.run();
+            }
+            Choice::Wait { listener } => {
+                self.waiting.insert(listener);
+            }
+        }
+    }
+
+    /// A hash of everything that decides the world's future, and nothing else: not the log nor
+    /// hold bookkeeping, not the root once it is done (it ignores everything then), not links
+    /// closed at both ends. A link is named by its client end (node and connection number),
+    /// which does not depend on the order of connects across nodes, and the connections queued
+    /// on one listener are hashed as a set: the explorer picks among them in any order.
     fn fingerprint(&self) -> u64 {
         let key = |i: usize| self.links[i].ends[0];
+        let live = |i: usize| !(self.links[i].closed[0] && self.links[i].closed[1]);
         let mut h = DefaultHasher::new();
-        self.root.hash(&mut h);
-        self.ranks.hash(&mut h);
+        if self.root_done.is_none() {
+            self.root.hash(&mut h);
+        }
+        for rank in &self.ranks {
+            rank.hash_state(&mut h);
+        }
         self.listeners.hash(&mut h);
         for (addr, q) in &self.accept_queue {
             let q: BTreeSet<_> = q.iter().map(|&i| key(i)).collect();
@@ -142,15 +232,19 @@ impl World {
         self.pending_accept.hash(&mut h);
         self.waiting_connects.hash(&mut h);
         self.injections.hash(&mut h);
-        let links: BTreeMap<_, &Link> = self.links.iter().map(|l| (l.ends[0], l)).collect();
+        let links: BTreeMap<_, &Link> =
+            (0..self.links.len()).filter(|&i| live(i)).map(|i| (key(i), &self.links[i])).collect();
         links.hash(&mut h);
         for (end, &(i, side)) in &self.link_of {
-            (end, key(i), side).hash(&mut h);
+            if live(i) {
+                (end, key(i), side).hash(&mut h);
+            }
         }
         self.work.hash(&mut h);
-        self.judge.hash_with(&mut h, key);
+        self.judge.hash_with(&mut h, |i| live(i).then(|| key(i)));
         self.failures.hash(&mut h);
         self.root_done.hash(&mut h);
+        self.waiting.hash(&mut h);
         h.finish()
     }
 
@@ -177,7 +271,7 @@ impl World {
     }
 
     /// `c` in words: who accepts what, and what else was queued there.
-    fn describe(&self, c: Choice) -> String {
+    fn describe(&self, listener: SocketAddr, link: usize) -> String {
         let who = |i: usize| {
             let client = self.links[i].ends[0].0;
             match self.judge.sent_by(i) {
@@ -188,19 +282,26 @@ impl World {
                 },
             }
         };
-        let node = self.listeners[&c.listener];
-        let kind = [Listener::Ring, Listener::P2p, Listener::FromRoot, Listener::Root]
-            .into_iter()
-            .find(|&l| listener_addr(node, l) == c.listener);
+        let (node, kind) = match self.listeners[&listener] {
+            Node::Rank(r) => {
+                let kind = [Listener::Ring, Listener::P2p, Listener::FromRoot]
+                    .into_iter()
+                    .find(|&l| listener_addr(Node::Rank(r), l) == listener)
+                    .unwrap_or(Listener::Ring);
+                (format!("rank {r}"), kind)
+            }
+            other => (format!("{other:?}").to_lowercase(), Listener::Root),
+        };
         let others: Vec<String> =
-            self.accept_queue[&c.listener].iter().filter(|&&i| i != c.link).map(|&i| who(i)).collect();
-        format!("{node:?} accepts on its {kind:?} listener {} before {}", who(c.link), others.join(", "))
+            self.accept_queue[&listener].iter().filter(|&&i| i != link).map(|&i| who(i)).collect();
+        format!("{node} accepts on its {kind:?} listener {} before {}", who(link), others.join(", "))
     }
 }
 
-/// Every accept order of `programs` under `variant`, depth first, up to `max_states` distinct
-/// states; stops at the first violation.
-pub fn explore(variant: Variant, programs: Vec<Vec<Planned>>, max_states: usize) -> Exploration {
+/// Every accept order of `programs` under `variant`, depth first, within `bounds`; stops at the
+/// first violation.
+pub fn explore(variant: Variant, programs: Vec<Vec<Planned>>, bounds: Bounds) -> Exploration {
+    let moves = |w: &World| if bounds.reduce { w.moves() } else { Some(w.choices()) };
     let start = World::explored(variant, programs.clone(), false);
     let mut ex = Exploration { states: 1, terminals: 0, max_depth: 0, complete: true, counterexample: None };
     let mut visited: HashSet<u64> = HashSet::new();
@@ -216,7 +317,7 @@ pub fn explore(variant: Variant, programs: Vec<Vec<Planned>>, max_states: usize)
         ex.counterexample = Some(found(&path, first));
         return ex;
     }
-    let choices = start.choices();
+    let Some(choices) = moves(&start) else { return ex };
     if choices.is_empty() {
         ex.terminals = 1;
         let v = start.terminal_violations();
@@ -236,7 +337,11 @@ pub fn explore(variant: Variant, programs: Vec<Vec<Planned>>, max_states: usize)
         }
         let c = choices[*next];
         *next += 1;
-        let mut w = if *next == choices.len() { world.take().expect("a frame keeps its world until its last choice") } else { world.clone().expect("a frame keeps its world until its last choice") };
+        let mut w = if *next == choices.len() {
+            world.take().expect("a frame keeps its world until its last choice")
+        } else {
+            world.clone().expect("a frame keeps its world until its last choice")
+        };
         w.choose(c);
         path.push(c);
         ex.max_depth = ex.max_depth.max(path.len());
@@ -250,11 +355,14 @@ pub fn explore(variant: Variant, programs: Vec<Vec<Planned>>, max_states: usize)
             continue;
         }
         ex.states += 1;
-        if ex.states >= max_states {
+        if ex.states >= bounds.max_states {
             ex.complete = false;
             return ex;
         }
-        let cs = w.choices();
+        let Some(cs) = moves(&w) else {
+            path.pop();
+            continue;
+        };
         if cs.is_empty() {
             ex.terminals += 1;
             let v = w.terminal_violations();
@@ -276,7 +384,7 @@ pub fn replay(variant: Variant, programs: Vec<Vec<Planned>>, schedule: &[Choice]
     let mut w = World::explored(variant, programs, true);
     for (k, &c) in schedule.iter().enumerate() {
         let cs = w.choices();
-        if !cs.contains(&c) {
+        if matches!(c, Choice::Accept { .. }) && !cs.contains(&c) {
             return Err(format!("choice {k} ({c:?}) cannot be taken; the choices are {cs:?}"));
         }
         w.choose(c);
@@ -289,8 +397,10 @@ fn story(variant: Variant, programs: &[Vec<Planned>], schedule: &[Choice]) -> Ve
     let mut w = World::explored(variant, programs.to_vec(), false);
     let mut out = Vec::new();
     for (k, &c) in schedule.iter().enumerate() {
-        if w.choices().len() > 1 && w.accept_queue[&c.listener].len() > 1 {
-            out.push(format!("{k}: {}", w.describe(c)));
+        if let Choice::Accept { listener, link } = c {
+            if w.accept_queue[&listener].len() > 1 {
+                out.push(format!("{k}: {}", w.describe(listener, link)));
+            }
         }
         w.choose(c);
     }

@@ -7,7 +7,7 @@
 //! It also judges: every receive must take the message its sender meant for it, the k-th send of
 //! (sender, receiver, intended tag) for the k-th such receive (MPI's non-overtaking order).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 pub use bootsim_core::memnet::Node;
@@ -23,9 +23,9 @@ use crate::variant::Variant;
 
 mod explore;
 mod oracle;
-pub use explore::{explore, replay, Choice, Counterexample, Exploration, Violation};
-pub use oracle::Mismatch;
+pub use explore::{explore, replay, Bounds, Choice, Counterexample, Exploration, Violation};
 use oracle::Judge;
+pub use oracle::Mismatch;
 
 /// Keep the `nth` message (from 0) from rank `from` to rank `to` whose header carries `tag` (0
 /// in 2.8, where no tag is sent) out of `to`'s accept queue, until `from`'s next connection to the
@@ -122,6 +122,9 @@ pub struct World {
     keep_log: bool,
     /// True under the explorer: a pending accept takes only the connection the explorer chooses.
     chosen_accepts: bool,
+    /// Under the explorer: listeners that let their queued connections wait until another one
+    /// is queued.
+    waiting: BTreeSet<SocketAddr>,
     /// Every observation, in order.
     pub log: Vec<(Node, Observation)>,
 }
@@ -192,6 +195,7 @@ impl World {
             root_done: None,
             keep_log,
             chosen_accepts,
+            waiting: BTreeSet::new(),
             log: Vec::new(),
         };
         w.collect(Node::Root);
@@ -359,6 +363,7 @@ impl World {
                 let addr = listener_addr(node, listener);
                 self.listeners.remove(&addr);
                 self.pending_accept.remove(&addr);
+                self.waiting.remove(&addr);
                 for i in self.accept_queue.remove(&addr).unwrap_or_default() {
                     self.close_side(i, 0);
                 }
@@ -485,6 +490,7 @@ impl World {
         let addr = link.server;
         let client = link.ends[0].0;
         self.accept_queue.entry(addr).or_default().push_back(i);
+        self.waiting.remove(&addr);
         if !was_held {
             // Release on next: a held connection from the same sender to the same listener goes
             // right after this one.

@@ -39,7 +39,6 @@ pub(super) struct Judge {
     found: Vec<Mismatch>,
 }
 
-
 fn logical(programs: &[Vec<Planned>], r: u32, s: usize) -> i32 {
     match programs[r as usize][s].step {
         Step::Send { logical_tag, .. } | Step::Recv { logical_tag, .. } => logical_tag,
@@ -72,7 +71,13 @@ impl Judge {
     }
 
     /// Judges one observation of `node`; `link` is the link of the connection it names.
-    pub(super) fn observe(&mut self, programs: &[Vec<Planned>], node: Node, o: &Observation, link: impl Fn(ConnId) -> Option<usize>) {
+    pub(super) fn observe(
+        &mut self,
+        programs: &[Vec<Planned>],
+        node: Node,
+        o: &Observation,
+        link: impl Fn(ConnId) -> Option<usize>,
+    ) {
         match (node, o) {
             (Node::Rank(r), Observation::Sent { conn, step, .. }) => {
                 if let Some(l) = link(*conn) {
@@ -103,9 +108,10 @@ impl Judge {
         self.sent_by.get(&i).copied()
     }
 
-    /// Hashes what decides future verdicts, naming each link by `key`.
-    pub(super) fn hash_with<K: Hash + Ord>(&self, h: &mut impl Hasher, key: impl Fn(usize) -> K) {
-        let sent: BTreeMap<K, (u32, usize)> = self.sent_by.iter().map(|(&l, &s)| (key(l), s)).collect();
+    /// Hashes what decides future verdicts, naming each link by `key` (`None`: a link that can
+    /// carry nothing more).
+    pub(super) fn hash_with<K: Hash + Ord>(&self, h: &mut impl Hasher, key: impl Fn(usize) -> Option<K>) {
+        let sent: BTreeMap<K, (u32, usize)> = self.sent_by.iter().filter_map(|(&l, &s)| Some((key(l)?, s))).collect();
         sent.hash(h);
         self.found.hash(h);
     }
