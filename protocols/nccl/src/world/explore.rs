@@ -3,15 +3,33 @@
 //! The world is zero-latency and otherwise deterministic; the one thing left to chance is which
 //! queued connection a pending accept takes (the kernel completes handshakes in any order, and a
 //! connection can stay out of the queue while others arrive). So the explorer runs everything
-//! else to quiescence and branches over every (listener with an accept pending, connection in its
-//! queue); choosing another listener's accept first is how a connection waits. States are
-//! deduplicated by a hash of the whole world (the log excepted: the oracle judges as it goes),
-//! the search is depth-first and stops at the first violation, which comes back as a schedule
-//! [`replay`] runs again.
+//! else to quiescence and branches over the accepts that can happen; taking another listener's
+//! accept first is how a connection waits. The search is depth first, stops at the first
+//! violation (judged on every transition by the world's oracle, failed steps, the root's result,
+//! and at the end every rank done) and gives it back as a schedule [`replay`] runs again.
+//!
+//! States are deduplicated by a 64-bit hash of what decides the world's future (see
+//! `World::fingerprint`); a bound on distinct states ends the search as incomplete.
+//!
+//! Two reductions (`Bounds::reduce`, on by default; the tests check that they keep every
+//! verdict against the unreduced search):
+//! - Wanted first. A receive's accept loop (`bootstrapRecv`) only moves a connection it does not
+//!   match to the tail of the unexpected list, with nothing else seen. Taking such a connection
+//!   later gives the same outcomes, and more (later ones of its own peer and tag may overtake it).
+//!   So a receive's listener takes only connections it would keep, and one with none such queued
+//!   waits for more. The ring's and the root's accepts take any.
+//! - One listener at a time. Only the first listener (in address order) that can usefully accept
+//!   and is not waiting moves: it takes one of those connections or, if another listener can
+//!   move, waits until another connection is queued to it ([`Choice::Wait`]). Accepts on
+//!   different listeners commute (checked: each node has at most one accept pending, else every
+//!   accept is a move), so whatever the others do first, its next accept takes a connection
+//!   queued now (taken first here, to the same state) or one queued later (its wait).
 //!
 //! Shared with sim's NVSHMEM explorer (sim/src/explore): the choice (an accept), the schedule as
-//! a list of choices, fingerprint deduplication and a state bound. Not shared (yet): sim's sleep
-//! sets over footprints; the protocol seam is where the two should become one.
+//! a list of choices, fingerprint deduplication, a state bound, depth first to the first
+//! counterexample. Not shared: sim's sleep sets over footprints (here the two reductions above
+//! instead, which know NCCL's matching rule), and the world itself. The protocol seam is where
+//! the two should become one explorer over an opaque world.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -144,22 +162,8 @@ impl World {
         out
     }
 
-    /// The moves the search tries: `Some(empty)` at a terminal state, `None` where every
-    /// listener that could usefully accept chose to wait (a path another one covers).
-    ///
-    /// Two reductions, both keeping every outcome:
-    /// - Wanted first. A receive's accept loop (`bootstrapRecv`) only moves a connection it does
-    ///   not match to the tail of the unexpected list, with nothing else seen. Taking such a
-    ///   connection later gives the same outcomes, and more (later ones of its own peer and tag
-    ///   may overtake it). So a receive's listener takes only connections it would keep, and
-    ///   one with none such queued waits for more. (For the other accepts, ring and root, every
-    ///   queued connection is useful.)
-    /// - One listener at a time. Only the first useful listener (in address order) that is not
-    ///   waiting moves: it takes one of its useful connections or, if another listener can move,
-    ///   waits until another connection is queued to it. Accepts on different listeners commute
-    ///   (checked: each node has at most one accept pending, else every accept is a move), so
-    ///   whatever the others do first, its next accept takes a connection queued now (taken first
-    ///   here, to the same state) or one queued later (its wait).
+    /// The moves the search tries under the reductions (module doc): `Some(empty)` at the end,
+    /// `None` where every listener that could usefully accept waits (a path another covers).
     fn moves(&self) -> Option<Vec<Choice>> {
         let all = self.choices();
         if all.is_empty() {
@@ -298,38 +302,62 @@ impl World {
     }
 }
 
+/// What a newly reached state asks of the search.
+enum Visit {
+    /// Stop: something is wrong.
+    Broken(Vec<Violation>),
+    /// Nothing more can happen, and all is well.
+    End,
+    /// A path another one covers (every listener that could move waits).
+    Covered,
+    /// Try these.
+    Branch(Vec<Choice>),
+}
+
 /// Every accept order of `programs` under `variant`, depth first, within `bounds`; stops at the
 /// first violation.
 pub fn explore(variant: Variant, programs: Vec<Vec<Planned>>, bounds: Bounds) -> Exploration {
-    let moves = |w: &World| if bounds.reduce { w.moves() } else { Some(w.choices()) };
+    let visit = |w: &World| {
+        let broken = w.violations();
+        if !broken.is_empty() {
+            return Visit::Broken(broken);
+        }
+        match if bounds.reduce { w.moves() } else { Some(w.choices()) } {
+            None => Visit::Covered,
+            Some(cs) if !cs.is_empty() => Visit::Branch(cs),
+            Some(_) => match w.terminal_violations() {
+                v if v.is_empty() => Visit::End,
+                v => Visit::Broken(v),
+            },
+        }
+    };
     let start = World::explored(variant, programs.clone(), false);
     let mut ex = Exploration { states: 1, terminals: 0, max_depth: 0, complete: true, counterexample: None };
     let mut visited: HashSet<u64> = HashSet::new();
     visited.insert(start.fingerprint());
+    // Frames: a world (taken for its last choice), its choices and the next to try; `path`
+    // holds the choice that led to each frame but the first.
+    let mut stack: Vec<(Option<World>, Vec<Choice>, usize)> = Vec::new();
     let mut path: Vec<Choice> = Vec::new();
-    let found = |path: &[Choice], violations: Vec<Violation>| Counterexample {
-        schedule: path.to_vec(),
-        violations,
-        story: story(variant, &programs, path),
-    };
-    let first = start.violations();
-    if !first.is_empty() {
-        ex.counterexample = Some(found(&path, first));
-        return ex;
-    }
-    let Some(choices) = moves(&start) else { return ex };
-    if choices.is_empty() {
-        ex.terminals = 1;
-        let v = start.terminal_violations();
-        if !v.is_empty() {
-            ex.counterexample = Some(found(&path, v));
+    let mut reached = Some(start);
+    loop {
+        if let Some(w) = reached.take() {
+            match visit(&w) {
+                Visit::Broken(violations) => {
+                    let story = story(variant, &programs, &path);
+                    ex.counterexample = Some(Counterexample { schedule: path, violations, story });
+                    return ex;
+                }
+                Visit::End => ex.terminals += 1,
+                Visit::Covered => {}
+                Visit::Branch(cs) => {
+                    stack.push((Some(w), cs, 0));
+                    continue;
+                }
+            }
+            path.truncate(stack.len().saturating_sub(1));
         }
-        return ex;
-    }
-    // Frames: a world, its choices and the next to try; `path` holds the choice that led to
-    // each frame but the first.
-    let mut stack: Vec<(Option<World>, Vec<Choice>, usize)> = vec![(Some(start), choices, 0)];
-    while let Some((world, choices, next)) = stack.last_mut() {
+        let Some((world, choices, next)) = stack.last_mut() else { return ex };
         if *next == choices.len() {
             stack.pop();
             path.truncate(stack.len().saturating_sub(1));
@@ -337,45 +365,28 @@ pub fn explore(variant: Variant, programs: Vec<Vec<Planned>>, bounds: Bounds) ->
         }
         let c = choices[*next];
         *next += 1;
-        let mut w = if *next == choices.len() {
-            world.take().expect("a frame keeps its world until its last choice")
-        } else {
-            world.clone().expect("a frame keeps its world until its last choice")
-        };
+        let last = *next == choices.len();
+        let mut w =
+            if last { world.take() } else { world.clone() }.expect("a frame keeps its world until its last choice");
         w.choose(c);
         path.push(c);
         ex.max_depth = ex.max_depth.max(path.len());
-        let v = w.violations();
-        if !v.is_empty() {
-            ex.counterexample = Some(found(&path, v));
-            return ex;
-        }
-        if !visited.insert(w.fingerprint()) {
+        // A violation is judged on every path to a state, before deduplication: the oracle's
+        // verdicts come from the transition, not only from the state.
+        let broken = !w.violations().is_empty();
+        if !broken && !visited.insert(w.fingerprint()) {
             path.pop();
             continue;
         }
-        ex.states += 1;
-        if ex.states >= bounds.max_states {
-            ex.complete = false;
-            return ex;
-        }
-        let Some(cs) = moves(&w) else {
-            path.pop();
-            continue;
-        };
-        if cs.is_empty() {
-            ex.terminals += 1;
-            let v = w.terminal_violations();
-            if !v.is_empty() {
-                ex.counterexample = Some(found(&path, v));
+        if !broken {
+            ex.states += 1;
+            if ex.states >= bounds.max_states {
+                ex.complete = false;
                 return ex;
             }
-            path.pop();
-            continue;
         }
-        stack.push((Some(w), cs, 0));
+        reached = Some(w);
     }
-    ex
 }
 
 /// Runs `schedule` (from [`Counterexample::schedule`]) again, with the log kept: the world at the
