@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use bootsim_nccl::world::{explore, replay, Bounds, Exploration, Outcome, Violation, World};
+use bootsim_nccl::world::{explore, replay, Bounds, Choice, Exploration, Outcome, Violation, World};
 use bootsim_nccl::{nccl_init, nccl_p2p, CallKind, InitParams, NcclError, P2pParams, Planned, Variant};
 
 /// Every workload shape explored at `n`: (name, programs). One channel; 2 ranks per node (so
@@ -173,4 +173,13 @@ fn a_search_cut_short_says_so() {
     assert!(!ex.complete);
     assert_eq!(ex.states, 50);
     assert!(ex.counterexample.is_none());
+}
+
+#[test]
+fn a_schedule_that_does_not_fit_is_refused_by_name() {
+    let v = Variant::Nccl221;
+    let progs = nccl_init(v, 2, InitParams { ranks_per_node: 2, channels: 1, collnet: false });
+    let bogus = Choice::Accept { listener: "10.9.9.9:1".parse().unwrap(), link: 7 };
+    let err = replay(v, progs, &[bogus]).err().expect("refused");
+    assert!(err.contains("choice 0") && err.contains("10.9.9.9:1"), "{err}");
 }
