@@ -190,6 +190,29 @@ impl Rank {
         self.cfg.rank
     }
 
+    /// Hashes what decides this rank's future (its configuration, fixed, left out): for
+    /// explorers' state fingerprints.
+    pub fn hash_state<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        let Rank {
+            cfg: _,
+            effects,
+            observations,
+            next_conn,
+            listeners,
+            conns,
+            peers,
+            ring,
+            unexpected,
+            step,
+            state,
+            intra,
+            ring_addr,
+        } = self;
+        (effects, observations, next_conn, listeners, conns, peers).hash(h);
+        (ring, unexpected, step, state, intra, ring_addr).hash(h);
+    }
+
     /// True once every step completed.
     pub fn is_done(&self) -> bool {
         matches!(self.state, State::Done)

@@ -5,17 +5,27 @@ use super::*;
 
 impl Rank {
     pub(super) fn start_recv(&mut self, want: Want) {
-        let tagged = self.cfg.variant.tagged();
-        let found = self.unexpected.iter().position(|u| {
-            let peer_ok = want.peer.is_none_or(|p| u.peer == p as i32);
-            peer_ok && (!tagged || u.tag == want.tag)
-        });
+        let found = self.unexpected.iter().position(|u| self.matches(&want, u.peer, u.tag));
         if let Some(i) = found {
             let u = self.unexpected.remove(i);
             self.matched(want, u.conn, Header { rank: u.peer, tag: u.tag });
         } else {
             self.accept_next(want);
         }
+    }
+
+    /// NCCL's matching: by peer, and by tag from 2.9 on.
+    fn matches(&self, want: &Want, peer: i32, tag: i32) -> bool {
+        let peer_ok = want.peer.is_none_or(|p| peer == p as i32);
+        peer_ok && (!self.cfg.variant.tagged() || tag == want.tag)
+    }
+
+    /// Whether the receive whose accept is pending would keep a message with `header`; `None`
+    /// when no receive's accept is pending (the ring's, the root's answer's). A message it would
+    /// not keep only joins the unexpected list.
+    pub fn would_match(&self, header: Header) -> Option<bool> {
+        let State::Accepting { want, .. } = &self.state else { return None };
+        Some(self.matches(want, header.rank, header.tag))
     }
 
     pub(super) fn accept_next(&mut self, want: Want) {
@@ -65,8 +75,7 @@ impl Rank {
                 return true;
             }
         };
-        let peer_ok = want.peer.is_none_or(|p| header.rank == p as i32);
-        if peer_ok && (!v.tagged() || header.tag == want.tag) {
+        if self.matches(&want, header.rank, header.tag) {
             self.matched(want, conn, header);
             return true;
         }

@@ -7,7 +7,7 @@
 //! It also judges: every receive must take the message its sender meant for it, the k-th send of
 //! (sender, receiver, intended tag) for the k-th such receive (MPI's non-overtaking order).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 pub use bootsim_core::memnet::Node;
@@ -21,7 +21,10 @@ use crate::rank::{Rank, RankConfig};
 use crate::root::{Root, RootConfig};
 use crate::variant::Variant;
 
+mod explore;
 mod oracle;
+pub use explore::{explore, replay, Bounds, Choice, Counterexample, Exploration, Violation};
+use oracle::Judge;
 pub use oracle::Mismatch;
 
 /// Keep the `nth` message (from 0) from rank `from` to rank `to` whose header carries `tag` (0
@@ -39,7 +42,7 @@ pub struct Hold {
     pub nth: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Queue {
     /// Waiting for its first bytes to tell whether a hold applies.
     Pending,
@@ -47,7 +50,7 @@ enum Queue {
     Queued,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Link {
     /// Client end (0) and server end (1): node and that node's connection id.
     ends: [(Node, Option<ConnId>); 2],
@@ -61,7 +64,7 @@ struct Link {
     written: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 enum Owned {
     Listening { listener: Listener, addr: SocketAddr },
     Accepted { conn: ConnId, from: SocketAddr },
@@ -93,7 +96,8 @@ pub enum Outcome {
     Hung(String),
 }
 
-/// The in-memory world.
+/// The in-memory world (`Clone` so the explorer can fork it).
+#[derive(Clone)]
 pub struct World {
     variant: Variant,
     programs: Vec<Vec<Planned>>,
@@ -110,6 +114,17 @@ pub struct World {
     seen: BTreeMap<(u32, u32, i32), u32>,
     messages: Vec<Hold>,
     work: VecDeque<(Node, Owned)>,
+    judge: Judge,
+    /// The first error of each rank that failed.
+    failures: BTreeMap<u32, NcclError>,
+    root_done: Option<Result<(), RootError>>,
+    /// False under the explorer: observations are judged, not kept.
+    keep_log: bool,
+    /// True under the explorer: a pending accept takes only the connection the explorer chooses.
+    chosen_accepts: bool,
+    /// Under the explorer: listeners that let their queued connections wait until another one
+    /// is queued.
+    waiting: BTreeSet<SocketAddr>,
     /// Every observation, in order.
     pub log: Vec<(Node, Observation)>,
 }
@@ -137,6 +152,10 @@ pub const MAGIC: u64 = 0x5eed_0000_1176_0219;
 impl World {
     /// A root and one rank per program, all starting at once.
     pub fn new(variant: Variant, programs: Vec<Vec<Planned>>) -> World {
+        World::build(variant, programs, false, true)
+    }
+
+    fn build(variant: Variant, programs: Vec<Vec<Planned>>, chosen_accepts: bool, keep_log: bool) -> World {
         let nranks = programs.len() as u32;
         let root_addr = listener_addr(Node::Root, Listener::Root);
         let root = Root::new(RootConfig { variant, magic: MAGIC });
@@ -154,6 +173,7 @@ impl World {
                 })
             })
             .collect();
+        let judge = Judge::new(&programs);
         let mut w = World {
             variant,
             programs,
@@ -170,6 +190,12 @@ impl World {
             seen: BTreeMap::new(),
             messages: Vec::new(),
             work: VecDeque::new(),
+            judge,
+            failures: BTreeMap::new(),
+            root_done: None,
+            keep_log,
+            chosen_accepts,
+            waiting: BTreeSet::new(),
             log: Vec::new(),
         };
         w.collect(Node::Root);
@@ -253,12 +279,8 @@ impl World {
         if rank.is_done() {
             return Outcome::Done;
         }
-        let err = self.log.iter().rev().find_map(|(n, o)| match o {
-            Observation::Completed { result: Err(e), .. } if *n == Node::Rank(r) => Some(e.clone()),
-            _ => None,
-        });
-        match err {
-            Some(e) => Outcome::Failed(e),
+        match self.failures.get(&r) {
+            Some(e) => Outcome::Failed(e.clone()),
             None => Outcome::Hung(rank.waiting_for().map_or("nothing".into(), |w| w.0)),
         }
     }
@@ -270,10 +292,7 @@ impl World {
 
     /// How the root ended, if it did.
     pub fn root_result(&self) -> Option<Result<(), RootError>> {
-        self.log.iter().find_map(|(_, o)| match o {
-            Observation::RootDone { result } => Some(result.clone()),
-            _ => None,
-        })
+        self.root_done.clone()
     }
 
     /// The bytes rank `r`'s step `step` completed with.
@@ -298,11 +317,27 @@ impl World {
                 return;
             }
             if let Some(o) = obs {
-                self.log.push((node, o));
+                self.observe(node, o);
             }
             if let Some(e) = effect {
                 self.execute(node, e);
             }
+        }
+    }
+
+    /// Judges an observation, remembers how nodes ended, and logs it unless exploring.
+    fn observe(&mut self, node: Node, o: Observation) {
+        let link_of = &self.link_of;
+        self.judge.observe(&self.programs, node, &o, |c| link_of.get(&(node, c)).map(|&(i, _)| i));
+        match (&node, &o) {
+            (Node::Rank(r), Observation::Completed { result: Err(e), .. }) => {
+                self.failures.entry(*r).or_insert_with(|| e.clone());
+            }
+            (_, Observation::RootDone { result }) if self.root_done.is_none() => self.root_done = Some(result.clone()),
+            _ => {}
+        }
+        if self.keep_log {
+            self.log.push((node, o));
         }
     }
 
@@ -328,6 +363,7 @@ impl World {
                 let addr = listener_addr(node, listener);
                 self.listeners.remove(&addr);
                 self.pending_accept.remove(&addr);
+                self.waiting.remove(&addr);
                 for i in self.accept_queue.remove(&addr).unwrap_or_default() {
                     self.close_side(i, 0);
                 }
@@ -382,11 +418,13 @@ impl World {
             return;
         };
         let i = self.links.len();
+        // The client's port comes from its own connection number, not from the order of
+        // connects across nodes: the explorer's states then do not depend on that order.
         let client_addr = match client {
-            Node::Root => SocketAddr::from(([10, 0, 0, 1], 40000u16.wrapping_add(i as u16))),
+            Node::Root => SocketAddr::from(([10, 0, 0, 1], 40000u16.wrapping_add(conn.0 as u16))),
             Node::Stranger => SocketAddr::from(([192, 0, 2, 1], 40000u16.wrapping_add(i as u16))),
             Node::Rank(_) => {
-                SocketAddr::new(listener_addr(client, Listener::Ring).ip(), 40000u16.wrapping_add(i as u16))
+                SocketAddr::new(listener_addr(client, Listener::Ring).ip(), 40000u16.wrapping_add(conn.0 as u16))
             }
         };
         let watched = match (client, server) {
@@ -452,6 +490,7 @@ impl World {
         let addr = link.server;
         let client = link.ends[0].0;
         self.accept_queue.entry(addr).or_default().push_back(i);
+        self.waiting.remove(&addr);
         if !was_held {
             // Release on next: a held connection from the same sender to the same listener goes
             // right after this one.
@@ -471,8 +510,19 @@ impl World {
     }
 
     fn try_accept(&mut self, addr: SocketAddr) {
+        if self.chosen_accepts {
+            return;
+        }
+        let Some(i) = self.accept_queue.get(&addr).and_then(|q| q.front()).copied() else { return };
+        self.accept_link(addr, i);
+    }
+
+    /// Hands the listener at `addr`, which has an accept pending, the queued link `i`.
+    fn accept_link(&mut self, addr: SocketAddr, i: usize) {
         let Some(&conn) = self.pending_accept.get(&addr) else { return };
-        let Some(i) = self.accept_queue.get_mut(&addr).and_then(VecDeque::pop_front) else { return };
+        let Some(q) = self.accept_queue.get_mut(&addr) else { return };
+        let Some(at) = q.iter().position(|&j| j == i) else { return };
+        q.remove(at);
         self.pending_accept.remove(&addr);
         let server = self.listeners[&addr];
         let link = &mut self.links[i];
