@@ -182,3 +182,85 @@ fn a_check_in_forged_with_the_derivable_magic_takes_a_rank_only_without_a_shared
     }
     assert!(dropped(&outs[0].1) >= 1, "{}", outs[0].1);
 }
+
+/// The TCP ports process `pid` listens on (IPv4, from /proc: its socket inodes joined with
+/// /proc/net/tcp's LISTEN entries).
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    let inodes: std::collections::BTreeSet<String> = fds
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_string))
+        .collect();
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let port = u16::from_str_radix(f.get(1)?.split(':').nth(1)?, 16).ok()?;
+            (f.get(3) == Some(&"0A") && inodes.contains(*f.get(9)?)).then_some(port)
+        })
+        .collect()
+}
+
+/// A stranger at the ranks' own listeners: polls the processes in `pids` for listeners and,
+/// for each new one, opens `idle` connections that never send a byte (and then, every
+/// `period` while it listens, one more). Returns how many connections it opened.
+fn watch_listeners(
+    pids: Vec<u32>,
+    idle: usize,
+    period: Option<Duration>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        let mut seen: std::collections::BTreeMap<u16, Instant> = std::collections::BTreeMap::new();
+        while !stop.load(Ordering::Relaxed) {
+            for &pid in &pids {
+                for port in listening_ports(pid) {
+                    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+                    let due = match seen.get(&port) {
+                        None => idle,
+                        Some(last) if period.is_some_and(|p| last.elapsed() >= p) => 1,
+                        Some(_) => 0,
+                    };
+                    if due > 0 {
+                        seen.insert(port, Instant::now());
+                    }
+                    for _ in 0..due {
+                        if let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+                            held.push(s);
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        held.len()
+    })
+}
+
+#[test]
+fn a_stranger_a_second_at_a_ranks_own_listeners_does_not_keep_it_alive_past_the_op_timeout() {
+    // Rank 3 never comes; one idle stranger a second at each of rank 1's own listeners (the
+    // one the root dials back on and the peer listener). Each is dropped at the 5 s header
+    // timeout or evicted: that is nobody's progress, so rank 1 gives up at the op timeout as
+    // ranks 0 and 2 do.
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(5, 1)).into();
+    let started = Instant::now();
+    let mut children = vec![rank0(addr, 10_000, &SECRET)];
+    children.extend((1..3).map(|r| rank(addr, r, 10_000, &SECRET)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = watch_listeners(vec![children[1].id()], 1, Some(Duration::from_secs(1)), stop.clone());
+    let outs = finish(children, Duration::from_secs(90));
+    let took = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let opened = watcher.join().unwrap();
+    for (r, (code, out)) in outs.iter().enumerate() {
+        assert_eq!(*code, Some(1), "rank {r} gives up, after {took:?}: {out}");
+    }
+    assert!(opened >= 5, "the watcher found rank 1's listeners: {opened} connections");
+    // The op timeout (10 s) and start-up; generous for a loaded 2-core machine.
+    assert!(took < Duration::from_secs(40), "{took:?}");
+    eprintln!("a stranger a second at rank 1's listeners ({opened} in all), rank 3 missing: every rank gave up in {took:?}");
+}

@@ -12,7 +12,7 @@ use crate::io::{Completion, Event, Output};
 use crate::variant::{SizePolicy, Transport};
 
 /// How a step attempt ended.
-enum Progress {
+pub(super) enum Progress {
     /// Blocked: nothing more until an input arrives.
     Blocked,
     /// The wait state changed: try again.
@@ -59,6 +59,7 @@ pub(super) fn describe_wait(wait: &Wait) -> String {
         Wait::Draining(c) => format!("drain of local {c}"),
         Wait::Arrival => "the next message in order".into(),
         Wait::Inbound => "the next connection".into(),
+        Wait::Pool => "a connection with the session magic".into(),
     }
 }
 
@@ -264,6 +265,15 @@ impl Rank {
 
     fn step_await_successor(&mut self, wait: Wait) -> Result<Progress, BootstrapError> {
         match wait {
+            Wait::Start | Wait::Pool if self.cfg.limits.read_ahead.is_some() => {
+                Ok(match self.pooled(Role::FromRoot) {
+                    Some(conn) => {
+                        self.set_wait(Wait::Reading(conn));
+                        Progress::Moved
+                    }
+                    None => self.block_on_pool(),
+                })
+            }
             Wait::Start => Ok(self.accept(Listener::FromRoot)),
             Wait::Reading(conn) => {
                 let magic = self.cfg.uid.magic;
@@ -288,6 +298,8 @@ impl Rank {
                 self.close_conn(conn);
                 self.listeners.remove(&Listener::FromRoot);
                 self.out.push_back(Output::CloseListener { listener: Listener::FromRoot });
+                self.root_accept = None;
+                self.drop_pool(Role::FromRoot);
                 Ok(Progress::StepDone)
             }
             _ => Ok(Progress::Blocked),
@@ -298,6 +310,9 @@ impl Rank {
         match wait {
             // Back to Start after a stalled stranger was dropped: the ring send side is already
             // connected, so only accept again.
+            Wait::Start | Wait::Pool if self.ring_send.is_some() && self.cfg.limits.read_ahead.is_some() => {
+                Ok(self.take_ring_from_pool())
+            }
             Wait::Start if self.ring_send.is_some() => Ok(self.accept(Listener::Peers)),
             Wait::Start => {
                 let succ = self.successor.expect("successor known before the ring");
@@ -309,6 +324,9 @@ impl Rank {
                 let preamble = Preamble::bootstrap(self.cfg.uid.magic).encode();
                 self.out.write(conn, |b| b.extend_from_slice(&preamble));
                 self.ring_send = Some(conn);
+                if self.cfg.limits.read_ahead.is_some() {
+                    return Ok(self.take_ring_from_pool());
+                }
                 Ok(self.accept(Listener::Peers))
             }
             Wait::Reading(conn) => {
