@@ -264,3 +264,32 @@ fn a_stranger_a_second_at_a_ranks_own_listeners_does_not_keep_it_alive_past_the_
     assert!(took < Duration::from_secs(40), "{took:?}");
     eprintln!("a stranger a second at rank 1's listeners ({opened} in all), rank 3 missing: every rank gave up in {took:?}");
 }
+
+#[test]
+fn idle_strangers_at_every_listener_delay_an_honest_session_by_at_most_a_header_timeout() {
+    // Three idle connections (and, every 200 ms, one more) at each listener of each rank the
+    // moment it opens, the root's included: every listener reads ahead, so the honest
+    // connections are taken as they come and the session passes.
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(6, 1)).into();
+    let started = Instant::now();
+    let mut children = vec![rank0(addr, 10_000, &SECRET)];
+    let stop = Arc::new(AtomicBool::new(false));
+    children.extend((1..3).map(|r| rank(addr, r, 10_000, &SECRET)));
+    let pids = children.iter().map(Child::id).collect();
+    let watcher = watch_listeners(pids, 3, Some(Duration::from_millis(200)), stop.clone());
+    // Rank 3 comes last, so the strangers reach the others' listeners at every phase of init.
+    std::thread::sleep(Duration::from_secs(2));
+    children.push(rank(addr, 3, 10_000, &SECRET));
+    let outs = finish(children, Duration::from_secs(90));
+    let took = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let opened = watcher.join().unwrap();
+    for (r, (code, out)) in outs.iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r} after {took:?} ({opened} strangers): {out}");
+    }
+    assert!(opened >= 27, "the watcher found the listeners: {opened} connections");
+    // Rank 3's 2 s late start, about one header timeout (5 s) more, and start-up on a loaded
+    // machine.
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    eprintln!("{opened} idle strangers at every listener: the session passed in {took:?}");
+}

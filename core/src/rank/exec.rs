@@ -128,12 +128,14 @@ impl Rank {
     }
 
     /// The next inbound message connection: accepted now (NVSHMEM), or, under `read_ahead`,
-    /// the oldest connection accepted ahead of time.
+    /// the oldest connection accepted ahead of time whose header has come (an idle stranger
+    /// ahead of it in accept order must not hold it for a header timeout).
     fn next_inbound(&mut self) -> Progress {
         if self.cfg.limits.read_ahead.is_none() {
             return self.accept(Listener::Peers);
         }
-        match self.arrivals.pop_front() {
+        let complete = |c: &ConnId| self.conns.get(*c).is_some_and(|c| !c.header_pending());
+        match self.arrivals.iter().position(complete).and_then(|i| self.arrivals.remove(i)) {
             Some(conn) => {
                 self.set_wait(Wait::Header(conn));
                 self.arm_eager_accept();
