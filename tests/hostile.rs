@@ -140,6 +140,32 @@ fn derived_magic(addr: SocketAddr) -> u64 {
     u64::from_le_bytes(h.finalize()[..8].try_into().unwrap())
 }
 
+/// The magic of a session at `addr` with [`SECRET`] (bootsim's derivation: the secret, the
+/// job id and the address).
+fn secret_magic(addr: SocketAddr) -> u64 {
+    let mut h = Sha256::new();
+    let a = addr.to_string();
+    for p in [b"bootsim-session".as_slice(), SECRET[0].1.as_bytes(), SECRET[1].1.as_bytes(), a.as_bytes()] {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    u64::from_le_bytes(h.finalize()[..8].try_into().unwrap())
+}
+
+/// The ways a magic could be spelled in a log line, argv or file.
+fn spellings(magic: u64) -> Vec<String> {
+    let le: String = magic.to_le_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    vec![format!("{magic:016x}"), format!("{magic:x}"), magic.to_string(), le]
+}
+
+/// Panics if `text` (from `what`) shows `magic` in any spelling.
+fn assert_no_magic(magic: u64, what: &str, text: &str) {
+    let lower = text.to_lowercase();
+    for s in spellings(magic) {
+        assert!(!lower.contains(&s), "{what} shows the session magic ({s}): {text}");
+    }
+}
+
 /// Checks in at `addr` as rank 1 of 4 with `magic`, listening nowhere; true if the root
 /// answered the version (it took the preamble).
 fn forge_check_in(addr: SocketAddr, magic: u64) -> bool {
@@ -292,4 +318,25 @@ fn idle_strangers_at_every_listener_delay_an_honest_session_by_at_most_a_header_
     // machine.
     assert!(took < Duration::from_secs(20), "{took:?}");
     eprintln!("{opened} idle strangers at every listener: the session passed in {took:?}");
+}
+
+#[test]
+fn the_session_magic_appears_in_no_log_line_even_at_trace_level() {
+    // A stranger sends 12 bytes of 'A' (a preamble with the wrong magic) and the session runs
+    // to the end with every rank logging at trace level: no line shows the magic the secret
+    // makes, nor the stranger's bytes as a value.
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(7, 1)).into();
+    let traced = [SECRET[0], SECRET[1], ("RUST_LOG", "trace")];
+    let mut children = vec![rank0(addr, 10_000, &traced)];
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(&[b'A'; 12]).unwrap();
+    children.extend((1..4).map(|r| rank(addr, r, 10_000, &traced)));
+    let outs = finish(children, Duration::from_secs(60));
+    let magic = secret_magic(addr);
+    for (r, (code, out)) in outs.iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r}: {out}");
+        assert_no_magic(magic, &format!("rank {r}'s log"), out);
+        assert_no_magic(0x4141_4141_4141_4141, &format!("rank {r}'s log"), out);
+    }
+    assert!(outs[0].1.contains("bad magic"), "the stranger is named: {}", outs[0].1);
 }
