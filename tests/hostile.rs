@@ -340,3 +340,132 @@ fn the_session_magic_appears_in_no_log_line_even_at_trace_level() {
     }
     assert!(outs[0].1.contains("bad magic"), "the stranger is named: {}", outs[0].1);
 }
+
+/// Every command line of a running `bootsim` process, read from /proc.
+fn bootsim_command_lines() -> Vec<String> {
+    let Ok(procs) = std::fs::read_dir("/proc") else { return Vec::new() };
+    procs
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .filter(|l| l.contains("bootsim"))
+        .collect()
+}
+
+#[test]
+fn a_plugin_rank_gets_the_session_magic_through_a_pipe_not_its_command_line() {
+    // Two real NVSHMEM plugin ranks in session mode with a shared secret: the unique ID they
+    // are handed holds the magic, and /proc/PID/cmdline is readable by every local user.
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(8, 1)).into();
+    let spawn = |r: u32| {
+        let mut c = bootsim();
+        c.args(["smoke", "--session", &addr.to_string(), "--rank", &r.to_string(), "--ranks", "2"])
+            .args(["--plugin", "3.8.0", "--workload", "qp-create", "--iterations", "3", "--op-timeout-ms", "10000"])
+            .env("RUST_LOG", "trace");
+        for (k, v) in SECRET {
+            c.env(k, v);
+        }
+        c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let children = vec![spawn(0), spawn(1)];
+    let stop = Arc::new(AtomicBool::new(false));
+    let argv = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while !stop.load(Ordering::Relaxed) {
+                seen.extend(bootsim_command_lines());
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            seen
+        })
+    };
+    let outs = finish(children, Duration::from_secs(90));
+    stop.store(true, Ordering::Relaxed);
+    let argv = argv.join().unwrap();
+    let magic = secret_magic(addr);
+    for (r, (code, out)) in outs.iter().enumerate() {
+        if out.contains("not available") || out.contains("could not fetch") {
+            assert!(std::env::var_os("CI").is_none(), "CI must have NVSHMEM's plugin: {out}");
+            eprintln!("skipped: no NVSHMEM plugin here: {out}");
+            return;
+        }
+        assert_eq!(*code, Some(0), "rank {r}: {out}");
+        assert_no_magic(magic, &format!("rank {r}'s log"), out);
+    }
+    let children: Vec<&String> = argv.iter().filter(|l| l.contains("plugin-rank")).collect();
+    assert!(!children.is_empty(), "the plugin rank processes were seen: {argv:?}");
+    for line in &argv {
+        assert_no_magic(magic, "a command line", line);
+    }
+}
+
+/// The mode bits of `p` and whether it is a folder (`None`: it went away).
+fn mode(p: &std::path::Path) -> Option<(u32, bool)> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).ok().map(|m| (m.permissions().mode() & 0o777, m.is_dir()))
+}
+
+/// Polls `dir` for entries whose name starts with `prefix` (and what folders among them hold)
+/// until `done` holds: every path seen and its mode.
+type Seen = Vec<(std::path::PathBuf, (u32, bool))>;
+fn watch_modes(dir: &std::path::Path, prefix: &str, done: &mut dyn FnMut() -> bool) -> Seen {
+    let mut seen = Vec::new();
+    let mut note = |p: std::path::PathBuf| {
+        if let Some(m) = mode(&p) {
+            seen.push((p, m));
+        }
+    };
+    while !done() {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                note(e.path());
+                for f in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
+                    note(f.path());
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// Panics unless a uid file was seen and every file seen is mode 600, every folder 700.
+fn assert_private(seen: &Seen) {
+    assert!(seen.iter().any(|(p, (_, dir))| !dir && p.to_string_lossy().contains("uid")), "a uid file: {seen:?}");
+    for (p, (m, dir)) in seen {
+        let want = if *dir { 0o700 } else { 0o600 };
+        assert_eq!(*m, want, "{} has mode {m:o}, not {want:o}", p.display());
+    }
+}
+
+#[test]
+fn unique_id_files_are_mode_600_in_a_folder_of_mode_700() {
+    // --uid-file: rank 0 writes the unique ID (and its magic) where it is told.
+    let dir = std::env::temp_dir().join(format!("bootsim-hostile-uid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let uid = dir.join("uid");
+    let spawn = |r: u32| {
+        let mut c = bootsim();
+        c.args(["smoke", "--uid-file", uid.to_str().unwrap(), "--rank", &r.to_string(), "--ranks", "2"])
+            .args(["--ip", "127.0.0.1", "--op-timeout-ms", "10000", "--iterations", "20"]);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let mut children = vec![spawn(0), spawn(1)];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let seen = watch_modes(&dir, "uid", &mut || {
+        Instant::now() > deadline || children.iter_mut().all(|c| c.try_wait().unwrap().is_some())
+    });
+    let outs = finish(children, Duration::from_secs(1));
+    for (r, (code, out)) in outs.iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r}: {out}");
+    }
+    assert_private(&seen);
+    let _ = std::fs::remove_dir_all(&dir);
+    // --local: the parent's folder for the unique ID.
+    let mut child = bootsim().args(["smoke", "--local", "2", "--iterations", "20"]).stdout(Stdio::null()).spawn().unwrap();
+    let prefix = format!("bootsim-smoke-{}-", child.id());
+    let seen = watch_modes(&std::env::temp_dir(), &prefix, &mut || {
+        Instant::now() > deadline || child.try_wait().unwrap().is_some()
+    });
+    assert_eq!(wait_until(&mut child, deadline), Some(0));
+    assert_private(&seen);
+}

@@ -350,7 +350,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         bail!("--local {n}: between 1 and {LOCAL_MAX} processes on one host");
     }
     let dir = std::env::temp_dir().join(format!("bootsim-smoke-{}-{:x}", std::process::id(), random_u64()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    private_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let exe = std::env::current_exe().context("locating this program")?;
     let uid = dir.join("uid");
     let started = Instant::now();
@@ -570,4 +570,11 @@ mod tests {
         assert_eq!(sh("kill -9 $$").wait_until(far), ChildEnd::Signaled { signal: 9 });
         assert_eq!(sh("sleep 30").wait_until(Instant::now() + Duration::from_millis(100)), ChildEnd::KilledAtDeadline);
     }
+}
+
+/// Creates `dir` readable by its owner alone (mode 700): it holds unique-ID files, whose
+/// magic lets a peer join the session.
+pub(crate) fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(dir)
 }
