@@ -469,3 +469,26 @@ fn unique_id_files_are_mode_600_in_a_folder_of_mode_700() {
     assert_eq!(wait_until(&mut child, deadline), Some(0));
     assert_private(&seen);
 }
+
+#[test]
+fn a_secret_file_is_refused_where_it_would_be_ignored() {
+    // A uid-file session (--local, --uid-file) has a random magic carried in the unique-ID
+    // file: a secret file there would be silently ignored, its mode check with it.
+    let dir = std::env::temp_dir().join(format!("bootsim-hostile-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let secret = dir.join("secret");
+    std::fs::write(&secret, "hunter2\n").unwrap();
+    let s = secret.to_str().unwrap();
+    let uid = dir.join("uid");
+    let cases: [&[&str]; 2] = [
+        &["smoke", "--local", "2", "--secret-file", s],
+        &["smoke", "--uid-file", uid.to_str().unwrap(), "--rank", "0", "--ranks", "1", "--secret-file", s],
+    ];
+    for args in cases {
+        let o = bootsim().args(args).output().unwrap();
+        let text = common::text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.contains("--secret-file"), "{args:?}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -64,8 +64,9 @@ pub struct SmokeArgs {
     #[arg(long)]
     magic: Option<String>,
     /// A file (mode 600) holding the session secret every rank shares; mixed with the launcher's
-    /// job id and the session address into the magic.
-    #[arg(long, value_name = "PATH", conflicts_with = "magic")]
+    /// job id and the session address into the magic. With --session only: a uid-file session
+    /// (--uid-file, --local) has a random magic that travels in the mode-600 unique-ID file.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["magic", "uid_file", "local"])]
     secret_file: Option<PathBuf>,
     /// Protocol variant (a preset name) [default: nvshmem-3.7; with --plugin, the variant that
     /// speaks like the plugin, for the ranks that run bootsim-core].
