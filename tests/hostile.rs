@@ -288,7 +288,9 @@ fn a_stranger_a_second_at_a_ranks_own_listeners_does_not_keep_it_alive_past_the_
     assert!(opened >= 5, "the watcher found rank 1's listeners: {opened} connections");
     // The op timeout (10 s) and start-up; generous for a loaded 2-core machine.
     assert!(took < Duration::from_secs(40), "{took:?}");
-    eprintln!("a stranger a second at rank 1's listeners ({opened} in all), rank 3 missing: every rank gave up in {took:?}");
+    eprintln!(
+        "a stranger a second at rank 1's listeners ({opened} in all), rank 3 missing: every rank gave up in {took:?}"
+    );
 }
 
 #[test]
@@ -445,8 +447,14 @@ fn unique_id_files_are_mode_600_in_a_folder_of_mode_700() {
     let uid = dir.join("uid");
     let spawn = |r: u32| {
         let mut c = bootsim();
-        c.args(["smoke", "--uid-file", uid.to_str().unwrap(), "--rank", &r.to_string(), "--ranks", "2"])
-            .args(["--ip", "127.0.0.1", "--op-timeout-ms", "10000", "--iterations", "20"]);
+        c.args(["smoke", "--uid-file", uid.to_str().unwrap(), "--rank", &r.to_string(), "--ranks", "2"]).args([
+            "--ip",
+            "127.0.0.1",
+            "--op-timeout-ms",
+            "10000",
+            "--iterations",
+            "20",
+        ]);
         c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
     };
     let mut children = vec![spawn(0), spawn(1)];
@@ -461,7 +469,8 @@ fn unique_id_files_are_mode_600_in_a_folder_of_mode_700() {
     assert_private(&seen);
     let _ = std::fs::remove_dir_all(&dir);
     // --local: the parent's folder for the unique ID.
-    let mut child = bootsim().args(["smoke", "--local", "2", "--iterations", "20"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut child =
+        bootsim().args(["smoke", "--local", "2", "--iterations", "20"]).stdout(Stdio::null()).spawn().unwrap();
     let prefix = format!("bootsim-smoke-{}-", child.id());
     let seen = watch_modes(&std::env::temp_dir(), &prefix, &mut || {
         Instant::now() > deadline || child.try_wait().unwrap().is_some()
@@ -491,4 +500,57 @@ fn a_secret_file_is_refused_where_it_would_be_ignored() {
         assert!(text.contains("--secret-file"), "{args:?}: {text}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_rank_with_a_wrong_secret_is_told_the_root_refused_it() {
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(9, 1)).into();
+    let mut children = vec![rank0(addr, 5_000, &SECRET)];
+    children.push(rank(addr, 1, 5_000, &[("BOOTSIM_SESSION_SECRET", "not-the-secret"), SECRET[1]]));
+    children.extend((2..4).map(|r| rank(addr, r, 5_000, &SECRET)));
+    let outs = finish(children, Duration::from_secs(60));
+    let (code, out) = &outs[1];
+    assert_eq!(*code, Some(1), "{out}");
+    assert!(out.contains(&format!("the root at {addr} refused the check-in")), "{out}");
+    assert!(!out.contains("stopped or died"), "{out}");
+    assert!(outs[0].1.contains("not yet checked in: rank 1"), "rank 0 names rank 1: {}", outs[0].1);
+}
+
+/// The pid of the child of `parent` whose command line holds `needle`.
+fn child_with(parent: u32, needle: &str) -> Option<u32> {
+    let kids = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).ok()?;
+    kids.split_whitespace().filter_map(|p| p.parse::<u32>().ok()).find(|p| {
+        std::fs::read(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|b| String::from_utf8_lossy(&b).replace('\0', " ").contains(needle))
+    })
+}
+
+#[test]
+fn after_kill_9_of_a_rank_the_summary_names_it_as_the_first_cause() {
+    let mut local = bootsim()
+        .args(["smoke", "--local", "4", "--workload", "nvshmem-init", "--iterations", "100000"])
+        .args(["--op-timeout-ms", "2000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let victim = loop {
+        if let Some(p) = child_with(local.id(), "--rank 2 ") {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "rank 2's process never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(std::process::Command::new("kill").args(["-9", &victim.to_string()]).status().unwrap().success());
+    let killed = Instant::now();
+    let code = wait_until(&mut local, killed + Duration::from_secs(60));
+    let mut out = String::new();
+    local.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert_eq!(code, Some(1), "{out}");
+    let summary = out.lines().find(|l| l.starts_with("smoke --local 4:")).unwrap_or_else(|| panic!("{out}"));
+    assert!(summary.contains("first cause: rank 2 died of signal 9"), "{summary}");
+    assert!(summary.contains("gave up: it lost rank 2"), "{summary}");
+    eprintln!("{summary} ({:?} after the kill)", killed.elapsed());
 }

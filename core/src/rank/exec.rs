@@ -29,13 +29,17 @@ enum ReadFail {
     Wire(WireError),
 }
 
-pub(super) fn describe_step(step: &Step) -> String {
+pub(super) fn describe_step(step: &Step, wait: &Wait) -> String {
     match step {
         Step::Listen => "opening listeners".into(),
         Step::Stagger { ms } => format!("staggering {ms} ms before calling the root"),
         Step::CheckIn => "checking in with the root".into(),
         Step::AwaitSuccessor => "waiting for the root to send the ring successor".into(),
-        Step::RingConnect => "connecting the ring".into(),
+        // Who it waits for: the successor while dialing it, else the predecessor's connection.
+        Step::RingConnect { succ, .. } if matches!(wait, Wait::Connecting(_) | Wait::Start) => {
+            format!("connecting the ring to rank {succ}")
+        }
+        Step::RingConnect { pred, .. } => format!("connecting the ring from rank {pred}"),
         Step::RingSend { .. } => "sending on the ring".into(),
         Step::RingRecv { .. } => "receiving from the ring predecessor".into(),
         Step::LearnPeers => "decoding peer addresses".into(),
@@ -179,7 +183,7 @@ impl Rank {
             }),
             Step::CheckIn => self.step_check_in(wait),
             Step::AwaitSuccessor => self.step_await_successor(wait),
-            Step::RingConnect => self.step_ring_connect(wait),
+            Step::RingConnect { .. } => self.step_ring_connect(wait),
             Step::RingSend { slice } => {
                 let conn = self.ring_send.expect("ring connected during init");
                 let op = self.op.as_ref().expect("a running operation");
@@ -244,6 +248,9 @@ impl Rank {
                 let root = match c.reader.read_i32("root version") {
                     Ok(Some(v)) => v,
                     Ok(None) => return Ok(Progress::Blocked),
+                    Err(WireError::Truncated { have: 0, .. }) => {
+                        return Err(BootstrapError::CheckInRefused { rank: self.cfg.rank, root: self.cfg.uid.root })
+                    }
                     Err(e) => return Err(self.wire_error("the root".into(), e)),
                 };
                 let ours = self.cfg.uid.version;
@@ -267,15 +274,13 @@ impl Rank {
 
     fn step_await_successor(&mut self, wait: Wait) -> Result<Progress, BootstrapError> {
         match wait {
-            Wait::Start | Wait::Pool if self.cfg.limits.read_ahead.is_some() => {
-                Ok(match self.pooled(Role::FromRoot) {
-                    Some(conn) => {
-                        self.set_wait(Wait::Reading(conn));
-                        Progress::Moved
-                    }
-                    None => self.block_on_pool(),
-                })
-            }
+            Wait::Start | Wait::Pool if self.cfg.limits.read_ahead.is_some() => Ok(match self.pooled(Role::FromRoot) {
+                Some(conn) => {
+                    self.set_wait(Wait::Reading(conn));
+                    Progress::Moved
+                }
+                None => self.block_on_pool(),
+            }),
             Wait::Start => Ok(self.accept(Listener::FromRoot)),
             Wait::Reading(conn) => {
                 let magic = self.cfg.uid.magic;

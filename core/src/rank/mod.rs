@@ -86,7 +86,7 @@ pub struct Waiting {
 
 impl std::fmt::Display for Waiting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let step = self.step.as_ref().map_or("finishing".to_string(), exec::describe_step);
+        let step = self.step.as_ref().map_or("finishing".to_string(), |s| exec::describe_step(s, &self.wait));
         write!(f, "{}: {step} ({})", self.op, exec::describe_wait(&self.wait))
     }
 }
@@ -507,7 +507,9 @@ impl Rank {
 
     fn on_accepted(&mut self, conn: ConnId, from: SocketAddr) {
         let wait = self.op.as_ref().map(|o| o.wait);
-        if self.root_accept == Some(conn) || (self.eager_accept == Some(conn) && self.ring_recv.is_none() && !self.ready) {
+        if self.root_accept == Some(conn)
+            || (self.eager_accept == Some(conn) && self.ring_recv.is_none() && !self.ready)
+        {
             self.on_pool_accepted(conn, from);
         } else if self.eager_accept == Some(conn) {
             self.eager_accept = None;
@@ -522,7 +524,7 @@ impl Rank {
         } else if wait == Some(Wait::Accepting(conn)) {
             let role = match self.op.as_ref().and_then(|o| o.steps.front()) {
                 Some(Step::AwaitSuccessor) => Role::FromRoot,
-                Some(Step::RingConnect) => Role::RingRecv,
+                Some(Step::RingConnect { .. }) => Role::RingRecv,
                 _ => Role::MessageIn,
             };
             self.conns.insert(conn, conn::Conn::new(role, Some(from), self.now));
@@ -741,8 +743,7 @@ impl Rank {
     /// the operation timeout: a newly accepted connection (its header not yet read, maybe a
     /// stranger's) or the next accept does not.
     fn set_wait(&mut self, wait: Wait) {
-        let progress =
-            !matches!(wait, Wait::Accepting(_) | Wait::Header(_) | Wait::Start | Wait::Inbound | Wait::Pool);
+        let progress = !matches!(wait, Wait::Accepting(_) | Wait::Header(_) | Wait::Start | Wait::Inbound | Wait::Pool);
         if let Some(op) = &mut self.op {
             op.wait = wait;
         }

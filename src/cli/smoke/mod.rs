@@ -20,6 +20,7 @@
 //! Each rank stops at its first failed iteration. Exit 0: every iteration verified; 1: an
 //! error, timeout or wrong bytes; 2: bad usage.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ use bootsim_sim::workload::{build_op, Workload};
 pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;
 use plugin::UidArg;
+mod blame;
 mod report;
 mod secret;
 mod wire;
@@ -384,11 +386,20 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     let per_iter = Duration::from_millis(args.op_timeout_ms) * 2 + Duration::from_secs(30);
     let deadline = started + per_iter * args.iterations;
     let mut failed = Vec::new();
+    let (mut findings, mut dead) = (BTreeMap::new(), BTreeMap::new());
     let mut usage_errors = 0;
     for c in &mut children {
         let status = c.wait_until(deadline);
         usage_errors += usize::from(status == ChildEnd::Exited(2));
         let (out, err) = c.output();
+        if let Some(f) = blame::finding(c.rank, &out) {
+            findings.insert(c.rank, f);
+        }
+        match status {
+            ChildEnd::Signaled { signal } => dead.insert(c.rank, format!("died of signal {signal}")),
+            ChildEnd::KilledAtDeadline => dead.insert(c.rank, "made no end and was killed by bootsim".into()),
+            ChildEnd::Exited(_) => None,
+        };
         for line in out.lines() {
             println!("{line}");
         }
@@ -416,7 +427,8 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         println!("{head}: pass: all {n} ranks ok in {ms} ms");
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("{head}: FAIL in {ms} ms: {}", failed.join(", "));
+        let cause = blame::first_cause(&findings, &dead).map_or(String::new(), |c| format!("; {c}"));
+        println!("{head}: FAIL in {ms} ms: {}{cause}", failed.join(", "));
         // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too.
         Ok(ExitCode::from(if usage_errors == children.len() { 2 } else { 1 }))
     }
