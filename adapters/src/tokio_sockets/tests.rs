@@ -379,3 +379,22 @@ async fn a_stranger_stalling_during_ring_connect_is_dropped_and_init_completes()
         assert_eq!(stray_counts(run), (9, 3, 0, 6), "{:#?}", run.events);
     }
 }
+
+#[tokio::test]
+async fn a_failed_rank_stops_dialling_and_does_not_wait_the_flush_bound_for_it() {
+    // Rank 1 dials a root that refuses (NVSHMEM retries refused connects for a long time);
+    // after the 1 s op timeout the rank fails, and the dialling writer is abandoned at once
+    // instead of being waited for up to the 5 s flush bound.
+    let refused = std::net::TcpListener::bind((LOOPBACK, 0)).unwrap();
+    let root = refused.local_addr().unwrap();
+    drop(refused);
+    let variant = Variant::preset("nvshmem-3.4").unwrap();
+    let uid = UniqueId { version: variant.uid_version(), root, magic: 7 };
+    let limits = real_limits(Duration::from_secs(1));
+    let cfg = RankConfig { rank: 1, nranks: 2, uid, variant, limits };
+    let started = tokio::time::Instant::now();
+    let r = run_rank(TokioNet::new(LOOPBACK), cfg, Vec::new()).await;
+    let took = started.elapsed();
+    assert!(matches!(r, Err(DriverError::Failed { .. })), "{r:?}");
+    assert!(took < Duration::from_secs(4), "the failed rank ended after {took:?}");
+}
