@@ -554,3 +554,41 @@ fn after_kill_9_of_a_rank_the_summary_names_it_as_the_first_cause() {
     assert!(summary.contains("gave up: it lost rank 2"), "{summary}");
     eprintln!("{summary} ({:?} after the kill)", killed.elapsed());
 }
+
+#[test]
+fn a_silent_stranger_at_the_real_plugins_root_is_named() {
+    // NVSHMEM's root (rank 0's plugin) takes one connection at a time and waits for its
+    // check-in without a timeout: one silent stranger stops the session. bootsim cannot change
+    // that, but it names who held the root when it stops the rank.
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(10, 1)).into();
+    let spawn = |r: u32| {
+        let mut c = bootsim();
+        c.args(["smoke", "--session", &addr.to_string(), "--rank", &r.to_string(), "--ranks", "2"])
+            .args(["--plugin", "3.8.0", "--workload", "qp-create", "--op-timeout-ms", "3000"]);
+        for (k, v) in SECRET {
+            c.env(k, v);
+        }
+        c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let mut children = vec![spawn(0)];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stranger = loop {
+        if let Ok(s) = TcpStream::connect(addr) {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "rank 0's plugin root never listened");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let from = stranger.local_addr().unwrap();
+    children.push(spawn(1));
+    let outs = finish(children, Duration::from_secs(60));
+    let (code, out) = &outs[0];
+    if out.contains("not available") || out.contains("could not fetch") {
+        assert!(std::env::var_os("CI").is_none(), "CI must have NVSHMEM's plugin: {out}");
+        eprintln!("skipped: no NVSHMEM plugin here: {out}");
+        return;
+    }
+    assert_eq!(*code, Some(1), "{out}");
+    assert!(out.contains(&format!("{addr} from {from}")), "rank 0 names the stranger {from}: {out}");
+    drop(stranger);
+}

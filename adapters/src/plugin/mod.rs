@@ -12,6 +12,7 @@
 pub mod abi;
 pub mod conformance;
 pub mod library;
+mod held;
 mod locate;
 pub mod rank;
 mod supervise;
