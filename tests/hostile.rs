@@ -563,8 +563,14 @@ fn a_silent_stranger_at_the_real_plugins_root_is_named() {
     let addr: SocketAddr = ([127, 0, 0, 1], free_port(10, 1)).into();
     let spawn = |r: u32| {
         let mut c = bootsim();
-        c.args(["smoke", "--session", &addr.to_string(), "--rank", &r.to_string(), "--ranks", "2"])
-            .args(["--plugin", "3.8.0", "--workload", "qp-create", "--op-timeout-ms", "3000"]);
+        c.args(["smoke", "--session", &addr.to_string(), "--rank", &r.to_string(), "--ranks", "2"]).args([
+            "--plugin",
+            "3.8.0",
+            "--workload",
+            "qp-create",
+            "--op-timeout-ms",
+            "3000",
+        ]);
         for (k, v) in SECRET {
             c.env(k, v);
         }

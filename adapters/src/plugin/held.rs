@@ -41,10 +41,7 @@ fn accepted(pid: u32) -> Vec<(SocketAddr, SocketAddr)> {
         })
         .collect();
     let listening: BTreeSet<u16> = mine.iter().filter(|(_, _, st)| st == "0A").map(|(l, _, _)| l.port()).collect();
-    mine.into_iter()
-        .filter(|(l, _, st)| st == "01" && listening.contains(&l.port()))
-        .map(|(l, r, _)| (l, r))
-        .collect()
+    mine.into_iter().filter(|(l, _, st)| st == "01" && listening.contains(&l.port())).map(|(l, r, _)| (l, r)).collect()
 }
 
 /// `0100007F:1F90` (an IPv4 address as /proc/net/tcp prints it) as 127.0.0.1:8080.

@@ -11,8 +11,8 @@
 
 pub mod abi;
 pub mod conformance;
-pub mod library;
 mod held;
+pub mod library;
 mod locate;
 pub mod rank;
 mod supervise;
