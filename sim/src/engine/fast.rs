@@ -219,7 +219,7 @@ impl World<'_> {
             while let Some((node, d)) = self.work.pop_front() {
                 self.deliver(node, d);
                 guard.spent += 1;
-                if guard.spent % 64 == 0 {
+                if guard.spent.is_multiple_of(64) {
                     if let Some(why) = guard.exhausted(self.now, self.case, self.kernel.work()) {
                         self.out.gave_up = Some(why);
                         return;

@@ -566,6 +566,13 @@ pub(crate) fn random_u64() -> u64 {
     u64::from_le_bytes(b)
 }
 
+/// Creates `dir` readable by its owner alone (mode 700): it holds unique-ID files, whose
+/// magic lets a peer join the session.
+pub(crate) fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -583,11 +590,4 @@ mod tests {
         assert_eq!(sh("kill -9 $$").wait_until(far), ChildEnd::Signaled { signal: 9 });
         assert_eq!(sh("sleep 30").wait_until(Instant::now() + Duration::from_millis(100)), ChildEnd::KilledAtDeadline);
     }
-}
-
-/// Creates `dir` readable by its owner alone (mode 700): it holds unique-ID files, whose
-/// magic lets a peer join the session.
-pub(crate) fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().mode(0o700).create(dir)
 }
