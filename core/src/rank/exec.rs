@@ -132,14 +132,27 @@ impl Rank {
     }
 
     /// The next inbound message connection: accepted now (NVSHMEM), or, under `read_ahead`,
-    /// the oldest connection accepted ahead of time whose header has come (an idle stranger
-    /// ahead of it in accept order must not hold it for a header timeout).
+    /// the oldest connection accepted ahead of time, in accept order as NVSHMEM takes them;
+    /// but one whose header has not come within [`Rank::inbound_grace`] of its accept is
+    /// presumed a stranger and passed over (not dropped: the header timeout does that), so
+    /// idle strangers ahead of a message delay it by that grace at most.
     fn next_inbound(&mut self) -> Progress {
         if self.cfg.limits.read_ahead.is_none() {
             return self.accept(Listener::Peers);
         }
-        let complete = |c: &ConnId| self.conns.get(*c).is_some_and(|c| !c.header_pending());
-        match self.arrivals.iter().position(complete).and_then(|i| self.arrivals.remove(i)) {
+        let (now, grace) = (self.now, self.inbound_grace());
+        let mut pick = None;
+        for (i, id) in self.arrivals.iter().enumerate() {
+            let Some(c) = self.conns.get(*id) else { continue };
+            if !c.header_pending() {
+                pick = Some(i);
+                break;
+            }
+            if grace.is_none_or(|g| now < c.opened + g) {
+                break;
+            }
+        }
+        match pick.and_then(|i| self.arrivals.remove(i)) {
             Some(conn) => {
                 self.set_wait(Wait::Header(conn));
                 self.arm_eager_accept();

@@ -442,7 +442,25 @@ impl Rank {
                 }
             }
         }
+        // A receive waiting behind an arrival whose header is late looks again once its grace
+        // has passed (it is then passed over as a stranger's).
+        if let (Some(op), Some(g)) = (&self.op, self.inbound_grace()) {
+            if op.wait == Wait::Inbound {
+                let late = self.arrivals.iter().filter_map(|id| self.conns.get(*id));
+                for c in late.filter(|c| c.header_pending() && self.now < c.opened + g) {
+                    consider(c.opened + g);
+                }
+            }
+        }
         next
+    }
+
+    /// Under `read_ahead`, how long a receive waits for the header of an arrival ahead of a
+    /// complete one before passing it over: a fifth of the header timeout (an honest peer's
+    /// header follows its connect within a round trip; under a reordering wire, within the
+    /// hold). `None`: forever (pure accept order).
+    pub(super) fn inbound_grace(&self) -> Option<std::time::Duration> {
+        self.cfg.limits.header_timeout.map(|h| h / 5)
     }
 
     /// Lets time pass up to `now`: timers, stalled headers, the no-progress timeout.
