@@ -598,3 +598,44 @@ fn a_silent_stranger_at_the_real_plugins_root_is_named() {
     assert!(out.contains(&format!("{addr} from {from}")), "rank 0 names the stranger {from}: {out}");
     drop(stranger);
 }
+
+#[test]
+fn a_flood_of_idle_and_garbage_connections_at_rank_listeners_does_not_keep_ranks_alive() {
+    // Rank 3 never comes; 300 idle and 100 garbage connections at each of ranks 1 and 2's own
+    // listeners. Idle ones are evicted or time out, garbage is dropped at once: none of it is
+    // progress, so every rank gives up at the op timeout.
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(11, 1)).into();
+    let started = Instant::now();
+    let mut children = vec![rank0(addr, 10_000, &SECRET)];
+    children.extend((1..3).map(|r| rank(addr, r, 10_000, &SECRET)));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut ports = Vec::new();
+    while ports.len() < 4 && Instant::now() < deadline {
+        ports = children[1..].iter().flat_map(|c| listening_ports(c.id())).collect();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(ports.len(), 4, "ranks 1 and 2 listen on two ports each: {ports:?}");
+    let mut held = Vec::new();
+    for port in &ports {
+        let to: SocketAddr = ([127, 0, 0, 1], *port).into();
+        for i in 0..400 {
+            if let Ok(mut s) = TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
+                if i % 4 == 0 {
+                    let _ = s.write_all(&[0xa5; 64]);
+                }
+                held.push(s);
+            }
+        }
+    }
+    let outs = finish(children, Duration::from_secs(90));
+    let took = started.elapsed();
+    for (r, (code, out)) in outs.iter().enumerate() {
+        assert_eq!(*code, Some(1), "rank {r} gives up, after {took:?}: {out}");
+    }
+    assert!(held.len() >= 1000, "{} connections made", held.len());
+    assert!(took < Duration::from_secs(40), "{took:?}");
+    eprintln!(
+        "{} flood connections at ranks 1-2's listeners, rank 3 missing: every rank gave up in {took:?}",
+        held.len()
+    );
+}
