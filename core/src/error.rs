@@ -35,6 +35,10 @@ pub enum BootstrapError {
     /// The unexpected list grew past its bound (a peer that knows the magic floods this rank).
     #[error("rank {rank}: {op}: the unexpected list holds {count} connections and {bytes} bytes, over its bound ({what}); the last from rank {from} tag {tag:#x}")]
     UnexpectedOverflow { rank: u32, op: OpKind, from: i32, tag: i32, count: usize, bytes: usize, what: String },
+    /// The root closed the check-in without answering: it refused this rank (a root drops a
+    /// connection whose session magic is not its own) or it stopped.
+    #[error("rank {rank}: init: the root at {root} refused the check-in: it closed the connection without answering, as a root does to a rank whose session magic is not its own (check the shared secret, the job id and the session address), or it stopped")]
+    CheckInRefused { rank: u32, root: SocketAddr },
     /// The root answered with another unique-ID version (a mixed build).
     #[error("rank {rank}: unique ID version {ours} but the root speaks {root}")]
     VersionMismatch { rank: u32, ours: i32, root: i32 },
@@ -81,7 +85,8 @@ pub enum BootstrapError {
 fn wire_text(from: &str, error: &WireError) -> String {
     match error {
         WireError::Truncated { what, needed, have } => format!(
-            "{from} closed the connection after {have} of {needed} bytes of {what}: {from} stopped or died mid-message"
+            "{from} closed the connection after {have} of {needed} bytes of {what}: {from} stopped or died mid-message, \
+             or gave up because it lost another rank"
         ),
         e => format!("malformed data from {from}: {e}"),
     }
@@ -101,7 +106,8 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "rank 0: barrier: rank 2 closed the connection after 0 of 4 bytes of a frame: rank 2 stopped or died mid-message"
+            "rank 0: barrier: rank 2 closed the connection after 0 of 4 bytes of a frame: rank 2 stopped or died mid-message, \
+             or gave up because it lost another rank"
         );
         let e = BootstrapError::Wire {
             rank: 0,

@@ -122,11 +122,13 @@ impl Root {
         Some(match self.phase {
             Phase::Done => return None,
             Phase::Listening => "its listener".into(),
+            // The culprits (the ranks not checked in) always; a connection mid-check-in may be
+            // a stranger's, so it is only said beside them.
             Phase::CheckingIn => match self.checkins.len() {
                 0 => format!("check-in {} of {n}{}", self.count + 1, self.missing_ranks()),
                 1 => {
                     let c = self.checkins.keys().next().expect("one");
-                    format!("check-in bytes on {c} ({} of {n} in)", self.count)
+                    format!("check-in {} of {n}{} (bytes on {c}, mid-check-in)", self.count + 1, self.missing_ranks())
                 }
                 k => {
                     format!("check-in {} of {n}{} ({k} connections mid-check-in)", self.count + 1, self.missing_ranks())

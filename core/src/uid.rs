@@ -7,8 +7,9 @@ use crate::codec::{decode_sockaddr, encode_sockaddr, WireError, SOCKADDR_LEN};
 /// `NVSHMEMX_UNIQUEID_INITIALIZER`'s version, `(1 << 16) + 128`: every NVSHMEM-compatible variant.
 pub const NVSHMEM_UID_VERSION: i32 = (1 << 16) + 128;
 
-/// `nvshmemx_uniqueid_t` as the UID plugin fills it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// `nvshmemx_uniqueid_t` as the UID plugin fills it. Its `Debug` shows the magic's
+/// fingerprint only: the magic is the session's secret.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UniqueId {
     /// Wire-compatibility version, checked at the root.
     pub version: i32,
@@ -16,6 +17,16 @@ pub struct UniqueId {
     pub root: SocketAddr,
     /// The session secret every connection's preamble must carry.
     pub magic: u64,
+}
+
+impl std::fmt::Debug for UniqueId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UniqueId")
+            .field("version", &self.version)
+            .field("root", &self.root)
+            .field("magic", &format_args!("fingerprint {}", crate::codec::Fingerprint::of(self.magic)))
+            .finish()
+    }
 }
 
 impl UniqueId {

@@ -114,3 +114,14 @@ fn read_ahead_keeps_matching_in_accept_order() {
         assert_eq!(taken[0], taken[1], "{variant}");
     }
 }
+
+#[test]
+fn idle_strangers_ahead_in_a_pool_that_is_not_full_do_not_hold_a_receive() {
+    // 20 idle strangers in a pool of 64: nothing is evicted, so a receive that took the
+    // oldest arrival would wait a header timeout on each; it takes the oldest whose header came.
+    for variant in ["nvshmem-3.4", "nvshmem-3.7"] {
+        let (took, dropped) = ops_with_idle_strangers_at_ranks(variant, Some(64));
+        assert!(took < HEADER, "{variant}: took {took:?}");
+        assert_eq!(dropped, 3 * STRANGERS, "{variant}: every stranger timed out, none left open");
+    }
+}

@@ -123,3 +123,28 @@ fn a_huge_nranks_is_refused_before_any_allocation() {
     let out = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, 0, i32::MAX));
     assert_eq!(error(&out), Some(BootstrapError::RankOutOfRange { rank: 0, nranks: i32::MAX }));
 }
+
+#[test]
+fn a_connection_mid_check_in_does_not_hide_the_missing_rank() {
+    // Ranks 0-2 of 4 checked in, rank 3 never comes, and a stranger's connection is open mid
+    // check-in when the root is asked what it waits for (a connect/close flood makes that the
+    // common case): the answer names rank 3 either way.
+    let uid = UniqueId { version: NVSHMEM_UID_VERSION, root: addr("10.0.0.1:5000"), magic: MAGIC };
+    let limits = Limits { read_ahead: Some(8), ..Limits::default() };
+    let mut root = Root::new(RootConfig { uid, nranks: Some(4), limits }, Instant::ZERO);
+    root.handle(Instant::ZERO, Input::Listening { listener: bootsim_core::Listener::Rendezvous, addr: uid.root });
+    let mut out = drain(&mut root);
+    for r in 0..3 {
+        let conn = accepted(&out);
+        let mut more = feed(&mut root, conn, &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, r, 4));
+        out.append(&mut more);
+    }
+    assert_eq!(root.checked_in(), 3);
+    let waiting = root.waiting_for().unwrap();
+    assert!(waiting.contains("not yet checked in: rank 3"), "{waiting}");
+    let stranger = accepted(&out);
+    root.handle(Instant::ZERO, Input::Accepted { conn: stranger, from: addr("192.0.2.1:1") });
+    root.handle(Instant::ZERO, Input::Received { conn: stranger, bytes: &[0x5e] });
+    let waiting = root.waiting_for().unwrap();
+    assert!(waiting.contains("not yet checked in: rank 3"), "with a stranger mid-check-in: {waiting}");
+}

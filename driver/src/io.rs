@@ -31,7 +31,22 @@ pub(super) struct Io<B: Backend> {
     tasks: JoinSet<()>,
     /// Writer tasks: awaited at the end so queued bytes are not lost.
     writers: JoinSet<()>,
+    /// Each writer and whether its bytes can still reach a live peer: connected, and the peer
+    /// has not closed. The others are not waited for at the end (a writer still dialling, or
+    /// writing to a peer known dead, would only cost the flush bound).
+    writer_state: BTreeMap<ConnId, (AbortHandle, Reach)>,
     pending: VecDeque<OwnedInput>,
+}
+
+/// Whether a writer's queued bytes can still be delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// Still connecting.
+    Dialling,
+    /// Connected, peer alive as far as is known.
+    Live,
+    /// The peer closed or reset the connection, or the connect failed.
+    Dead,
 }
 
 impl<B: Backend> Io<B> {
@@ -49,6 +64,7 @@ impl<B: Backend> Io<B> {
             conns: BTreeMap::new(),
             tasks: JoinSet::new(),
             writers: JoinSet::new(),
+            writer_state: BTreeMap::new(),
             pending: VecDeque::new(),
         }
     }
@@ -128,10 +144,21 @@ impl<B: Backend> Io<B> {
         }
     }
 
-    /// Stops accepting and reading, lets writers flush queued bytes (bounded), then ends.
+    /// Stops accepting and reading, stops dialling, lets writers to live peers flush queued
+    /// bytes (bounded), then ends.
     pub(super) async fn finish(mut self) {
         self.tasks.abort_all();
         self.listeners.clear();
+        let mut dropped = 0;
+        for (handle, reach) in self.writer_state.values() {
+            if *reach != Reach::Live {
+                handle.abort();
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            tracing::debug!(who = %self.who, dropped, "writers still dialling or to a closed peer: not flushed");
+        }
         for (_, c) in std::mem::take(&mut self.conns) {
             if let Some(r) = c.reader {
                 r.abort();
@@ -146,8 +173,19 @@ impl<B: Backend> Io<B> {
 
     fn open(&mut self, conn: ConnId, start: Start<B>) {
         let (cmds, rx) = unbounded_channel();
-        self.writers.spawn(writer_task(self.backend.clone(), conn, start, rx, self.tx.clone()));
+        let reach = match start {
+            Start::Connect(_) => Reach::Dialling,
+            Start::Ready(_) => Reach::Live,
+        };
+        let handle = self.writers.spawn(writer_task(self.backend.clone(), conn, start, rx, self.tx.clone()));
+        self.writer_state.insert(conn, (handle, reach));
         self.conns.insert(conn, Conn { cmds, reader: None });
+    }
+
+    fn reach(&mut self, conn: ConnId, reach: Reach) {
+        if let Some((_, r)) = self.writer_state.get_mut(&conn) {
+            *r = reach;
+        }
     }
 
     fn start_reader(&mut self, conn: ConnId, reader: B::Reader) {
@@ -170,6 +208,12 @@ impl<B: Backend> Io<B> {
     fn on_report(&mut self, report: Report<B>) {
         while self.tasks.try_join_next().is_some() {}
         while self.writers.try_join_next().is_some() {}
+        match &report {
+            Report::Connected { conn, .. } => self.reach(*conn, Reach::Live),
+            Report::ConnectFailed { conn, .. } | Report::PeerClosed { conn } => self.reach(*conn, Reach::Dead),
+            _ => {}
+        }
+        self.writer_state.retain(|_, (h, _)| !h.is_finished());
         let known = |conns: &BTreeMap<ConnId, Conn>, c: &ConnId| conns.contains_key(c);
         let delivery = match report {
             Report::Accepted { listener, conn, stream, from } => {

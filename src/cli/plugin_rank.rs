@@ -26,11 +26,12 @@ pub struct PluginRankArgs {
     #[arg(long)]
     ranks: u32,
     /// The unique-ID file: rank 0 creates it (get_unique_id) with --create, others read it.
-    #[arg(long, required_unless_present = "uid_hex")]
+    #[arg(long, required_unless_present = "uid_stdin")]
     uid_file: Option<PathBuf>,
-    /// The 128-byte unique ID itself, as hex (session mode).
+    /// Read the 128-byte unique ID from stdin, as 256 hex digits (session mode; never on the
+    /// command line: it holds the session magic).
     #[arg(long, conflicts_with_all = ["uid_file", "create"])]
-    uid_hex: Option<String>,
+    uid_stdin: bool,
     /// Call get_unique_id and publish the ID (this rank runs the root).
     #[arg(long)]
     create: bool,
@@ -52,11 +53,16 @@ pub struct PluginRankArgs {
 pub fn plugin_rank(a: PluginRankArgs) -> anyhow::Result<ExitCode> {
     let specs = parse_ops(&a.ops).map_err(|e| anyhow!("--ops: {e}"))?;
     let ops: Vec<_> = specs.iter().enumerate().map(|(i, s)| build_op(*s, a.seed, i as u32, a.rank, a.ranks)).collect();
-    let uid = match (a.uid_hex, a.uid_file) {
-        (Some(hex), _) => UidSource::Given(Box::new(parse_uid_hex(&hex)?)),
-        (None, Some(path)) if a.create => UidSource::Create(path),
-        (None, Some(path)) => UidSource::Read(path, Duration::from_millis(a.uid_wait_ms)),
-        (None, None) => bail!("give --uid-file or --uid-hex"),
+    let uid = match (a.uid_stdin, a.uid_file) {
+        (true, _) => {
+            let mut hex = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut hex)
+                .map_err(|e| anyhow!("--uid-stdin: {e}"))?;
+            UidSource::Given(Box::new(parse_uid_hex(hex.trim())?))
+        }
+        (false, Some(path)) if a.create => UidSource::Create(path),
+        (false, Some(path)) => UidSource::Read(path, Duration::from_millis(a.uid_wait_ms)),
+        (false, None) => bail!("give --uid-file or --uid-stdin"),
     };
     let cfg = PluginRankConfig {
         plugin: a.plugin,
@@ -72,11 +78,11 @@ pub fn plugin_rank(a: PluginRankArgs) -> anyhow::Result<ExitCode> {
 
 fn parse_uid_hex(hex: &str) -> anyhow::Result<[u8; 128]> {
     if hex.len() != 256 || !hex.is_ascii() {
-        bail!("--uid-hex: 256 hex digits (128 bytes), got {} characters", hex.len());
+        bail!("--uid-stdin: 256 hex digits (128 bytes), got {} characters", hex.len());
     }
     let mut out = [0u8; 128];
     for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| anyhow!("--uid-hex: {e}"))?;
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| anyhow!("--uid-stdin: {e}"))?;
     }
     Ok(out)
 }

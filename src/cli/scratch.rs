@@ -30,7 +30,7 @@ pub(crate) struct ScratchDir {
 }
 
 impl ScratchDir {
-    /// Makes `$TMPDIR/bootsim-KIND-PID-HEX`, first removing folders of any kind left by
+    /// Makes `$TMPDIR/bootsim-KIND-PID-HEX` (mode 700), first removing folders of any kind left by
     /// processes that no longer run.
     pub fn new(kind: &str) -> anyhow::Result<ScratchDir> {
         debug_assert!(KINDS.contains(&kind));
@@ -41,7 +41,8 @@ impl ScratchDir {
                 std::process::id(),
                 super::smoke::random_u64()
             ));
-            match std::fs::create_dir(&path) {
+            // Mode 700: it holds unique-ID files, whose magic lets a peer join the session.
+            match super::smoke::private_dir(&path) {
                 Ok(()) => {
                     LIVE.lock().unwrap_or_else(|p| p.into_inner()).insert(path.clone());
                     return Ok(ScratchDir { path });

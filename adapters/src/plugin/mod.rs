@@ -11,6 +11,7 @@
 
 pub mod abi;
 pub mod conformance;
+mod held;
 pub mod library;
 mod locate;
 pub mod rank;

@@ -71,6 +71,7 @@ pub fn supervise_with(
         };
         let now = Instant::now();
         if now >= limit {
+            let held = super::held::describe(child.id());
             let _ = child.kill();
             run.record.unfinished = Some(match peer_failed_at {
                 Some(_) if now < last + op_timeout => format!(
@@ -79,7 +80,7 @@ pub fn supervise_with(
                     AFTER_PEER_FAILED.as_millis()
                 ),
                 _ => format!(
-                    "{}: no progress for {} ms (NVSHMEM has no timeout; the rank process was killed)",
+                    "{}: no progress for {} ms (NVSHMEM has no timeout; the rank process was killed){held}",
                     current.0,
                     op_timeout.as_millis()
                 ),

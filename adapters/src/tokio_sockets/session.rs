@@ -213,11 +213,17 @@ pub fn write_uid_file(path: &Path, uid: &UniqueId) -> std::io::Result<()> {
 }
 
 /// Writes `bytes` to `path` so that readers see nothing or all of it (a temporary file, then a
-/// rename): how rank 0 publishes a unique ID, whichever implementation made it.
+/// rename): how rank 0 publishes a unique ID, whichever implementation made it. The file is
+/// mode 600: the unique ID holds the session magic.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp.{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+    f.write_all(bytes)?;
+    drop(f);
     std::fs::rename(&tmp, path)
 }
 

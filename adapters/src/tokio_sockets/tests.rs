@@ -298,8 +298,10 @@ fn stray_counts(run: &RankRun) -> (usize, usize, usize, usize) {
             Event::StrayDropped { error: WireError::BadMagic { .. }, .. } => magic += 1,
             Event::StrayDropped { error: WireError::BadType { got: 7, .. }, .. } => kind += 1,
             Event::StrayDropped { .. } => other += 1,
+            // At the header timeout, or earlier: an init pool drops its strangers once the
+            // step took the honest connection.
             Event::StalledDropped { after, .. } => {
-                assert_eq!(*after, Duration::from_millis(300));
+                assert!(*after <= Duration::from_millis(300), "{after:?}");
                 stalled += 1;
             }
             _ => {}
@@ -343,9 +345,10 @@ async fn strangers_on_every_listener_are_dropped_and_logged_without_disturbing_t
             // wrong type: on the root listener and in both waves on the peer listener.
             assert_eq!((magic, kind, other), (9, 3, 0), "{name}: rank {r}: {:#?}", run.events);
             if per_message {
-                // Half-open and half header on the root listener (init waits for the root) and
-                // in the second wave (the alltoall's receive takes them before any message).
-                assert_eq!(stalled, 4, "{name}: rank {r}: {:#?}", run.events);
+                // Half-open and half header on the root listener, dropped once the root's
+                // connection came; the second wave's two wait in the read-ahead pool while the
+                // receives take the messages whose headers came, and are closed at the end.
+                assert_eq!(stalled, 2, "{name}: rank {r}: {:#?}", run.events);
             } else {
                 // Eager transports take the second wave beside the operations: its two stalls
                 // are dropped only if the rank is still running 300 ms later.
@@ -375,7 +378,28 @@ async fn a_stranger_stalling_during_ring_connect_is_dropped_and_init_completes()
     let net = StrayNet { stall_ring_connect: true, ..StrayNet::new(0x5eed_b007_0000_1000) };
     let runs = stray_world(net, "nvshmem-3.7", 2, Workload::Deepep { qps: 1 }).await;
     for run in &runs {
-        // Root listener: 4 + 2 stalls; peer listener: 4 + 2 stalls in each wave.
-        assert_eq!(stray_counts(run), (9, 3, 0, 6), "{:#?}", run.events);
+        // Root listener: 4 + 2 stalls; peer listener: 4 + 2 stalls in each wave. The init
+        // pools drop their stalls once the step took the honest connection; the second wave's
+        // wait in the read-ahead pool and are closed at the end, not waited for.
+        assert_eq!(stray_counts(run), (9, 3, 0, 4), "{:#?}", run.events);
     }
+}
+
+#[tokio::test]
+async fn a_failed_rank_stops_dialling_and_does_not_wait_the_flush_bound_for_it() {
+    // Rank 1 dials a root that refuses (NVSHMEM retries refused connects for a long time);
+    // after the 1 s op timeout the rank fails, and the dialling writer is abandoned at once
+    // instead of being waited for up to the 5 s flush bound.
+    let refused = std::net::TcpListener::bind((LOOPBACK, 0)).unwrap();
+    let root = refused.local_addr().unwrap();
+    drop(refused);
+    let variant = Variant::preset("nvshmem-3.4").unwrap();
+    let uid = UniqueId { version: variant.uid_version(), root, magic: 7 };
+    let limits = real_limits(Duration::from_secs(1));
+    let cfg = RankConfig { rank: 1, nranks: 2, uid, variant, limits };
+    let started = tokio::time::Instant::now();
+    let r = run_rank(TokioNet::new(LOOPBACK), cfg, Vec::new()).await;
+    let took = started.elapsed();
+    assert!(matches!(r, Err(DriverError::Failed { .. })), "{r:?}");
+    assert!(took < Duration::from_secs(4), "the failed rank ended after {took:?}");
 }

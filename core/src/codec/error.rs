@@ -3,9 +3,11 @@
 /// Why bytes from a connection could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum WireError {
-    /// The connection preamble carried another session's magic (or garbage).
-    #[error("bad magic 0x{got:016x} (expected 0x{expected:016x})")]
-    BadMagic { expected: u64, got: u64 },
+    /// The connection preamble carried another session's magic (or garbage). Neither value is
+    /// kept: the expected one is the session's secret, and the received one may be another
+    /// session's; only a short fingerprint of the received bytes, to tell strangers apart.
+    #[error("bad magic (not this session's; received bytes fingerprint {got})")]
+    BadMagic { got: Fingerprint },
     /// The connection preamble's socket type was not 1 (bootstrap).
     #[error("bad socket type {got} (expected {expected})")]
     BadType { expected: i32, got: i32 },
@@ -33,4 +35,25 @@ pub enum WireError {
     /// The peer closed the connection in the middle of an item.
     #[error("connection closed after {have} of {needed} bytes of {what}")]
     Truncated { what: &'static str, needed: usize, have: usize },
+}
+
+/// A 16-bit fingerprint of 8 received bytes: enough to tell two strangers apart in a log, too
+/// short to recover them (a session magic is a secret).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fingerprint(pub u16);
+
+impl Fingerprint {
+    /// The fingerprint of `v` (splitmix64's finaliser, top 16 bits).
+    pub fn of(v: u64) -> Fingerprint {
+        let mut z = v.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Fingerprint(((z ^ (z >> 31)) >> 48) as u16)
+    }
+}
+
+impl std::fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:04x}", self.0)
+    }
 }

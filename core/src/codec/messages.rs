@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use super::sockaddr::{decode_sockaddr, encode_sockaddr, SOCKADDR_LEN};
-use super::WireError;
+use super::{Fingerprint, WireError};
 
 /// `ncclSocketTypeBootstrap`: the only socket type the bootstrap accepts.
 pub const SOCKET_TYPE_BOOTSTRAP: i32 = 1;
@@ -45,7 +45,7 @@ impl Preamble {
     /// Checks magic first (a wrong one means a stranger), then type.
     pub fn check(&self, expected_magic: u64) -> Result<(), WireError> {
         if self.magic != expected_magic {
-            return Err(WireError::BadMagic { expected: expected_magic, got: self.magic });
+            return Err(WireError::BadMagic { got: Fingerprint::of(self.magic) });
         }
         if self.kind != SOCKET_TYPE_BOOTSTRAP {
             return Err(WireError::BadType { expected: SOCKET_TYPE_BOOTSTRAP, got: self.kind });
@@ -102,7 +102,9 @@ mod tests {
         let p = Preamble::bootstrap(0xdead_beef_0bad_cafe);
         assert_eq!(Preamble::decode(&p.encode()), p);
         assert_eq!(p.check(0xdead_beef_0bad_cafe), Ok(()));
-        assert_eq!(p.check(1), Err(WireError::BadMagic { expected: 1, got: 0xdead_beef_0bad_cafe }));
+        assert_eq!(p.check(1), Err(WireError::BadMagic { got: Fingerprint::of(0xdead_beef_0bad_cafe) }));
+        let shown = p.check(0x4141_4141_4141_4141).unwrap_err().to_string();
+        assert!(!shown.contains("dead") && !shown.to_lowercase().contains("4141"), "{shown}");
         let bad = Preamble { magic: 1, kind: 2 };
         assert_eq!(bad.check(1), Err(WireError::BadType { expected: 1, got: 2 }));
     }

@@ -25,6 +25,17 @@ pub(crate) enum Role {
     MessageIn,
 }
 
+impl Role {
+    /// The listener an accepted connection of this role came from (`None`: dialed).
+    pub fn listener(self) -> Option<crate::ids::Listener> {
+        match self {
+            Role::FromRoot => Some(crate::ids::Listener::FromRoot),
+            Role::RingRecv | Role::MessageIn => Some(crate::ids::Listener::Peers),
+            Role::ToRoot | Role::RingSend | Role::MessageOut => None,
+        }
+    }
+}
+
 /// The identifying header of an inbound point-to-point connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Header {

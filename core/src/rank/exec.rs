@@ -12,7 +12,7 @@ use crate::io::{Completion, Event, Output};
 use crate::variant::{SizePolicy, Transport};
 
 /// How a step attempt ended.
-enum Progress {
+pub(super) enum Progress {
     /// Blocked: nothing more until an input arrives.
     Blocked,
     /// The wait state changed: try again.
@@ -29,13 +29,17 @@ enum ReadFail {
     Wire(WireError),
 }
 
-pub(super) fn describe_step(step: &Step) -> String {
+pub(super) fn describe_step(step: &Step, wait: &Wait) -> String {
     match step {
         Step::Listen => "opening listeners".into(),
         Step::Stagger { ms } => format!("staggering {ms} ms before calling the root"),
         Step::CheckIn => "checking in with the root".into(),
         Step::AwaitSuccessor => "waiting for the root to send the ring successor".into(),
-        Step::RingConnect => "connecting the ring".into(),
+        // Who it waits for: the successor while dialing it, else the predecessor's connection.
+        Step::RingConnect { succ, .. } if matches!(wait, Wait::Connecting(_) | Wait::Start) => {
+            format!("connecting the ring to rank {succ}")
+        }
+        Step::RingConnect { pred, .. } => format!("connecting the ring from rank {pred}"),
         Step::RingSend { .. } => "sending on the ring".into(),
         Step::RingRecv { .. } => "receiving from the ring predecessor".into(),
         Step::LearnPeers => "decoding peer addresses".into(),
@@ -59,6 +63,7 @@ pub(super) fn describe_wait(wait: &Wait) -> String {
         Wait::Draining(c) => format!("drain of local {c}"),
         Wait::Arrival => "the next message in order".into(),
         Wait::Inbound => "the next connection".into(),
+        Wait::Pool => "a connection with the session magic".into(),
     }
 }
 
@@ -127,12 +132,27 @@ impl Rank {
     }
 
     /// The next inbound message connection: accepted now (NVSHMEM), or, under `read_ahead`,
-    /// the oldest connection accepted ahead of time.
+    /// the oldest connection accepted ahead of time, in accept order as NVSHMEM takes them;
+    /// but one whose header has not come within [`Rank::inbound_grace`] of its accept is
+    /// presumed a stranger and passed over (not dropped: the header timeout does that), so
+    /// idle strangers ahead of a message delay it by that grace at most.
     fn next_inbound(&mut self) -> Progress {
         if self.cfg.limits.read_ahead.is_none() {
             return self.accept(Listener::Peers);
         }
-        match self.arrivals.pop_front() {
+        let (now, grace) = (self.now, self.inbound_grace());
+        let mut pick = None;
+        for (i, id) in self.arrivals.iter().enumerate() {
+            let Some(c) = self.conns.get(*id) else { continue };
+            if !c.header_pending() {
+                pick = Some(i);
+                break;
+            }
+            if grace.is_none_or(|g| now < c.opened + g) {
+                break;
+            }
+        }
+        match pick.and_then(|i| self.arrivals.remove(i)) {
             Some(conn) => {
                 self.set_wait(Wait::Header(conn));
                 self.arm_eager_accept();
@@ -176,7 +196,7 @@ impl Rank {
             }),
             Step::CheckIn => self.step_check_in(wait),
             Step::AwaitSuccessor => self.step_await_successor(wait),
-            Step::RingConnect => self.step_ring_connect(wait),
+            Step::RingConnect { .. } => self.step_ring_connect(wait),
             Step::RingSend { slice } => {
                 let conn = self.ring_send.expect("ring connected during init");
                 let op = self.op.as_ref().expect("a running operation");
@@ -241,6 +261,9 @@ impl Rank {
                 let root = match c.reader.read_i32("root version") {
                     Ok(Some(v)) => v,
                     Ok(None) => return Ok(Progress::Blocked),
+                    Err(WireError::Truncated { have: 0, .. }) => {
+                        return Err(BootstrapError::CheckInRefused { rank: self.cfg.rank, root: self.cfg.uid.root })
+                    }
                     Err(e) => return Err(self.wire_error("the root".into(), e)),
                 };
                 let ours = self.cfg.uid.version;
@@ -264,6 +287,13 @@ impl Rank {
 
     fn step_await_successor(&mut self, wait: Wait) -> Result<Progress, BootstrapError> {
         match wait {
+            Wait::Start | Wait::Pool if self.cfg.limits.read_ahead.is_some() => Ok(match self.pooled(Role::FromRoot) {
+                Some(conn) => {
+                    self.set_wait(Wait::Reading(conn));
+                    Progress::Moved
+                }
+                None => self.block_on_pool(),
+            }),
             Wait::Start => Ok(self.accept(Listener::FromRoot)),
             Wait::Reading(conn) => {
                 let magic = self.cfg.uid.magic;
@@ -288,6 +318,8 @@ impl Rank {
                 self.close_conn(conn);
                 self.listeners.remove(&Listener::FromRoot);
                 self.out.push_back(Output::CloseListener { listener: Listener::FromRoot });
+                self.root_accept = None;
+                self.drop_pool(Role::FromRoot);
                 Ok(Progress::StepDone)
             }
             _ => Ok(Progress::Blocked),
@@ -298,6 +330,9 @@ impl Rank {
         match wait {
             // Back to Start after a stalled stranger was dropped: the ring send side is already
             // connected, so only accept again.
+            Wait::Start | Wait::Pool if self.ring_send.is_some() && self.cfg.limits.read_ahead.is_some() => {
+                Ok(self.take_ring_from_pool())
+            }
             Wait::Start if self.ring_send.is_some() => Ok(self.accept(Listener::Peers)),
             Wait::Start => {
                 let succ = self.successor.expect("successor known before the ring");
@@ -309,6 +344,9 @@ impl Rank {
                 let preamble = Preamble::bootstrap(self.cfg.uid.magic).encode();
                 self.out.write(conn, |b| b.extend_from_slice(&preamble));
                 self.ring_send = Some(conn);
+                if self.cfg.limits.read_ahead.is_some() {
+                    return Ok(self.take_ring_from_pool());
+                }
                 Ok(self.accept(Listener::Peers))
             }
             Wait::Reading(conn) => {

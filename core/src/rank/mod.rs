@@ -4,6 +4,7 @@
 mod conn;
 mod exec;
 mod plan;
+mod pool;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -85,7 +86,7 @@ pub struct Waiting {
 
 impl std::fmt::Display for Waiting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let step = self.step.as_ref().map_or("finishing".to_string(), exec::describe_step);
+        let step = self.step.as_ref().map_or("finishing".to_string(), |s| exec::describe_step(s, &self.wait));
         write!(f, "{}: {step} ({})", self.op, exec::describe_wait(&self.wait))
     }
 }
@@ -115,6 +116,9 @@ enum Wait {
     Arrival,
     /// Per-message receive under [`Limits::read_ahead`]: the next connection in accept order.
     Inbound,
+    /// Init under [`Limits::read_ahead`]: a pooled connection on the step's listener whose
+    /// preamble carries the session magic (the root's, or the ring predecessor's).
+    Pool,
 }
 
 /// A rank of the bootstrap. `Clone` and `Hash` let an explorer copy a world and recognise a
@@ -138,6 +142,8 @@ pub struct Rank {
     stream_out: Vec<Option<ConnId>>,
     stream_in: Vec<Option<ConnId>>,
     eager_accept: Option<ConnId>,
+    /// Under `read_ahead`: the accept outstanding on the root-facing listener during init.
+    root_accept: Option<ConnId>,
     /// Operations pushed and not yet started, in order.
     queued: VecDeque<Op>,
     /// Per-message transport under `read_ahead`: accepted connections not yet taken by a
@@ -173,6 +179,7 @@ impl Rank {
             stream_out: vec![None; n],
             stream_in: vec![None; n],
             eager_accept: None,
+            root_accept: None,
             queued: VecDeque::new(),
             arrivals: VecDeque::new(),
             next_op: 1,
@@ -369,6 +376,7 @@ impl Rank {
         match input {
             Input::Listening { listener, addr } => {
                 self.listeners.insert(listener, addr);
+                self.arm_pool_accepts();
             }
             Input::ListenFailed { listener, reason } => {
                 let rank = self.cfg.rank;
@@ -434,7 +442,25 @@ impl Rank {
                 }
             }
         }
+        // A receive waiting behind an arrival whose header is late looks again once its grace
+        // has passed (it is then passed over as a stranger's).
+        if let (Some(op), Some(g)) = (&self.op, self.inbound_grace()) {
+            if op.wait == Wait::Inbound {
+                let late = self.arrivals.iter().filter_map(|id| self.conns.get(*id));
+                for c in late.filter(|c| c.header_pending() && self.now < c.opened + g) {
+                    consider(c.opened + g);
+                }
+            }
+        }
         next
+    }
+
+    /// Under `read_ahead`, how long a receive waits for the header of an arrival ahead of a
+    /// complete one before passing it over: a fifth of the header timeout (an honest peer's
+    /// header follows its connect within a round trip; under a reordering wire, within the
+    /// hold). `None`: forever (pure accept order).
+    pub(super) fn inbound_grace(&self) -> Option<std::time::Duration> {
+        self.cfg.limits.header_timeout.map(|h| h / 5)
     }
 
     /// Lets time pass up to `now`: timers, stalled headers, the no-progress timeout.
@@ -472,6 +498,7 @@ impl Rank {
             self.out.push_back(Output::CloseListener { listener: Listener::Peers });
         }
         self.eager_accept = None;
+        self.root_accept = None;
         self.arrivals.clear();
         self.op = None;
         self.failed = true;
@@ -498,9 +525,13 @@ impl Rank {
 
     fn on_accepted(&mut self, conn: ConnId, from: SocketAddr) {
         let wait = self.op.as_ref().map(|o| o.wait);
-        if self.eager_accept == Some(conn) {
+        if self.root_accept == Some(conn)
+            || (self.eager_accept == Some(conn) && self.ring_recv.is_none() && !self.ready)
+        {
+            self.on_pool_accepted(conn, from);
+        } else if self.eager_accept == Some(conn) {
             self.eager_accept = None;
-            self.make_room();
+            self.make_room(Listener::Peers);
             self.conns.insert(conn, conn::Conn::new(Role::MessageIn, Some(from), self.now));
             if self.cfg.variant.transport == Transport::PerMessage {
                 self.arrivals.push_back(conn);
@@ -511,12 +542,15 @@ impl Rank {
         } else if wait == Some(Wait::Accepting(conn)) {
             let role = match self.op.as_ref().and_then(|o| o.steps.front()) {
                 Some(Step::AwaitSuccessor) => Role::FromRoot,
-                Some(Step::RingConnect) => Role::RingRecv,
+                Some(Step::RingConnect { .. }) => Role::RingRecv,
                 _ => Role::MessageIn,
             };
             self.conns.insert(conn, conn::Conn::new(role, Some(from), self.now));
-            let next = if role == Role::MessageIn { Wait::Header(conn) } else { Wait::Reading(conn) };
-            self.set_wait(next);
+            // Not progress: whoever connected has not yet shown the session magic (a stranger
+            // dropped at the header timeout must not restart the operation timer).
+            if let Some(op) = &mut self.op {
+                op.wait = if role == Role::MessageIn { Wait::Header(conn) } else { Wait::Reading(conn) };
+            }
         } else {
             // Not asked for (a driver bug or a cancelled accept): refuse it cleanly.
             self.out.push_back(Output::Close { conn });
@@ -544,7 +578,10 @@ impl Rank {
     /// them): keep one accept outstanding. A per-message backlog of `max_unexpected`
     /// connections stops accepting (the kernel's backlog holds the rest, as for NVSHMEM).
     fn arm_eager_accept(&mut self) {
-        if self.eager_accept.is_some() || !self.ready || self.failed {
+        // Under read-ahead the peer listener is read ahead from the moment it listens (during
+        // init its pool holds the ring predecessor's connection, see `pool`).
+        let early = self.cfg.limits.read_ahead.is_some() && self.listeners.contains_key(&Listener::Peers);
+        if self.eager_accept.is_some() || !(self.ready || early) || self.failed {
             return;
         }
         if self.cfg.variant.transport == Transport::PerMessage
@@ -559,6 +596,9 @@ impl Rank {
 
     /// Eager transports: parse an inbound header as soon as it is complete and index the connection.
     fn index_eager(&mut self, id: ConnId) {
+        if self.read_pool_preamble(id) {
+            return;
+        }
         let transport = self.cfg.variant.transport;
         if transport == Transport::PerMessage {
             return self.read_ahead_header(id);
@@ -664,12 +704,12 @@ impl Rank {
     /// Under `read_ahead = k`: before a new connection joins, the oldest of `k` waiting
     /// connections whose header is incomplete (not yet taken by a receive) is evicted, so idle
     /// strangers can neither hold honest peers behind them nor pile up descriptors.
-    fn make_room(&mut self) {
+    fn make_room(&mut self, listener: Listener) {
         let Some(k) = self.cfg.limits.read_ahead else { return };
         let waiting: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(id, c)| c.role == Role::MessageIn && c.header_pending() && !self.is_taken(**id))
+            .filter(|(id, c)| c.role.listener() == Some(listener) && c.header_pending() && !self.is_taken(**id))
             .map(|(id, _)| *id)
             .collect();
         if waiting.len() < k.max(1) {
@@ -721,7 +761,7 @@ impl Rank {
     /// the operation timeout: a newly accepted connection (its header not yet read, maybe a
     /// stranger's) or the next accept does not.
     fn set_wait(&mut self, wait: Wait) {
-        let progress = !matches!(wait, Wait::Accepting(_) | Wait::Header(_) | Wait::Start | Wait::Inbound);
+        let progress = !matches!(wait, Wait::Accepting(_) | Wait::Header(_) | Wait::Start | Wait::Inbound | Wait::Pool);
         if let Some(op) = &mut self.op {
             op.wait = wait;
         }

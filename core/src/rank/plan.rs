@@ -26,7 +26,7 @@ pub(crate) enum Step {
     /// Accept the root's connection on the root listener and read the ring successor's address.
     AwaitSuccessor,
     /// Connect the ring send socket to the successor, then accept the ring receive socket.
-    RingConnect,
+    RingConnect { succ: u32, pred: u32 },
     /// Frame a slice of the result buffer onto the ring send socket.
     RingSend { slice: Range<usize> },
     /// Read a frame from the ring receive socket into a slice of the result buffer.
@@ -164,7 +164,8 @@ pub(crate) fn init(rank: u32, nranks: u32, addr_len: usize) -> Steps {
     if nranks > 128 {
         head.push_back(Step::Stagger { ms: u64::from(rank) });
     }
-    head.extend([Step::CheckIn, Step::AwaitSuccessor, Step::RingConnect]);
+    let (succ, pred) = ((rank + 1) % nranks.max(1), (rank + nranks.max(1) - 1) % nranks.max(1));
+    head.extend([Step::CheckIn, Step::AwaitSuccessor, Step::RingConnect { succ, pred }]);
     let ring = Pattern::Ring { rank: rank as usize, n: nranks as usize, len: addr_len, i: 1 };
     Steps::with(head, ring, VecDeque::from([Step::LearnPeers]))
 }

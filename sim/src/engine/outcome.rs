@@ -75,6 +75,8 @@ pub struct Outcome {
     pub trace: Option<Trace>,
     /// Set in a streaming outcome: the judge its messages and results went to as they came.
     judge: Option<Judge>,
+    /// Why the engine stopped before the deadline with ranks unfinished (its work guard).
+    pub gave_up: Option<String>,
 }
 
 impl Outcome {
@@ -96,9 +98,16 @@ impl Outcome {
 
     /// The verdict and findings: the streaming judge's, else the record judged whole.
     pub fn verdict(&mut self, specs: &[OpSpec], seed: u64, n: u32) -> (Verdict, Vec<Finding>) {
-        match self.judge.take() {
+        let (verdict, mut findings) = match self.judge.take() {
             Some(j) => j.finish(&self.record),
             None => judge(specs, seed, n, &self.record),
+        };
+        match &self.gave_up {
+            Some(why) => {
+                findings.insert(0, Finding::Error { rank: None, error: why.clone() });
+                (verdict.max(Verdict::Error), findings)
+            }
+            None => (verdict, findings),
         }
     }
 

@@ -250,6 +250,11 @@ impl Net {
         heap.pop().map(|Reverse(s)| (s.at(), s.work))
     }
 
+    /// Busy periods the RX queues' stall model generated so far (its work).
+    pub(crate) fn stall_periods(&self) -> u64 {
+        self.hosts.iter().flat_map(|h| &h.servers).map(|q| q.periods).sum()
+    }
+
     /// Counters so far, with the queues' deferred polls.
     pub(crate) fn stats(&self) -> KernelStats {
         let napi_deferrals = self.hosts.iter().flat_map(|h| &h.servers).map(RxQueue::deferrals).sum();

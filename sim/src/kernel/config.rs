@@ -308,19 +308,25 @@ pub enum KnobError {
 }
 
 const DUR: &str = "a duration like 500ns, 2us, 1ms or 1s, at most 3600s";
+const COST: &str = "a CPU cost like 500ns or 2us, at most 1ms (Linux's are microseconds; the load model walks every \
+                    stall a longer one spans)";
+const STALL: &str = "a duration > 0 like 20us, at most 3600s";
+const GAP: &str = "a duration from 1us to 3600s, or off";
+/// The largest per-packet or per-call CPU cost a knob takes (see [`COST`]).
+pub const MAX_COST: Duration = Duration::from_millis(1);
 const DUR_OR_OFF: &str = "a duration like 500us (at most 3600s), or off";
 const PROB: &str = "a probability in [0, 1]";
 
 const KNOBS: &[(&str, &str)] = &[
     ("rx_queues", "RX queues per host (RSS), 1..=128"),
-    ("service", "softirq time per packet (duration)"),
+    ("service", "softirq time per packet (duration, at most 1ms)"),
     ("latency", "one-way wire latency floor (duration)"),
     ("jitter", "extra one-way latency, uniform 0..=jitter (duration)"),
-    ("stall_gap", "mean free time between RX-queue CPU stalls (duration, or off)"),
-    ("stall_skew", "per-queue load spread: gap x f, ln f uniform in [-ln skew, ln skew] (>= 1)"),
-    ("stall_xm", "shortest stall, Pareto scale (duration)"),
+    ("stall_gap", "mean free time between RX-queue CPU stalls (duration >= 1us, or off)"),
+    ("stall_skew", "per-queue load spread: gap x f, ln f uniform in [-ln skew, ln skew] (1..=1000)"),
+    ("stall_xm", "shortest stall, Pareto scale (duration > 0)"),
     ("stall_alpha", "stall tail index, Pareto shape (> 0; smaller is heavier)"),
-    ("stall_cap", "longest stall (duration)"),
+    ("stall_cap", "longest stall (duration > 0)"),
     ("loss_good_spell", "Gilbert-Elliott mean good spell, in time (duration > 0)"),
     ("loss_bad_spell", "Gilbert-Elliott mean bad spell (a congestion episode), in time (duration > 0)"),
     ("loss_good", "loss probability in the good state"),
@@ -333,22 +339,22 @@ const KNOBS: &[(&str, &str)] = &[
     ("rto_max", "data retransmission timeout ceiling (duration)"),
     ("data_retries", "data retransmissions before abort (tcp_retries2)"),
     ("trace", "emit trace events: true or false"),
-    ("syn_cost", "extra softirq time per SYN / SYN-ACK (duration; Linux ~4us, load profile)"),
-    ("ack_cost", "extra softirq time per pure ACK or RST (duration; Linux ~1us)"),
-    ("data_cost", "extra softirq time per data or FIN segment (duration; Linux ~2us)"),
+    ("syn_cost", "extra softirq time per SYN / SYN-ACK (duration <= 1ms; Linux ~4us, load profile)"),
+    ("ack_cost", "extra softirq time per pure ACK or RST (duration <= 1ms; Linux ~1us)"),
+    ("data_cost", "extra softirq time per data or FIN segment (duration <= 1ms; Linux ~2us)"),
     ("napi_budget", "packets per NAPI poll before deferring to ksoftirqd, 0 = off (netdev_budget, Linux 300)"),
     ("napi_budget_time", "time per NAPI poll before deferring, or off (netdev_budget_usecs, Linux 2ms)"),
     ("ksoftirqd_delay", "wait for ksoftirqd after a poll exhausts its budget (duration; ~1ms)"),
     ("rx_ring", "RX ring length in packets, full ring drops, 0 = unbounded (ethtool -g, mlx5 1024)"),
     ("flood_rate", "background UDP flood, packets per second per host, 0 = off (an iperf3 -u flood)"),
     ("flood_flows", "flows of the flood, each hashed by RSS onto one RX queue (>= 1; iperf3 -P)"),
-    ("flood_cost", "softirq time per flood packet (duration; ~1.5us for UDP)"),
+    ("flood_cost", "softirq time per flood packet (duration <= 1ms; ~1.5us for UDP)"),
     ("cpus", "CPUs per host, RX queue q on CPU q % cpus, 0 = one CPU per queue (IRQ affinity spread)"),
     ("rps", "RPS: steer packets by flow hash to a CPU's backlog, on or off (rps_cpus, Linux off)"),
     ("max_backlog", "per-CPU backlog in packets, full drops, 0 = unbounded (netdev_max_backlog, Linux 1000)"),
     ("app_cpu", "CPU each rank's process runs on (cpu profile 0: RX queue 0's core)"),
-    ("syscall_cost", "CPU time per accept/read/write/connect/close, 0 = off (duration; ~2us)"),
-    ("app_work", "CPU time of the rank's own code per input it handles (duration; ~1us)"),
+    ("syscall_cost", "CPU time per accept/read/write/connect/close, 0 = off (duration <= 1ms; ~2us)"),
+    ("app_work", "CPU time of the rank's own code per input it handles (duration <= 1ms; ~1us)"),
     ("stalls", "forced RX-queue stalls HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US, `;`-joined, or none"),
 ];
 
@@ -485,6 +491,8 @@ impl KernelConfig {
         let bad =
             |expected: &'static str| KnobError::BadValue { key: key.to_string(), value: value.to_string(), expected };
         let dur = || parse_duration(value).ok_or_else(|| bad(DUR));
+        let cost = || parse_duration(value).filter(|d| *d <= MAX_COST).ok_or_else(|| bad(COST));
+        let stall = || parse_duration(value).filter(|d| !d.is_zero()).ok_or_else(|| bad(STALL));
         let prob = || value.parse::<f64>().ok().filter(|p| (0.0..=1.0).contains(p)).ok_or_else(|| bad(PROB));
         let small = |expected| value.parse::<u8>().map_err(|_| bad(expected));
         match key {
@@ -492,28 +500,29 @@ impl KernelConfig {
                 const E: &str = "an integer in 1..=128";
                 self.rx_queues = value.parse::<u16>().ok().filter(|q| (1..=128).contains(q)).ok_or_else(|| bad(E))?;
             }
-            "service" => self.service = dur()?,
+            "service" => self.service = cost()?,
             "latency" => self.latency = dur()?,
             "jitter" => self.jitter = dur()?,
             "stall_gap" => {
                 self.stall_gap = if value == "off" {
                     None
                 } else {
-                    Some(parse_duration(value).filter(|d| !d.is_zero()).ok_or_else(|| bad(DUR_OR_OFF))?)
+                    let at_least_1us = |d: &Duration| *d >= Duration::from_micros(1);
+                    Some(parse_duration(value).filter(at_least_1us).ok_or_else(|| bad(GAP))?)
                 }
             }
             "stall_skew" => {
-                const E: &str = "a number >= 1, e.g. 4";
+                const E: &str = "a number in 1..=1000, e.g. 4";
                 self.stall_skew =
-                    value.parse::<f64>().ok().filter(|s| *s >= 1.0 && s.is_finite()).ok_or_else(|| bad(E))?;
+                    value.parse::<f64>().ok().filter(|s| (1.0..=1000.0).contains(s)).ok_or_else(|| bad(E))?;
             }
-            "stall_xm" => self.stall_xm = dur()?,
+            "stall_xm" => self.stall_xm = stall()?,
             "stall_alpha" => {
                 const E: &str = "a number > 0, e.g. 1.2";
                 self.stall_alpha =
                     value.parse::<f64>().ok().filter(|a| *a > 0.0 && a.is_finite()).ok_or_else(|| bad(E))?;
             }
-            "stall_cap" => self.stall_cap = dur()?,
+            "stall_cap" => self.stall_cap = stall()?,
             "loss_good_spell" | "loss_bad_spell" => {
                 let d = dur().and_then(|d| if d.is_zero() { Err(bad("a duration > 0, e.g. 100us")) } else { Ok(d) })?;
                 match key {
@@ -542,9 +551,9 @@ impl KernelConfig {
                     dur().and_then(|d| if d.is_zero() { Err(bad("a duration > 0, e.g. 120s")) } else { Ok(d) })?
             }
             "data_retries" => self.data_retries = small("an integer in 0..=255")?,
-            "syn_cost" => self.load.syn_cost = dur()?,
-            "ack_cost" => self.load.ack_cost = dur()?,
-            "data_cost" => self.load.data_cost = dur()?,
+            "syn_cost" => self.load.syn_cost = cost()?,
+            "ack_cost" => self.load.ack_cost = cost()?,
+            "data_cost" => self.load.data_cost = cost()?,
             "napi_budget" => {
                 const E: &str = "a number of packets, 0 for unlimited";
                 self.load.napi_budget = value.parse::<u32>().map_err(|_| bad(E))?;
@@ -570,7 +579,7 @@ impl KernelConfig {
                 self.load.flood_flows =
                     value.parse::<u32>().ok().filter(|f| (1..=1024).contains(f)).ok_or_else(|| bad(E))?;
             }
-            "flood_cost" => self.load.flood_cost = dur()?,
+            "flood_cost" => self.load.flood_cost = cost()?,
             "cpus" => {
                 const E: &str = "an integer in 0..=1024, 0 for one CPU per RX queue";
                 self.load.cpu.cpus = value.parse::<u16>().ok().filter(|c| *c <= 1024).ok_or_else(|| bad(E))?;
@@ -590,8 +599,8 @@ impl KernelConfig {
                 const E: &str = "a CPU number in 0..=1023";
                 self.load.cpu.app_cpu = value.parse::<u16>().ok().filter(|c| *c < 1024).ok_or_else(|| bad(E))?;
             }
-            "syscall_cost" => self.load.cpu.syscall_cost = dur()?,
-            "app_work" => self.load.cpu.app_work = dur()?,
+            "syscall_cost" => self.load.cpu.syscall_cost = cost()?,
+            "app_work" => self.load.cpu.app_work = cost()?,
             "stalls" => {
                 const E: &str = "HOST:QUEUE:START_US:DUR_US or HOST:QUEUE:pN:DUR_US items joined by `;`, or none";
                 self.stalls = ScriptedStall::parse_list(value).map_err(|why| KnobError::BadStalls {

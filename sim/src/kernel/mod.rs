@@ -94,6 +94,12 @@ impl Kernel {
         self.net.stats()
     }
 
+    /// The model's work so far: RX-queue busy periods generated (a walk over a long CPU cost
+    /// under frequent stalls makes millions), for an engine's work guard.
+    pub fn work(&self) -> u64 {
+        self.net.stall_periods()
+    }
+
     fn at(&mut self, now: Instant) -> Instant {
         debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
         self.now = self.now.max(now);

@@ -90,6 +90,11 @@ pub(crate) struct Admitted {
     pub(crate) nth: u64,
 }
 
+/// The most busy periods one queue generates: past it the queue stalls no more, so a walk
+/// over a long cost under near-constant stalls ends; the engine's work guard has given the
+/// run up by then (see `Kernel::work`).
+const PERIOD_CAP: u64 = 5_000_000;
+
 /// One RX queue.
 #[derive(Clone, Debug)]
 pub(crate) struct RxQueue {
@@ -117,6 +122,8 @@ pub(crate) struct RxQueue {
     ahead: VecDeque<(u64, u64)>,
     /// The load-dependent model (budget, ring, flood), when any of it is on.
     pub(crate) loaded: Option<Loaded>,
+    /// Busy periods generated so far: the model's work, for the engine's work guard.
+    pub(crate) periods: u64,
 }
 
 impl RxQueue {
@@ -140,6 +147,7 @@ impl RxQueue {
             arrivals: 0,
             ahead: VecDeque::new(),
             loaded: None,
+            periods: 0,
         };
         if p.mean_gap.is_some() {
             q.restart(0, p);
@@ -222,13 +230,19 @@ impl RxQueue {
     /// back again is allowed: `t` need not increase between calls.
     pub(crate) fn busy_at_or_after(&mut self, t: u64, p: &StallParams) -> Option<(u64, u64)> {
         p.mean_gap?;
-        if let Some(&hit) = self.ahead.iter().find(|(_, e)| t < *e) {
+        if self.periods >= PERIOD_CAP {
+            return None;
+        }
+        // Busy periods are kept in time order and never overlap, so their ends increase: the
+        // first ending after `t` is found by bisection (a walk over a long CPU cost looks far
+        // ahead, and a linear search made it quadratic).
+        if let Some(&hit) = self.ahead.get(self.ahead.partition_point(|(_, e)| *e <= t)) {
             return Some(hit);
         }
         if self.ahead.is_empty() && t > self.busy_end.saturating_add(self.skip_after) {
             self.restart(t, p);
         }
-        loop {
+        while self.periods < PERIOD_CAP {
             if self.busy_start < self.busy_end && self.ahead.back() != Some(&(self.busy_start, self.busy_end)) {
                 self.ahead.push_back((self.busy_start, self.busy_end));
                 if t < self.busy_end {
@@ -237,7 +251,9 @@ impl RxQueue {
             }
             self.busy_start = self.busy_end + rng::exp_ns(&mut self.rng, self.gap).max(1);
             self.busy_end = self.busy_start + rng::pareto_ns(&mut self.rng, p.xm, p.alpha, p.cap);
+            self.periods += 1;
         }
+        None
     }
 
     /// Drop looked-ahead busy periods that ended at or before `t` (the model's clock).
@@ -266,9 +282,10 @@ impl RxQueue {
             // Long unobserved: restart in the steady state rather than walk every cycle.
             self.restart(t, p);
         }
-        while self.busy_end <= t {
+        while self.busy_end <= t && self.periods < PERIOD_CAP {
             self.busy_start = self.busy_end + rng::exp_ns(&mut self.rng, self.gap).max(1);
             self.busy_end = self.busy_start + rng::pareto_ns(&mut self.rng, p.xm, p.alpha, p.cap);
+            self.periods += 1;
         }
     }
 

@@ -21,6 +21,7 @@
 //! error, timeout or wrong bytes; 2: bad usage; 3: could not run (a port in use, nothing
 //! listening at the root's address), with the address.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ use bootsim_sim::workload::{build_op, Workload};
 pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;
 use plugin::UidArg;
+mod blame;
 mod could_not_run;
 mod report;
 mod secret;
@@ -66,8 +68,9 @@ pub struct SmokeArgs {
     #[arg(long)]
     magic: Option<String>,
     /// A file (mode 600) holding the session secret every rank shares; mixed with the launcher's
-    /// job id and the session address into the magic.
-    #[arg(long, value_name = "PATH", conflicts_with = "magic")]
+    /// job id and the session address into the magic. With --session only: a uid-file session
+    /// (--uid-file, --local) has a random magic that travels in the mode-600 unique-ID file.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["magic", "uid_file", "local"])]
     secret_file: Option<PathBuf>,
     /// Protocol variant (a preset name) [default: nvshmem-3.7; with --plugin, the variant that
     /// speaks like the plugin, for the ranks that run bootsim-core].
@@ -414,12 +417,21 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     let per_iter = Duration::from_millis(args.op_timeout_ms) * 2 + Duration::from_secs(30);
     let deadline = started + per_iter * args.iterations;
     let mut failed = Vec::new();
+    let (mut findings, mut dead) = (BTreeMap::new(), BTreeMap::new());
     let (mut usage_errors, mut could_not_run) = (0, 0);
     for c in &mut children {
         let status = c.wait_until(deadline);
         usage_errors += usize::from(status == ChildEnd::Exited(2));
         could_not_run += usize::from(status == ChildEnd::Exited(3));
         let (out, err) = c.output();
+        if let Some(f) = blame::finding(c.rank, &out) {
+            findings.insert(c.rank, f);
+        }
+        match status {
+            ChildEnd::Signaled { signal } => dead.insert(c.rank, format!("died of signal {signal}")),
+            ChildEnd::KilledAtDeadline => dead.insert(c.rank, "made no end and was killed by bootsim".into()),
+            ChildEnd::Exited(_) => None,
+        };
         for line in out.lines() {
             println!("{line}");
         }
@@ -447,7 +459,8 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         println!("{head}: pass: all {n} ranks ok in {ms} ms");
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("{head}: FAIL in {ms} ms: {}", failed.join(", "));
+        let cause = blame::first_cause(&findings, &dead).map_or(String::new(), |c| format!("; {c}"));
+        println!("{head}: FAIL in {ms} ms: {}{cause}", failed.join(", "));
         // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too; no
         // violation but a rank that could not run: 3.
         let code = if usage_errors == children.len() {
@@ -591,6 +604,13 @@ pub(crate) fn random_u64() -> u64 {
         b = (u64::from(std::process::id()) ^ t.as_nanos() as u64).to_le_bytes();
     }
     u64::from_le_bytes(b)
+}
+
+/// Creates `dir` readable by its owner alone (mode 700): it holds unique-ID files, whose
+/// magic lets a peer join the session.
+pub(crate) fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(dir)
 }
 
 #[cfg(test)]

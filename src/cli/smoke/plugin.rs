@@ -401,12 +401,32 @@ pub(crate) fn plugin_rank_command(
         UidArg::Read(p) => {
             cmd.arg("--uid-file").arg(p);
         }
-        UidArg::Given(b) => {
-            cmd.args(["--uid-hex", &b.iter().map(|x| format!("{x:02x}")).collect::<String>()]);
+        UidArg::Given(_) => {
+            cmd.arg("--uid-stdin");
         }
     }
     cmd.args(["--uid-wait-ms", &uid_wait.as_millis().to_string()]);
     cmd.args(["--ops", &format_ops(specs), "--seed", &seed.to_string()]);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(uid_stdin(uid)).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
+}
+
+/// The child's stdin: a given unique ID (it holds the session magic, a secret) goes through a
+/// pipe, never the command line every local user can read in /proc. The 257 bytes fit the
+/// pipe's buffer, so the writer is closed before the child starts.
+fn uid_stdin(uid: &UidArg) -> Stdio {
+    let UidArg::Given(b) = uid else { return Stdio::null() };
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).chain(["\n".to_string()]).collect();
+    let piped = std::io::pipe().and_then(|(reader, mut writer)| {
+        std::io::Write::write_all(&mut writer, hex.as_bytes())?;
+        Ok(reader)
+    });
+    match piped {
+        Ok(reader) => Stdio::from(reader),
+        // The child then says it found no unique ID on stdin.
+        Err(e) => {
+            tracing::error!(error = %e, "no pipe for the unique ID");
+            Stdio::null()
+        }
+    }
 }

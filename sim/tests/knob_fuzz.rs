@@ -1,0 +1,118 @@
+//! The case grammar under fuzzing: random kernel knobs and case keys with extreme values. Each
+//! case string is refused at parse time with the offending key named, or runs to a verdict
+//! within a bounded wall-clock time (the simulated deadline, or the engine's work guard, ends
+//! it); none runs on until something outside kills it. Issue #30 item 9's seven cases first.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use bootsim_sim::kernel::KernelConfig;
+use bootsim_sim::{run_case, Case};
+use proptest::prelude::*;
+
+/// Per case, in a debug build on a loaded 2-core machine.
+const BOUND: Duration = Duration::from_secs(120);
+
+/// Parses `s`; if it parses, runs it on a thread and waits at most [`BOUND`] for the verdict.
+fn parse_or_run(s: &str) -> Result<(), String> {
+    let case = match Case::parse(s) {
+        Ok(c) => c,
+        Err(e) => {
+            let text = e.to_string();
+            // The refusal names a key of the case string.
+            let named = s.split_whitespace().filter_map(|w| w.split_once('=')).any(|(k, _)| text.contains(k));
+            return if named { Ok(()) } else { Err(format!("'{s}' refused without naming its key: {text}")) };
+        }
+    };
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let r = run_case(&case, false);
+        let _ = tx.send(r.verdict);
+    });
+    rx.recv_timeout(BOUND).map(|_| ()).map_err(|_| format!("'{s}' still running after {BOUND:?}"))
+}
+
+#[test]
+fn the_issues_seven_cases_are_refused_or_end() {
+    for s in [
+        "deadline_ms=1 stall_xm=0 napi_budget_time=1.5ms",
+        "deadline_ms=1 service=3600s max_backlog=4294967295",
+        "seed=14892862071321873792 deadline_ms=1 stall_skew=18446744073709551616 syscall_cost=1.5ms",
+        "deadline_ms=1000 data_cost=3600s cpus=128",
+        "deadline_ms=1000 rx_ring=129 stall_xm=0.0000001ns",
+        "ranks=2 stall_skew=1e30 deadline_ms=1000",
+        "ranks=2 syscall_cost=3600s deadline_ms=1000",
+    ] {
+        parse_or_run(s).unwrap();
+    }
+}
+
+#[test]
+fn the_most_costly_accepted_knobs_end_with_an_error_naming_them() {
+    let s = "ranks=8 deadline_ms=86400000 service=1ms syscall_cost=1ms app_work=1ms stall_gap=1us stall_skew=1000 \
+             adversary=cpu";
+    let r = run_case(&Case::parse(s).unwrap(), false);
+    let text: Vec<String> = r.findings.iter().map(ToString::to_string).collect();
+    let guard = text.iter().find(|f| f.contains("the simulation gave up")).unwrap_or_else(|| panic!("{text:?}"));
+    assert!(guard.contains("syscall_cost=1ms") && guard.contains("stall_gap=1us"), "{guard}");
+}
+
+/// Values that probe every parser's edges.
+const VALUES: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "0.5",
+    "1e30",
+    "nan",
+    "inf",
+    "4294967295",
+    "18446744073709551616",
+    "0.0000001ns",
+    "1ns",
+    "1us",
+    "1.5ms",
+    "1ms",
+    "10ms",
+    "3600s",
+    "3601s",
+    "off",
+    "on",
+    "true",
+    "abc",
+    "",
+    "0:0:0:1",
+];
+
+fn word() -> impl Strategy<Value = String> {
+    let knobs: Vec<&'static str> = KernelConfig::knobs().iter().map(|(k, _)| *k).collect();
+    let keys = prop::sample::select(knobs);
+    let value = prop_oneof![
+        prop::sample::select(VALUES).prop_map(str::to_string),
+        any::<u64>().prop_map(|n| n.to_string()),
+        (0u32..5000, prop::sample::select(&["ns", "us", "ms", "s"][..])).prop_map(|(n, u)| format!("{n}{u}")),
+    ];
+    (keys, value).prop_map(|(k, v)| format!("{k}={v}"))
+}
+
+fn case_string() -> impl Strategy<Value = String> {
+    let adversary = prop::sample::select(&["fifo", "rss", "lossy", "overflow", "swarm", "load", "cpu"][..]);
+    (prop::collection::vec(word(), 1..5), 1u32..4, 1u64..3000, adversary, any::<u64>()).prop_map(
+        |(words, ranks, deadline, adversary, seed)| {
+            format!("ranks={ranks} deadline_ms={deadline} adversary={adversary} seed={seed} {}", words.join(" "))
+        },
+    )
+}
+
+proptest! {
+    // A fixed number of cases keeps `make test` bounded; failures are kept in
+    // proptest-regressions and replayed first.
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_knob_string_is_refused_naming_its_key_or_ends(s in case_string()) {
+        if let Err(e) = parse_or_run(&s) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+}
