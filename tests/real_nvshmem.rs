@@ -99,9 +99,21 @@ fn a_mismatched_pair_fails_within_the_timeout_and_says_so() {
 #[test]
 fn pairs_that_send_the_same_bytes_are_not_called_mismatched_and_pass() {
     // Conformance proves 3.4.5 byte-identical to nvshmem-3.7 and 3.7.1 to nvshmem-3.4: only the
-    // receive-size check differs, which no clean run trips.
+    // receive-size check differs, which no clean run trips (so no adversary: `--accept none`).
     for (plugin, variant) in [("3.4.5", "nvshmem-3.7"), ("3.7.1", "nvshmem-3.4"), ("3.7.1", "drain")] {
-        let args = ["smoke", "--local", "2", "--plugin", plugin, "--plugin-ranks", "0", "--variant", variant];
+        let args = [
+            "smoke",
+            "--local",
+            "2",
+            "--plugin",
+            plugin,
+            "--plugin-ranks",
+            "0",
+            "--variant",
+            variant,
+            "--accept",
+            "none",
+        ];
         let (code, out) = bootsim(&[&args[..], &["--iterations", "2", "--workload", "qp-create"]].concat());
         assert_eq!(code, Some(0), "{plugin} with {variant}: {out}");
         assert!(!out.contains("MISMATCHED"), "{plugin} with {variant}: {out}");
