@@ -15,8 +15,10 @@ PREFIX ?= $(HOME)/.cargo
 PROFILE ?= release
 install:
 	$(CARGO) build --profile $(PROFILE) --bin bootsim
+	$(CARGO) build --profile $(PROFILE) -p bootsim-preload
 	install -D -m 755 "$${CARGO_TARGET_DIR:-target}/$(if $(filter dev,$(PROFILE)),debug,$(PROFILE))/bootsim" "$(PREFIX)/bin/bootsim"
-	@echo "installed $(PREFIX)/bin/bootsim"
+	install -D -m 644 "$${CARGO_TARGET_DIR:-target}/$(if $(filter dev,$(PROFILE)),debug,$(PROFILE))/libbootsim_preload.so" "$(PREFIX)/lib/bootsim/libbootsim_preload.so"
+	@echo "installed $(PREFIX)/bin/bootsim and its accept interposer $(PREFIX)/lib/bootsim/libbootsim_preload.so"
 
 # Without root a test that needs it (the wire, an apt package) is SKIPPED and counted: the count
 # is the last thing `make test` prints. Under CI (CI=true) such a test fails instead.

@@ -271,6 +271,13 @@ fn make_install_puts_a_working_bootsim_in_prefix_bin() {
     let bin = prefix.join("bin/bootsim");
     assert!(text(&o).contains(&format!("installed {}", bin.display())), "{}", text(&o));
     let v = Command::new(&bin).arg("--version").output().unwrap();
+    // The installed binary finds its installed interposer (no BOOTSIM_PRELOAD, not the build tree).
+    let shuffled = Command::new(&bin)
+        .args(["shuffle", "--policy", "none", "--", "true"])
+        .env_remove("BOOTSIM_PRELOAD")
+        .output()
+        .unwrap();
     let _ = fs::remove_dir_all(&prefix);
     assert!(v.status.success() && String::from_utf8_lossy(&v.stdout).starts_with("bootsim "), "{}", text(&v));
+    assert!(shuffled.status.success(), "{}", text(&shuffled));
 }

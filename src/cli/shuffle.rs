@@ -51,7 +51,16 @@ impl Interposer {
             return Err(crate::cli::runtime(anyhow!("{LIBRARY_ENV}={}: no such file", p.display())));
         }
         if let Ok(exe) = std::env::current_exe() {
-            for dir in exe.parent().into_iter().chain(exe.parent().and_then(Path::parent)) {
+            // Beside the binary (target/release), one folder up (a test's target/debug/deps), or
+            // where `make install` puts it (PREFIX/bin/bootsim, PREFIX/lib/bootsim/).
+            let bin = exe.parent();
+            let installed = bin.and_then(Path::parent).map(|p| p.join("lib/bootsim"));
+            for dir in bin
+                .map(Path::to_path_buf)
+                .into_iter()
+                .chain(bin.and_then(Path::parent).map(Path::to_path_buf))
+                .chain(installed)
+            {
                 let p = dir.join(LIBRARY_FILE);
                 if p.is_file() {
                     return Ok(Interposer { lib: p });
