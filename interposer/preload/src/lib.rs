@@ -4,10 +4,10 @@
 //! (the logic is `bootsim_interposer::Schedule`), writing every decision to
 //! `BOOTSIM_ACCEPT_LOG`.
 //!
-//! - [`real`]: the libc functions it wraps, found with `dlsym(RTLD_NEXT)`.
-//! - [`sock`]: small safe wrappers over the socket calls it makes itself.
-//! - [`state`]: the process's queue, listeners and log.
-//! - [`hooks`]: the exported `accept`, `accept4`, `poll`, `ppoll`, `epoll_ctl`, `epoll_wait`
+//! - `real`: the libc functions it wraps, found with `dlsym(RTLD_NEXT)`.
+//! - `sock`: small safe wrappers over the socket calls it makes itself.
+//! - `state`: the process's queue, listeners and log.
+//! - `hooks`: the exported `accept`, `accept4`, `poll`, `ppoll`, `epoll_ctl`, `epoll_wait`
 //!   and `connect`.
 //!
 //! Semantics kept: a blocking listener blocks until the policy hands a connection over (or a
