@@ -10,7 +10,8 @@ run:
 	$(CARGO) run --release -- $(RUN_ARGS)
 
 # bootsim on your PATH: the release build copied to $(PREFIX)/bin (default ~/.cargo/bin, where
-# rustup puts cargo; `cargo install --path .` does the same). PROFILE=dev installs the debug build.
+# rustup puts cargo) and its accept interposer to $(PREFIX)/lib/bootsim (`cargo install --path .`
+# installs the binary alone). PROFILE=dev installs the debug build.
 PREFIX ?= $(HOME)/.cargo
 PROFILE ?= release
 install:

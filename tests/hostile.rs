@@ -387,8 +387,7 @@ fn a_plugin_rank_gets_the_session_magic_through_a_pipe_not_its_command_line() {
     let magic = secret_magic(addr);
     for (r, (code, out)) in outs.iter().enumerate() {
         if out.contains("not available") || out.contains("could not fetch") {
-            assert!(std::env::var_os("CI").is_none(), "CI must have NVSHMEM's plugin: {out}");
-            eprintln!("skipped: no NVSHMEM plugin here: {out}");
+            bootsim_adapters::skip::can_run("nvshmem-plugin", Err(format!("no NVSHMEM plugin here: {out}")));
             return;
         }
         assert_eq!(*code, Some(0), "rank {r}: {out}");
@@ -590,8 +589,7 @@ fn a_silent_stranger_at_the_real_plugins_root_is_named() {
     let outs = finish(children, Duration::from_secs(60));
     let (code, out) = &outs[0];
     if out.contains("not available") || out.contains("could not fetch") {
-        assert!(std::env::var_os("CI").is_none(), "CI must have NVSHMEM's plugin: {out}");
-        eprintln!("skipped: no NVSHMEM plugin here: {out}");
+        bootsim_adapters::skip::can_run("nvshmem-plugin", Err(format!("no NVSHMEM plugin here: {out}")));
         return;
     }
     assert_eq!(*code, Some(1), "{out}");

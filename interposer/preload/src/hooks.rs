@@ -99,13 +99,15 @@ unsafe fn poll_under_policy(fds: *mut pollfd, nfds: nfds_t, timeout: Option<Dura
     if fds.is_null() || nfds == 0 || !lock().sched.any_pending() {
         return wait(fds, nfds, timeout);
     }
+    // SAFETY: the caller's `fds` points to `nfds` pollfds it owns for the call (poll's
+    // contract); every later wait goes through this slice's pointer, so no second path aliases it.
     let set = std::slice::from_raw_parts_mut(fds, nfds as usize);
     let started = Instant::now();
     loop {
         let watched = set.iter().enumerate().filter(|(_, p)| p.events & libc::POLLIN != 0).map(|(i, p)| (p.fd, i));
         let (ready, deadline) = lock().readiness(watched);
         if !ready.is_empty() {
-            let r = wait(fds, nfds, Some(Duration::ZERO));
+            let r = wait(set.as_mut_ptr(), nfds, Some(Duration::ZERO));
             if r < 0 {
                 return r;
             }
@@ -120,7 +122,7 @@ unsafe fn poll_under_policy(fds: *mut pollfd, nfds: nfds_t, timeout: Option<Dura
         }
         let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
         let w = shorter(left, deadline);
-        let r = wait(fds, nfds, w);
+        let r = wait(set.as_mut_ptr(), nfds, w);
         if r != 0 || left.is_some_and(|l| Some(l) == w) || deadline.is_none() {
             return r;
         }

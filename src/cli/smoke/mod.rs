@@ -64,8 +64,9 @@ pub struct SmokeArgs {
     uid_file: Option<PathBuf>,
     /// Session magic, decimal or 0x-hex (default: from BOOTSIM_SESSION_SECRET or --secret-file
     /// with the job id; else derived from the session address, with a warning; random for a
-    /// uid file).
-    #[arg(long)]
+    /// uid file). Also read from BOOTSIM_SESSION_MAGIC (how --local hands it to its ranks:
+    /// the environment of a process is readable by its user alone, a command line by everyone).
+    #[arg(long, env = "BOOTSIM_SESSION_MAGIC", hide_env_values = true)]
     magic: Option<String>,
     /// A file (mode 600) holding the session secret every rank shares; mixed with the launcher's
     /// job id and the session address into the magic. With --session only: a uid-file session
@@ -392,7 +393,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
             cmd.arg("--keep-going");
         }
         if let Some(m) = &args.magic {
-            cmd.args(["--magic", m]);
+            cmd.env("BOOTSIM_SESSION_MAGIC", m);
         }
         if let Some(ms) = args.drain_ms {
             cmd.arg(format!("--drain-ms={ms}"));
