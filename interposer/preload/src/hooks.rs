@@ -6,7 +6,7 @@ use libc::{c_int, nfds_t, pollfd, sockaddr, socklen_t};
 
 use crate::real::real;
 use crate::sock::{self, set_errno};
-use crate::state::lock;
+use crate::state::{lock, take_pending};
 
 /// accept(2) under the policy.
 ///
@@ -33,7 +33,15 @@ unsafe fn accept_under_policy(fd: c_int, addr: *mut sockaddr, len: *mut socklen_
             drop(st);
             return (real().accept4)(fd, addr, len, flags);
         };
-        let intake = st.intake(fd, id);
+        let plan = st.intake_plan(fd);
+        drop(st);
+        // The header peek waits (bounded): never under the lock, which every hook takes.
+        let intake = plan.and_then(|(local, wait)| {
+            let (taken, result) = take_pending(fd, wait);
+            lock().admit(id, local, taken);
+            result
+        });
+        let mut st = lock();
         let now = st.now();
         let ds = st.sched.tick(now);
         st.log(ds);

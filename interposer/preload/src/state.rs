@@ -15,6 +15,31 @@ use libc::c_int;
 
 use crate::sock::{self, RawAddr};
 
+/// A connection taken from a listener's kernel queue, with its first bytes peeked at.
+pub struct Taken {
+    nfd: c_int,
+    peer: RawAddr,
+    first: Vec<u8>,
+}
+
+/// Takes every pending connection of listener `fd` from the kernel and peeks at each one's
+/// header for at most `wait`: called with the lock let go, since the peek waits. The
+/// connections taken before an error (other than an empty queue) are kept; the error is
+/// returned as accept would return it.
+pub fn take_pending(fd: c_int, wait: Duration) -> (Vec<Taken>, Result<(), c_int>) {
+    let mut taken = Vec::new();
+    loop {
+        match sock::accept_pending(fd) {
+            Ok(Some((nfd, peer))) => {
+                let first = sock::peek(nfd, peek::HEADER_LEN, wait);
+                taken.push(Taken { nfd, peer, first });
+            }
+            Ok(None) => return (taken, Ok(())),
+            Err(e) => return (taken, Err(e)),
+        }
+    }
+}
+
 /// A listening socket the library manages.
 pub struct Listener {
     /// The schedule's number for it.
@@ -132,13 +157,17 @@ impl State {
         Some(id)
     }
 
-    /// Takes every pending connection of listener `fd` into the queue. An error other than an
-    /// empty queue is returned as accept would return it.
-    pub fn intake(&mut self, fd: c_int, id: u32) -> Result<(), c_int> {
+    /// What an intake of listener `fd` needs to know before the lock is let go: its local
+    /// address and how long to wait for a header.
+    pub fn intake_plan(&self, fd: c_int) -> Result<(SocketAddr, Duration), c_int> {
         let local = self.listeners.get(&fd).map(|l| l.local).ok_or(libc::EBADF)?;
-        while let Some((nfd, peer)) = sock::accept_pending(fd)? {
-            let wait = self.sched.policy().peek_wait();
-            let first = sock::peek(nfd, peek::HEADER_LEN, wait);
+        Ok((local, self.sched.policy().peek_wait()))
+    }
+
+    /// Queues connections [`take_pending`] took from listener `id` (at `local`), in the order
+    /// they were taken.
+    pub fn admit(&mut self, id: u32, local: SocketAddr, taken: Vec<Taken>) {
+        for Taken { nfd, peer, first } in taken {
             let peer_std = peer.socket_addr();
             let host_of = |a: Option<SocketAddr>| match a {
                 Some(SocketAddr::V4(a)) => a.ip().octets()[3],
@@ -157,7 +186,6 @@ impl State {
             self.held.insert(conn, (nfd, peer));
             self.log(ds);
         }
-        Ok(())
     }
 
     /// For a wait on `watched` (fd, the caller's tag): releases what is due, then says which

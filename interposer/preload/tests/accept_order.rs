@@ -240,3 +240,37 @@ fn the_nvshmem_selector_peeks_at_the_header_within_its_bounded_wait() {
     let s = LogSummary::of(&text);
     assert_eq!((s.arrived, s.held, s.delivered), (3, 1, 3), "{}", s.headline());
 }
+
+#[test]
+fn a_header_peek_does_not_hold_up_other_threads() {
+    // Two silent clients and a msg selector with a 3 s peek: one thread's accept waits for
+    // their headers (bounded), while another thread's connect, which the interposer also
+    // hooks, must not wait behind it (it did when the peek ran under the interposer's lock).
+    if python().is_none() {
+        return;
+    }
+    let script = r#"
+import socket, threading, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(16); port = l.getsockname()[1]
+silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+l.setblocking(False)
+def take():
+    try:
+        l.accept()
+    except BlockingIOError:
+        pass
+t = threading.Thread(target=take); t.start(); time.sleep(0.2)
+t0 = time.monotonic(); c = socket.create_connection(("127.0.0.1", port)); dt = time.monotonic() - t0
+t.join(); print(f"{dt:.3f}")
+"#;
+    let out = Command::new(python().unwrap())
+        .args(["-c", script])
+        .env("LD_PRELOAD", library())
+        .env(POLICY_ENV, "hold=100,select=msg:0:1,peek=3000")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let took: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    // A loopback connect takes microseconds; behind the peek it took the whole 3 s or more.
+    assert!(took < 1.5, "the connect waited {took} s behind another thread's header peek");
+}
