@@ -246,12 +246,12 @@ fn wire_here() -> bool {
     bootsim_adapters::skip::wire_can_run()
 }
 
-/// A fresh working folder with `seeds/` and a user's own plugin build in `my-build/`.
-fn workdir(k: usize) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bootsim-docs-{}-{k}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("seeds")).unwrap();
-    std::fs::create_dir_all(dir.join("my-build")).unwrap();
+/// A fresh working folder with `seeds/` and a user's own plugin build in `my-build/`, removed
+/// when dropped (also when the test fails).
+fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new().prefix("bootsim-docs-").tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("seeds")).unwrap();
+    std::fs::create_dir_all(dir.path().join("my-build")).unwrap();
     dir
 }
 
@@ -280,9 +280,8 @@ fn every_documented_command_does_what_the_text_says() {
         }
     }
     assert!(missing.is_empty(), "documented commands with no expectation here:\n{}", missing.join("\n"));
-    for (k, (cmd, expect)) in EXPECTED.iter().enumerate() {
+    for (cmd, expect) in EXPECTED.iter() {
         assert!(docs.iter().any(|(_, c)| c == cmd), "an expectation for a command the docs no longer show: {cmd}");
-        let dir = workdir(k);
         let (code, want) = match expect {
             NotHere(why) => {
                 eprintln!("not run here: {cmd}: {why}");
@@ -295,6 +294,8 @@ fn every_documented_command_does_what_the_text_says() {
             }
             Exit(code, want) | Wire(code, want) => (*code, *want),
         };
+        let scratch = workdir();
+        let dir = scratch.path();
         if cmd.contains("scripts/accept-order-server.py") {
             std::fs::create_dir_all(dir.join("scripts")).unwrap();
             std::fs::copy(
@@ -304,7 +305,7 @@ fn every_documented_command_does_what_the_text_says() {
             .unwrap();
         }
         if cmd.contains("./my-build/") {
-            let o = shell(&dir, "bash $0/scripts/fetch-nvshmem.sh 3.7.1").arg(ROOT).output().unwrap();
+            let o = shell(dir, "bash $0/scripts/fetch-nvshmem.sh 3.7.1").arg(ROOT).output().unwrap();
             let cached = String::from_utf8_lossy(&o.stdout).trim().to_string();
             std::fs::copy(&cached, dir.join("my-build/nvshmem_bootstrap_uid.so.3")).unwrap();
         }
@@ -319,12 +320,12 @@ fn every_documented_command_does_what_the_text_says() {
                 .unwrap_or_else(|| panic!("no documented receiver for {cmd}"));
             // No wait for it to listen: the sender retries a refused connect for
             // probe::READY_WAIT (5 s), as a user starting the two ends by hand needs.
-            let child = shell(&dir, listen).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+            let child = shell(dir, listen).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
             Some(child)
         } else {
             None
         };
-        let o = shell(&dir, &here(cmd)).output().unwrap();
+        let o = shell(dir, &here(cmd)).output().unwrap();
         let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
         if let Some(l) = listener {
             let heard = l.wait_with_output().unwrap();
@@ -333,6 +334,5 @@ fn every_documented_command_does_what_the_text_says() {
         }
         assert_eq!(o.status.code(), Some(code), "{cmd}\n{text}");
         assert!(text.contains(want), "{cmd}: expected {want:?} in:\n{text}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
