@@ -183,8 +183,8 @@ fn the_readmes_nvshmem_3_8_hang_is_the_connect_deadlock() {
 
 #[test]
 fn sweep_json_counts_are_an_object_and_merge_checks_the_layout() {
-    let dir = std::env::temp_dir().join(format!("bootsim-merge-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-merge-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let mut files = Vec::new();
     for shard in ["0/2", "1/2"] {
         let o = bootsim(&["sweep", "--variant", "nvshmem-3.4", "--seeds", "20", "--shard", shard, "--json"]);
@@ -213,5 +213,4 @@ fn sweep_json_counts_are_an_object_and_merge_checks_the_layout() {
     let o = bootsim(&["merge", &old.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("layout 0") && stderr(&o).contains("re-run"), "{}", stderr(&o));
-    std::fs::remove_dir_all(&dir).ok();
 }

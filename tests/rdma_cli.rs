@@ -5,8 +5,8 @@ use std::process::Command;
 
 #[test]
 fn smoke_rdma_without_a_device_exits_2_with_one_clear_line() {
-    let dir = std::env::temp_dir().join(format!("bootsim-rdma-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-rdma-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let uid = dir.join("uid");
     let o = Command::new(env!("CARGO_BIN_EXE_bootsim"))
         .args(["smoke", "--rank", "0", "--ranks", "1", "--rdma", "--op-timeout-ms", "3000"])
@@ -18,7 +18,6 @@ fn smoke_rdma_without_a_device_exits_2_with_one_clear_line() {
     assert_eq!(o.status.code(), Some(2), "stderr: {err} stdout: {}", String::from_utf8_lossy(&o.stdout));
     assert!(err.contains("no RDMA device found"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

@@ -273,14 +273,13 @@ fn a_plugin_that_does_not_load_is_could_not_run_not_a_protocol_verdict() {
     let o = Command::new("bash").arg("scripts/fetch-nvshmem.sh").arg("3.7.1").output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let real = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    let dir = std::env::temp_dir().join(format!("bootsim-broken-plugin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-broken-plugin-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let broken = dir.join("nvshmem_bootstrap_uid.so.3");
     let mut bytes = std::fs::read(&real).unwrap();
     bytes[..4].copy_from_slice(b"XXXX");
     std::fs::write(&broken, bytes).unwrap();
     let (code, out) = bootsim(&["smoke", "--local", "2", "--plugin", broken.to_str().unwrap(), "--iterations", "3"]);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(code, Some(3), "{out}");
     assert!(
         out.contains("iter 0 [plugin ")

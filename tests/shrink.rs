@@ -37,8 +37,8 @@ fn the_report_shrinks_to_two_ranks_few_ops_and_a_handful_of_stalls() {
 
 #[test]
 fn shrink_prints_the_minimal_case_and_saves_a_seed_entry() {
-    let dir = std::env::temp_dir().join(format!("bootsim-shrink-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-shrink-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let path = dir.join("report-min.toml");
     let _ = std::fs::remove_file(&path);
     let p = path.to_str().unwrap();
@@ -54,7 +54,6 @@ fn shrink_prints_the_minimal_case_and_saves_a_seed_entry() {
     let again = bootsim(&["shrink", REPORT, "--save", p]);
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("the file exists"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -89,8 +88,8 @@ fn sweep_json(shard: &str) -> String {
 #[test]
 fn shards_are_disjoint_cover_the_range_and_merge_to_the_unsharded_summary() {
     let n = 3;
-    let dir = std::env::temp_dir().join(format!("bootsim-merge-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-merge-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let mut files = Vec::new();
     let mut failing: Vec<(String, u64)> = Vec::new();
     let mut runs = 0;
@@ -135,13 +134,12 @@ fn shards_are_disjoint_cover_the_range_and_merge_to_the_unsharded_summary() {
     assert_eq!(stdout(&merged), stdout(&plain));
     args.push("--json");
     assert_eq!(stdout(&bootsim(&args)), whole, "merge --json equals the unsharded --json");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn merge_rejects_bad_input_with_exit_2_and_a_file_it_cannot_read_with_3() {
-    let dir = std::env::temp_dir().join(format!("bootsim-merge-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-merge-bad-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let f = dir.join("bad.jsonl");
     std::fs::write(&f, "{\"type\":\"nope\"}\n").unwrap();
     let o = bootsim(&["merge", f.to_str().unwrap()]);
@@ -149,7 +147,6 @@ fn merge_rejects_bad_input_with_exit_2_and_a_file_it_cannot_read_with_3() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("bad.jsonl:1: not a `bootsim sweep --json` line"));
     let o = bootsim(&["merge", dir.join("missing.jsonl").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3), "an I/O error is could-not-run");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -20,8 +20,8 @@ fn four_local_ranks_pass_deepep_under_pr97() {
 
 #[test]
 fn a_rank_that_never_comes_fails_the_others_with_rank_and_step() {
-    let dir = std::env::temp_dir().join(format!("bootsim-smoke-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-smoke-test-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let uid: PathBuf = dir.join("uid");
     let started = Instant::now();
     let children: Vec<_> = (0..2)
@@ -39,7 +39,6 @@ fn a_rank_that_never_comes_fails_the_others_with_rank_and_step() {
         .collect();
     let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
     let elapsed = started.elapsed();
-    let _ = std::fs::remove_dir_all(&dir);
     for (r, o) in outputs.iter().enumerate() {
         let out = text(o);
         assert_eq!(o.status.code(), Some(1), "rank {r}: {out}");

@@ -68,8 +68,8 @@ fn rank(r: u32, uid: &Path) -> Child {
 
 #[test]
 fn a_rank_killed_mid_run_fails_the_others_with_rank_and_step_within_the_timeout() {
-    let dir = std::env::temp_dir().join(format!("bootsim-smoke-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-smoke-faults-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let uid = dir.join("uid");
     let mut ranks: Vec<Child> = (0..4).map(|r| rank(r, &uid)).collect();
     // Kill rank 2 once it has verified two whole iterations: the others are then in the middle
@@ -97,7 +97,6 @@ fn a_rank_killed_mid_run_fails_the_others_with_rank_and_step_within_the_timeout(
         let o = child.wait_with_output().unwrap();
         report.push((r, code, took, text(&o)));
     }
-    let _ = std::fs::remove_dir_all(&dir);
     for (r, code, took, out) in &report {
         assert_eq!(*code, Some(1), "rank {r} (after {took:?}): {out}");
         let fail = out

@@ -7,7 +7,7 @@
 //! Without chromium the browser tests are skipped and counted, except under CI (env CI set),
 //! where they fail (`bootsim_adapters::skip`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,10 +20,9 @@ const LARGE_CASE: &str = "engine=fast variant=nvshmem-3.7 workload=qp-create k=2
 /// Nine lanes (the most shown), passing: the widest picture.
 const WIDE_CASE: &str = "engine=fast variant=nvshmem-3.7 workload=qp-create k=6 ranks=8 adversary=rss seed=1";
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bootsim-timeline-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+/// A scratch folder, removed when dropped (also when the test fails).
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("bootsim-timeline-{name}-")).tempdir().expect("temp dir")
 }
 
 fn chromium() -> Option<String> {
@@ -85,7 +84,8 @@ fn text_of<'a>(dom: &'a str, id: &str) -> &'a str {
 
 #[test]
 fn replay_writes_a_timeline_that_chromium_shows() {
-    let dir = scratch("report");
+    let scratch = scratch("report");
+    let dir = scratch.path();
     let html = dir.join("report.html");
     let o = Command::new(env!("CARGO_BIN_EXE_bootsim"))
         .args(["replay", REPORT_CASE, "--timeline"])
@@ -120,7 +120,6 @@ fn replay_writes_a_timeline_that_chromium_shows() {
     let received = text_of(&dom, "received");
     assert!(received.contains("QPN 0x820001ba") && received.contains("zero GID"), "{received}");
     assert!(text_of(&dom, "verdict").contains("corruption"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -156,12 +155,12 @@ fn large_worlds_show_only_the_lanes_involved() {
 
 /// The findings of tests/timeline_check.js on `html` loaded in a [`WINDOW`]-sized Chromium.
 fn measure(bin: &str, name: &str, html: &str) -> Value {
-    let dir = scratch(name);
+    let scratch = scratch(name);
+    let dir = scratch.path();
     let path = dir.join("page.html");
     let script = format!("<script>const PX_PER_MS = {PX_PER_MS};\n{}</script>", include_str!("timeline_check.js"));
     std::fs::write(&path, html.replace("</body>", &format!("{script}</body>"))).unwrap();
     let dom = dump_dom(bin, &path, &dir.join("profile"));
-    let _ = std::fs::remove_dir_all(&dir);
     let json =
         text_of(&dom, "check").replace("&quot;", "\"").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">");
     serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
