@@ -39,6 +39,7 @@ pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;
 use plugin::UidArg;
 mod blame;
+mod consequence;
 mod could_not_run;
 mod report;
 mod secret;
@@ -211,6 +212,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     };
     let started = Instant::now();
     let (mut ok, mut ran) = (0, 0);
+    let mut first_cause = None;
     for iter in 0..args.iterations {
         ran += 1;
         let (rendezvous, magic) = match (session, &args.uid_file) {
@@ -292,6 +294,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let mut strays = 0;
+        let mut lost_root = "";
         let (report, stderr) = match &plugin_here {
             Some(p) => {
                 let uid = match &cfg.rendezvous {
@@ -309,7 +312,17 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                     .spawn()
                     .context("starting the plugin rank process")
                     .map_err(crate::cli::runtime)?;
-                let run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
+                let mut run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
+                if let Rendezvous::Session(root) = &cfg.rendezvous {
+                    if rank != 0 && run.lost == Some(*root) {
+                        consequence::lost_the_root(&mut run.record, *root);
+                        lost_root = " (a consequence: it lost the root)";
+                    }
+                }
+                // NVSHMEM's root held by a connection that sent nothing: the session's first cause.
+                if let (Some(_), Some(h)) = (run.stopped_at, consequence::held_silent(&run.held)) {
+                    first_cause.get_or_insert(format!("; first cause: rank {rank} made no progress: {h}"));
+                }
                 (run.record, run.stderr)
             }
             None => {
@@ -347,7 +360,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 ok += 1;
             }
             Err(e) => {
-                println!("rank {rank}/{nranks} iter {iter}: FAIL after {ms} ms: {e}");
+                println!("rank {rank}/{nranks} iter {iter}: FAIL after {ms} ms{lost_root}: {e}");
                 for line in &stderr {
                     println!("  rank {rank} stderr: {line}");
                 }
@@ -365,9 +378,10 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             None => format!("variant {variant}"),
         };
         println!(
-            "smoke: {status}: {what} workload {} ranks {nranks}: {} in {total} ms",
+            "smoke: {status}: {what} workload {} ranks {nranks}: {} in {total} ms{}",
             workload.name(),
-            report::iterations_text(ok, ran, args.iterations)
+            report::iterations_text(ok, ran, args.iterations),
+            first_cause.unwrap_or_default()
         );
     }
     Ok(if ok == args.iterations { ExitCode::SUCCESS } else { ExitCode::from(1) })
