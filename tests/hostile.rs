@@ -551,6 +551,7 @@ fn after_kill_9_of_a_rank_the_summary_names_it_as_the_first_cause() {
     let summary = out.lines().find(|l| l.starts_with("smoke --local 4:")).unwrap_or_else(|| panic!("{out}"));
     assert!(summary.contains("first cause: rank 2 died of signal 9"), "{summary}");
     assert!(summary.contains("gave up: it lost rank 2"), "{summary}");
+    assert!(!out.contains("bootsim-blame"), "the ranks' typed blame lines are the parent's, not shown: {out}");
     eprintln!("{summary} ({:?} after the kill)", killed.elapsed());
 }
 

@@ -176,8 +176,13 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError
         // Both stalled: the root knows the culprit (the ranks that never checked in); say it
         // where rank 0 reports its own wait.
         (
-            Err(DriverError::Failed { error: BootstrapError::Timeout { rank, op, waiting, after }, completed, run }),
-            Err(DriverError::Root(BootstrapError::RootTimeout { waiting: root_waiting, .. })),
+            Err(DriverError::Failed {
+                error: BootstrapError::Timeout { rank, op, waiting, after },
+                completed,
+                run,
+                culprit,
+            }),
+            Err(DriverError::Root(BootstrapError::RootTimeout { waiting: root_waiting, missing, .. })),
         ) => Err(DriverError::Failed {
             error: BootstrapError::Timeout {
                 rank,
@@ -187,6 +192,7 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError
             },
             completed,
             run,
+            culprit: missing.first().map(|&r| bootsim_core::Culprit::Rank(r)).or(culprit),
         }),
         (Ok(_) | Err(DriverError::Setup(_)), Err(root)) => Err(root),
         (Err(e), root) => {
