@@ -343,6 +343,40 @@ fn the_session_magic_appears_in_no_log_line_even_at_trace_level() {
     assert!(outs[0].1.contains("bad magic"), "the stranger is named: {}", outs[0].1);
 }
 
+#[test]
+fn the_structs_that_hold_the_magic_show_only_its_fingerprint_in_debug() {
+    // `{:?}` of everything that carries the session magic (a log line at debug level, a panic
+    // message, a tracing field): the fingerprint, never the value, in any spelling.
+    use bootsim_adapters::tokio_sockets::{real_limits, Rendezvous, SessionConfig};
+    use bootsim_adapters::wire_run::WireRunConfig;
+    use bootsim_core::Variant;
+    let addr: SocketAddr = ([127, 0, 0, 1], 29500).into();
+    let magic = secret_magic(addr);
+    let variant = Variant::preset("nvshmem-3.7").unwrap();
+    let limits = real_limits(Duration::from_secs(30));
+    let session = SessionConfig {
+        rank: 1,
+        nranks: 4,
+        variant,
+        limits,
+        magic,
+        ip: addr.ip(),
+        rendezvous: Rendezvous::Session(addr),
+        uid_wait: Duration::from_secs(30),
+    };
+    let shown = [
+        ("Preamble", format!("{:?}", Preamble::bootstrap(magic))),
+        ("SessionConfig", format!("{session:?}")),
+        ("SessionConfig (pretty)", format!("{session:#?}")),
+        ("WireRunConfig", format!("{:?}", WireRunConfig { nranks: 4, variant, limits, magic })),
+    ];
+    let fingerprint = format!("fingerprint {}", bootsim_core::codec::Fingerprint::of(magic));
+    for (what, text) in &shown {
+        assert_no_magic(magic, what, text);
+        assert!(text.contains(&fingerprint), "{what} shows the magic's fingerprint: {text}");
+    }
+}
+
 /// Every command line of a running `bootsim` process, read from /proc.
 fn bootsim_command_lines() -> Vec<String> {
     let Ok(procs) = std::fs::read_dir("/proc") else { return Vec::new() };

@@ -22,8 +22,9 @@ pub enum Rendezvous {
     UidFile(PathBuf),
 }
 
-/// Everything one rank process needs.
-#[derive(Clone, Debug)]
+/// Everything one rank process needs. Its `Debug` shows the magic's fingerprint, never the
+/// magic.
+#[derive(Clone)]
 pub struct SessionConfig {
     /// This rank.
     pub rank: u32,
@@ -41,6 +42,22 @@ pub struct SessionConfig {
     pub rendezvous: Rendezvous,
     /// How long a rank other than 0 waits for the unique-ID file.
     pub uid_wait: Duration,
+}
+
+impl std::fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let SessionConfig { rank, nranks, variant, limits, magic, ip, rendezvous, uid_wait } = self;
+        f.debug_struct("SessionConfig")
+            .field("rank", rank)
+            .field("nranks", nranks)
+            .field("variant", variant)
+            .field("limits", limits)
+            .field("magic", &bootsim_core::codec::RedactedMagic(*magic))
+            .field("ip", ip)
+            .field("rendezvous", rendezvous)
+            .field("uid_wait", uid_wait)
+            .finish()
+    }
 }
 
 /// [`run_process`] on a fresh current-thread tokio runtime.
