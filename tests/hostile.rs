@@ -589,10 +589,12 @@ fn after_kill_9_of_a_rank_the_summary_names_it_as_the_first_cause() {
     eprintln!("{summary} ({:?} after the kill)", killed.elapsed());
 }
 
+/// Each rank's exit code and output, the session's address and the stranger's.
+type StrangerSession = (Vec<(Option<i32>, String)>, SocketAddr, SocketAddr);
+
 /// One 3-rank session of NVSHMEM 3.8.0's plugin at a fresh port with a silent stranger at rank
-/// 0's root: each rank's exit code and output, and the stranger's address (`None`: the plugin
-/// is not here).
-fn plugin_session_with_a_stranger(seed: u16) -> Option<(Vec<(Option<i32>, String)>, SocketAddr, SocketAddr)> {
+/// 0's root (`None`: the plugin is not here).
+fn plugin_session_with_a_stranger(seed: u16) -> Option<StrangerSession> {
     let addr: SocketAddr = ([127, 0, 0, 1], free_port(seed, 1)).into();
     let spawn = |r: u32| {
         let mut c = bootsim();
