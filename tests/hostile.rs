@@ -475,8 +475,8 @@ fn assert_private(seen: &Seen) {
 #[test]
 fn unique_id_files_are_mode_600_in_a_folder_of_mode_700() {
     // --uid-file: rank 0 writes the unique ID (and its magic) where it is told.
-    let dir = std::env::temp_dir().join(format!("bootsim-hostile-uid-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-hostile-uid-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let uid = dir.join("uid");
     let spawn = |r: u32| {
         let mut c = bootsim();
@@ -500,7 +500,6 @@ fn unique_id_files_are_mode_600_in_a_folder_of_mode_700() {
         assert_eq!(*code, Some(0), "rank {r}: {out}");
     }
     assert_private(&seen);
-    let _ = std::fs::remove_dir_all(&dir);
     // --local: the parent's folder for the unique ID.
     let mut child =
         bootsim().args(["smoke", "--local", "2", "--iterations", "20"]).stdout(Stdio::null()).spawn().unwrap();
@@ -516,8 +515,8 @@ fn unique_id_files_are_mode_600_in_a_folder_of_mode_700() {
 fn a_secret_file_is_refused_where_it_would_be_ignored() {
     // A uid-file session (--local, --uid-file) has a random magic carried in the unique-ID
     // file: a secret file there would be silently ignored, its mode check with it.
-    let dir = std::env::temp_dir().join(format!("bootsim-hostile-secret-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("bootsim-hostile-secret-").tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let secret = dir.join("secret");
     std::fs::write(&secret, "hunter2\n").unwrap();
     let s = secret.to_str().unwrap();
@@ -532,7 +531,6 @@ fn a_secret_file_is_refused_where_it_would_be_ignored() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
         assert!(text.contains("--secret-file"), "{args:?}: {text}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
