@@ -11,7 +11,9 @@ use super::io::{Input, Output};
 
 /// A protocol's own key for its listeners; the world only needs a port for each and which one
 /// is the rank-to-rank listener an `accept=` schedule names connections of.
-pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display {
+pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display + 'static {
+    /// Every listener of the protocol (the world reads which ports are peer listeners' from it).
+    const ALL: &'static [Self];
     /// The port this listener gets in simulated worlds (the same on every host).
     fn port(self) -> u16;
     /// True for the listener where ranks dial one another (the one `accept=` schedules order).
