@@ -102,21 +102,3 @@ pub enum Noted {
     /// Nothing the record keeps (a trace line only).
     Other,
 }
-
-/// What a node reports when a run stops: rendered once, for the record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stopped {
-    /// [`Node::waiting_for`].
-    pub waiting_for: Option<String>,
-    /// [`Node::culprit`].
-    pub culprit: Option<u32>,
-    /// [`Node::unexpected`].
-    pub unexpected: Vec<(i32, i32)>,
-}
-
-impl Stopped {
-    /// Reads it from `node`.
-    pub fn of<N: Node + ?Sized>(node: &N) -> Stopped {
-        Stopped { waiting_for: node.waiting_for(), culprit: node.culprit(), unexpected: node.unexpected() }
-    }
-}
