@@ -7,10 +7,12 @@ use bootsim_core::seam::checkin::{CheckIn, Done, Said, ToyNode};
 use bootsim_core::seam::{Judge, Nodes, Protocol, Setup};
 use bootsim_core::{RunRecord, SentMsg, TakenMsg};
 use bootsim_sim::engine::fast;
+use bootsim_sim::explore::{Faults, World};
 use bootsim_sim::{Case, Finding, Verdict};
 
 /// The toy bound to the engines: its nodes and words, and a judge in the simulator's findings
 /// (every rank and the root must end).
+#[derive(Clone, Copy)]
 struct SimCheckIn;
 
 struct Ends;
@@ -115,4 +117,19 @@ fn a_rank_that_never_comes_is_the_protocols_judges_finding() {
     assert_eq!(verdict, Verdict::Error, "{findings:?}");
     assert!(findings[0].to_string().contains("3 of 3 ranks ended"), "{findings:?}");
     assert!(matches!(out.record.root, RootEnd::Waiting(ref w) if w == "the others"), "{:?}", out.record.root);
+}
+
+#[test]
+fn explore_runs_a_protocol_that_is_not_nvshmem() {
+    // The toy's only listener is the root's, taken in arrival order: one schedule, no choice.
+    let case = case(2);
+    let world = World::of(SimCheckIn, (), (), &case, Faults::default());
+    assert!(world.choices().is_empty());
+    let mut out = world.outcome();
+    assert_eq!(out.record.root, RootEnd::Done);
+    assert!(out.record.ranks.iter().all(|r| r.finished_at.is_some()), "{:?}", out.record.ranks);
+    let setup = Setup { variant: &(), workload: &(), seed: case.seed, n: case.ranks, root_ip: [10, 0, 0, 1].into() };
+    assert_eq!(out.verdict_by(SimCheckIn.judge(&setup)), (Verdict::Pass, Vec::new()));
+    let again = World::of(SimCheckIn, (), (), &case, Faults::default());
+    assert_eq!(world.fingerprint(), again.fingerprint(), "the same world, the same fingerprint");
 }
