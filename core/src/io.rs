@@ -11,72 +11,11 @@ use crate::error::BootstrapError;
 use crate::ids::{ConnId, Listener, MsgOrigin, OpId, OpKind};
 use crate::time::Instant;
 
-/// What happened in the outside world.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Input<'a> {
-    /// A listener is open at `addr` (the address peers must dial).
-    Listening { listener: Listener, addr: SocketAddr },
-    /// A listener could not be opened.
-    ListenFailed { listener: Listener, reason: String },
-    /// The connection requested by [`Output::Accept`] was taken from the accept queue.
-    Accepted { conn: ConnId, from: SocketAddr },
-    /// The connection requested by [`Output::Connect`] is established.
-    Connected { conn: ConnId },
-    /// Connecting failed for good (after the driver's retries on "refused").
-    ConnectFailed { conn: ConnId, reason: String },
-    /// Bytes arrived on a connection, in order, in any chunking.
-    Received { conn: ConnId, bytes: &'a [u8] },
-    /// The peer closed its side (EOF), or the connection was reset.
-    PeerClosed { conn: ConnId },
-    /// The send queue of a connection in [`Output::Drain`] reached zero unacknowledged bytes.
-    Drained { conn: ConnId, waited: Duration },
-    /// The drain deadline passed with bytes still unacknowledged.
-    DrainTimedOut { conn: ConnId, waited: Duration, unacked: usize },
-}
+/// What happened in the outside world: the seam's [`crate::seam::Input`] over NVSHMEM's listeners.
+pub type Input<'a> = crate::seam::Input<'a, Listener>;
 
 /// An [`Input`] that owns its bytes, for drivers that queue inputs before feeding them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OwnedInput {
-    /// See [`Input::Listening`].
-    Listening { listener: Listener, addr: SocketAddr },
-    /// See [`Input::ListenFailed`].
-    ListenFailed { listener: Listener, reason: String },
-    /// See [`Input::Accepted`].
-    Accepted { conn: ConnId, from: SocketAddr },
-    /// See [`Input::Connected`].
-    Connected { conn: ConnId },
-    /// See [`Input::ConnectFailed`].
-    ConnectFailed { conn: ConnId, reason: String },
-    /// See [`Input::Received`].
-    Received { conn: ConnId, bytes: Vec<u8> },
-    /// See [`Input::PeerClosed`].
-    PeerClosed { conn: ConnId },
-    /// See [`Input::Drained`].
-    Drained { conn: ConnId, waited: Duration },
-    /// See [`Input::DrainTimedOut`].
-    DrainTimedOut { conn: ConnId, waited: Duration, unacked: usize },
-}
-
-impl OwnedInput {
-    /// The borrowed [`Input`] a state machine's `handle` takes.
-    pub fn as_input(&self) -> Input<'_> {
-        match self {
-            OwnedInput::Listening { listener, addr } => Input::Listening { listener: *listener, addr: *addr },
-            OwnedInput::ListenFailed { listener, reason } => {
-                Input::ListenFailed { listener: *listener, reason: reason.clone() }
-            }
-            OwnedInput::Accepted { conn, from } => Input::Accepted { conn: *conn, from: *from },
-            OwnedInput::Connected { conn } => Input::Connected { conn: *conn },
-            OwnedInput::ConnectFailed { conn, reason } => Input::ConnectFailed { conn: *conn, reason: reason.clone() },
-            OwnedInput::Received { conn, bytes } => Input::Received { conn: *conn, bytes },
-            OwnedInput::PeerClosed { conn } => Input::PeerClosed { conn: *conn },
-            OwnedInput::Drained { conn, waited } => Input::Drained { conn: *conn, waited: *waited },
-            OwnedInput::DrainTimedOut { conn, waited, unacked } => {
-                Input::DrainTimedOut { conn: *conn, waited: *waited, unacked: *unacked }
-            }
-        }
-    }
-}
+pub type OwnedInput = crate::seam::OwnedInput<Listener>;
 
 /// What the state machine asks the driver to do, or tells it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

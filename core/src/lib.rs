@@ -16,6 +16,7 @@ pub mod ids;
 pub mod io;
 #[cfg(any(test, feature = "testing"))]
 pub mod memnet;
+pub mod nvshmem;
 mod outbox;
 pub mod ports;
 pub mod qp_handle;
@@ -24,6 +25,7 @@ pub mod record;
 pub mod report;
 pub mod retry;
 pub mod root;
+pub mod seam;
 pub mod time;
 pub mod uid;
 pub mod variant;

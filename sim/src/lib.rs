@@ -12,6 +12,7 @@ pub mod explain;
 pub mod explore;
 pub mod kernel;
 pub mod oracle;
+pub mod protocol;
 pub mod run;
 pub mod seed;
 pub mod shrink;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use bootsim_core::{MsgOrigin, OpId, RankRecord, RunRecord, SentMsg, TakenMsg};
+use bootsim_core::{MsgOrigin, OpId, RunRecord, SentMsg, TakenMsg};
 
 use super::{describe, describe_sent, drain, errors, integrity, leaks, liveness, mismatches, Finding, Verdict};
 use crate::workload::{expected_result, OpSpec};
@@ -150,22 +150,6 @@ impl Judge {
         findings.extend(drain::check(&record.drain_gave_up));
         let verdict = findings.iter().map(Finding::verdict).max().unwrap_or(Verdict::Pass);
         (verdict, findings)
-    }
-
-    /// Feeds a whole record: every take in order, then each rank's operations.
-    pub(super) fn feed(&mut self, record: &RunRecord) {
-        for t in &record.messages.taken {
-            self.taken(t, record.messages.source(t));
-        }
-        for rank in &record.ranks {
-            self.feed_ops(rank);
-        }
-    }
-
-    fn feed_ops(&mut self, rank: &RankRecord) {
-        for (index, result) in rank.ops.iter().enumerate() {
-            self.completed(rank.rank, index, result);
-        }
     }
 }
 

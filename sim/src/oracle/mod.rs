@@ -5,6 +5,7 @@
 //! `liveness.rs`, `leaks.rs`, `drain.rs`. A world that does not observe something (real worlds
 //! have no message log or root) leaves it empty, and its checker finds nothing.
 
+use bootsim_core::seam::Judge as _;
 use bootsim_core::{MsgOrigin, RunRecord};
 
 use crate::workload::OpSpec;
@@ -33,7 +34,7 @@ pub use judge::Judge;
 pub fn judge(specs: &[OpSpec], seed: u64, n: u32, record: &RunRecord) -> (Verdict, Vec<Finding>) {
     let mut j = Judge::new(specs, seed, n);
     j.feed(record);
-    j.finish(record)
+    Judge::finish(j, record)
 }
 
 /// A message's operation and step, and its sender if given: "barrier #2 round 1 from rank 0".

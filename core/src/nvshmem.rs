@@ -1,0 +1,200 @@
+//! NVSHMEM's UID bootstrap on the protocol seam: its listeners, completions and events read
+//! through the seam's traits, and its [`Root`] and [`Rank`] as one [`Node`] type.
+
+use crate::error::BootstrapError;
+use crate::ids::{ConnId, Listener};
+use crate::io::{Completion, Event, Input, Output};
+use crate::rank::Rank;
+use crate::root::Root;
+use crate::seam::{self, Completed, Effect, ListenerKey, Node, NodeOutput, Noted, Observation, Observed};
+use crate::time::Instant;
+
+impl ListenerKey for Listener {
+    const ALL: &'static [Listener] = &[Listener::Peers, Listener::FromRoot, Listener::Rendezvous];
+
+    fn port(self) -> u16 {
+        crate::ports::sim_port(self)
+    }
+
+    fn is_peer(self) -> bool {
+        self == Listener::Peers
+    }
+
+    fn is_root(self) -> bool {
+        self == Listener::Rendezvous
+    }
+}
+
+impl Completed for Completion {
+    type Error = BootstrapError;
+
+    fn op(&self) -> u32 {
+        self.op.0
+    }
+
+    fn result(&self) -> Result<&[u8], &BootstrapError> {
+        self.result.as_deref()
+    }
+
+    fn into_result(self) -> Result<Vec<u8>, BootstrapError> {
+        self.result
+    }
+
+    fn error_text(rank: u32, op: u32, error: &BootstrapError) -> String {
+        crate::report::error_text(rank, op as usize, error)
+    }
+}
+
+impl Observed for Event {
+    fn conn(&self) -> Option<ConnId> {
+        match self {
+            Event::MessageSent { conn, .. }
+            | Event::MessageTaken { conn, .. }
+            | Event::UnexpectedQueued { conn, .. }
+            | Event::ShortMessageAccepted { conn, .. }
+            | Event::DrainGaveUp { conn, .. }
+            | Event::DrainCompleted { conn, .. }
+            | Event::StrayDropped { conn, .. }
+            | Event::StalledDropped { conn, .. } => Some(*conn),
+            Event::Ready | Event::CheckedIn { .. } => None,
+        }
+    }
+
+    fn noted(&self) -> Noted {
+        match *self {
+            Event::MessageSent { to, tag, origin, size, .. } => Noted::Sent { to, tag, origin, size },
+            Event::MessageTaken { from, tag, origin, size, expected_size, .. } => {
+                Noted::Taken { from, tag, origin, size, expected_size }
+            }
+            Event::DrainGaveUp { to, tag, waited, unacked, .. } => Noted::DrainGaveUp { to, tag, waited, unacked },
+            Event::DrainCompleted { to, waited, .. } => Noted::DrainCompleted { to, waited },
+            Event::StrayDropped { ref error, .. } => Noted::Stray { error: error.to_string() },
+            _ => Noted::Other,
+        }
+    }
+}
+
+/// NVSHMEM's output on the seam: the same values, sorted into effects and observations.
+pub fn seam_output(out: Output) -> NodeOutput<NvshmemNode> {
+    seam::Output::Effect(match out {
+        Output::Listen { listener } => Effect::Listen { listener },
+        Output::Accept { listener, conn } => Effect::Accept { listener, conn },
+        Output::CloseListener { listener } => Effect::CloseListener { listener },
+        Output::Connect { conn, addr } => Effect::Connect { conn, addr },
+        Output::Write { conn, len } => Effect::Write { conn, len },
+        Output::Drain { conn, deadline } => Effect::Drain { conn, deadline },
+        Output::Close { conn } => Effect::Close { conn },
+        Output::Completed(c) => return seam::Output::Observe(Observation::Completed(c)),
+        Output::Event(e) => return seam::Output::Observe(Observation::Event(e)),
+    })
+}
+
+/// One of NVSHMEM's nodes: the root or a rank.
+// A world holds n ranks and one root: the enum is a rank's size, boxing ranks would cost n
+// allocations and a pointer chase on every input.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, Hash)]
+pub enum NvshmemNode {
+    /// The root (the rendezvous thread of rank 0's process).
+    Root(Root),
+    /// A rank.
+    Rank(Rank),
+}
+
+impl NvshmemNode {
+    /// The rank, if this is one.
+    pub fn rank(&self) -> Option<&Rank> {
+        match self {
+            NvshmemNode::Rank(r) => Some(r),
+            NvshmemNode::Root(_) => None,
+        }
+    }
+
+    /// The rank, mutably, if this is one (to queue operations).
+    pub fn rank_mut(&mut self) -> Option<&mut Rank> {
+        match self {
+            NvshmemNode::Rank(r) => Some(r),
+            NvshmemNode::Root(_) => None,
+        }
+    }
+}
+
+impl Node for NvshmemNode {
+    type Listener = Listener;
+    type Completion = Completion;
+    type Event = Event;
+
+    fn handle(&mut self, now: Instant, input: Input<'_>) {
+        match self {
+            NvshmemNode::Root(n) => n.handle(now, input),
+            NvshmemNode::Rank(n) => n.handle(now, input),
+        }
+    }
+
+    fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<NodeOutput<Self>> {
+        let out = match self {
+            NvshmemNode::Root(n) => n.poll_output(tx),
+            NvshmemNode::Rank(n) => n.poll_output(tx),
+        };
+        out.map(seam_output)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            NvshmemNode::Root(n) => n.poll_timeout(),
+            NvshmemNode::Rank(n) => n.poll_timeout(),
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        match self {
+            NvshmemNode::Root(n) => n.handle_timeout(now),
+            NvshmemNode::Rank(n) => n.handle_timeout(now),
+        }
+    }
+
+    fn waiting_for(&self) -> Option<String> {
+        match self {
+            NvshmemNode::Root(n) => n.waiting_for(),
+            NvshmemNode::Rank(n) => n.waiting_for(),
+        }
+    }
+
+    fn unexpected(&self) -> Vec<(i32, i32)> {
+        match self {
+            NvshmemNode::Root(_) => Vec::new(),
+            NvshmemNode::Rank(n) => n.unexpected(),
+        }
+    }
+
+    fn is_finished(&self) -> bool {
+        match self {
+            NvshmemNode::Root(n) => n.is_done(),
+            NvshmemNode::Rank(n) => n.is_finished(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{OpId, OpKind};
+
+    #[test]
+    fn outputs_are_sorted_into_effects_and_observations_unchanged() {
+        let write = seam_output(Output::Write { conn: ConnId(3), len: 9 });
+        assert_eq!(write, seam::Output::Effect(Effect::Write { conn: ConnId(3), len: 9 }));
+        let c = Completion { op: OpId(2), kind: OpKind::Barrier, result: Ok(vec![1, 2]) };
+        assert_eq!(seam_output(Output::Completed(c.clone())), seam::Output::Observe(Observation::Completed(c.clone())));
+        assert_eq!((c.op(), c.result()), (2, Ok(&[1u8, 2][..])));
+        assert_eq!(seam_output(Output::Event(Event::Ready)), seam::Output::Observe(Observation::Event(Event::Ready)));
+    }
+
+    #[test]
+    fn the_peer_listener_is_the_one_schedules_order_and_ports_are_the_simulated_ones() {
+        assert!(Listener::Peers.is_peer() && !Listener::FromRoot.is_peer() && !Listener::Rendezvous.is_peer());
+        assert!(Listener::Rendezvous.is_root() && !Listener::Peers.is_root() && !Listener::FromRoot.is_root());
+        assert_eq!(Listener::Rendezvous.port(), crate::ports::ROOT_PORT);
+        assert_eq!(Listener::Peers.port(), crate::ports::PEERS_PORT);
+    }
+}

@@ -1,0 +1,118 @@
+//! What crosses the seam: inputs from the world, and a node's outputs in two typed arms,
+//! effects for the world and observations for the judge and the trace.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::ids::ConnId;
+use crate::time::Instant;
+
+/// What happened in the outside world, for a node whose listeners are keyed by `L`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input<'a, L> {
+    /// A listener is open at `addr` (the address peers must dial).
+    Listening { listener: L, addr: SocketAddr },
+    /// A listener could not be opened.
+    ListenFailed { listener: L, reason: String },
+    /// The connection requested by [`Effect::Accept`] was taken from the accept queue.
+    Accepted { conn: ConnId, from: SocketAddr },
+    /// The connection requested by [`Effect::Connect`] is established.
+    Connected { conn: ConnId },
+    /// Connecting failed for good (after the driver's retries on "refused").
+    ConnectFailed { conn: ConnId, reason: String },
+    /// Bytes arrived on a connection, in order, in any chunking.
+    Received { conn: ConnId, bytes: &'a [u8] },
+    /// The peer closed its side (EOF), or the connection was reset.
+    PeerClosed { conn: ConnId },
+    /// The send queue of a connection in [`Effect::Drain`] reached zero unacknowledged bytes.
+    Drained { conn: ConnId, waited: Duration },
+    /// The drain deadline passed with bytes still unacknowledged.
+    DrainTimedOut { conn: ConnId, waited: Duration, unacked: usize },
+}
+
+/// An [`Input`] that owns its bytes, for worlds that queue inputs before feeding them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OwnedInput<L> {
+    /// See [`Input::Listening`].
+    Listening { listener: L, addr: SocketAddr },
+    /// See [`Input::ListenFailed`].
+    ListenFailed { listener: L, reason: String },
+    /// See [`Input::Accepted`].
+    Accepted { conn: ConnId, from: SocketAddr },
+    /// See [`Input::Connected`].
+    Connected { conn: ConnId },
+    /// See [`Input::ConnectFailed`].
+    ConnectFailed { conn: ConnId, reason: String },
+    /// See [`Input::Received`].
+    Received { conn: ConnId, bytes: Vec<u8> },
+    /// See [`Input::PeerClosed`].
+    PeerClosed { conn: ConnId },
+    /// See [`Input::Drained`].
+    Drained { conn: ConnId, waited: Duration },
+    /// See [`Input::DrainTimedOut`].
+    DrainTimedOut { conn: ConnId, waited: Duration, unacked: usize },
+}
+
+impl<L: Copy> OwnedInput<L> {
+    /// The borrowed [`Input`] a node's `handle` takes.
+    pub fn as_input(&self) -> Input<'_, L> {
+        match self {
+            OwnedInput::Listening { listener, addr } => Input::Listening { listener: *listener, addr: *addr },
+            OwnedInput::ListenFailed { listener, reason } => {
+                Input::ListenFailed { listener: *listener, reason: reason.clone() }
+            }
+            OwnedInput::Accepted { conn, from } => Input::Accepted { conn: *conn, from: *from },
+            OwnedInput::Connected { conn } => Input::Connected { conn: *conn },
+            OwnedInput::ConnectFailed { conn, reason } => Input::ConnectFailed { conn: *conn, reason: reason.clone() },
+            OwnedInput::Received { conn, bytes } => Input::Received { conn: *conn, bytes },
+            OwnedInput::PeerClosed { conn } => Input::PeerClosed { conn: *conn },
+            OwnedInput::Drained { conn, waited } => Input::Drained { conn: *conn, waited: *waited },
+            OwnedInput::DrainTimedOut { conn, waited, unacked } => {
+                Input::DrainTimedOut { conn: *conn, waited: *waited, unacked: *unacked }
+            }
+        }
+    }
+}
+
+/// What a node asks the world to do.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Effect<L> {
+    /// Open a listener; answer with [`Input::Listening`] (or [`Input::ListenFailed`]).
+    Listen { listener: L },
+    /// Take the next connection from the listener's accept queue, name it `conn`, answer with
+    /// [`Input::Accepted`]. At most one is outstanding per listener.
+    Accept { listener: L, conn: ConnId },
+    /// Close a listener (connections still queued are reset).
+    CloseListener { listener: L },
+    /// Connect (the world retries "refused" with core's `ConnectRetry`); answer with
+    /// [`Input::Connected`] or [`Input::ConnectFailed`].
+    Connect { conn: ConnId, addr: SocketAddr },
+    /// Queue `len` bytes for sending after any queued before on this connection; the bytes
+    /// are in the buffer the world passed to [`crate::seam::Node::poll_output`].
+    Write { conn: ConnId, len: usize },
+    /// Wait until every byte written on `conn` is acknowledged (SIOCOUTQ reads 0) or until
+    /// `deadline`; answer with [`Input::Drained`] or [`Input::DrainTimedOut`].
+    Drain { conn: ConnId, deadline: Instant },
+    /// Shut down and close the connection after the bytes already queued.
+    Close { conn: ConnId },
+}
+
+/// What a node reports for the judge and the trace; the world only records and renders it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Observation<C, E> {
+    /// An operation ended (init is operation 0; the root's session is its only one), read
+    /// through [`crate::seam::Completed`].
+    Completed(C),
+    /// A protocol event (messages sent and taken, drains, strays, anything worth a trace
+    /// line), read through [`crate::seam::Observed`].
+    Event(E),
+}
+
+/// One output of a node: an effect the world carries out, or an observation it records.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Output<L, C, E> {
+    /// For the world.
+    Effect(Effect<L>),
+    /// For the judge and the trace.
+    Observe(Observation<C, E>),
+}

@@ -1,0 +1,107 @@
+//! A protocol's sans-IO node (a rank or the root) and what a world reads from its outputs.
+
+use std::fmt;
+use std::hash::Hash;
+use std::time::Duration;
+
+use crate::ids::{ConnId, MsgOrigin};
+use crate::time::Instant;
+
+use super::io::{Input, Output};
+
+/// A protocol's own key for its listeners; the world only needs a port for each and which one
+/// is the rank-to-rank listener an `accept=` schedule names connections of.
+pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display + 'static {
+    /// Every listener of the protocol (the world reads which ports are peer listeners' from it).
+    const ALL: &'static [Self];
+    /// The port this listener gets in simulated worlds (the same on every host).
+    fn port(self) -> u16;
+    /// True for the listener where ranks dial one another (the one `accept=` schedules order).
+    fn is_peer(self) -> bool;
+    /// True for the root's listeners (the root shares host 0 with rank 0, so a world tells
+    /// their listeners apart by this and the port).
+    fn is_root(self) -> bool;
+}
+
+/// The output type of node `N`.
+pub type NodeOutput<N> = Output<<N as Node>::Listener, <N as Node>::Completion, <N as Node>::Event>;
+
+/// A protocol's sans-IO node: inputs in, outputs out, time as a value, no I/O of its own.
+///
+/// After every input (or timeout) the world drains [`Node::poll_output`] until it returns
+/// `None`, carries out each effect in order, records each observation, then sleeps until
+/// [`Node::poll_timeout`].
+pub trait Node {
+    /// The protocol's listener key.
+    type Listener: ListenerKey;
+    /// The end of one of its operations.
+    type Completion: Completed;
+    /// One of its protocol events.
+    type Event: Observed;
+
+    /// Feeds one input at `now`.
+    fn handle(&mut self, now: Instant, input: Input<'_, Self::Listener>);
+    /// The next output; a [`super::Effect::Write`]'s bytes are put in `tx` (cleared first).
+    fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<NodeOutput<Self>>;
+    /// When the node next wants [`Node::handle_timeout`], if ever.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Lets the node act on its timers at `now`.
+    fn handle_timeout(&mut self, now: Instant);
+    /// What the node is blocked on, in one line, if anything (read when a run stops).
+    fn waiting_for(&self) -> Option<String>;
+    /// The rank that could unblock it, where the node knows one (for a wait-for graph).
+    fn culprit(&self) -> Option<u32> {
+        None
+    }
+    /// Its unexpected list, head first, as (peer, tag) (read when a run stops).
+    fn unexpected(&self) -> Vec<(i32, i32)> {
+        Vec::new()
+    }
+    /// True once nothing more will happen without a new operation (every operation done, or
+    /// one failed).
+    fn is_finished(&self) -> bool;
+}
+
+/// How a world reads an operation's end.
+pub trait Completed {
+    /// The protocol's typed error.
+    type Error: fmt::Display;
+    /// The operation's number on its node: 0 is init (the root: its session), then the
+    /// workload's operations from 1.
+    fn op(&self) -> u32;
+    /// Its bytes or its error.
+    fn result(&self) -> Result<&[u8], &Self::Error>;
+    /// Its bytes or its error, taken.
+    fn into_result(self) -> Result<Vec<u8>, Self::Error>;
+    /// The error as the run record states it for `rank`'s operation `op` (default: its
+    /// `Display`).
+    fn error_text(rank: u32, op: u32, error: &Self::Error) -> String {
+        let _ = (rank, op);
+        error.to_string()
+    }
+}
+
+/// How a world reads a protocol event: its connection and what the record keeps of it.
+pub trait Observed {
+    /// The node's connection it is about, if any.
+    fn conn(&self) -> Option<ConnId>;
+    /// What the judge and the record learn from it.
+    fn noted(&self) -> Noted;
+}
+
+/// What the record and the judge keep of a protocol event, in the protocol's own identities.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Noted {
+    /// A point-to-point message was handed to the event's connection.
+    Sent { to: u32, tag: i32, origin: MsgOrigin, size: usize },
+    /// A receive took the message on the event's connection (perhaps not the one meant).
+    Taken { from: u32, tag: i32, origin: MsgOrigin, size: usize, expected_size: usize },
+    /// A drain before close gave up at its bound (fail-open).
+    DrainGaveUp { to: u32, tag: i32, waited: Duration, unacked: usize },
+    /// A drain before close completed after `waited`.
+    DrainCompleted { to: u32, waited: Duration },
+    /// A connection that is not part of the session was dropped, for this reason.
+    Stray { error: String },
+    /// Nothing the record keeps (a trace line only).
+    Other,
+}

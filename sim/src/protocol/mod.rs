@@ -1,0 +1,6 @@
+//! The protocols the engines run, each bound to the seam (`bootsim_core::seam`): how its nodes
+//! are built from a case and how its runs are judged and worded.
+
+mod nvshmem;
+
+pub use nvshmem::Nvshmem;
