@@ -6,6 +6,7 @@
 //! `None`, carrying out each effect in order. NCCL's bootstrap has no timers of its own (no
 //! send, receive or accept timeout): a peer that never comes is a hang, which the world detects.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use bootsim_core::ConnId;
@@ -25,6 +26,19 @@ pub enum Listener {
     FromRoot,
     /// The root's listener, at the unique ID's address.
     Root,
+}
+
+impl Listener {
+    /// The port the simulated worlds give it (the same on every host; the root's host also
+    /// runs rank 0, so the root's port differs from every rank listener's).
+    pub fn port(self) -> u16 {
+        match self {
+            Listener::Ring => 20000,
+            Listener::P2p => 20001,
+            Listener::FromRoot => 20002,
+            Listener::Root => 29500,
+        }
+    }
 }
 
 /// What happened in the outside world.
@@ -87,4 +101,83 @@ pub enum Observation {
     SuccessorSent { to: u32, successor: u32 },
     /// The root finished (every rank answered) or gave up.
     RootDone { result: Result<(), RootError> },
+}
+
+/// One output of a node, effects and observations in the order the node made them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Output {
+    /// For the world.
+    Effect(Effect),
+    /// For the judge and the trace.
+    Observe(Observation),
+}
+
+/// A node's outputs: effects and observations queued apart (a driver may take either kind
+/// alone) but numbered as made, so [`Outbox::poll`] gives them back merged in that order.
+/// The numbering starts again whenever both queues are empty, so a quiet node's state does
+/// not depend on how much it said before (explorers hash it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Outbox {
+    effects: VecDeque<(u64, Effect)>,
+    observations: VecDeque<(u64, Observation)>,
+    next: u64,
+}
+
+impl Outbox {
+    /// An outbox holding `effects`, in order.
+    pub fn with(effects: impl IntoIterator<Item = Effect>) -> Outbox {
+        let mut out = Outbox::default();
+        for e in effects {
+            out.effect(e);
+        }
+        out
+    }
+
+    /// Queues an effect.
+    pub fn effect(&mut self, e: Effect) {
+        self.effects.push_back((self.next, e));
+        self.next += 1;
+    }
+
+    /// Queues an observation.
+    pub fn observe(&mut self, o: Observation) {
+        self.observations.push_back((self.next, o));
+        self.next += 1;
+    }
+
+    /// The next effect, whatever observations came before it.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        let e = self.effects.pop_front().map(|(_, e)| e);
+        self.settle();
+        e
+    }
+
+    /// The next observation, whatever effects came before it.
+    pub fn poll_observation(&mut self) -> Option<Observation> {
+        let o = self.observations.pop_front().map(|(_, o)| o);
+        self.settle();
+        o
+    }
+
+    /// The next output of either kind, in the order made.
+    pub fn poll(&mut self) -> Option<Output> {
+        let effect_first = match (self.effects.front(), self.observations.front()) {
+            (None, None) => return None,
+            (Some((e, _)), Some((o, _))) => e < o,
+            (e, _) => e.is_some(),
+        };
+        let out = if effect_first {
+            self.effects.pop_front().map(|(_, e)| Output::Effect(e))
+        } else {
+            self.observations.pop_front().map(|(_, o)| Output::Observe(o))
+        };
+        self.settle();
+        out
+    }
+
+    fn settle(&mut self) {
+        if self.effects.is_empty() && self.observations.is_empty() {
+            self.next = 0;
+        }
+    }
 }

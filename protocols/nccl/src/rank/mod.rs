@@ -6,7 +6,7 @@
 //! its payload still unread, and a later receive scans that list from the head (src/bootstrap.cc
 //! `bootstrapRecv`, `unexpectedEnqueue`, `unexpectedDequeue`).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use bootsim_core::codec::{decode_sockaddr, encode_frame, encode_sockaddr, FrameReader, WireError, SOCKADDR_LEN};
@@ -14,7 +14,7 @@ use bootsim_core::ConnId;
 
 use crate::codec::{self, ExtInfo, Header, Received};
 use crate::error::NcclError;
-use crate::io::{Effect, Input, Listener, Observation};
+use crate::io::{Effect, Input, Listener, Observation, Outbox, Output};
 use crate::program::{payload, Call, Planned, Step};
 use crate::variant::Variant;
 
@@ -146,8 +146,7 @@ enum State {
 #[derive(Clone, Debug, Hash)]
 pub struct Rank {
     cfg: RankConfig,
-    effects: VecDeque<Effect>,
-    observations: VecDeque<Observation>,
+    out: Outbox,
     next_conn: u64,
     listeners: BTreeMap<Listener, SocketAddr>,
     conns: BTreeMap<ConnId, Conn>,
@@ -168,8 +167,7 @@ impl Rank {
         let n = cfg.nranks as usize;
         let mut rank = Rank {
             cfg,
-            effects: VecDeque::new(),
-            observations: VecDeque::new(),
+            out: Outbox::default(),
             next_conn: 0,
             listeners: BTreeMap::new(),
             conns: BTreeMap::new(),
@@ -185,6 +183,11 @@ impl Rank {
         rank
     }
 
+    /// Which NCCL.
+    pub fn variant(&self) -> Variant {
+        self.cfg.variant
+    }
+
     /// This rank's number.
     pub fn rank(&self) -> u32 {
         self.cfg.rank
@@ -194,22 +197,9 @@ impl Rank {
     /// explorers' state fingerprints.
     pub fn hash_state<H: std::hash::Hasher>(&self, h: &mut H) {
         use std::hash::Hash;
-        let Rank {
-            cfg: _,
-            effects,
-            observations,
-            next_conn,
-            listeners,
-            conns,
-            peers,
-            ring,
-            unexpected,
-            step,
-            state,
-            intra,
-            ring_addr,
-        } = self;
-        (effects, observations, next_conn, listeners, conns, peers).hash(h);
+        let Rank { cfg: _, out, next_conn, listeners, conns, peers, ring, unexpected, step, state, intra, ring_addr } =
+            self;
+        (out, next_conn, listeners, conns, peers).hash(h);
         (ring, unexpected, step, state, intra, ring_addr).hash(h);
     }
 
@@ -272,12 +262,17 @@ impl Rank {
 
     /// The next effect for the world.
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        self.effects.pop_front()
+        self.out.poll_effect()
     }
 
     /// The next observation.
     pub fn poll_observation(&mut self) -> Option<Observation> {
-        self.observations.pop_front()
+        self.out.poll_observation()
+    }
+
+    /// The next output of either kind, in the order made.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.poll()
     }
 
     /// NCCL's bootstrap sets no timer: always None.
@@ -341,11 +336,11 @@ impl Rank {
             self.state = State::Done;
             return;
         };
-        self.observations.push_back(Observation::Started { step: self.step, call: planned.call });
+        self.out.observe(Observation::Started { step: self.step, call: planned.call });
         match planned.step {
             Step::Init => {
-                self.effects.push_back(Effect::Listen { listener: Listener::Ring });
-                self.effects.push_back(Effect::Listen { listener: Listener::FromRoot });
+                self.out.effect(Effect::Listen { listener: Listener::Ring });
+                self.out.effect(Effect::Listen { listener: Listener::FromRoot });
                 self.state = State::InitListening;
             }
             Step::RingAllgather { size, addresses } => {
@@ -360,7 +355,7 @@ impl Rank {
                     return self.invalid(format!("send to rank {peer}, whose address is not known"));
                 };
                 let conn = self.conn();
-                self.effects.push_back(Effect::Connect { conn, addr });
+                self.out.effect(Effect::Connect { conn, addr });
                 self.state = State::Sending { conn, to: peer, tag, logical_tag, size };
             }
             Step::Recv { peer, tag, size, .. } => {
@@ -382,7 +377,7 @@ impl Rank {
                     return self.invalid(format!("intra-node allgather to rank {next}, whose address is not known"));
                 };
                 let conn = self.conn();
-                self.effects.push_back(Effect::Connect { conn, addr });
+                self.out.effect(Effect::Connect { conn, addr });
                 self.ring_addr = Some(addr);
                 self.state = State::IntraConnect { next: conn, ranks, size, tag };
             }
@@ -392,7 +387,7 @@ impl Rank {
     fn complete(&mut self, result: Result<Vec<u8>, NcclError>) {
         let call = self.call();
         let failed = result.is_err();
-        self.observations.push_back(Observation::Completed { step: self.step, call, result });
+        self.out.observe(Observation::Completed { step: self.step, call, result });
         if failed {
             self.state = State::Failed;
             return;
@@ -437,36 +432,36 @@ impl Rank {
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
                 encode_frame(&mut bytes, &codec::encode_ext_info(&info, v));
-                self.effects.push_back(Effect::Write { conn, bytes });
-                self.effects.push_back(Effect::Close { conn });
+                self.out.effect(Effect::Write { conn, bytes });
+                self.out.effect(Effect::Close { conn });
                 self.conns.remove(&conn);
                 let reply = self.conn();
-                self.effects.push_back(Effect::Accept { listener: Listener::FromRoot, conn: reply });
+                self.out.effect(Effect::Accept { listener: Listener::FromRoot, conn: reply });
                 self.state = State::InitSuccessor { conn: reply, accepted: false };
             }
             State::InitRing { next, prev, prev_up, .. } if next == conn => {
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
                 if !bytes.is_empty() {
-                    self.effects.push_back(Effect::Write { conn, bytes });
+                    self.out.effect(Effect::Write { conn, bytes });
                 }
                 self.state = State::InitRing { next, next_up: true, prev, prev_up };
             }
             State::Sending { conn: c, to, tag, logical_tag, size } if c == conn => {
                 let data = payload(rank, self.step, size);
                 let bytes = codec::encode_message(v, magic, rank, tag, &data);
-                self.effects.push_back(Effect::Write { conn, bytes });
-                self.effects.push_back(Effect::Close { conn });
+                self.out.effect(Effect::Write { conn, bytes });
+                self.out.effect(Effect::Close { conn });
                 self.conns.remove(&conn);
                 let step = self.step;
-                self.observations.push_back(Observation::Sent { conn, step, to, tag, logical_tag, size });
+                self.out.observe(Observation::Sent { conn, step, to, tag, logical_tag, size });
                 self.complete(Ok(Vec::new()));
             }
             State::IntraConnect { next, ranks, size, tag } if next == conn => {
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
                 codec::encode_header(&mut bytes, v, rank, tag);
-                self.effects.push_back(Effect::Write { conn, bytes });
+                self.out.effect(Effect::Write { conn, bytes });
                 let prev =
                     ranks[(ranks.iter().position(|&r| r == rank).expect("checked") + ranks.len() - 1) % ranks.len()];
                 self.intra = Some((ranks, size));
