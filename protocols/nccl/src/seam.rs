@@ -48,6 +48,14 @@ impl fmt::Display for Key {
 }
 
 impl seam::ListenerKey for Key {
+    const ALL: &'static [Key] = &[
+        Key { listener: Listener::Ring, peer: true },
+        Key { listener: Listener::Ring, peer: false },
+        Key { listener: Listener::P2p, peer: true },
+        Key { listener: Listener::FromRoot, peer: false },
+        Key { listener: Listener::Root, peer: false },
+    ];
+
     fn port(self) -> u16 {
         self.listener.port()
     }
@@ -93,6 +101,12 @@ impl Completed for Completion {
 
     fn into_result(self) -> Result<Vec<u8>, Failure> {
         self.result
+    }
+
+    /// The error without the rank its text starts with (the record names the rank).
+    fn error_text(rank: u32, _op: u32, error: &Failure) -> String {
+        let text = error.to_string();
+        text.strip_prefix(&format!("rank {rank}: ")).map_or(text.clone(), str::to_string)
     }
 }
 

@@ -96,9 +96,18 @@ impl Outcome {
 
     /// The verdict and findings: the streaming judge's, else the record judged whole.
     pub fn verdict(&mut self, specs: &[OpSpec], seed: u64, n: u32) -> (Verdict, Vec<Finding>) {
+        self.verdict_with(|record| judge(specs, seed, n, record))
+    }
+
+    /// The verdict and findings: the streaming judge's, else the record judged whole by
+    /// `whole` (a protocol's judge fed the record).
+    pub fn verdict_with(
+        &mut self,
+        whole: impl FnOnce(&RunRecord) -> (Verdict, Vec<Finding>),
+    ) -> (Verdict, Vec<Finding>) {
         let (verdict, mut findings) = match self.judge.take() {
             Some(mut j) => j.0.finish(&self.record),
-            None => judge(specs, seed, n, &self.record),
+            None => whole(&self.record),
         };
         match &self.gave_up {
             Some(why) => {

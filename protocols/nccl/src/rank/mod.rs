@@ -451,10 +451,11 @@ impl Rank {
                 let data = payload(rank, self.step, size);
                 let bytes = codec::encode_message(v, magic, rank, tag, &data);
                 self.out.effect(Effect::Write { conn, bytes });
-                self.out.effect(Effect::Close { conn });
-                self.conns.remove(&conn);
+                // Said before the close, while the world still knows the connection.
                 let step = self.step;
                 self.out.observe(Observation::Sent { conn, step, to, tag, logical_tag, size });
+                self.out.effect(Effect::Close { conn });
+                self.conns.remove(&conn);
                 self.complete(Ok(Vec::new()));
             }
             State::IntraConnect { next, ranks, size, tag } if next == conn => {
