@@ -86,10 +86,23 @@ pub enum Observation {
     /// A step ended: the bytes it produced (a receive's message, an allgather's whole buffer) or
     /// the error that ended the rank's bootstrap.
     Completed { step: usize, call: Call, result: Result<Vec<u8>, NcclError> },
-    /// A point-to-point message was written on `conn` (one connection per message).
-    Sent { conn: ConnId, step: usize, to: u32, tag: i32, logical_tag: i32, size: usize },
-    /// A receive took the message on `conn`, whichever message it was.
-    Taken { conn: ConnId, step: usize, from: i32, tag: i32, size: usize, expected: usize },
+    /// A point-to-point message was written on `conn` (one connection per message): the `nth`
+    /// this rank sends to `to` with the intended tag `logical_tag` (see
+    /// [`crate::program::nth_of_kind`]); `flag` for a sync or barrier flag.
+    Sent { conn: ConnId, step: usize, to: u32, tag: i32, logical_tag: i32, nth: u32, flag: bool, size: usize },
+    /// A receive took the message on `conn`, whichever message it was; the receive is the `nth`
+    /// from its peer with the intended tag `logical_tag`; `flag` for a sync or barrier flag.
+    Taken {
+        conn: ConnId,
+        step: usize,
+        from: i32,
+        tag: i32,
+        logical_tag: i32,
+        nth: u32,
+        flag: bool,
+        size: usize,
+        expected: usize,
+    },
     /// A connection whose header did not match was appended to the unexpected list.
     Queued { conn: ConnId, from: i32, tag: i32, waiting_for: (Option<u32>, i32), list_len: usize },
     /// A connection that is not of this session (bad magic, early close, wrong type where NCCL

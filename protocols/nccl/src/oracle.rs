@@ -45,6 +45,9 @@ pub struct Oracle {
     programs: Arc<Vec<Vec<Planned>>>,
     /// (receiver, its step) → (sender, its step).
     expected: Arc<BTreeMap<(u32, usize), (u32, usize)>>,
+    /// (is a send, rank, peer, intended tag, nth of those) → the step (see
+    /// [`crate::program::nth_of_kind`]).
+    steps: Arc<BTreeMap<(bool, u32, u32, i32, u32), usize>>,
 }
 
 impl Oracle {
@@ -69,7 +72,18 @@ impl Oracle {
                 }
             }
         }
-        Oracle { programs: Arc::new(programs.to_vec()), expected: Arc::new(expected) }
+        let mut steps = BTreeMap::new();
+        for (r, prog) in programs.iter().enumerate() {
+            for (s, (p, nth)) in prog.iter().zip(crate::program::nth_of_kind(prog)).enumerate() {
+                let key = match p.step {
+                    Step::Send { peer, logical_tag, .. } => (true, peer, logical_tag),
+                    Step::Recv { peer: Some(peer), logical_tag, .. } => (false, peer, logical_tag),
+                    _ => continue,
+                };
+                steps.insert((key.0, r as u32, key.1, key.2, nth), s);
+            }
+        }
+        Oracle { programs: Arc::new(programs.to_vec()), expected: Arc::new(expected), steps: Arc::new(steps) }
     }
 
     /// The programs it judges.
@@ -80,6 +94,16 @@ impl Oracle {
     /// The step `step` of rank `rank`, if there is one.
     pub fn planned(&self, rank: u32, step: usize) -> Option<&Planned> {
         self.programs.get(rank as usize).and_then(|p| p.get(step))
+    }
+
+    /// The step of `rank`'s `nth` send to `to` with intended tag `logical_tag`.
+    pub fn send_step(&self, rank: u32, to: u32, logical_tag: i32, nth: u32) -> Option<usize> {
+        self.steps.get(&(true, rank, to, logical_tag, nth)).copied()
+    }
+
+    /// The step of `rank`'s `nth` receive from `from` with intended tag `logical_tag`.
+    pub fn recv_step(&self, rank: u32, from: u32, logical_tag: i32, nth: u32) -> Option<usize> {
+        self.steps.get(&(false, rank, from, logical_tag, nth)).copied()
     }
 
     /// The send (sender, its step) rank `rank`'s receive in step `step` must take, if known.

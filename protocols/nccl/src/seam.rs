@@ -110,10 +110,22 @@ impl Completed for Completion {
     }
 }
 
-/// A message's origin in the run record: the program step that sent or took it (the record's
-/// operation number is the step; the judge reads the call from the programs).
-pub fn origin(step: usize, kind: OpKind) -> MsgOrigin {
-    MsgOrigin { op: OpId(step as u32), kind, step: 1 }
+/// A message's origin in the run record, the same for a send and the receive it is meant
+/// for: the `nth` message from one rank to another with one intended tag (the record's
+/// operation number), that tag (its step number), and [`OpKind::Barrier`] for flags NCCL
+/// never reads. The judge and explanations find the calls through the programs.
+pub fn origin(nth: u32, logical_tag: i32, flag: bool, kind: OpKind) -> MsgOrigin {
+    MsgOrigin { op: OpId(nth), kind: if flag { OpKind::Barrier } else { kind }, step: logical_tag as u32 }
+}
+
+/// The program step a record's message was sent or taken in: `rank`'s, to or from `peer`.
+pub fn origin_step(oracle: &Oracle, rank: u32, peer: u32, origin: &MsgOrigin, sent: bool) -> Option<usize> {
+    let (tag, nth) = (origin.step as i32, origin.op.0);
+    if sent {
+        oracle.send_step(rank, peer, tag, nth)
+    } else {
+        oracle.recv_step(rank, peer, tag, nth)
+    }
 }
 
 impl Observed for Observation {
@@ -129,13 +141,13 @@ impl Observed for Observation {
 
     fn noted(&self) -> Noted {
         match self {
-            &Observation::Sent { step, to, tag, size, .. } => {
-                Noted::Sent { to, tag, origin: origin(step, OpKind::Send), size }
+            &Observation::Sent { to, tag, logical_tag, nth, flag, size, .. } => {
+                Noted::Sent { to, tag, origin: origin(nth, logical_tag, flag, OpKind::Send), size }
             }
-            &Observation::Taken { step, from, tag, size, expected, .. } => Noted::Taken {
+            &Observation::Taken { from, tag, logical_tag, nth, flag, size, expected, .. } => Noted::Taken {
                 from: u32::try_from(from).unwrap_or(u32::MAX),
                 tag,
-                origin: origin(step, OpKind::Recv),
+                origin: origin(nth, logical_tag, flag, OpKind::Recv),
                 size,
                 expected_size: expected,
             },
@@ -306,8 +318,11 @@ impl seam::Judge for Judge {
 
     fn taken(&mut self, taken: &TakenMsg, source: Option<&SentMsg>) {
         let Some(sent) = source else { return };
-        let got = (sent.from, sent.origin.op.0 as usize);
-        self.found.extend(self.oracle.check(taken.rank, taken.origin.op.0 as usize, got));
+        let step = origin_step(&self.oracle, taken.rank, taken.from, &taken.origin, false);
+        let send = origin_step(&self.oracle, sent.from, sent.to, &sent.origin, true);
+        if let (Some(step), Some(send)) = (step, send) {
+            self.found.extend(self.oracle.check(taken.rank, step, (sent.from, send)));
+        }
     }
 
     fn completed(&mut self, _rank: u32, _index: usize, _result: &Result<Vec<u8>, String>) {}

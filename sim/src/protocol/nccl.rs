@@ -6,11 +6,12 @@
 use std::net::SocketAddr;
 
 use bootsim_core::seam::{self, Nodes, Protocol, Setup};
-use bootsim_core::{RunRecord, SentMsg, TakenMsg};
+use bootsim_core::{MsgOrigin, RunRecord, SentMsg, TakenMsg};
 use bootsim_nccl::program::Planned;
-use bootsim_nccl::seam::{nodes, Completion, NcclNode};
+use bootsim_nccl::seam::{nodes, origin_step, Completion, NcclNode};
 use bootsim_nccl::{Listener, Mismatch, Observation, Oracle, Variant, Workload};
 
+use crate::case::NcclCase;
 use crate::oracle::{conclude, Finding, Verdict};
 use crate::seed::derive;
 use crate::words::ConnRef;
@@ -53,6 +54,17 @@ impl Protocol for Nccl {
     }
 }
 
+/// A message of the record by its call, as NCCL names it: `rank`'s send to (or receive from)
+/// `peer` with this origin, e.g. "ncclTransportP2pSetup(ring graph, connIndex 0) sync, peers
+/// at distance 1 at transport.cc:193 (step 7)".
+pub fn message_name(nc: &NcclCase, n: u32, rank: u32, peer: u32, origin: &MsgOrigin, sent: bool) -> String {
+    let oracle = Oracle::new(&nc.workload.programs(nc.variant, n));
+    match origin_step(&oracle, rank, peer, origin, sent) {
+        Some(step) => step_words(&oracle, rank, step),
+        None => format!("message #{} with intended tag {:#x}", origin.op.0, origin.step),
+    }
+}
+
 /// An NCCL event in the trace's words.
 pub fn event_line(event: &Observation, kconn: Option<u64>) -> String {
     let on = |local| ConnRef { local, kconn };
@@ -61,7 +73,7 @@ pub fn event_line(event: &Observation, kconn: Option<u64>) -> String {
         Observation::Sent { conn, step, to, tag, size, .. } => {
             format!("step {step} sent {size} bytes to rank {to}, tag {tag:#x}, on {}", on(*conn))
         }
-        Observation::Taken { conn, step, from, tag, size, expected } => format!(
+        Observation::Taken { conn, step, from, tag, size, expected, .. } => format!(
             "step {step} took {size} bytes ({expected} expected) from rank {from}, tag {tag:#x}, on {}",
             on(*conn)
         ),

@@ -159,6 +159,8 @@ pub struct Rank {
     intra: Option<(Vec<u32>, usize)>,
     /// The address the ring socket being connected dials (for error messages).
     ring_addr: Option<SocketAddr>,
+    /// Each step's [`crate::program::nth_of_kind`] (fixed by the program).
+    nth: Vec<u32>,
 }
 
 impl Rank {
@@ -178,7 +180,9 @@ impl Rank {
             state: State::Idle,
             intra: None,
             ring_addr: None,
+            nth: Vec::new(),
         };
+        rank.nth = crate::program::nth_of_kind(&rank.cfg.program);
         rank.start_step();
         rank
     }
@@ -197,8 +201,21 @@ impl Rank {
     /// explorers' state fingerprints.
     pub fn hash_state<H: std::hash::Hasher>(&self, h: &mut H) {
         use std::hash::Hash;
-        let Rank { cfg: _, out, next_conn, listeners, conns, peers, ring, unexpected, step, state, intra, ring_addr } =
-            self;
+        let Rank {
+            cfg: _,
+            out,
+            next_conn,
+            listeners,
+            conns,
+            peers,
+            ring,
+            unexpected,
+            step,
+            state,
+            intra,
+            ring_addr,
+            nth: _,
+        } = self;
         (out, next_conn, listeners, conns, peers).hash(h);
         (ring, unexpected, step, state, intra, ring_addr).hash(h);
     }
@@ -453,7 +470,8 @@ impl Rank {
                 self.out.effect(Effect::Write { conn, bytes });
                 // Said before the close, while the world still knows the connection.
                 let step = self.step;
-                self.out.observe(Observation::Sent { conn, step, to, tag, logical_tag, size });
+                let (nth, flag) = (self.nth[step], self.call().kind.is_flag());
+                self.out.observe(Observation::Sent { conn, step, to, tag, logical_tag, nth, flag, size });
                 self.out.effect(Effect::Close { conn });
                 self.conns.remove(&conn);
                 self.complete(Ok(Vec::new()));

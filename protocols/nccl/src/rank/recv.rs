@@ -100,7 +100,22 @@ impl Rank {
         };
         let step = self.step;
         let (size, expected) = (bytes.len(), want.size);
-        self.out.observe(Observation::Taken { conn, step, from: peer, tag: header.tag, size, expected });
+        let (nth, flag) = (self.nth[step], self.call().kind.is_flag());
+        let logical_tag = match self.cfg.program[step].step {
+            Step::Recv { logical_tag, .. } => logical_tag,
+            _ => want.tag,
+        };
+        self.out.observe(Observation::Taken {
+            conn,
+            step,
+            from: peer,
+            tag: header.tag,
+            logical_tag,
+            nth,
+            flag,
+            size,
+            expected,
+        });
         self.out.effect(Effect::Close { conn });
         self.conns.remove(&conn);
         self.complete(Ok(bytes));
