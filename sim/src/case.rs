@@ -158,6 +158,26 @@ const KEYS: &str =
 /// The protocols a case can name (`protocol=`).
 pub const PROTOCOLS: [&str; 2] = ["nvshmem", "nccl"];
 
+/// Every variant a case can name: NVSHMEM's presets, then NCCL's versions.
+pub fn variant_names() -> Vec<&'static str> {
+    PRESETS.iter().chain(bootsim_nccl::variant::NAMES.iter()).copied().collect()
+}
+
+/// Every workload a case can name: NVSHMEM's, then NCCL's.
+pub fn workload_names() -> Vec<&'static str> {
+    WORKLOADS.iter().chain(bootsim_nccl::WORKLOADS.iter()).copied().collect()
+}
+
+/// The variants `bootsim compare` puts side by side for `workload`: NCCL's versions for an
+/// NCCL workload, else NVSHMEM's presets.
+pub fn variants_for(workload: &str) -> Vec<&'static str> {
+    if bootsim_nccl::WORKLOADS.contains(&workload) {
+        bootsim_nccl::variant::NAMES.to_vec()
+    } else {
+        PRESETS.to_vec()
+    }
+}
+
 /// The keys that configure NVSHMEM only.
 const NVSHMEM_KEYS: [&str; 7] = ["drain_ms", "first_tag", "qps", "k", "len", "ops", "drain_fail"];
 
@@ -549,6 +569,14 @@ impl Case {
             })
             .sum();
         ops + n * n * INIT_BYTES_PER_PEER
+    }
+
+    /// The variant's name as the case string gives it (NVSHMEM's preset or NCCL's version).
+    pub fn variant_label(&self) -> &str {
+        match &self.nccl {
+            Some(nc) => nc.variant.name(),
+            None => &self.variant_name,
+        }
     }
 
     /// The same case with another seed.
