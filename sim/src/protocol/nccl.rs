@@ -108,9 +108,10 @@ pub fn completion_line(c: &Completion) -> String {
 }
 
 /// NCCL's judge on the seam: the crate's non-overtaking oracle for every take, then the end
-/// checks every protocol shares. A receive that took another message is a corruption (its
-/// buffer holds another call's bytes, or a 4-byte flag and stale bytes after it), benign only
-/// when both are sync or barrier flags, whose bytes NCCL never reads.
+/// checks every protocol shares. A receive that took another message is a corruption when its
+/// rank finished with it (its buffer holds another call's bytes, or a 4-byte flag and stale
+/// bytes after it), a mismatch before the error or hang that stopped its rank, and benign when
+/// both are sync or barrier flags, whose bytes NCCL never reads.
 #[derive(Debug)]
 pub struct Judge {
     inner: bootsim_nccl::seam::Judge,
@@ -129,22 +130,25 @@ fn step_words(oracle: &Oracle, rank: u32, step: usize) -> String {
     oracle.planned(rank, step).map_or(format!("step {step}"), |p| format!("{} (step {step})", p.call))
 }
 
-/// A mismatch as a finding, in NCCL's words.
-pub fn mismatch_finding(oracle: &Oracle, m: &Mismatch) -> Finding {
+/// A mismatch as a finding, in NCCL's words: benign between flags; a corruption when the
+/// receiving rank went on as if nothing happened (`rank_failed` false: it finished its
+/// bootstrap with another call's bytes); otherwise a mismatch on the way to the error or hang
+/// that stopped that rank (NCCL aborts init, so the wrong bytes are never used).
+pub fn mismatch_finding(oracle: &Oracle, m: &Mismatch, rank_failed: bool) -> Finding {
     let taken_for = step_words(oracle, m.rank, m.step);
     let source = format!("{} from rank {}", step_words(oracle, m.got.0, m.got.1), m.got.0);
-    if m.flags_only(oracle) {
-        Finding::Mismatch { rank: m.rank, taken_for, source, benign: true }
-    } else {
-        Finding::Corruption {
-            rank: m.rank,
-            op: taken_for,
-            peer: m.got.0,
-            source,
-            expected_qp: None,
-            received_qp: None,
-            verbs: None,
-        }
+    let benign = m.flags_only(oracle);
+    if benign || rank_failed {
+        return Finding::Mismatch { rank: m.rank, taken_for, source, benign };
+    }
+    Finding::Corruption {
+        rank: m.rank,
+        op: taken_for,
+        peer: m.got.0,
+        source,
+        expected_qp: None,
+        received_qp: None,
+        verbs: None,
     }
 }
 
@@ -165,7 +169,9 @@ impl seam::Judge for Judge {
 
     fn finish(&mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
         let oracle = self.inner.oracle().clone();
-        let mismatches = self.inner.finish(record).iter().map(|m| mismatch_finding(&oracle, m)).collect();
+        let failed = |r: u32| record.ranks.iter().find(|x| x.rank == r).is_some_and(|x| x.failed());
+        let mismatches =
+            self.inner.finish(record).iter().map(|m| mismatch_finding(&oracle, m, failed(m.rank))).collect();
         // Step 0 is bootstrapInit (the record's init); the rest are its operations.
         let ops = |r: u32| oracle.programs().get(r as usize).map_or(0, |p| p.len().saturating_sub(1));
         let errors = |r: u32| {
