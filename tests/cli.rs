@@ -133,6 +133,13 @@ fn run_help_lists_every_case_key_and_its_example_fails_as_it_says() {
     let o = bootsim(&["run", case]);
     assert_eq!(o.status.code(), Some(1), "the help's example: {}", stdout(&o));
     assert!(stdout(&o).starts_with("verdict: corruption"));
+    for v in bootsim_sim::case::variant_names().into_iter().chain(bootsim_sim::case::workload_names()) {
+        assert!(help.contains(v), "{v} missing from run --help");
+    }
+    let nccl = help.lines().find_map(|l| l.strip_prefix("NCCL example: bootsim run '")).expect("an NCCL example");
+    let o = bootsim(&["run", nccl.split('\'').next().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "the help's NCCL example: {}", stdout(&o));
+    assert!(stdout(&o).contains("Message truncated : received 512 bytes instead of 4"), "{}", stdout(&o));
 }
 
 #[test]
