@@ -834,6 +834,47 @@ mod tests {
     }
 
     #[test]
+    fn nccl_cases_round_trip_name_their_protocol_and_nvshmem_cases_do_not() {
+        for s in [
+            "engine=fast protocol=nccl variant=nccl-2.19 workload=nccl-init ranks=8 adversary=rss seed=3",
+            "engine=fast protocol=nccl variant=nccl-2.8 workload=nccl-init gpus_per_node=2 channels=1 collnet=on ranks=4 adversary=swarm seed=1",
+            "engine=fast protocol=nccl variant=nccl-2.30 workload=nccl-p2p channels=4 distances=1,1 ranks=3 adversary=fifo seed=0 accept=1:0.1,0.0",
+        ] {
+            let c = Case::parse(s).unwrap();
+            assert_eq!(c.to_string(), s);
+            assert_eq!(c.case_string().unwrap(), s);
+        }
+        // An nccl-* variant or workload implies the protocol; defaults fill the rest.
+        let c = Case::parse("variant=nccl-2.21 ranks=4").unwrap();
+        assert_eq!(c.to_string(), "engine=fast protocol=nccl variant=nccl-2.21 workload=nccl-init ranks=4 adversary=rss seed=0");
+        assert_eq!(c.variant_label(), "nccl-2.21");
+        let c = Case::parse("protocol=nccl").unwrap();
+        assert_eq!(c.nccl.unwrap().variant, NcclCase::DEFAULT_VARIANT);
+        // NVSHMEM's case strings are unchanged: no protocol word.
+        assert!(!Case::parse("variant=nvshmem-3.4").unwrap().to_string().contains("protocol"));
+        assert_eq!(Case::parse("protocol=nvshmem seed=2").unwrap(), Case::parse("seed=2").unwrap());
+    }
+
+    #[test]
+    fn nccl_case_errors_name_the_key_and_the_other_protocol() {
+        let e = |s: &str| Case::parse(s).unwrap_err().to_string();
+        assert!(e("protocol=mpi").contains("accepted: nvshmem, nccl"));
+        assert!(e("variant=nccl-2.20").contains("accepted for protocol=nccl: nccl-2.8, nccl-2.19, nccl-2.21, nccl-2.30"));
+        assert!(e("workload=nccl-allreduce").contains("nccl-init, nccl-p2p"));
+        assert!(e("protocol=nvshmem variant=nccl-2.19").contains("needs protocol=nccl"));
+        assert!(e("protocol=nccl variant=nvshmem-3.7").contains("NVSHMEM variant under protocol=nccl"));
+        assert!(e("variant=nccl-2.19 qps=4").contains("`qps` applies to protocol=nvshmem only"));
+        assert!(e("collnet=on").contains("applies to protocol=nccl only"));
+        assert!(e("variant=nccl-2.19 collnet=maybe").contains("collnet=`maybe`: accepted: on, off"));
+        assert!(e("workload=nccl-p2p collnet=on").contains("workload=nccl-init only"));
+        assert!(e("workload=nccl-init distances=1").contains("workload=nccl-p2p only"));
+        assert!(e("workload=nccl-p2p ranks=4 distances=1,4").contains("not a peer distance below ranks=4"));
+        assert!(e("workload=nccl-p2p distances=1,x").contains("distances=`1,x`"));
+        assert!(e("variant=nccl-2.19 engine=turmoil").contains("engine=fast only"));
+        assert!(e("variant=nccl-2.19 ranks=65536").contains("over the 4096 MiB budget"));
+    }
+
+    #[test]
     fn drain_ms_overrides_the_preset() {
         let c = Case::parse("variant=pr97 drain_ms=0").unwrap();
         assert_eq!(c.variant.drain, None);

@@ -6,7 +6,7 @@ use std::time::Instant as WallClock;
 
 use anyhow::{bail, Context};
 use bootsim_core::PRESETS;
-use bootsim_sim::case::shorten;
+use bootsim_sim::case::{shorten, NcclCase};
 use bootsim_sim::explore::hazard::{cell, pairs, Cell};
 use bootsim_sim::explore::search::MAX_RANKS;
 use bootsim_sim::explore::{explore as explore_case, Bounds, Exploration, Faults};
@@ -74,6 +74,9 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     if !case.schedule.is_empty() {
         bail!("in '{}': explore chooses the schedule itself; remove accept= and drain_fail=", shorten(text));
     }
+    if let Some(nc) = &case.nccl {
+        return explore_nccl(&case, nc, &a, faults);
+    }
     if case.ranks > MAX_RANKS {
         bail!(
             "in '{}': explore models no timers, so at most ranks={MAX_RANKS} (NVSHMEM staggers larger worlds)",
@@ -96,6 +99,59 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     println!("time: {secs:.3} s");
     Ok(if ex.counterexample().is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
+
+/// An NCCL case: sim's explorer runs NVSHMEM's world only so far, so NCCL's own explorer
+/// (`bootsim_nccl::world::explore`: its in-memory world, every accept order at every listener,
+/// zero latency) searches it. Its counterexample is a schedule of that world, told in words:
+/// it has no fast-engine `accept=` replay line.
+fn explore_nccl(case: &Case, nc: &NcclCase, a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
+    use bootsim_nccl::world::{explore, Bounds};
+    if faults.drain_timeout {
+        bail!("--faults drain-timeout: NCCL does not drain before close");
+    }
+    if a.all {
+        bail!("--all: NCCL's explorer stops at the first violation");
+    }
+    if case.ranks > NCCL_MAX_RANKS {
+        bail!("NCCL's explorer searches every accept order without symmetry reduction: at most ranks={NCCL_MAX_RANKS}");
+    }
+    let clock = WallClock::now();
+    let programs = nc.workload.programs(nc.variant, case.ranks);
+    let ex = explore(nc.variant, programs, Bounds { max_states: a.max_states, reduce: !a.no_reduction });
+    let secs = clock.elapsed().as_secs_f64();
+    println!("explore: {case}");
+    println!(
+        "model: NCCL's in-memory world (bootsim-nccl): every accept order at every listener, zero latency{}",
+        if a.no_reduction { "" } else { "; wanted-first and one-listener-at-a-time reductions" }
+    );
+    println!("states: {}  final states: {}  longest schedule: {} choices", ex.states, ex.terminals, ex.max_depth);
+    let code = match &ex.counterexample {
+        Some(cx) => {
+            println!("result: counterexample ({} accepts from the start)", cx.schedule.len());
+            for v in &cx.violations {
+                println!("  {v}");
+            }
+            println!("story:");
+            for line in &cx.story {
+                println!("  {line}");
+            }
+            ExitCode::from(1)
+        }
+        None if ex.complete => {
+            println!("result: no violation in any accept order (proved for ranks={})", case.ranks);
+            ExitCode::SUCCESS
+        }
+        None => {
+            println!("result: incomplete: no violation in the {} states explored (--max-states)", ex.states);
+            ExitCode::SUCCESS
+        }
+    };
+    println!("time: {secs:.3} s");
+    Ok(code)
+}
+
+/// The largest NCCL world `explore` takes (docs/nccl-protocol.md section 13 proves n <= 4).
+const NCCL_MAX_RANKS: u32 = 5;
 
 fn model(faults: Faults) -> &'static str {
     if faults.drain_timeout {

@@ -63,6 +63,10 @@ impl seam::ListenerKey for Key {
     fn is_peer(self) -> bool {
         self.peer
     }
+
+    fn is_root(self) -> bool {
+        self.listener == Listener::Root
+    }
 }
 
 /// Why a node failed: a rank's call or the root thread.
