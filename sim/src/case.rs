@@ -286,9 +286,7 @@ impl Case {
             out.push_str(&format!("  {k:<14} {what}\n"));
         }
         out.push_str("Example: bootsim run 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3' (exit 1: corruption)\n");
-        out.push_str(
-            "NCCL: bootsim run 'protocol=nccl variant=nccl-2.19 workload=nccl-p2p ranks=4 adversary=rss seed=0'",
-        );
+        out.push_str("NCCL example: bootsim run 'variant=nccl-2.19 workload=nccl-p2p ranks=2 seed=2' (exit 1: nccl#1176)");
         out
     }
 
