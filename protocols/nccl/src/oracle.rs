@@ -39,6 +39,9 @@ impl Mismatch {
     }
 }
 
+/// (is a send, rank, peer, intended tag, nth of those).
+type StepKey = (bool, u32, u32, i32, u32);
+
 /// Which send each receive must take, fixed by the ranks' programs.
 #[derive(Clone, Debug)]
 pub struct Oracle {
@@ -47,7 +50,7 @@ pub struct Oracle {
     expected: Arc<BTreeMap<(u32, usize), (u32, usize)>>,
     /// (is a send, rank, peer, intended tag, nth of those) → the step (see
     /// [`crate::program::nth_of_kind`]).
-    steps: Arc<BTreeMap<(bool, u32, u32, i32, u32), usize>>,
+    steps: Arc<BTreeMap<StepKey, usize>>,
 }
 
 impl Oracle {
