@@ -286,7 +286,9 @@ impl Case {
             out.push_str(&format!("  {k:<14} {what}\n"));
         }
         out.push_str("Example: bootsim run 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3' (exit 1: corruption)\n");
-        out.push_str("NCCL example: bootsim run 'variant=nccl-2.19 workload=nccl-p2p ranks=2 seed=2' (exit 1: nccl#1176)");
+        out.push_str(
+            "NCCL example: bootsim run 'variant=nccl-2.19 workload=nccl-p2p ranks=2 seed=2' (exit 1: nccl#1176)",
+        );
         out
     }
 
@@ -844,7 +846,10 @@ mod tests {
         }
         // An nccl-* variant or workload implies the protocol; defaults fill the rest.
         let c = Case::parse("variant=nccl-2.21 ranks=4").unwrap();
-        assert_eq!(c.to_string(), "engine=fast protocol=nccl variant=nccl-2.21 workload=nccl-init ranks=4 adversary=rss seed=0");
+        assert_eq!(
+            c.to_string(),
+            "engine=fast protocol=nccl variant=nccl-2.21 workload=nccl-init ranks=4 adversary=rss seed=0"
+        );
         assert_eq!(c.variant_label(), "nccl-2.21");
         let c = Case::parse("protocol=nccl").unwrap();
         assert_eq!(c.nccl.unwrap().variant, NcclCase::DEFAULT_VARIANT);
@@ -857,7 +862,9 @@ mod tests {
     fn nccl_case_errors_name_the_key_and_the_other_protocol() {
         let e = |s: &str| Case::parse(s).unwrap_err().to_string();
         assert!(e("protocol=mpi").contains("accepted: nvshmem, nccl"));
-        assert!(e("variant=nccl-2.20").contains("accepted for protocol=nccl: nccl-2.8, nccl-2.19, nccl-2.21, nccl-2.30"));
+        assert!(
+            e("variant=nccl-2.20").contains("accepted for protocol=nccl: nccl-2.8, nccl-2.19, nccl-2.21, nccl-2.30")
+        );
         assert!(e("workload=nccl-allreduce").contains("nccl-init, nccl-p2p"));
         assert!(e("protocol=nvshmem variant=nccl-2.19").contains("needs protocol=nccl"));
         assert!(e("protocol=nccl variant=nvshmem-3.7").contains("NVSHMEM variant under protocol=nccl"));

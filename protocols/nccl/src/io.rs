@@ -41,24 +41,9 @@ impl Listener {
     }
 }
 
-/// What happened in the outside world.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Input<'a> {
-    /// A listener is open at `addr`.
-    Listening { listener: Listener, addr: SocketAddr },
-    /// A listener could not be opened.
-    ListenFailed { listener: Listener, reason: String },
-    /// The connection asked for by [`Effect::Accept`] was taken from the accept queue.
-    Accepted { conn: ConnId, from: SocketAddr },
-    /// The connection asked for by [`Effect::Connect`] is established.
-    Connected { conn: ConnId },
-    /// Connecting failed for good (after the driver's retries on "refused").
-    ConnectFailed { conn: ConnId, reason: String },
-    /// Bytes arrived on a connection, in order, in any chunking.
-    Received { conn: ConnId, bytes: &'a [u8] },
-    /// The peer closed its side (EOF) or reset the connection.
-    PeerClosed { conn: ConnId },
-}
+/// What happened in the outside world: the seam's inputs over NCCL's listeners (NCCL never
+/// drains before close, so it ignores the drain inputs).
+pub type Input<'a> = bootsim_core::seam::Input<'a, Listener>;
 
 /// What a node asks the world to do.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

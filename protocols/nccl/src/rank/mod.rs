@@ -325,6 +325,7 @@ impl Rank {
                 let Some(c) = self.conns.get_mut(&conn) else { return };
                 c.reader.push_eof();
             }
+            Input::Drained { .. } | Input::DrainTimedOut { .. } => return,
         }
         self.progress();
     }

@@ -15,7 +15,7 @@ use bootsim_core::ConnId;
 
 use crate::codec::message_identity;
 use crate::error::{NcclError, RootError};
-use crate::io::{Effect, Input, Listener, Observation, Output};
+use crate::io::{Effect, Listener, Observation, Output};
 use crate::program::{Planned, Step};
 use crate::rank::{Rank, RankConfig};
 use crate::root::{Root, RootConfig};
@@ -64,26 +64,8 @@ struct Link {
     written: bool,
 }
 
-#[derive(Clone, Debug, Hash)]
-enum Owned {
-    Listening { listener: Listener, addr: SocketAddr },
-    Accepted { conn: ConnId, from: SocketAddr },
-    Connected { conn: ConnId },
-    Received { conn: ConnId, bytes: Vec<u8> },
-    PeerClosed { conn: ConnId },
-}
-
-impl Owned {
-    fn as_input(&self) -> Input<'_> {
-        match self {
-            Owned::Listening { listener, addr } => Input::Listening { listener: *listener, addr: *addr },
-            Owned::Accepted { conn, from } => Input::Accepted { conn: *conn, from: *from },
-            Owned::Connected { conn } => Input::Connected { conn: *conn },
-            Owned::Received { conn, bytes } => Input::Received { conn: *conn, bytes },
-            Owned::PeerClosed { conn } => Input::PeerClosed { conn: *conn },
-        }
-    }
-}
+/// An input the world queues, owning its bytes.
+type Owned = bootsim_core::seam::OwnedInput<Listener>;
 
 /// How a rank ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
