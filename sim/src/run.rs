@@ -9,7 +9,7 @@ use crate::kernel::KernelStats;
 use crate::oracle::{Finding, Verdict};
 use crate::protocol::{Nccl, Nvshmem};
 use crate::words::host_addr;
-use bootsim_core::seam::{Judge as _, Protocol as _, Setup};
+use bootsim_core::seam::{Protocol as _, Setup};
 
 /// The result of one run.
 #[derive(Debug)]
@@ -44,11 +44,7 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
                 n: case.ranks,
                 root_ip: host_addr(0, 0).ip(),
             };
-            let judged = outcome.verdict_with(|record| {
-                let mut judge = Nccl.judge(&setup);
-                judge.feed(record);
-                judge.finish(record)
-            });
+            let judged = outcome.verdict_by(Nccl.judge(&setup));
             (outcome, judged)
         }
         (None, engine) => {
