@@ -222,3 +222,46 @@ fn sweep_json_counts_are_an_object_and_merge_checks_the_layout() {
     assert!(stderr(&o).contains("layout 0") && stderr(&o).contains("re-run"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn sweep_and_compare_take_nccls_versions_and_the_first_failure_is_1176() {
+    let o = bootsim(&[
+        "sweep",
+        "--variant",
+        "nccl-2.19,nccl-2.21",
+        "--workload",
+        "nccl-p2p",
+        "--ranks",
+        "2",
+        "--seeds",
+        "20",
+        "--jobs",
+        "1",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("nccl-2.21    runs=20 pass=20"), "{out}");
+    assert!(out.contains("Message truncated : received 512 bytes instead of 4"), "{out}");
+    assert!(
+        out.contains("replay: bootsim replay 'engine=fast protocol=nccl variant=nccl-2.19 workload=nccl-p2p ranks=2"),
+        "{out}"
+    );
+    let o = bootsim(&[
+        "compare",
+        "--workload",
+        "nccl-init",
+        "--ranks",
+        "2",
+        "--seeds",
+        "10",
+        "--fail-on",
+        "nccl-2.21,nccl-2.30",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "2.21 and 2.30 never fail: {}", stdout(&o));
+    for v in bootsim_sim::case::variants_for("nccl-init") {
+        assert!(stdout(&o).contains(&format!("| {v:<9} |")), "{v}: {}", stdout(&o));
+    }
+    let o = bootsim(&["compare", "--workload", "nccl-init", "--fail-on", "nvshmem-3.7"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("accepted with --workload nccl-init: all, nccl-2.8"), "{}", stderr(&o));
+}
