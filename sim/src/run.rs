@@ -8,8 +8,7 @@ use crate::engine::{fast, Outcome, Trace};
 use crate::kernel::KernelStats;
 use crate::oracle::{Finding, Verdict};
 use crate::protocol::{Nccl, Nvshmem};
-use crate::words::host_addr;
-use bootsim_core::seam::{Protocol as _, Setup};
+use bootsim_core::seam::Protocol as _;
 
 /// The result of one run.
 #[derive(Debug)]
@@ -37,13 +36,7 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
     let (mut outcome, (verdict, findings)) = match (&case.nccl, case.engine) {
         (Some(nc), _) => {
             let mut outcome = fast::run(&Nccl, &nc.variant, &nc.workload, case, trace);
-            let setup = Setup {
-                variant: &nc.variant,
-                workload: &nc.workload,
-                seed: case.seed,
-                n: case.ranks,
-                root_ip: host_addr(0, 0).ip(),
-            };
+            let setup = crate::protocol::nccl::setup(nc, case);
             let judged = outcome.verdict_by(Nccl.judge(&setup));
             (outcome, judged)
         }

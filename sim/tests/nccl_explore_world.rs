@@ -3,10 +3,9 @@
 //! "Message truncated ... instead of 4"; 2.21's never fail. (sim's search, `explore::explore`,
 //! is NVSHMEM's only so far; `bootsim explore` of an NCCL case runs bootsim-nccl's explorer.)
 
-use bootsim_core::seam::{Judge as _, Protocol as _, Setup};
+use bootsim_core::seam::{Judge as _, Protocol as _};
 use bootsim_sim::explore::{Faults, World};
 use bootsim_sim::protocol::Nccl;
-use bootsim_sim::words::host_addr;
 use bootsim_sim::{Case, Verdict};
 
 /// The verdict and finding texts of `walks` walks of `case`, the k-th taking choice
@@ -14,13 +13,7 @@ use bootsim_sim::{Case, Verdict};
 fn walks(case: &str, walks: u64) -> Vec<(Verdict, Vec<String>)> {
     let case = Case::parse(case).unwrap();
     let nc = case.nccl.clone().expect("an NCCL case");
-    let setup = Setup {
-        variant: &nc.variant,
-        workload: &nc.workload,
-        seed: case.seed,
-        n: case.ranks,
-        root_ip: host_addr(0, 0).ip(),
-    };
+    let setup = bootsim_sim::protocol::nccl::setup(&nc, &case);
     (0..walks)
         .map(|k| {
             let mut w = World::of(Nccl, nc.variant, nc.workload.clone(), &case, Faults::default());

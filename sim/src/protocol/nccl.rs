@@ -11,14 +11,26 @@ use bootsim_nccl::program::Planned;
 use bootsim_nccl::seam::{nodes, origin_step, Completion, NcclNode};
 use bootsim_nccl::{Listener, Mismatch, Observation, Oracle, Variant, Workload};
 
-use crate::case::NcclCase;
+use crate::case::{Case, NcclCase};
 use crate::oracle::{conclude, Finding, Verdict};
 use crate::seed::derive;
-use crate::words::ConnRef;
+use crate::words::{host_addr, ConnRef};
 
 /// NCCL's TCP bootstrap (variants `nccl-2.8`, `nccl-2.19`, `nccl-2.21`, `nccl-2.30`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Nccl;
+
+/// What the engines tell [`Nccl`] to build a run of `case` (whose NCCL part is `nc`): its
+/// variant, workload, seed and ranks, the root on host 0.
+pub fn setup<'a>(nc: &'a NcclCase, case: &Case) -> Setup<'a, Variant, Workload> {
+    Setup {
+        variant: &nc.variant,
+        workload: &nc.workload,
+        seed: case.seed,
+        n: case.ranks,
+        root_ip: host_addr(0, 0).ip(),
+    }
+}
 
 /// Every rank's program for a run of `setup`.
 fn programs(setup: &Setup<'_, Variant, Workload>) -> Vec<Vec<Planned>> {
