@@ -54,6 +54,10 @@ const EXPECTED: &[(&str, Expect)] = &[
     ),
     ("bootsim explore 'variant=nccl-2.19 workload=nccl-p2p ranks=2'", Exit(1, "result: counterexample")),
     (
+        "bootsim explore --pairs --variant nccl-2.8,nccl-2.19,nccl-2.21,nccl-2.30 --ranks 2..3",
+        Exit(1, "barrier>intra-allgather                  hang       pass"),
+    ),
+    (
         "bootsim run 'protocol=nccl variant=nccl-2.19 workload=nccl-p2p ranks=2 adversary=rss seed=2'",
         Exit(1, "transport.cc:204: recv from rank 1 tag 0x100: Message truncated : received 512 bytes instead of 4"),
     ),

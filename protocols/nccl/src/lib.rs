@@ -30,4 +30,4 @@ pub use program::{Call, CallKind, Graph, Planned, Step};
 pub use rank::{Rank, RankConfig};
 pub use root::{Root, RootConfig};
 pub use variant::{Variant, ALL};
-pub use workload::{nccl_init, nccl_p2p, InitParams, P2pParams, Workload, WORKLOADS};
+pub use workload::{nccl_init, nccl_p2p, nccl_pair, InitParams, Op, P2pParams, Workload, OPS, WORKLOADS};
