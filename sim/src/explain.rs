@@ -161,7 +161,12 @@ pub fn explain(report: &RunReport) -> Vec<String> {
             l
         }
     };
-    for f in &report.findings {
+    // NCCL's runs end in many hangs behind the one error that aborted a rank: the error first.
+    let mut findings: Vec<&Finding> = report.findings.iter().collect();
+    if report.case.nccl.is_some() {
+        findings.sort_by_key(|f| std::cmp::Reverse(f.verdict()));
+    }
+    for f in findings {
         if lines.len() >= 6 {
             break;
         }
