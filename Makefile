@@ -3,11 +3,17 @@ CARGO ?= cargo
 # The default comparison: every variant on the report's workload under the report's condition.
 RUN_ARGS ?= compare --workload deepep --ranks 2 --adversary rss --seeds 200
 
-.PHONY: install skips-reset bench-scale timeline-screenshot run test check-scripts deps fetch-nvshmem fetch-nccl real-nvshmem real-nvshmem-accept fmt fmt-check lint unit bench bench-interposer rdma-build
+.PHONY: install skips-reset bench-scale timeline-screenshot run run-nccl test check-scripts deps fetch-nvshmem fetch-nccl real-nvshmem real-nvshmem-accept fmt fmt-check lint unit bench bench-interposer rdma-build
 
 # The first build takes minutes on a fresh machine: cargo shows it (no --quiet).
 run:
 	$(CARGO) run --release -- $(RUN_ARGS)
+
+# The NCCL headline: every modelled NCCL version's ncclCommInitRank on one 8-GPU node
+# (nccl-2.19 shows NVIDIA/nccl#1176, 2.21 and 2.30 pass).
+RUN_NCCL_ARGS ?= compare --workload nccl-init --ranks 8 --adversary rss --seeds 200
+run-nccl:
+	$(CARGO) run --release -- $(RUN_NCCL_ARGS)
 
 # bootsim on your PATH: the release build copied to $(PREFIX)/bin (default ~/.cargo/bin, where
 # rustup puts cargo) and its accept interposer to $(PREFIX)/lib/bootsim (`cargo install --path .`

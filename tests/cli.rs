@@ -133,6 +133,13 @@ fn run_help_lists_every_case_key_and_its_example_fails_as_it_says() {
     let o = bootsim(&["run", case]);
     assert_eq!(o.status.code(), Some(1), "the help's example: {}", stdout(&o));
     assert!(stdout(&o).starts_with("verdict: corruption"));
+    for v in bootsim_sim::case::variant_names().into_iter().chain(bootsim_sim::case::workload_names()) {
+        assert!(help.contains(v), "{v} missing from run --help");
+    }
+    let nccl = help.lines().find_map(|l| l.strip_prefix("NCCL example: bootsim run '")).expect("an NCCL example");
+    let o = bootsim(&["run", nccl.split('\'').next().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "the help's NCCL example: {}", stdout(&o));
+    assert!(stdout(&o).contains("Message truncated : received 512 bytes instead of 4"), "{}", stdout(&o));
 }
 
 #[test]
@@ -213,4 +220,47 @@ fn sweep_json_counts_are_an_object_and_merge_checks_the_layout() {
     let o = bootsim(&["merge", &old.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("layout 0") && stderr(&o).contains("re-run"), "{}", stderr(&o));
+}
+
+#[test]
+fn sweep_and_compare_take_nccls_versions_and_the_first_failure_is_1176() {
+    let o = bootsim(&[
+        "sweep",
+        "--variant",
+        "nccl-2.19,nccl-2.21",
+        "--workload",
+        "nccl-p2p",
+        "--ranks",
+        "2",
+        "--seeds",
+        "20",
+        "--jobs",
+        "1",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("nccl-2.21    runs=20 pass=20"), "{out}");
+    assert!(out.contains("Message truncated : received 512 bytes instead of 4"), "{out}");
+    assert!(
+        out.contains("replay: bootsim replay 'engine=fast protocol=nccl variant=nccl-2.19 workload=nccl-p2p ranks=2"),
+        "{out}"
+    );
+    let o = bootsim(&[
+        "compare",
+        "--workload",
+        "nccl-init",
+        "--ranks",
+        "2",
+        "--seeds",
+        "10",
+        "--fail-on",
+        "nccl-2.21,nccl-2.30",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "2.21 and 2.30 never fail: {}", stdout(&o));
+    for v in bootsim_sim::case::variants_for("nccl-init") {
+        assert!(stdout(&o).contains(&format!("| {v:<9} |")), "{v}: {}", stdout(&o));
+    }
+    let o = bootsim(&["compare", "--workload", "nccl-init", "--fail-on", "nvshmem-3.7"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("accepted with --workload nccl-init: all, nccl-2.8"), "{}", stderr(&o));
 }

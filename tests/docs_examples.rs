@@ -45,6 +45,22 @@ const CLUSTER: &str =
 const EXPECTED: &[(&str, Expect)] = &[
     ("make run", NotHere("the same compare as below over 200 seeds; make is not run from a test")),
     ("make test", NotHere("this very test suite")),
+    ("make run-nccl", NotHere("the NCCL compare below over 200 seeds; make is not run from a test")),
+    ("bootsim compare --workload nccl-init --ranks 8 --seeds 100", Exit(0, "| nccl-2.21 |  100 |  100 |")),
+    ("bootsim compare --workload nccl-p2p --ranks 2 --seeds 100", Exit(0, "| nccl-2.30 |  100 |  100 |")),
+    (
+        "bootsim explore 'variant=nccl-2.21 workload=nccl-init gpus_per_node=2 ranks=4'",
+        Exit(0, "result: no violation in any accept order (proved for ranks=4)"),
+    ),
+    ("bootsim explore 'variant=nccl-2.19 workload=nccl-p2p ranks=2'", Exit(1, "result: counterexample")),
+    (
+        "bootsim explore --pairs --variant nccl-2.8,nccl-2.19,nccl-2.21,nccl-2.30 --ranks 2..3",
+        Exit(1, "barrier>intra-allgather                  hang       pass"),
+    ),
+    (
+        "bootsim run 'protocol=nccl variant=nccl-2.19 workload=nccl-p2p ranks=2 adversary=rss seed=2'",
+        Exit(1, "transport.cc:204: recv from rank 1 tag 0x100: Message truncated : received 512 bytes instead of 4"),
+    ),
     (
         "make install",
         NotHere("a release build into ~/.cargo/bin; tests/install_scripts.rs runs it into a temporary PREFIX (dev profile)"),

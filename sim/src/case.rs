@@ -58,6 +58,58 @@ pub struct Case {
     pub knobs: Vec<(String, String)>,
     /// The explicit accept order and drain failures (`accept=`, `drain_fail=`; fast engine only).
     pub schedule: Schedule,
+    /// Set for `protocol=nccl`: NCCL's variant and workload (then `variant`, `workload` and
+    /// the NVSHMEM keys above keep their defaults and are not used).
+    pub nccl: Option<NcclCase>,
+}
+
+/// What a `protocol=nccl` case runs: one of NCCL's versions and workloads (crate
+/// `bootsim-nccl`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NcclCase {
+    /// `variant=nccl-2.8 | nccl-2.19 | nccl-2.21 | nccl-2.30`.
+    pub variant: bootsim_nccl::Variant,
+    /// `workload=nccl-init` (`gpus_per_node`, `channels`, `collnet`) or `nccl-p2p`
+    /// (`channels`, `distances`).
+    pub workload: bootsim_nccl::Workload,
+}
+
+impl NcclCase {
+    /// The variant when a case names none: the newest modelled.
+    pub const DEFAULT_VARIANT: bootsim_nccl::Variant = bootsim_nccl::Variant::Nccl230;
+    /// Channels per peer when a case names none (`InitParams::default`).
+    pub const DEFAULT_CHANNELS: u32 = 2;
+
+    /// The workload's case-string words after `workload=NAME`: its parameters that differ
+    /// from the defaults.
+    fn params(&self) -> String {
+        use bootsim_nccl::Workload as W;
+        let d = bootsim_nccl::InitParams::default();
+        let mut out = String::new();
+        match &self.workload {
+            W::Init(p) => {
+                if p.ranks_per_node != d.ranks_per_node {
+                    out.push_str(&format!(" gpus_per_node={}", p.ranks_per_node));
+                }
+                if p.channels != d.channels {
+                    out.push_str(&format!(" channels={}", p.channels));
+                }
+                if p.collnet {
+                    out.push_str(" collnet=on");
+                }
+            }
+            W::P2p { channels, distances } => {
+                if *channels != Self::DEFAULT_CHANNELS {
+                    out.push_str(&format!(" channels={channels}"));
+                }
+                if let Some(ds) = distances {
+                    let ds: Vec<String> = ds.iter().map(u32::to_string).collect();
+                    out.push_str(&format!(" distances={}", ds.join(",")));
+                }
+            }
+        }
+        out
+    }
 }
 
 /// A case string that does not parse; the message names the key and the accepted values.
@@ -101,7 +153,33 @@ pub const INIT_BYTES_PER_PEER: u128 = 28 + 32 + 48;
 pub const PAYLOAD_BUDGET: u128 = 4 << 30;
 
 const KEYS: &str =
-    "engine, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, deadline_ms, accept, drain_fail, or a kernel knob";
+    "engine, protocol, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, gpus_per_node, channels, collnet, distances, deadline_ms, accept, drain_fail, or a kernel knob";
+
+/// The protocols a case can name (`protocol=`).
+pub const PROTOCOLS: [&str; 2] = ["nvshmem", "nccl"];
+
+/// Every variant a case can name: NVSHMEM's presets, then NCCL's versions.
+pub fn variant_names() -> Vec<&'static str> {
+    PRESETS.iter().chain(bootsim_nccl::variant::NAMES.iter()).copied().collect()
+}
+
+/// Every workload a case can name: NVSHMEM's, then NCCL's.
+pub fn workload_names() -> Vec<&'static str> {
+    WORKLOADS.iter().chain(bootsim_nccl::WORKLOADS.iter()).copied().collect()
+}
+
+/// The variants `bootsim compare` puts side by side for `workload`: NCCL's versions for an
+/// NCCL workload, else NVSHMEM's presets.
+pub fn variants_for(workload: &str) -> Vec<&'static str> {
+    if bootsim_nccl::WORKLOADS.contains(&workload) {
+        bootsim_nccl::variant::NAMES.to_vec()
+    } else {
+        PRESETS.to_vec()
+    }
+}
+
+/// The keys that configure NVSHMEM only.
+const NVSHMEM_KEYS: [&str; 7] = ["drain_ms", "first_tag", "qps", "k", "len", "ops", "drain_fail"];
 
 impl Default for Case {
     fn default() -> Self {
@@ -118,6 +196,7 @@ impl Default for Case {
             deadline: Duration::from_secs(300),
             knobs: Vec::new(),
             schedule: Schedule::default(),
+            nccl: None,
         }
     }
 }
@@ -146,8 +225,14 @@ impl Case {
     pub fn keys_help() -> String {
         let d = Case::default();
         let rows: Vec<(&str, String, String)> = vec![
-            ("engine", "fast | turmoil".into(), d.engine.name().into()),
+            ("engine", "fast | turmoil (protocol=nccl: fast)".into(), d.engine.name().into()),
+            ("protocol", PROTOCOLS.join(" | "), "nvshmem, or nccl when variant or workload names NCCL's".into()),
             ("variant", PRESETS.join(" | "), d.variant_name.clone()),
+            (
+                "",
+                format!("protocol=nccl: {}", bootsim_nccl::ALL.map(|v| v.name()).join(" | ")),
+                NcclCase::DEFAULT_VARIANT.name().into(),
+            ),
             (
                 "drain_ms",
                 "milliseconds; <= 0 disables (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS)".into(),
@@ -155,6 +240,11 @@ impl Case {
             ),
             ("first_tag", "where nvshmem-3.8's per-call tag counter starts, 1..=2^31".into(), "1".into()),
             ("workload", WORKLOADS.join(" | "), d.workload.name().into()),
+            ("", format!("protocol=nccl: {}", bootsim_nccl::WORKLOADS.join(" | ")), "nccl-init".into()),
+            ("gpus_per_node", "nccl-init: ranks per node (intra-node barrier and allgathers)".into(), "8".into()),
+            ("channels", "nccl-init, nccl-p2p: channels per peer (128-byte connectInfo each)".into(), "2".into()),
+            ("collnet", "nccl-init: on | off (CollNet's two setups over one graph)".into(), "off".into()),
+            ("distances", "nccl-p2p: peer distances, one NULL-graph setup each, e.g. 1,1".into(), "every peer once".into()),
             ("qps", "QPs per peer (deepep 24, nvshmem-init 2)".into(), "the workload's".into()),
             ("k", "back-to-back alltoalls (qp-create)".into(), "4".into()),
             ("len", "operations (churn)".into(), "12".into()),
@@ -195,7 +285,10 @@ impl Case {
         for (k, what) in KernelConfig::knobs() {
             out.push_str(&format!("  {k:<14} {what}\n"));
         }
-        out.push_str("Example: bootsim run 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3' (exit 1: corruption)");
+        out.push_str("Example: bootsim run 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3' (exit 1: corruption)\n");
+        out.push_str(
+            "NCCL example: bootsim run 'variant=nccl-2.19 workload=nccl-p2p ranks=2 seed=2' (exit 1: nccl#1176)",
+        );
         out
     }
 
@@ -213,6 +306,7 @@ impl Case {
         let mut seen: Vec<&str> = Vec::new();
         let (mut workload, mut qps, mut k, mut len, mut ops) = (None, None, None, None, None);
         let mut engine = None;
+        let mut nccl = NcclWords::default();
         for word in s.split_whitespace() {
             let (key, value) = word.split_once('=').ok_or_else(|| err(format!("`{word}` is not key=value")))?;
             if seen.contains(&key) {
@@ -237,15 +331,61 @@ impl Case {
                         _ => return Err(err(format!("engine=`{value}`: accepted: {}", EngineKind::NAMES.join(", ")))),
                     })
                 }
+                "protocol" => {
+                    if !PROTOCOLS.contains(&value) {
+                        return Err(err(format!("protocol=`{value}`: accepted: {}", PROTOCOLS.join(", "))));
+                    }
+                    nccl.protocol = Some(value == "nccl");
+                }
+                "variant" if value.starts_with("nccl-") => {
+                    nccl.variant = Some(value.parse().map_err(|_: bootsim_nccl::variant::UnknownVariant| {
+                        err(format!("variant=`{value}`: accepted for protocol=nccl: {}", nccl_variants()))
+                    })?)
+                }
+                "workload" if value.starts_with("nccl-") => {
+                    if !bootsim_nccl::WORKLOADS.contains(&value) {
+                        return Err(err(format!(
+                            "workload=`{value}`: accepted for protocol=nccl: {}",
+                            bootsim_nccl::WORKLOADS.join(", ")
+                        )));
+                    }
+                    nccl.workload = Some(value.to_string());
+                }
+                "gpus_per_node" => nccl.gpus_per_node = Some(bounded("ranks per node", 1..=65536)?),
+                "channels" => nccl.channels = Some(bounded("channels per peer", 1..=64)?),
+                "collnet" => {
+                    nccl.collnet = Some(match value {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(err(format!("collnet=`{value}`: accepted: on, off"))),
+                    })
+                }
+                "distances" => {
+                    let ds = value
+                        .split(',')
+                        .map(|d| d.parse::<u32>().ok().filter(|&d| (1..=65535).contains(&d)))
+                        .collect::<Option<Vec<u32>>>()
+                        .filter(|ds| !ds.is_empty() && ds.len() <= 1024)
+                        .ok_or_else(|| {
+                            err(format!("distances=`{value}`: expected 1 to 1024 peer distances 1..=65535, e.g. 1,1,2"))
+                        })?;
+                    nccl.distances = Some(ds);
+                }
                 "variant" => {
+                    nccl.nvshmem_named.push("variant");
                     case.variant = Variant::preset(value)
                         .ok_or_else(|| err(format!("variant=`{value}`: accepted: {}", PRESETS.join(", "))))?;
                     case.variant_name = value.to_string();
                 }
                 "workload" => {
                     if !WORKLOADS.contains(&value) {
-                        return Err(err(format!("workload=`{value}`: accepted: {}", WORKLOADS.join(", "))));
+                        return Err(err(format!(
+                            "workload=`{value}`: accepted: {} (protocol=nccl: {})",
+                            WORKLOADS.join(", "),
+                            bootsim_nccl::WORKLOADS.join(", ")
+                        )));
                     }
+                    nccl.nvshmem_named.push("workload");
                     workload = Some(value.to_string());
                 }
                 "ranks" => {
@@ -306,6 +446,26 @@ impl Case {
                     case.knobs.push((key.to_string(), value.to_string()));
                 }
             }
+        }
+        if let Some(nc) = nccl.case(&seen, case.ranks)? {
+            case.nccl = Some(nc);
+            case.engine = engine.unwrap_or(EngineKind::Fast);
+            if case.engine != EngineKind::Fast {
+                return Err(err("protocol=nccl runs on engine=fast only".into()));
+            }
+            case.schedule.validate(case.ranks).map_err(err)?;
+            case.kernel_config().validate(case.ranks).map_err(err)?;
+            let bytes = case.payload_bytes();
+            if bytes > budget {
+                return Err(err(format!(
+                    "ranks={} with protocol=nccl needs about {} MiB (every rank's program and messages grow \
+                     with the square of the ranks), over the {} MiB budget: use fewer ranks",
+                    case.ranks,
+                    bytes >> 20,
+                    budget >> 20
+                )));
+            }
+            return Ok(case);
         }
         let misplaced = |key: &str, wl: &str| err(format!("`{key}` applies to workload={wl} only"));
         case.workload = match workload.as_deref().unwrap_or("deepep") {
@@ -389,6 +549,15 @@ impl Case {
     /// Bytes of send and receive buffers all ranks hold over the run (the memory a run needs).
     pub fn payload_bytes(&self) -> u128 {
         let n = u128::from(self.ranks);
+        if let Some(nc) = &self.nccl {
+            // Every rank's program has a few steps per peer, and every setup's connectInfo
+            // (128 bytes per channel) goes to every peer.
+            let channels = match &nc.workload {
+                bootsim_nccl::Workload::Init(p) => p.channels,
+                bootsim_nccl::Workload::P2p { channels, .. } => *channels,
+            };
+            return n * n * (INIT_BYTES_PER_PEER + 1024 + 8 * 128 * u128::from(channels));
+        }
         let ops: u128 = self
             .workload
             .ops(self.seed)
@@ -400,6 +569,14 @@ impl Case {
             })
             .sum();
         ops + n * n * INIT_BYTES_PER_PEER
+    }
+
+    /// The variant's name as the case string gives it (NVSHMEM's preset or NCCL's version).
+    pub fn variant_label(&self) -> &str {
+        match &self.nccl {
+            Some(nc) => nc.variant.name(),
+            None => &self.variant_name,
+        }
     }
 
     /// The same case with another seed.
@@ -438,6 +615,11 @@ impl fmt::Display for Case {
     /// The canonical case string of a parsed case (parsing it gives the case back); for a case
     /// built through the API, [`Case::case_string`] says whether it reproduces it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(nc) = &self.nccl {
+            write!(f, "engine={} protocol=nccl variant={}", self.engine.name(), nc.variant)?;
+            write!(f, " workload={}{}", nc.workload.name(), nc.params())?;
+            return self.fmt_world(f);
+        }
         write!(f, "engine={} variant={}", self.engine.name(), self.variant_name)?;
         if let Some(ms) = self.drain_ms {
             write!(f, " drain_ms={ms}")?;
@@ -454,6 +636,13 @@ impl fmt::Display for Case {
             Workload::Custom(ops) => write!(f, " ops={}", format_ops(ops))?,
             _ => {}
         }
+        self.fmt_world(f)
+    }
+}
+
+impl Case {
+    /// The words after the protocol's: ranks, adversary, seed, deadline, schedule, knobs.
+    fn fmt_world(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, " ranks={} adversary={} seed={}", self.ranks, self.adversary, self.seed)?;
         if self.deadline != Case::default().deadline {
             write!(f, " deadline_ms={}", self.deadline.as_millis())?;
@@ -468,6 +657,87 @@ impl fmt::Display for Case {
             write!(f, " {k}={v}")?;
         }
         Ok(())
+    }
+}
+
+/// The NCCL words of a case string, gathered while parsing.
+#[derive(Default)]
+struct NcclWords {
+    /// `protocol=`: Some(true) for nccl.
+    protocol: Option<bool>,
+    variant: Option<bootsim_nccl::Variant>,
+    workload: Option<String>,
+    gpus_per_node: Option<u32>,
+    channels: Option<u32>,
+    collnet: Option<bool>,
+    distances: Option<Vec<u32>>,
+    /// NVSHMEM's `variant=` or `workload=` given.
+    nvshmem_named: Vec<&'static str>,
+}
+
+fn nccl_variants() -> String {
+    bootsim_nccl::ALL.map(|v| v.name()).join(", ")
+}
+
+impl NcclWords {
+    /// The NCCL case these words make, None for an NVSHMEM case; an error for a word of the
+    /// other protocol (`seen`: every key given).
+    fn case(&self, seen: &[&str], ranks: u32) -> Result<Option<NcclCase>, CaseError> {
+        let err = |m: String| Err(CaseError(m));
+        let named = self.variant.is_some() || self.workload.is_some();
+        let params = ["gpus_per_node", "channels", "collnet", "distances"];
+        let nccl = match self.protocol {
+            Some(true) => true,
+            Some(false) if named => return err("an NCCL variant or workload needs protocol=nccl, not nvshmem".into()),
+            Some(false) => false,
+            None => named,
+        };
+        if !nccl {
+            if let Some(key) = params.iter().find(|k| seen.contains(k)) {
+                return err(format!("`{key}` applies to protocol=nccl only"));
+            }
+            return Ok(None);
+        }
+        if let Some(key) = self.nvshmem_named.first() {
+            return err(format!(
+                "{key}= names an NVSHMEM {key} under protocol=nccl; accepted: {}",
+                if *key == "variant" { nccl_variants() } else { bootsim_nccl::WORKLOADS.join(", ") }
+            ));
+        }
+        if let Some(key) = NVSHMEM_KEYS.iter().find(|k| seen.contains(k)) {
+            return err(format!("`{key}` applies to protocol=nvshmem only"));
+        }
+        let variant = self.variant.unwrap_or(NcclCase::DEFAULT_VARIANT);
+        let init = bootsim_nccl::InitParams::default();
+        let workload = match self.workload.as_deref().unwrap_or("nccl-init") {
+            "nccl-init" => {
+                if self.distances.is_some() {
+                    return err("`distances` applies to workload=nccl-p2p only".into());
+                }
+                bootsim_nccl::Workload::Init(bootsim_nccl::InitParams {
+                    ranks_per_node: self.gpus_per_node.unwrap_or(init.ranks_per_node),
+                    channels: self.channels.unwrap_or(init.channels),
+                    collnet: self.collnet.unwrap_or(false),
+                })
+            }
+            _ => {
+                if let Some(key) =
+                    [("gpus_per_node", self.gpus_per_node.is_some()), ("collnet", self.collnet.is_some())]
+                        .iter()
+                        .find_map(|(k, given)| given.then_some(k))
+                {
+                    return err(format!("`{key}` applies to workload=nccl-init only"));
+                }
+                if let Some(d) = self.distances.iter().flatten().find(|&&d| d >= ranks.max(2)) {
+                    return err(format!("distances: {d} is not a peer distance below ranks={ranks}"));
+                }
+                bootsim_nccl::Workload::P2p {
+                    channels: self.channels.unwrap_or(NcclCase::DEFAULT_CHANNELS),
+                    distances: self.distances.clone(),
+                }
+            }
+        };
+        Ok(Some(NcclCase { variant, workload }))
     }
 }
 
@@ -561,6 +831,52 @@ mod tests {
         assert!(e.contains("engine=fast only") && e.contains("syscall_cost=0 app_work=0"), "{e}");
         assert!(Case::parse("engine=turmoil adversary=cpu syscall_cost=0 app_work=0").is_ok());
         assert!(Case::parse("engine=fast adversary=cpu").is_ok());
+    }
+
+    #[test]
+    fn nccl_cases_round_trip_name_their_protocol_and_nvshmem_cases_do_not() {
+        for s in [
+            "engine=fast protocol=nccl variant=nccl-2.19 workload=nccl-init ranks=8 adversary=rss seed=3",
+            "engine=fast protocol=nccl variant=nccl-2.8 workload=nccl-init gpus_per_node=2 channels=1 collnet=on ranks=4 adversary=swarm seed=1",
+            "engine=fast protocol=nccl variant=nccl-2.30 workload=nccl-p2p channels=4 distances=1,1 ranks=3 adversary=fifo seed=0 accept=1:0.1,0.0",
+        ] {
+            let c = Case::parse(s).unwrap();
+            assert_eq!(c.to_string(), s);
+            assert_eq!(c.case_string().unwrap(), s);
+        }
+        // An nccl-* variant or workload implies the protocol; defaults fill the rest.
+        let c = Case::parse("variant=nccl-2.21 ranks=4").unwrap();
+        assert_eq!(
+            c.to_string(),
+            "engine=fast protocol=nccl variant=nccl-2.21 workload=nccl-init ranks=4 adversary=rss seed=0"
+        );
+        assert_eq!(c.variant_label(), "nccl-2.21");
+        let c = Case::parse("protocol=nccl").unwrap();
+        assert_eq!(c.nccl.unwrap().variant, NcclCase::DEFAULT_VARIANT);
+        // NVSHMEM's case strings are unchanged: no protocol word.
+        assert!(!Case::parse("variant=nvshmem-3.4").unwrap().to_string().contains("protocol"));
+        assert_eq!(Case::parse("protocol=nvshmem seed=2").unwrap(), Case::parse("seed=2").unwrap());
+    }
+
+    #[test]
+    fn nccl_case_errors_name_the_key_and_the_other_protocol() {
+        let e = |s: &str| Case::parse(s).unwrap_err().to_string();
+        assert!(e("protocol=mpi").contains("accepted: nvshmem, nccl"));
+        assert!(
+            e("variant=nccl-2.20").contains("accepted for protocol=nccl: nccl-2.8, nccl-2.19, nccl-2.21, nccl-2.30")
+        );
+        assert!(e("workload=nccl-allreduce").contains("nccl-init, nccl-p2p"));
+        assert!(e("protocol=nvshmem variant=nccl-2.19").contains("needs protocol=nccl"));
+        assert!(e("protocol=nccl variant=nvshmem-3.7").contains("NVSHMEM variant under protocol=nccl"));
+        assert!(e("variant=nccl-2.19 qps=4").contains("`qps` applies to protocol=nvshmem only"));
+        assert!(e("collnet=on").contains("applies to protocol=nccl only"));
+        assert!(e("variant=nccl-2.19 collnet=maybe").contains("collnet=`maybe`: accepted: on, off"));
+        assert!(e("workload=nccl-p2p collnet=on").contains("workload=nccl-init only"));
+        assert!(e("workload=nccl-init distances=1").contains("workload=nccl-p2p only"));
+        assert!(e("workload=nccl-p2p ranks=4 distances=1,4").contains("not a peer distance below ranks=4"));
+        assert!(e("workload=nccl-p2p distances=1,x").contains("distances=`1,x`"));
+        assert!(e("variant=nccl-2.19 engine=turmoil").contains("engine=fast only"));
+        assert!(e("variant=nccl-2.19 ranks=65536").contains("over the 4096 MiB budget"));
     }
 
     #[test]

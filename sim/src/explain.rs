@@ -161,7 +161,12 @@ pub fn explain(report: &RunReport) -> Vec<String> {
             l
         }
     };
-    for f in &report.findings {
+    // NCCL's runs end in many hangs behind the one error that aborted a rank: the error first.
+    let mut findings: Vec<&Finding> = report.findings.iter().collect();
+    if report.case.nccl.is_some() {
+        findings.sort_by_key(|f| std::cmp::Reverse(f.verdict()));
+    }
+    for f in findings {
         if lines.len() >= 6 {
             break;
         }
@@ -180,6 +185,23 @@ pub fn explain(report: &RunReport) -> Vec<String> {
     lines
 }
 
+/// A sent message's step as the protocol names it: NVSHMEM's operation and step, NCCL's call
+/// and source line.
+fn sent_name(report: &RunReport, s: &SentMsg) -> String {
+    match &report.case.nccl {
+        Some(nc) => crate::protocol::nccl::message_name(nc, report.case.ranks, s.from, s.to, &s.origin, true),
+        None => step_name(&s.origin),
+    }
+}
+
+/// A receive's step (rank `t.rank`'s, from `t.from`) as the protocol names it.
+fn taken_name(report: &RunReport, t: &bootsim_core::TakenMsg) -> String {
+    match &report.case.nccl {
+        Some(nc) => crate::protocol::nccl::message_name(nc, report.case.ranks, t.rank, t.from, &t.origin, false),
+        None => step_name(&t.origin),
+    }
+}
+
 fn overtake_lines(report: &RunReport, o: &Overtake) -> Vec<String> {
     let out = &report.outcome;
     let taken = &out.record.messages.sent[&o.taken];
@@ -190,13 +212,13 @@ fn overtake_lines(report: &RunReport, o: &Overtake) -> Vec<String> {
         Some((ka, a)) => {
             lines.push(format!(
                 "rank {p} sent {} ({} bytes, tag {:#x}) to rank {r} on connection {ka} at {}, then {} ({} bytes, tag {:#x}) on connection {kb} at {}.",
-                step_name(&a.origin), a.size, a.tag, ms(a.at), step_name(&taken.origin), taken.size, taken.tag, ms(taken.at)
+                sent_name(report, a), a.size, a.tag, ms(a.at), sent_name(report, taken), taken.size, taken.tag, ms(taken.at)
             ));
             lines.extend(why(out, ka, kb, a, r, !report.case.schedule.accept.is_empty()));
         }
         None => lines.push(format!(
             "rank {p} sent {} ({} bytes, tag {:#x}) to rank {r} on connection {kb} at {}.",
-            step_name(&taken.origin),
+            sent_name(report, taken),
             taken.size,
             taken.tag,
             ms(taken.at)
@@ -292,7 +314,7 @@ fn took_line(report: &RunReport, o: &Overtake, taken: &SentMsg) -> String {
     let out = &report.outcome;
     let (r, p) = (o.receiver, o.peer);
     let kb = o.taken.0;
-    let what = step_name(&taken.origin);
+    let what = sent_name(report, taken);
     if let Some(t) = out.record.messages.taken.iter().find(|t| t.conn == Some(o.taken) && t.rank == r) {
         let size = if t.size < t.expected_size {
             format!(
@@ -306,7 +328,7 @@ fn took_line(report: &RunReport, o: &Overtake, taken: &SentMsg) -> String {
         };
         return format!(
             "rank {r}'s {}, matching only (peer {p}, tag {:#x}), accepted connection {kb} and took the {what} message{size}.",
-            step_name(&t.origin),
+            taken_name(report, t),
             t.tag
         );
     }

@@ -7,7 +7,8 @@ use crate::case::{Case, EngineKind};
 use crate::engine::{fast, Outcome, Trace};
 use crate::kernel::KernelStats;
 use crate::oracle::{Finding, Verdict};
-use crate::protocol::Nvshmem;
+use crate::protocol::{Nccl, Nvshmem};
+use bootsim_core::seam::Protocol as _;
 
 /// The result of one run.
 #[derive(Debug)]
@@ -32,12 +33,22 @@ pub struct RunReport {
 
 /// Runs a case; `trace` keeps every event line and the digest.
 pub fn run_case(case: &Case, trace: bool) -> RunReport {
-    let mut outcome = match case.engine {
-        // The case grammar names NVSHMEM's variants and workloads only, so far.
-        EngineKind::Fast => fast::run(&Nvshmem, &case.variant, &case.workload, case, trace),
-        EngineKind::Turmoil => crate::engine::turmoil::run(case, trace, None),
+    let (mut outcome, (verdict, findings)) = match (&case.nccl, case.engine) {
+        (Some(nc), _) => {
+            let mut outcome = fast::run(&Nccl, &nc.variant, &nc.workload, case, trace);
+            let setup = crate::protocol::nccl::setup(nc, case);
+            let judged = outcome.verdict_by(Nccl.judge(&setup));
+            (outcome, judged)
+        }
+        (None, engine) => {
+            let mut outcome = match engine {
+                EngineKind::Fast => fast::run(&Nvshmem, &case.variant, &case.workload, case, trace),
+                EngineKind::Turmoil => crate::engine::turmoil::run(case, trace, None),
+            };
+            let judged = outcome.verdict(&case.workload.ops(case.seed), case.seed, case.ranks);
+            (outcome, judged)
+        }
     };
-    let (verdict, findings) = outcome.verdict(&case.workload.ops(case.seed), case.seed, case.ranks);
     let finished = outcome.record.ranks.iter().filter_map(|r| r.finished_at).max();
     let bootstrap_time = finished.unwrap_or(outcome.end) - bootsim_core::Instant::ZERO;
     RunReport {

@@ -186,7 +186,7 @@ pub enum JsonLine {
 impl JsonLine {
     /// The failure lines (in seed order) and the summary line of one variant's sweep.
     pub fn from_summary(s: &SweepSummary, start: u64, seeds: u64, shard: Shard) -> Vec<JsonLine> {
-        let variant = s.case.variant_name.clone();
+        let variant = s.case.variant_label().to_string();
         let mut lines: Vec<JsonLine> = s
             .results
             .iter()

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use bootsim_core::PRESETS;
+use bootsim_sim::case::variants_for;
 use bootsim_sim::sweep::{Shard, SweepSummary};
 use bootsim_sim::Verdict;
 use serde::Serialize;
@@ -49,7 +49,7 @@ struct Row<'a> {
 impl<'a> Row<'a> {
     fn of(s: &'a SweepSummary) -> Row<'a> {
         Row {
-            variant: &s.case.variant_name,
+            variant: s.case.variant_label(),
             case: s.case.to_string(),
             runs: s.results.len(),
             pass: s.count(Verdict::Pass),
@@ -64,20 +64,25 @@ impl<'a> Row<'a> {
     }
 }
 
-/// Every variant side by side.
+/// Every variant side by side: NVSHMEM's presets, or NCCL's versions for an NCCL workload.
 pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
-    let variants: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
+    let names = variants_for(&a.filters.workload);
+    let variants: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     for v in &a.fail_on {
-        if v != "all" && !PRESETS.contains(&v.as_str()) {
-            anyhow::bail!("--fail-on `{v}`: accepted: all, {}", PRESETS.join(", "));
+        if v != "all" && !names.contains(&v.as_str()) {
+            anyhow::bail!(
+                "--fail-on `{v}`: accepted with --workload {}: all, {}",
+                a.filters.workload,
+                names.join(", ")
+            );
         }
     }
     let summaries = sweep_all(&variants, &a.filters, Shard::WHOLE)?;
     let guarded = |name: &str| a.fail_on.iter().any(|v| v == "all" || v == name);
     let violated: Vec<&str> = summaries
         .iter()
-        .filter(|s| guarded(&s.case.variant_name) && s.failures() > 0)
-        .map(|s| s.case.variant_name.as_str())
+        .filter(|s| guarded(s.case.variant_label()) && s.failures() > 0)
+        .map(|s| s.case.variant_label())
         .collect();
     let code = if violated.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
     if a.json {
@@ -105,7 +110,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         let first = s.first_failure().map_or("-".to_string(), |r| format!("seed={}", r.seed));
         let median = s.median_bootstrap().map_or("-".to_string(), |d| format!("{:.3}", d.as_secs_f64() * 1e3));
         table.add_row(vec![
-            s.case.variant_name.to_string(),
+            s.case.variant_label().to_string(),
             s.results.len().to_string(),
             s.count(Verdict::Pass).to_string(),
             s.count(Verdict::Benign).to_string(),
@@ -119,7 +124,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     println!("{table}");
     for s in &summaries {
         if let Some(first) = s.first_failure() {
-            println!("{}: bootsim replay '{}'", s.case.variant_name, s.case.with_seed(first.seed));
+            println!("{}: bootsim replay '{}'", s.case.variant_label(), s.case.with_seed(first.seed));
         }
     }
     if !violated.is_empty() {

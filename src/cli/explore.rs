@@ -6,7 +6,7 @@ use std::time::Instant as WallClock;
 
 use anyhow::{bail, Context};
 use bootsim_core::PRESETS;
-use bootsim_sim::case::shorten;
+use bootsim_sim::case::{shorten, NcclCase};
 use bootsim_sim::explore::hazard::{cell, pairs, Cell};
 use bootsim_sim::explore::search::MAX_RANKS;
 use bootsim_sim::explore::{explore as explore_case, Bounds, Exploration, Faults};
@@ -25,7 +25,8 @@ pub struct ExploreArgs {
     /// The hazard map: every back-to-back pair of collectives for each `--variant` and `--ranks`.
     #[arg(long, conflicts_with = "case")]
     pairs: bool,
-    /// Variants of the hazard map (comma-separated presets).
+    /// Variants of the hazard map (comma-separated: NVSHMEM's presets, or NCCL's versions for
+    /// the map of NCCL's operations).
     #[arg(long, value_delimiter = ',', requires = "pairs", default_value = "nvshmem-3.4")]
     variant: Vec<String>,
     /// World sizes of the hazard map: `N` or `A..B` (inclusive).
@@ -74,6 +75,9 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     if !case.schedule.is_empty() {
         bail!("in '{}': explore chooses the schedule itself; remove accept= and drain_fail=", shorten(text));
     }
+    if let Some(nc) = &case.nccl {
+        return explore_nccl(&case, nc, &a, faults);
+    }
     if case.ranks > MAX_RANKS {
         bail!(
             "in '{}': explore models no timers, so at most ranks={MAX_RANKS} (NVSHMEM staggers larger worlds)",
@@ -96,6 +100,131 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     println!("time: {secs:.3} s");
     Ok(if ex.counterexample().is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
+
+/// An NCCL case: sim's explorer runs NVSHMEM's world only so far, so NCCL's own explorer
+/// (`bootsim_nccl::world::explore`: its in-memory world, every accept order at every listener,
+/// zero latency) searches it. Its counterexample is a schedule of that world, told in words:
+/// it has no fast-engine `accept=` replay line.
+fn explore_nccl(case: &Case, nc: &NcclCase, a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
+    use bootsim_nccl::world::{explore, Bounds};
+    if faults.drain_timeout {
+        bail!("--faults drain-timeout: NCCL does not drain before close");
+    }
+    if a.all {
+        bail!("--all: NCCL's explorer stops at the first violation");
+    }
+    if case.ranks > NCCL_MAX_RANKS {
+        bail!("NCCL's explorer searches every accept order without symmetry reduction: at most ranks={NCCL_MAX_RANKS}");
+    }
+    let clock = WallClock::now();
+    let programs = nc.workload.programs(nc.variant, case.ranks);
+    let ex = explore(nc.variant, programs, Bounds { max_states: a.max_states, reduce: !a.no_reduction });
+    let secs = clock.elapsed().as_secs_f64();
+    println!("explore: {case}");
+    println!(
+        "model: NCCL's in-memory world (bootsim-nccl): every accept order at every listener, zero latency{}",
+        if a.no_reduction { "" } else { "; wanted-first and one-listener-at-a-time reductions" }
+    );
+    println!("states: {}  final states: {}  longest schedule: {} choices", ex.states, ex.terminals, ex.max_depth);
+    let code = match &ex.counterexample {
+        Some(cx) => {
+            println!("result: counterexample ({} accepts from the start)", cx.schedule.len());
+            for v in &cx.violations {
+                println!("  {v}");
+            }
+            println!("story:");
+            for line in &cx.story {
+                println!("  {line}");
+            }
+            ExitCode::from(1)
+        }
+        None if ex.complete => {
+            println!("result: no violation in any accept order (proved for ranks={})", case.ranks);
+            ExitCode::SUCCESS
+        }
+        None => {
+            println!("result: incomplete: no violation in the {} states explored (--max-states)", ex.states);
+            ExitCode::SUCCESS
+        }
+    };
+    println!("time: {secs:.3} s");
+    Ok(code)
+}
+
+/// NCCL's hazard map: every pair of its bootstrap operations back to back after
+/// `bootstrapInit` (every rank on one node, one channel), each cell the first violation NCCL's
+/// explorer finds in any accept order, or pass (proved).
+fn nccl_hazard_map(
+    a: &ExploreArgs,
+    variants: &[bootsim_nccl::Variant],
+    faults: Faults,
+    (lo, hi): (u32, u32),
+) -> anyhow::Result<ExitCode> {
+    use bootsim_nccl::world::{explore, Bounds, Violation};
+    use bootsim_nccl::{nccl_pair, OPS};
+    if faults.drain_timeout {
+        bail!("--faults drain-timeout: NCCL does not drain before close");
+    }
+    if hi > NCCL_MAX_RANKS {
+        bail!("--ranks {}: NCCL's explorer takes at most {NCCL_MAX_RANKS} ranks", a.ranks);
+    }
+    let clock = WallClock::now();
+    let (mut states, mut violated) = (0usize, false);
+    for &v in variants {
+        println!(
+            "hazard map: variant={v}; model: NCCL's in-memory world, every accept order, every rank on one node; first violation"
+        );
+        let mut header = format!("{:<34}", "pair");
+        for n in lo..=hi {
+            header.push_str(&format!(" {:>10}", format!("n={n}")));
+        }
+        println!("{header}");
+        let mut examples = Vec::new();
+        for first in OPS {
+            for second in OPS {
+                let name = format!("{}>{}", first.name(), second.name());
+                let mut row = format!("{name:<34}");
+                for n in lo..=hi {
+                    let programs = nccl_pair(v, n, first, second);
+                    let oracle = bootsim_nccl::Oracle::new(&programs);
+                    let bounds = Bounds { max_states: a.max_states, reduce: !a.no_reduction };
+                    let ex = explore(v, programs, bounds);
+                    states += ex.states;
+                    let found = ex.counterexample.as_ref().and_then(|cx| cx.violations.first());
+                    let cell = match found {
+                        None if ex.complete => "pass",
+                        None => "pass*",
+                        // A flag taken for another flag: NCCL never reads them.
+                        Some(Violation::Mismatch(m)) if m.flags_only(&oracle) => "benign",
+                        Some(Violation::Mismatch(_)) => "mismatch",
+                        Some(Violation::Hung { .. }) => "hang",
+                        Some(_) => "error",
+                    };
+                    if let (Some(what), false) = (found, cell == "benign") {
+                        violated = true;
+                        if examples.len() < 6 && !examples.iter().any(|(p, _): &(String, String)| *p == name) {
+                            examples.push((name.clone(), format!("n={n}: {what}")));
+                        }
+                    }
+                    row.push_str(&format!(" {cell:>10}"));
+                }
+                println!("{row}");
+            }
+        }
+        if !examples.is_empty() {
+            println!("first violations (the first {} pairs, smallest n):", examples.len());
+            for (pair, what) in examples {
+                println!("  {pair} {what}");
+            }
+        }
+        println!();
+    }
+    println!("states explored: {states}; time: {:.1} s", clock.elapsed().as_secs_f64());
+    Ok(if violated { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The largest NCCL world `explore` takes (docs/nccl-protocol.md section 13 proves n <= 4).
+const NCCL_MAX_RANKS: u32 = 5;
 
 fn model(faults: Faults) -> &'static str {
     if faults.drain_timeout {
@@ -173,6 +302,13 @@ fn parse_ranks(s: &str) -> anyhow::Result<(u32, u32)> {
 
 fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
     let (lo, hi) = parse_ranks(&a.ranks)?;
+    let nccl: Vec<bootsim_nccl::Variant> = a.variant.iter().filter_map(|v| v.parse().ok()).collect();
+    if !nccl.is_empty() {
+        if nccl.len() != a.variant.len() {
+            bail!("--variant: one protocol per map, NCCL's versions or NVSHMEM's presets, not both");
+        }
+        return nccl_hazard_map(a, &nccl, faults, (lo, hi));
+    }
     for v in &a.variant {
         if !PRESETS.contains(&v.as_str()) {
             bail!("--variant `{v}`: accepted: {}", PRESETS.join(", "));

@@ -39,7 +39,9 @@ enum Command {
     Replay(run::ReplayArgs),
     /// Many seeds per variant; per variant, runs and violations by verdict (exit 1 on any failure).
     Sweep(sweep::SweepArgs),
-    /// Every variant side by side on one workload and adversary (the headline table).
+    /// Every variant side by side on one workload and adversary (the headline table): NVSHMEM's
+    /// presets, or NCCL's versions (nccl-2.8, nccl-2.19, nccl-2.21, nccl-2.30) for --workload
+    /// nccl-init or nccl-p2p.
     Compare(compare::CompareArgs),
     /// Minimise a failing case, keeping its verdict; `--save seeds/NAME.toml` records it.
     Shrink(shrink::ShrinkArgs),

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{bail, Context};
-use bootsim_core::PRESETS;
 use bootsim_sim::case::shorten;
 use bootsim_sim::sweep::{sweep as run_sweep, JsonLine, Shard, SweepSummary};
 use bootsim_sim::{Case, Verdict};
@@ -14,8 +13,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// The filters shared by `sweep` and `compare`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Filters {
-    /// Workload (parameters with --set, e.g. --set k=8).
-    #[arg(long, default_value = "deepep", value_parser = clap::builder::PossibleValuesParser::new(bootsim_sim::workload::WORKLOADS))]
+    /// Workload (parameters with --set, e.g. --set k=8, or --set gpus_per_node=4 for nccl-init).
+    #[arg(long, default_value = "deepep", value_parser = clap::builder::PossibleValuesParser::new(bootsim_sim::case::workload_names()))]
     pub workload: String,
     /// World size.
     #[arg(long, default_value_t = 2)]
@@ -73,8 +72,8 @@ impl Filters {
 /// Arguments of `bootsim sweep`.
 #[derive(clap::Args, Debug)]
 pub struct SweepArgs {
-    /// Variants, comma-separated (presets).
-    #[arg(long, value_delimiter = ',', required = true, value_parser = clap::builder::PossibleValuesParser::new(bootsim_core::PRESETS))]
+    /// Variants, comma-separated (NVSHMEM's presets or NCCL's versions).
+    #[arg(long, value_delimiter = ',', required = true, value_parser = clap::builder::PossibleValuesParser::new(bootsim_sim::case::variant_names()))]
     variant: Vec<String>,
     #[command(flatten)]
     filters: Filters,
@@ -92,9 +91,10 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
 
 /// Runs each variant's sweep over the seeds of `shard`, with a progress bar on a terminal.
 pub fn sweep_all(variants: &[String], f: &Filters, shard: Shard) -> anyhow::Result<Vec<SweepSummary>> {
+    let names = bootsim_sim::case::variant_names();
     for v in variants {
-        if !PRESETS.contains(&v.as_str()) {
-            bail!("unknown variant `{v}`; accepted: {}", PRESETS.join(", "));
+        if !names.contains(&v.as_str()) {
+            bail!("unknown variant `{v}`; accepted: {}", names.join(", "));
         }
     }
     let cases = variants.iter().map(|v| f.case(v)).collect::<anyhow::Result<Vec<_>>>()?;
@@ -156,7 +156,7 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
 /// One variant's summary as `sweep` prints it (shared with `merge`).
 pub fn print_summary(case: &Case, runs: usize, count: impl Fn(Verdict) -> usize, first: Option<(u64, Option<String>)>) {
     let counts: Vec<String> = Verdict::ALL.iter().map(|v| format!("{v}={}", count(*v))).collect();
-    println!("{:<12} runs={runs} {}", case.variant_name, counts.join(" "));
+    println!("{:<12} runs={runs} {}", case.variant_label(), counts.join(" "));
     if let Some((seed, finding)) = first {
         if let Some(f) = finding {
             println!("  first failure: {f}");

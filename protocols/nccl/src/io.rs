@@ -6,6 +6,7 @@
 //! `None`, carrying out each effect in order. NCCL's bootstrap has no timers of its own (no
 //! send, receive or accept timeout): a peer that never comes is a hang, which the world detects.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use bootsim_core::ConnId;
@@ -27,24 +28,22 @@ pub enum Listener {
     Root,
 }
 
-/// What happened in the outside world.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Input<'a> {
-    /// A listener is open at `addr`.
-    Listening { listener: Listener, addr: SocketAddr },
-    /// A listener could not be opened.
-    ListenFailed { listener: Listener, reason: String },
-    /// The connection asked for by [`Effect::Accept`] was taken from the accept queue.
-    Accepted { conn: ConnId, from: SocketAddr },
-    /// The connection asked for by [`Effect::Connect`] is established.
-    Connected { conn: ConnId },
-    /// Connecting failed for good (after the driver's retries on "refused").
-    ConnectFailed { conn: ConnId, reason: String },
-    /// Bytes arrived on a connection, in order, in any chunking.
-    Received { conn: ConnId, bytes: &'a [u8] },
-    /// The peer closed its side (EOF) or reset the connection.
-    PeerClosed { conn: ConnId },
+impl Listener {
+    /// The port the simulated worlds give it (the same on every host; the root's host also
+    /// runs rank 0, so the root's port differs from every rank listener's).
+    pub fn port(self) -> u16 {
+        match self {
+            Listener::Ring => 20000,
+            Listener::P2p => 20001,
+            Listener::FromRoot => 20002,
+            Listener::Root => 29500,
+        }
+    }
 }
+
+/// What happened in the outside world: the seam's inputs over NCCL's listeners (NCCL never
+/// drains before close, so it ignores the drain inputs).
+pub type Input<'a> = bootsim_core::seam::Input<'a, Listener>;
 
 /// What a node asks the world to do.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -72,10 +71,23 @@ pub enum Observation {
     /// A step ended: the bytes it produced (a receive's message, an allgather's whole buffer) or
     /// the error that ended the rank's bootstrap.
     Completed { step: usize, call: Call, result: Result<Vec<u8>, NcclError> },
-    /// A point-to-point message was written on `conn` (one connection per message).
-    Sent { conn: ConnId, step: usize, to: u32, tag: i32, logical_tag: i32, size: usize },
-    /// A receive took the message on `conn`, whichever message it was.
-    Taken { conn: ConnId, step: usize, from: i32, tag: i32, size: usize, expected: usize },
+    /// A point-to-point message was written on `conn` (one connection per message): the `nth`
+    /// this rank sends to `to` with the intended tag `logical_tag` (see
+    /// [`crate::program::nth_of_kind`]); `flag` for a sync or barrier flag.
+    Sent { conn: ConnId, step: usize, to: u32, tag: i32, logical_tag: i32, nth: u32, flag: bool, size: usize },
+    /// A receive took the message on `conn`, whichever message it was; the receive is the `nth`
+    /// from its peer with the intended tag `logical_tag`; `flag` for a sync or barrier flag.
+    Taken {
+        conn: ConnId,
+        step: usize,
+        from: i32,
+        tag: i32,
+        logical_tag: i32,
+        nth: u32,
+        flag: bool,
+        size: usize,
+        expected: usize,
+    },
     /// A connection whose header did not match was appended to the unexpected list.
     Queued { conn: ConnId, from: i32, tag: i32, waiting_for: (Option<u32>, i32), list_len: usize },
     /// A connection that is not of this session (bad magic, early close, wrong type where NCCL
@@ -87,4 +99,83 @@ pub enum Observation {
     SuccessorSent { to: u32, successor: u32 },
     /// The root finished (every rank answered) or gave up.
     RootDone { result: Result<(), RootError> },
+}
+
+/// One output of a node, effects and observations in the order the node made them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Output {
+    /// For the world.
+    Effect(Effect),
+    /// For the judge and the trace.
+    Observe(Observation),
+}
+
+/// A node's outputs: effects and observations queued apart (a driver may take either kind
+/// alone) but numbered as made, so [`Outbox::poll`] gives them back merged in that order.
+/// The numbering starts again whenever both queues are empty, so a quiet node's state does
+/// not depend on how much it said before (explorers hash it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Outbox {
+    effects: VecDeque<(u64, Effect)>,
+    observations: VecDeque<(u64, Observation)>,
+    next: u64,
+}
+
+impl Outbox {
+    /// An outbox holding `effects`, in order.
+    pub fn with(effects: impl IntoIterator<Item = Effect>) -> Outbox {
+        let mut out = Outbox::default();
+        for e in effects {
+            out.effect(e);
+        }
+        out
+    }
+
+    /// Queues an effect.
+    pub fn effect(&mut self, e: Effect) {
+        self.effects.push_back((self.next, e));
+        self.next += 1;
+    }
+
+    /// Queues an observation.
+    pub fn observe(&mut self, o: Observation) {
+        self.observations.push_back((self.next, o));
+        self.next += 1;
+    }
+
+    /// The next effect, whatever observations came before it.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        let e = self.effects.pop_front().map(|(_, e)| e);
+        self.settle();
+        e
+    }
+
+    /// The next observation, whatever effects came before it.
+    pub fn poll_observation(&mut self) -> Option<Observation> {
+        let o = self.observations.pop_front().map(|(_, o)| o);
+        self.settle();
+        o
+    }
+
+    /// The next output of either kind, in the order made.
+    pub fn poll(&mut self) -> Option<Output> {
+        let effect_first = match (self.effects.front(), self.observations.front()) {
+            (None, None) => return None,
+            (Some((e, _)), Some((o, _))) => e < o,
+            (e, _) => e.is_some(),
+        };
+        let out = if effect_first {
+            self.effects.pop_front().map(|(_, e)| Output::Effect(e))
+        } else {
+            self.observations.pop_front().map(|(_, o)| Output::Observe(o))
+        };
+        self.settle();
+        out
+    }
+
+    fn settle(&mut self) {
+        if self.effects.is_empty() && self.observations.is_empty() {
+            self.next = 0;
+        }
+    }
 }

@@ -13,18 +13,21 @@
 pub mod codec;
 pub mod error;
 pub mod io;
+pub mod oracle;
 pub mod program;
 pub mod rank;
 pub mod root;
+pub mod seam;
 pub mod variant;
 pub mod workload;
 #[cfg(any(test, feature = "testing"))]
 pub mod world;
 
 pub use error::{NcclError, RootError};
-pub use io::{Effect, Input, Listener, Observation};
+pub use io::{Effect, Input, Listener, Observation, Outbox, Output};
+pub use oracle::{Mismatch, Oracle};
 pub use program::{Call, CallKind, Graph, Planned, Step};
 pub use rank::{Rank, RankConfig};
 pub use root::{Root, RootConfig};
 pub use variant::{Variant, ALL};
-pub use workload::{nccl_init, nccl_p2p, InitParams, P2pParams, Workload, WORKLOADS};
+pub use workload::{nccl_init, nccl_p2p, nccl_pair, InitParams, Op, P2pParams, Workload, OPS, WORKLOADS};

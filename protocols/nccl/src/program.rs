@@ -123,3 +123,31 @@ pub fn payload(rank: u32, step: usize, size: usize) -> Vec<u8> {
     let seed = rank.wrapping_mul(131).wrapping_add(step as u32 * 31);
     (0..size).map(|i| seed.wrapping_add(i as u32 * 7) as u8).collect()
 }
+
+impl CallKind {
+    /// True for the calls whose messages are flags NCCL never reads (the transport setup's
+    /// sync, the barrier): one taken for another changes nothing.
+    pub fn is_flag(self) -> bool {
+        matches!(self, CallKind::SetupSync { .. } | CallKind::Barrier { .. })
+    }
+}
+
+/// For each step of `program`, its number among the program's steps of the same direction,
+/// peer and intended tag (the k-th send to a peer with a tag pairs with the peer's k-th
+/// receive from this rank with that tag); 0 for other steps.
+pub fn nth_of_kind(program: &[Planned]) -> Vec<u32> {
+    let mut seen: std::collections::BTreeMap<(bool, Option<u32>, i32), u32> = std::collections::BTreeMap::new();
+    program
+        .iter()
+        .map(|p| {
+            let key = match p.step {
+                Step::Send { peer, logical_tag, .. } => (true, Some(peer), logical_tag),
+                Step::Recv { peer, logical_tag, .. } => (false, peer, logical_tag),
+                _ => return 0,
+            };
+            let n = seen.entry(key).or_insert(0);
+            *n += 1;
+            *n - 1
+        })
+        .collect()
+}

@@ -13,7 +13,7 @@ use bootsim_core::ConnId;
 
 use crate::codec::{self, RawCheckIn, Received, SOCKADDR_LEN};
 use crate::error::RootError;
-use crate::io::{Effect, Input, Listener, Observation};
+use crate::io::{Effect, Input, Listener, Observation, Outbox, Output};
 use crate::variant::Variant;
 
 /// The largest world a root accepts before allocating (bootsim's bound; NCCL has none).
@@ -59,8 +59,7 @@ type RawAddr = [u8; SOCKADDR_LEN];
 #[derive(Clone, Debug, Hash)]
 pub struct Root {
     cfg: RootConfig,
-    effects: VecDeque<Effect>,
-    observations: VecDeque<Observation>,
+    out: Outbox,
     next_conn: u64,
     addr: Option<SocketAddr>,
     phase: Phase,
@@ -148,8 +147,7 @@ impl Root {
         Root {
             info: vec![0; cfg.variant.ext_info_len()],
             cfg,
-            effects: VecDeque::from([Effect::Listen { listener: Listener::Root }]),
-            observations: VecDeque::new(),
+            out: Outbox::with([Effect::Listen { listener: Listener::Root }]),
             next_conn: 0,
             addr: None,
             phase: Phase::Listening,
@@ -160,6 +158,11 @@ impl Root {
             answers: VecDeque::new(),
             shape: None,
         }
+    }
+
+    /// Which NCCL.
+    pub fn variant(&self) -> Variant {
+        self.cfg.variant
     }
 
     /// Where the root listens, once the world said so.
@@ -186,12 +189,17 @@ impl Root {
 
     /// The next effect for the world.
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        self.effects.pop_front()
+        self.out.poll_effect()
     }
 
     /// The next observation.
     pub fn poll_observation(&mut self) -> Option<Observation> {
-        self.observations.pop_front()
+        self.out.poll_observation()
+    }
+
+    /// The next output of either kind, in the order made.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.poll()
     }
 
     /// Feeds one input.
@@ -215,9 +223,9 @@ impl Root {
                 let mut out = Vec::new();
                 codec::encode_preamble(&mut out, self.cfg.variant, self.cfg.magic);
                 encode_frame(&mut out, bytes);
-                self.effects.push_back(Effect::Write { conn, bytes: out });
-                self.effects.push_back(Effect::Close { conn });
-                self.observations.push_back(Observation::SuccessorSent { to, successor });
+                self.out.effect(Effect::Write { conn, bytes: out });
+                self.out.effect(Effect::Close { conn });
+                self.out.observe(Observation::SuccessorSent { to, successor });
                 self.next_answer();
             }
             (Input::ConnectFailed { conn, reason }, Phase::Answering { conn: c, to, .. }) if conn == *c => {
@@ -237,7 +245,7 @@ impl Root {
 
     fn accept(&mut self) {
         let conn = self.conn();
-        self.effects.push_back(Effect::Accept { listener: Listener::Root, conn });
+        self.out.effect(Effect::Accept { listener: Listener::Root, conn });
         self.phase = Phase::Accepting { conn };
     }
 
@@ -246,11 +254,11 @@ impl Root {
             return;
         }
         if let Phase::Reading { conn, .. } = self.phase {
-            self.effects.push_back(Effect::Close { conn });
+            self.out.effect(Effect::Close { conn });
         }
         self.phase = Phase::Done;
-        self.effects.push_back(Effect::CloseListener { listener: Listener::Root });
-        self.observations.push_back(Observation::RootDone { result });
+        self.out.effect(Effect::CloseListener { listener: Listener::Root });
+        self.out.observe(Observation::RootDone { result });
     }
 
     /// Reads the current check-in as far as it has arrived.
@@ -266,9 +274,9 @@ impl Root {
                     // 2.9-2.26: a wrong magic is skipped; a wrong type or an early close is an
                     // error that ends the root thread. 2.27 on: all three are skipped.
                     let skip = matches!(e, WireError::BadMagic { .. }) || v == Variant::Nccl230;
-                    self.effects.push_back(Effect::Close { conn });
+                    self.out.effect(Effect::Close { conn });
                     if skip {
-                        self.observations.push_back(Observation::Discarded { conn, from, why: e.to_string() });
+                        self.out.observe(Observation::Discarded { conn, from, why: e.to_string() });
                         return self.accept();
                     }
                     let what = match e {
@@ -291,7 +299,7 @@ impl Root {
             }
             Err(error) => return self.finish(Err(RootError::Wire { from: from.to_string(), error })),
         };
-        self.effects.push_back(Effect::Close { conn });
+        self.out.effect(Effect::Close { conn });
         self.phase = Phase::Accepting { conn };
         match got {
             Received::Truncated { received, expected } => {
@@ -346,7 +354,7 @@ impl Root {
             return Err(RootError::Duplicate { rank: info.rank, nranks: shape.nranks });
         }
         self.count += 1;
-        self.observations.push_back(Observation::CheckedIn {
+        self.out.observe(Observation::CheckedIn {
             rank: info.rank as u32,
             count: self.count as u32,
             nranks: shape.nranks as u32,
@@ -396,7 +404,7 @@ impl Root {
                 return self.finish(Err(RootError::Connect { rank: a.to, addr: show(&a.addr), reason }));
             };
             let conn = self.conn();
-            self.effects.push_back(Effect::Connect { conn, addr });
+            self.out.effect(Effect::Connect { conn, addr });
             self.phase = Phase::Answering { conn, to: a.to, successor: a.successor, bytes: a.bytes };
         } else if self.shape.is_some_and(|sh| self.count as usize == sh.nrecv) {
             // 2.30 answers whoever is still waiting once everyone checked in; the queue was

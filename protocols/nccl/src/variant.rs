@@ -31,18 +31,16 @@ pub enum Variant {
 /// Every variant, oldest first.
 pub const ALL: [Variant; 4] = [Variant::Nccl28, Variant::Nccl219, Variant::Nccl221, Variant::Nccl230];
 
+/// Every variant's case-string name, oldest first (as [`ALL`]).
+pub const NAMES: [&str; 4] = ["nccl-2.8", "nccl-2.19", "nccl-2.21", "nccl-2.30"];
+
 /// The 64-bit socket-type value NCCL sends after the magic: `ncclSocketTypeBootstrap`.
 pub const SOCKET_TYPE_BOOTSTRAP: i32 = 1;
 
 impl Variant {
     /// The name used in case strings: `nccl-2.8`, `nccl-2.19`, `nccl-2.21`, `nccl-2.30`.
     pub fn name(self) -> &'static str {
-        match self {
-            Variant::Nccl28 => "nccl-2.8",
-            Variant::Nccl219 => "nccl-2.19",
-            Variant::Nccl221 => "nccl-2.21",
-            Variant::Nccl230 => "nccl-2.30",
-        }
+        NAMES[self as usize]
     }
 
     /// The release tag of NVIDIA/nccl this variant follows.

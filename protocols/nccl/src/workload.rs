@@ -369,37 +369,129 @@ pub fn nccl_init(v: Variant, nranks: u32, p: InitParams) -> Vec<Vec<Planned>> {
             let mut b = Builder::new(v, rank, nranks);
             b.bootstrap_init();
             b.peer_info();
-            let n = nranks;
-            let c = p.channels;
-            let locals = local_ranks(rank, n, p.ranks_per_node);
-            let l = locals.iter().position(|&x| x == rank).expect("in its node");
-            if n > 1 {
-                let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
-                add(&mut recv, Some((rank + n - 1) % n), rank, c);
-                add(&mut send, Some((rank + 1) % n), rank, c);
-                b.setup(Graph::Ring, 0, &recv, &send);
-                let (up, downs) = tree_links(rank, n, p.ranks_per_node);
-                let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
-                for peer in downs.iter().copied().map(Some).chain([up]) {
-                    add(&mut recv, peer, rank, c);
-                    add(&mut send, peer, rank, c);
-                }
-                b.setup(Graph::Tree, 0, &recv, &send);
+            let locals = local_ranks(rank, nranks, p.ranks_per_node);
+            if nranks > 1 {
+                b.ring_setup(p.channels);
+                b.tree_setup(p.ranks_per_node, p.channels);
             }
             if p.collnet {
-                let up = (l > 0).then(|| locals[l - 1]);
-                let down = locals.get(l + 1).copied();
-                let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
-                add(&mut recv, up, rank, c);
-                add(&mut send, down, rank, c);
-                b.setup(Graph::CollNet, 0, &recv, &send);
-                let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
-                add(&mut recv, down, rank, c);
-                add(&mut send, up, rank, c);
-                b.setup(Graph::CollNet, 1, &recv, &send);
+                b.collnet_setups(&locals, p.channels);
                 b.intra_allgather(&locals, 4, "highest transport types");
             }
             b.barrier(&locals, locals[0] as i32);
+            b.steps
+        })
+        .collect()
+}
+
+impl Builder {
+    /// The ring graph's setup: receive from the previous rank, send to the next, `c` channels.
+    fn ring_setup(&mut self, c: u32) {
+        let (rank, n) = (self.rank, self.nranks);
+        let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
+        add(&mut recv, Some((rank + n - 1) % n), rank, c);
+        add(&mut send, Some((rank + 1) % n), rank, c);
+        self.setup(Graph::Ring, 0, &recv, &send);
+    }
+
+    /// The tree graph's setup (a chain inside each node of `per_node` ranks, a binary tree of
+    /// node heads), both directions, `c` channels.
+    fn tree_setup(&mut self, per_node: u32, c: u32) {
+        let rank = self.rank;
+        let (up, downs) = tree_links(rank, self.nranks, per_node);
+        let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
+        for peer in downs.iter().copied().map(Some).chain([up]) {
+            add(&mut recv, peer, rank, c);
+            add(&mut send, peer, rank, c);
+        }
+        self.setup(Graph::Tree, 0, &recv, &send);
+    }
+
+    /// CollNet's chain: two setups with the collNet graph over the node's `locals`
+    /// (connIndex 0: receive from up, send to down; connIndex 1: the reverse).
+    fn collnet_setups(&mut self, locals: &[u32], c: u32) {
+        let rank = self.rank;
+        let l = locals.iter().position(|&x| x == rank).expect("in its node");
+        let up = (l > 0).then(|| locals[l - 1]);
+        let down = locals.get(l + 1).copied();
+        let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
+        add(&mut recv, up, rank, c);
+        add(&mut send, down, rank, c);
+        self.setup(Graph::CollNet, 0, &recv, &send);
+        let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
+        add(&mut recv, down, rank, c);
+        add(&mut send, up, rank, c);
+        self.setup(Graph::CollNet, 1, &recv, &send);
+    }
+
+    /// One NULL-graph setup (connIndex 1) with the peers at distance `d`, `c` channels.
+    fn p2p_setup(&mut self, d: u32, c: u32) {
+        let (rank, n) = (self.rank, self.nranks);
+        let d = d % n.max(1);
+        let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
+        add(&mut send, Some((rank + d) % n), rank, c);
+        add(&mut recv, Some((rank + n - d) % n), rank, c);
+        self.setup(Graph::Null, 1, &recv, &send);
+    }
+
+    /// One operation of the hazard map, every rank on one node, one channel.
+    fn op(&mut self, op: Op) {
+        let every: Vec<u32> = (0..self.nranks).collect();
+        match op {
+            Op::RingSetup => self.ring_setup(1),
+            Op::TreeSetup => self.tree_setup(self.nranks, 1),
+            Op::CollNetSetups => self.collnet_setups(&every, 1),
+            Op::P2pSetup => self.p2p_setup(1, 1),
+            Op::Barrier => self.barrier(&every, 0),
+            Op::IntraAllgather => self.intra_allgather(&every, 4, "highest transport types"),
+        }
+    }
+}
+
+/// One of NCCL's bootstrap operations after `bootstrapInit`, for the hazard map of two in a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `ncclTransportP2pSetup(ringGraph)`.
+    RingSetup,
+    /// `ncclTransportP2pSetup(treeGraph)`.
+    TreeSetup,
+    /// CollNet's chain: two setups with one graph.
+    CollNetSetups,
+    /// `ncclTransportP2pSetup(NULL)` to the peers at distance 1 (`ncclSend`/`ncclRecv`).
+    P2pSetup,
+    /// `bootstrapIntraNodeBarrier` (one tag for every round).
+    Barrier,
+    /// `bootstrapIntraNodeAllGather`.
+    IntraAllgather,
+}
+
+/// Every operation of the hazard map.
+pub const OPS: [Op; 6] =
+    [Op::RingSetup, Op::TreeSetup, Op::CollNetSetups, Op::P2pSetup, Op::Barrier, Op::IntraAllgather];
+
+impl Op {
+    /// Its name in the hazard map.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::RingSetup => "ring-setup",
+            Op::TreeSetup => "tree-setup",
+            Op::CollNetSetups => "collnet-setups",
+            Op::P2pSetup => "p2p-setup",
+            Op::Barrier => "barrier",
+            Op::IntraAllgather => "intra-allgather",
+        }
+    }
+}
+
+/// Every rank's program for the hazard map's cell `first>second`: `bootstrapInit`, then the two
+/// operations, every rank on one node, one channel per peer.
+pub fn nccl_pair(v: Variant, nranks: u32, first: Op, second: Op) -> Vec<Vec<Planned>> {
+    (0..nranks)
+        .map(|rank| {
+            let mut b = Builder::new(v, rank, nranks);
+            b.bootstrap_init();
+            b.op(first);
+            b.op(second);
             b.steps
         })
         .collect()
@@ -440,13 +532,8 @@ pub fn nccl_p2p(v: Variant, nranks: u32, p: &P2pParams) -> Vec<Vec<Planned>> {
         .map(|rank| {
             let mut b = Builder::new(v, rank, nranks);
             b.bootstrap_init();
-            let n = nranks;
             for &d in &p.distances {
-                let d = d % n.max(1);
-                let (mut recv, mut send) = (BTreeMap::new(), BTreeMap::new());
-                add(&mut send, Some((rank + d) % n), rank, p.channels);
-                add(&mut recv, Some((rank + n - d) % n), rank, p.channels);
-                b.setup(Graph::Null, 1, &recv, &send);
+                b.p2p_setup(d, p.channels);
             }
             b.steps
         })
@@ -467,6 +554,11 @@ mod tests {
                     assert_balanced(&progs, &format!("{v} n={n} per={per} collnet={collnet}"));
                 }
                 assert_balanced(&nccl_p2p(v, n, &P2pParams::every_peer(n)), &format!("{v} p2p n={n}"));
+                for a in OPS {
+                    for b in OPS {
+                        assert_balanced(&nccl_pair(v, n, a, b), &format!("{v} {}>{} n={n}", a.name(), b.name()));
+                    }
+                }
             }
         }
     }

@@ -183,3 +183,41 @@ fn a_schedule_that_does_not_fit_is_refused_by_name() {
     let err = replay(v, progs, &[bogus]).err().expect("refused");
     assert!(err.contains("choice 0") && err.contains("10.9.9.9:1"), "{err}");
 }
+
+/// The hazard map's cell `first>second` at n: None when proved, else the first violation.
+fn cell(v: Variant, n: u32, first: bootsim_nccl::Op, second: bootsim_nccl::Op) -> Option<Violation> {
+    let ex = explore(v, bootsim_nccl::nccl_pair(v, n, first, second), Bounds::default());
+    assert!(ex.complete || ex.counterexample.is_some(), "{v} n={n} {}>{}: incomplete", first.name(), second.name());
+    ex.counterexample.map(|c| c.violations[0].clone())
+}
+
+#[test]
+fn the_hazard_map_of_back_to_back_operations() {
+    use bootsim_nccl::{Op, OPS};
+    for v in [Variant::Nccl221, Variant::Nccl230] {
+        for first in OPS {
+            for second in OPS {
+                let found = cell(v, 2, first, second);
+                match (first, second, found) {
+                    (_, _, None) => {}
+                    // Two barriers with one tag swap their flags: nobody reads them.
+                    (Op::Barrier, Op::Barrier, Some(Violation::Mismatch(m))) => {
+                        assert!(matches!(m.call.kind, CallKind::Barrier { .. }), "{v}: {m:?}")
+                    }
+                    // 2.21's intra-node ring uses tag 0, node 0's barrier too: the barrier's
+                    // receive can take the ring's connection (not an order ncclCommInitRank makes).
+                    (Op::Barrier, Op::IntraAllgather, Some(Violation::Hung { .. })) if v == Variant::Nccl221 => {}
+                    (a, b, Some(x)) => panic!("{v} {}>{}: {x}", a.name(), b.name()),
+                }
+            }
+        }
+    }
+    // 2.19: every pair with a setup first reuses (peer, tag) between the connectInfo and its sync.
+    for second in OPS {
+        assert!(
+            matches!(cell(Variant::Nccl219, 2, Op::RingSetup, second), Some(Violation::Mismatch(_))),
+            "{}",
+            second.name()
+        );
+    }
+}

@@ -136,21 +136,38 @@ impl Judge {
     /// leak; then the root; then drains. What `record` holds beyond the fed messages and
     /// operations (ends, waits, the root, drains) is read here.
     pub fn finish(mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
-        let mut findings = std::mem::take(&mut self.mismatches);
-        for rank in &record.ranks {
-            findings.extend(errors::init(rank));
-            if let Some(ops) = self.ops.get_mut(rank.rank as usize) {
-                findings.append(ops);
-            }
-            findings.extend(liveness::rank(rank, self.specs.len()));
-            findings.extend(leaks::check(rank));
-        }
-        findings.extend(errors::root(&record.root));
-        findings.extend(liveness::root(&record.root));
-        findings.extend(drain::check(&record.drain_gave_up));
-        let verdict = findings.iter().map(Finding::verdict).max().unwrap_or(Verdict::Pass);
-        (verdict, findings)
+        let findings = std::mem::take(&mut self.mismatches);
+        let ops = self.specs.len();
+        conclude(
+            findings,
+            record,
+            |_| ops,
+            |rank| self.ops.get_mut(rank as usize).map(std::mem::take).unwrap_or_default(),
+        )
     }
+}
+
+/// The findings every protocol's judge ends with, after `findings` (its mismatches): per rank
+/// its init error, then `op_findings` (each operation's error or corruption, in order), its
+/// hang, early end (of `ops(rank)` operations) or leak; then the root; then drains. With the
+/// verdict they imply.
+pub(crate) fn conclude(
+    mut findings: Vec<Finding>,
+    record: &RunRecord,
+    ops: impl Fn(u32) -> usize,
+    mut op_findings: impl FnMut(u32) -> Vec<Finding>,
+) -> (Verdict, Vec<Finding>) {
+    for rank in &record.ranks {
+        findings.extend(errors::init(rank));
+        findings.extend(op_findings(rank.rank));
+        findings.extend(liveness::rank(rank, ops(rank.rank)));
+        findings.extend(leaks::check(rank));
+    }
+    findings.extend(errors::root(&record.root));
+    findings.extend(liveness::root(&record.root));
+    findings.extend(drain::check(&record.drain_gave_up));
+    let verdict = findings.iter().map(Finding::verdict).max().unwrap_or(Verdict::Pass);
+    (verdict, findings)
 }
 
 /// Rank `r`'s entry of a per-rank table, made if the table is shorter.

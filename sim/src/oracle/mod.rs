@@ -25,6 +25,7 @@ mod verbs;
 mod tests;
 
 pub use finding::{Finding, Verdict};
+pub(crate) use judge::conclude;
 pub use judge::Judge;
 
 /// Judges the record of one run of `specs` over `n` ranks with payload seed `seed`. Findings

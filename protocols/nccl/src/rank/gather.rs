@@ -31,8 +31,8 @@ impl Rank {
         if g.round >= rounds {
             let g = g.clone();
             if g.close {
-                self.effects.push_back(Effect::Close { conn: g.pair.next });
-                self.effects.push_back(Effect::Close { conn: g.pair.prev });
+                self.out.effect(Effect::Close { conn: g.pair.next });
+                self.out.effect(Effect::Close { conn: g.pair.prev });
                 self.conns.remove(&g.pair.next);
                 self.conns.remove(&g.pair.prev);
             }
@@ -49,14 +49,14 @@ impl Rank {
         let send0 = (me + n - s % n) % n;
         let mut frame = Vec::with_capacity(4 + size);
         encode_frame(&mut frame, &g.buf[send0 * size..(send0 + 1) * size]);
-        self.effects.push_back(Effect::Write { conn: g.pair.next, bytes: frame });
+        self.out.effect(Effect::Write { conn: g.pair.next, bytes: frame });
         g.want_prev = Some((me + 2 * n - s - 1) % n);
         g.want_next = None;
         if !one_way {
             let send1 = (me + s) % n;
             let mut frame = Vec::with_capacity(4 + size);
             encode_frame(&mut frame, &g.buf[send1 * size..(send1 + 1) * size]);
-            self.effects.push_back(Effect::Write { conn: g.pair.prev, bytes: frame });
+            self.out.effect(Effect::Write { conn: g.pair.prev, bytes: frame });
             g.want_next = Some((me + s + 1) % n);
         }
     }

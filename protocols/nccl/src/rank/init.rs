@@ -9,7 +9,7 @@ impl Rank {
             return false;
         }
         let conn = self.conn();
-        self.effects.push_back(Effect::Connect { conn, addr: self.cfg.root });
+        self.out.effect(Effect::Connect { conn, addr: self.cfg.root });
         self.state = State::InitCheckIn { conn };
         true
     }
@@ -20,7 +20,7 @@ impl Rank {
             Check::Wait => return false,
             Check::Discarded => {
                 let reply = self.conn();
-                self.effects.push_back(Effect::Accept { listener: Listener::FromRoot, conn: reply });
+                self.out.effect(Effect::Accept { listener: Listener::FromRoot, conn: reply });
                 self.state = State::InitSuccessor { conn: reply, accepted: false };
                 return true;
             }
@@ -43,14 +43,14 @@ impl Rank {
                 return true;
             }
         };
-        self.effects.push_back(Effect::Close { conn });
+        self.out.effect(Effect::Close { conn });
         self.conns.remove(&conn);
-        self.effects.push_back(Effect::CloseListener { listener: Listener::FromRoot });
+        self.out.effect(Effect::CloseListener { listener: Listener::FromRoot });
         let next = self.conn();
-        self.effects.push_back(Effect::Connect { conn: next, addr: next_addr });
+        self.out.effect(Effect::Connect { conn: next, addr: next_addr });
         self.ring_addr = Some(next_addr);
         let prev = self.conn();
-        self.effects.push_back(Effect::Accept { listener: Listener::Ring, conn: prev });
+        self.out.effect(Effect::Accept { listener: Listener::Ring, conn: prev });
         self.state = State::InitRing { next, next_up: false, prev, prev_up: false };
         true
     }
@@ -63,7 +63,7 @@ impl Rank {
                 Check::Wait => {}
                 Check::Discarded => {
                     let again = self.conn();
-                    self.effects.push_back(Effect::Accept { listener: Listener::Ring, conn: again });
+                    self.out.effect(Effect::Accept { listener: Listener::Ring, conn: again });
                     self.state = State::InitRing { next, next_up, prev: again, prev_up: false };
                     return true;
                 }
@@ -79,7 +79,7 @@ impl Rank {
         }
         self.ring = Some(Pair { next, prev });
         if self.cfg.variant.separate_p2p_listener() {
-            self.effects.push_back(Effect::Listen { listener: Listener::P2p });
+            self.out.effect(Effect::Listen { listener: Listener::P2p });
             self.state = State::InitP2pListen;
         } else {
             self.complete(Ok(Vec::new()));

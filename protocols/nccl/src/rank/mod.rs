@@ -6,7 +6,7 @@
 //! its payload still unread, and a later receive scans that list from the head (src/bootstrap.cc
 //! `bootstrapRecv`, `unexpectedEnqueue`, `unexpectedDequeue`).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use bootsim_core::codec::{decode_sockaddr, encode_frame, encode_sockaddr, FrameReader, WireError, SOCKADDR_LEN};
@@ -14,7 +14,7 @@ use bootsim_core::ConnId;
 
 use crate::codec::{self, ExtInfo, Header, Received};
 use crate::error::NcclError;
-use crate::io::{Effect, Input, Listener, Observation};
+use crate::io::{Effect, Input, Listener, Observation, Outbox, Output};
 use crate::program::{payload, Call, Planned, Step};
 use crate::variant::Variant;
 
@@ -146,8 +146,7 @@ enum State {
 #[derive(Clone, Debug, Hash)]
 pub struct Rank {
     cfg: RankConfig,
-    effects: VecDeque<Effect>,
-    observations: VecDeque<Observation>,
+    out: Outbox,
     next_conn: u64,
     listeners: BTreeMap<Listener, SocketAddr>,
     conns: BTreeMap<ConnId, Conn>,
@@ -160,6 +159,8 @@ pub struct Rank {
     intra: Option<(Vec<u32>, usize)>,
     /// The address the ring socket being connected dials (for error messages).
     ring_addr: Option<SocketAddr>,
+    /// Each step's [`crate::program::nth_of_kind`] (fixed by the program).
+    nth: Vec<u32>,
 }
 
 impl Rank {
@@ -168,8 +169,7 @@ impl Rank {
         let n = cfg.nranks as usize;
         let mut rank = Rank {
             cfg,
-            effects: VecDeque::new(),
-            observations: VecDeque::new(),
+            out: Outbox::default(),
             next_conn: 0,
             listeners: BTreeMap::new(),
             conns: BTreeMap::new(),
@@ -180,9 +180,16 @@ impl Rank {
             state: State::Idle,
             intra: None,
             ring_addr: None,
+            nth: Vec::new(),
         };
+        rank.nth = crate::program::nth_of_kind(&rank.cfg.program);
         rank.start_step();
         rank
+    }
+
+    /// Which NCCL.
+    pub fn variant(&self) -> Variant {
+        self.cfg.variant
     }
 
     /// This rank's number.
@@ -196,8 +203,7 @@ impl Rank {
         use std::hash::Hash;
         let Rank {
             cfg: _,
-            effects,
-            observations,
+            out,
             next_conn,
             listeners,
             conns,
@@ -208,8 +214,9 @@ impl Rank {
             state,
             intra,
             ring_addr,
+            nth: _,
         } = self;
-        (effects, observations, next_conn, listeners, conns, peers).hash(h);
+        (out, next_conn, listeners, conns, peers).hash(h);
         (ring, unexpected, step, state, intra, ring_addr).hash(h);
     }
 
@@ -272,12 +279,17 @@ impl Rank {
 
     /// The next effect for the world.
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        self.effects.pop_front()
+        self.out.poll_effect()
     }
 
     /// The next observation.
     pub fn poll_observation(&mut self) -> Option<Observation> {
-        self.observations.pop_front()
+        self.out.poll_observation()
+    }
+
+    /// The next output of either kind, in the order made.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.poll()
     }
 
     /// NCCL's bootstrap sets no timer: always None.
@@ -313,6 +325,7 @@ impl Rank {
                 let Some(c) = self.conns.get_mut(&conn) else { return };
                 c.reader.push_eof();
             }
+            Input::Drained { .. } | Input::DrainTimedOut { .. } => return,
         }
         self.progress();
     }
@@ -341,11 +354,11 @@ impl Rank {
             self.state = State::Done;
             return;
         };
-        self.observations.push_back(Observation::Started { step: self.step, call: planned.call });
+        self.out.observe(Observation::Started { step: self.step, call: planned.call });
         match planned.step {
             Step::Init => {
-                self.effects.push_back(Effect::Listen { listener: Listener::Ring });
-                self.effects.push_back(Effect::Listen { listener: Listener::FromRoot });
+                self.out.effect(Effect::Listen { listener: Listener::Ring });
+                self.out.effect(Effect::Listen { listener: Listener::FromRoot });
                 self.state = State::InitListening;
             }
             Step::RingAllgather { size, addresses } => {
@@ -360,7 +373,7 @@ impl Rank {
                     return self.invalid(format!("send to rank {peer}, whose address is not known"));
                 };
                 let conn = self.conn();
-                self.effects.push_back(Effect::Connect { conn, addr });
+                self.out.effect(Effect::Connect { conn, addr });
                 self.state = State::Sending { conn, to: peer, tag, logical_tag, size };
             }
             Step::Recv { peer, tag, size, .. } => {
@@ -382,7 +395,7 @@ impl Rank {
                     return self.invalid(format!("intra-node allgather to rank {next}, whose address is not known"));
                 };
                 let conn = self.conn();
-                self.effects.push_back(Effect::Connect { conn, addr });
+                self.out.effect(Effect::Connect { conn, addr });
                 self.ring_addr = Some(addr);
                 self.state = State::IntraConnect { next: conn, ranks, size, tag };
             }
@@ -392,7 +405,7 @@ impl Rank {
     fn complete(&mut self, result: Result<Vec<u8>, NcclError>) {
         let call = self.call();
         let failed = result.is_err();
-        self.observations.push_back(Observation::Completed { step: self.step, call, result });
+        self.out.observe(Observation::Completed { step: self.step, call, result });
         if failed {
             self.state = State::Failed;
             return;
@@ -437,36 +450,38 @@ impl Rank {
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
                 encode_frame(&mut bytes, &codec::encode_ext_info(&info, v));
-                self.effects.push_back(Effect::Write { conn, bytes });
-                self.effects.push_back(Effect::Close { conn });
+                self.out.effect(Effect::Write { conn, bytes });
+                self.out.effect(Effect::Close { conn });
                 self.conns.remove(&conn);
                 let reply = self.conn();
-                self.effects.push_back(Effect::Accept { listener: Listener::FromRoot, conn: reply });
+                self.out.effect(Effect::Accept { listener: Listener::FromRoot, conn: reply });
                 self.state = State::InitSuccessor { conn: reply, accepted: false };
             }
             State::InitRing { next, prev, prev_up, .. } if next == conn => {
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
                 if !bytes.is_empty() {
-                    self.effects.push_back(Effect::Write { conn, bytes });
+                    self.out.effect(Effect::Write { conn, bytes });
                 }
                 self.state = State::InitRing { next, next_up: true, prev, prev_up };
             }
             State::Sending { conn: c, to, tag, logical_tag, size } if c == conn => {
                 let data = payload(rank, self.step, size);
                 let bytes = codec::encode_message(v, magic, rank, tag, &data);
-                self.effects.push_back(Effect::Write { conn, bytes });
-                self.effects.push_back(Effect::Close { conn });
-                self.conns.remove(&conn);
+                self.out.effect(Effect::Write { conn, bytes });
+                // Said before the close, while the world still knows the connection.
                 let step = self.step;
-                self.observations.push_back(Observation::Sent { conn, step, to, tag, logical_tag, size });
+                let (nth, flag) = (self.nth[step], self.call().kind.is_flag());
+                self.out.observe(Observation::Sent { conn, step, to, tag, logical_tag, nth, flag, size });
+                self.out.effect(Effect::Close { conn });
+                self.conns.remove(&conn);
                 self.complete(Ok(Vec::new()));
             }
             State::IntraConnect { next, ranks, size, tag } if next == conn => {
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
                 codec::encode_header(&mut bytes, v, rank, tag);
-                self.effects.push_back(Effect::Write { conn, bytes });
+                self.out.effect(Effect::Write { conn, bytes });
                 let prev =
                     ranks[(ranks.iter().position(|&r| r == rank).expect("checked") + ranks.len() - 1) % ranks.len()];
                 self.intra = Some((ranks, size));

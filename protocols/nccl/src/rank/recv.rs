@@ -30,7 +30,7 @@ impl Rank {
 
     pub(super) fn accept_next(&mut self, want: Want) {
         let conn = self.conn();
-        self.effects.push_back(Effect::Accept { listener: self.p2p_listener(), conn });
+        self.out.effect(Effect::Accept { listener: self.p2p_listener(), conn });
         self.state = State::Accepting { want, conn };
     }
 
@@ -81,7 +81,7 @@ impl Rank {
         }
         self.unexpected.push(Unexpected { peer: header.rank, tag: header.tag, conn });
         let list_len = self.unexpected.len();
-        self.observations.push_back(Observation::Queued {
+        self.out.observe(Observation::Queued {
             conn,
             from: header.rank,
             tag: header.tag,
@@ -100,8 +100,23 @@ impl Rank {
         };
         let step = self.step;
         let (size, expected) = (bytes.len(), want.size);
-        self.observations.push_back(Observation::Taken { conn, step, from: peer, tag: header.tag, size, expected });
-        self.effects.push_back(Effect::Close { conn });
+        let (nth, flag) = (self.nth[step], self.call().kind.is_flag());
+        let logical_tag = match self.cfg.program[step].step {
+            Step::Recv { logical_tag, .. } => logical_tag,
+            _ => want.tag,
+        };
+        self.out.observe(Observation::Taken {
+            conn,
+            step,
+            from: peer,
+            tag: header.tag,
+            logical_tag,
+            nth,
+            flag,
+            size,
+            expected,
+        });
+        self.out.effect(Effect::Close { conn });
         self.conns.remove(&conn);
         self.complete(Ok(bytes));
         true
@@ -158,9 +173,9 @@ impl Rank {
         }
         let from = c.from.expect("accepted connections know their peer");
         let discard = |me: &mut Rank, why: String| {
-            me.effects.push_back(Effect::Close { conn });
+            me.out.effect(Effect::Close { conn });
             me.conns.remove(&conn);
-            me.observations.push_back(Observation::Discarded { conn, from, why });
+            me.out.observe(Observation::Discarded { conn, from, why });
             Check::Discarded
         };
         match c.reader.read_preamble(magic) {

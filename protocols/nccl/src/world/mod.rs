@@ -15,7 +15,7 @@ use bootsim_core::ConnId;
 
 use crate::codec::message_identity;
 use crate::error::{NcclError, RootError};
-use crate::io::{Effect, Input, Listener, Observation};
+use crate::io::{Effect, Listener, Observation, Output};
 use crate::program::{Planned, Step};
 use crate::rank::{Rank, RankConfig};
 use crate::root::{Root, RootConfig};
@@ -23,9 +23,9 @@ use crate::variant::Variant;
 
 mod explore;
 mod oracle;
+pub use crate::oracle::Mismatch;
 pub use explore::{explore, replay, Bounds, Choice, Counterexample, Exploration, Violation};
 use oracle::Judge;
-pub use oracle::Mismatch;
 
 /// Keep the `nth` message (from 0) from rank `from` to rank `to` whose header carries `tag` (0
 /// in 2.8, where no tag is sent) out of `to`'s accept queue, until `from`'s next connection to the
@@ -64,26 +64,8 @@ struct Link {
     written: bool,
 }
 
-#[derive(Clone, Debug, Hash)]
-enum Owned {
-    Listening { listener: Listener, addr: SocketAddr },
-    Accepted { conn: ConnId, from: SocketAddr },
-    Connected { conn: ConnId },
-    Received { conn: ConnId, bytes: Vec<u8> },
-    PeerClosed { conn: ConnId },
-}
-
-impl Owned {
-    fn as_input(&self) -> Input<'_> {
-        match self {
-            Owned::Listening { listener, addr } => Input::Listening { listener: *listener, addr: *addr },
-            Owned::Accepted { conn, from } => Input::Accepted { conn: *conn, from: *from },
-            Owned::Connected { conn } => Input::Connected { conn: *conn },
-            Owned::Received { conn, bytes } => Input::Received { conn: *conn, bytes },
-            Owned::PeerClosed { conn } => Input::PeerClosed { conn: *conn },
-        }
-    }
-}
+/// An input the world queues, owning its bytes.
+type Owned = bootsim_core::seam::OwnedInput<Listener>;
 
 /// How a rank ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,16 +114,11 @@ pub struct World {
 /// The address the world gives a listener.
 pub fn listener_addr(node: Node, listener: Listener) -> SocketAddr {
     match node {
-        Node::Root => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 29500)),
+        Node::Root => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), Listener::Root.port())),
         Node::Stranger => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 1)),
         Node::Rank(r) => {
-            let port = match listener {
-                Listener::Ring => 20000,
-                Listener::P2p => 20001,
-                Listener::FromRoot => 20002,
-                Listener::Root => 20003,
-            };
-            SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 1 + (r >> 16) as u8, (r >> 8) as u8, r as u8), port))
+            let ip = Ipv4Addr::new(10, 1 + (r >> 16) as u8, (r >> 8) as u8, r as u8);
+            SocketAddr::V4(SocketAddrV4::new(ip, listener.port()))
         }
     }
 }
@@ -305,22 +282,15 @@ impl World {
 
     fn collect(&mut self, node: Node) {
         loop {
-            let (effect, obs) = match node {
-                Node::Root => (self.root.poll_effect(), self.root.poll_observation()),
-                Node::Rank(r) => {
-                    let rank = &mut self.ranks[r as usize];
-                    (rank.poll_effect(), rank.poll_observation())
-                }
+            let out = match node {
+                Node::Root => self.root.poll_output(),
+                Node::Rank(r) => self.ranks[r as usize].poll_output(),
                 Node::Stranger => return,
             };
-            if effect.is_none() && obs.is_none() {
-                return;
-            }
-            if let Some(o) = obs {
-                self.observe(node, o);
-            }
-            if let Some(e) = effect {
-                self.execute(node, e);
+            match out {
+                None => return,
+                Some(Output::Observe(o)) => self.observe(node, o),
+                Some(Output::Effect(e)) => self.execute(node, e),
             }
         }
     }
@@ -328,7 +298,7 @@ impl World {
     /// Judges an observation, remembers how nodes ended, and logs it unless exploring.
     fn observe(&mut self, node: Node, o: Observation) {
         let link_of = &self.link_of;
-        self.judge.observe(&self.programs, node, &o, |c| link_of.get(&(node, c)).map(|&(i, _)| i));
+        self.judge.observe(node, &o, |c| link_of.get(&(node, c)).map(|&(i, _)| i));
         match (&node, &o) {
             (Node::Rank(r), Observation::Completed { result: Err(e), .. }) => {
                 self.failures.entry(*r).or_insert_with(|| e.clone());

@@ -1,0 +1,339 @@
+//! NCCL's bootstrap on bootsim's protocol seam ([`bootsim_core::seam`]): the root and the ranks
+//! as one [`Node`] type, a thin adapter over [`Rank`] and [`Root`] (their writes own their
+//! bytes; the adapter copies them into the world's buffer), their listeners as a
+//! [`ListenerKey`] that knows which one peers dial in each version, and the non-overtaking
+//! [`Oracle`] as the seam's streaming [`Judge`].
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use bootsim_core::seam::{self, Completed, Effect as SeamEffect, Input as SeamInput, NodeOutput, Noted, Observed};
+use bootsim_core::{ConnId, Instant, MsgOrigin, OpId, OpKind, RunRecord, SentMsg, TakenMsg};
+
+use crate::error::{NcclError, RootError};
+use crate::io::{Effect, Input, Listener, Observation, Output};
+use crate::oracle::{Mismatch, Oracle};
+use crate::program::{Call, Planned};
+use crate::rank::{Rank, RankConfig};
+use crate::root::{Root, RootConfig};
+use crate::variant::Variant;
+
+/// One of NCCL's listeners as the seam sees it: which socket, and whether it is the one ranks
+/// dial for point-to-point messages (the ring's listener before 2.23, the P2P one from 2.23).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    /// The socket.
+    pub listener: Listener,
+    /// True where `bootstrapSend` connects to it.
+    pub peer: bool,
+}
+
+impl Key {
+    /// `listener`'s key under `variant`.
+    pub fn of(variant: Variant, listener: Listener) -> Key {
+        let p2p = if variant.separate_p2p_listener() { Listener::P2p } else { Listener::Ring };
+        Key { listener, peer: listener == p2p }
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.listener {
+            Listener::Ring => "ring listener",
+            Listener::P2p => "p2p listener",
+            Listener::FromRoot => "root-answer listener",
+            Listener::Root => "root listener",
+        })
+    }
+}
+
+impl seam::ListenerKey for Key {
+    const ALL: &'static [Key] = &[
+        Key { listener: Listener::Ring, peer: true },
+        Key { listener: Listener::Ring, peer: false },
+        Key { listener: Listener::P2p, peer: true },
+        Key { listener: Listener::FromRoot, peer: false },
+        Key { listener: Listener::Root, peer: false },
+    ];
+
+    fn port(self) -> u16 {
+        self.listener.port()
+    }
+
+    fn is_peer(self) -> bool {
+        self.peer
+    }
+
+    fn is_root(self) -> bool {
+        self.listener == Listener::Root
+    }
+}
+
+/// Why a node failed: a rank's call or the root thread.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum Failure {
+    /// A rank's bootstrap call failed.
+    #[error(transparent)]
+    Rank(#[from] NcclError),
+    /// The root thread gave up.
+    #[error(transparent)]
+    Root(#[from] RootError),
+}
+
+/// The end of a node's operation: a rank's program step (step 0 is `bootstrapInit`), or the
+/// root's session (`call` None).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Completion {
+    /// The step of the rank's program (0 for the root).
+    pub step: usize,
+    /// The call, as NCCL names it (None for the root).
+    pub call: Option<Call>,
+    /// The bytes it produced, or why it failed.
+    pub result: Result<Vec<u8>, Failure>,
+}
+
+impl Completed for Completion {
+    type Error = Failure;
+
+    fn op(&self) -> u32 {
+        self.step as u32
+    }
+
+    fn result(&self) -> Result<&[u8], &Failure> {
+        self.result.as_deref()
+    }
+
+    fn into_result(self) -> Result<Vec<u8>, Failure> {
+        self.result
+    }
+
+    /// The error without the rank its text starts with (the record names the rank).
+    fn error_text(rank: u32, _op: u32, error: &Failure) -> String {
+        let text = error.to_string();
+        text.strip_prefix(&format!("rank {rank}: ")).map_or(text.clone(), str::to_string)
+    }
+}
+
+/// A message's origin in the run record, the same for a send and the receive it is meant
+/// for: the `nth` message from one rank to another with one intended tag (the record's
+/// operation number), that tag (its step number), and [`OpKind::Barrier`] for flags NCCL
+/// never reads. The judge and explanations find the calls through the programs.
+pub fn origin(nth: u32, logical_tag: i32, flag: bool, kind: OpKind) -> MsgOrigin {
+    MsgOrigin { op: OpId(nth), kind: if flag { OpKind::Barrier } else { kind }, step: logical_tag as u32 }
+}
+
+/// The program step a record's message was sent or taken in: `rank`'s, to or from `peer`.
+pub fn origin_step(oracle: &Oracle, rank: u32, peer: u32, origin: &MsgOrigin, sent: bool) -> Option<usize> {
+    let (tag, nth) = (origin.step as i32, origin.op.0);
+    if sent {
+        oracle.send_step(rank, peer, tag, nth)
+    } else {
+        oracle.recv_step(rank, peer, tag, nth)
+    }
+}
+
+impl Observed for Observation {
+    fn conn(&self) -> Option<ConnId> {
+        match self {
+            Observation::Sent { conn, .. }
+            | Observation::Taken { conn, .. }
+            | Observation::Queued { conn, .. }
+            | Observation::Discarded { conn, .. } => Some(*conn),
+            _ => None,
+        }
+    }
+
+    fn noted(&self) -> Noted {
+        match self {
+            &Observation::Sent { to, tag, logical_tag, nth, flag, size, .. } => {
+                Noted::Sent { to, tag, origin: origin(nth, logical_tag, flag, OpKind::Send), size }
+            }
+            &Observation::Taken { from, tag, logical_tag, nth, flag, size, expected, .. } => Noted::Taken {
+                from: u32::try_from(from).unwrap_or(u32::MAX),
+                tag,
+                origin: origin(nth, logical_tag, flag, OpKind::Recv),
+                size,
+                expected_size: expected,
+            },
+            Observation::Discarded { from, why, .. } => Noted::Stray { error: format!("{why} (from {from})") },
+            _ => Noted::Other,
+        }
+    }
+}
+
+/// One of NCCL's nodes: the root or a rank.
+#[allow(clippy::large_enum_variant)] // as NVSHMEM's: n ranks and one root, no boxing in the hot loop
+#[derive(Clone, Debug, Hash)]
+pub enum NcclNode {
+    /// The root (`bootstrapRoot`'s thread).
+    Root(Root),
+    /// A rank.
+    Rank(Rank),
+}
+
+/// The root and `programs.len()` ranks of one communicator: the unique ID's `magic`, the root
+/// listening at `root` (whose port must be [`Listener::Root`]'s in the world that runs them).
+pub fn nodes(variant: Variant, programs: Vec<Vec<Planned>>, magic: u64, root: SocketAddr) -> (NcclNode, Vec<NcclNode>) {
+    let nranks = programs.len() as u32;
+    let ranks = programs
+        .into_iter()
+        .enumerate()
+        .map(|(r, program)| {
+            NcclNode::Rank(Rank::new(RankConfig { rank: r as u32, nranks, variant, magic, root, program }))
+        })
+        .collect();
+    (NcclNode::Root(Root::new(RootConfig { variant, magic })), ranks)
+}
+
+impl NcclNode {
+    /// The rank, if this is one.
+    pub fn rank(&self) -> Option<&Rank> {
+        match self {
+            NcclNode::Rank(r) => Some(r),
+            NcclNode::Root(_) => None,
+        }
+    }
+
+    fn variant(&self) -> Variant {
+        match self {
+            NcclNode::Root(n) => n.variant(),
+            NcclNode::Rank(n) => n.variant(),
+        }
+    }
+
+    fn output(&mut self) -> Option<Output> {
+        match self {
+            NcclNode::Root(n) => n.poll_output(),
+            NcclNode::Rank(n) => n.poll_output(),
+        }
+    }
+}
+
+impl seam::Node for NcclNode {
+    type Listener = Key;
+    type Completion = Completion;
+    type Event = Observation;
+
+    fn handle(&mut self, _now: Instant, input: SeamInput<'_, Key>) {
+        let input = match input {
+            SeamInput::Listening { listener, addr } => Input::Listening { listener: listener.listener, addr },
+            SeamInput::ListenFailed { listener, reason } => Input::ListenFailed { listener: listener.listener, reason },
+            SeamInput::Accepted { conn, from } => Input::Accepted { conn, from },
+            SeamInput::Connected { conn } => Input::Connected { conn },
+            SeamInput::ConnectFailed { conn, reason } => Input::ConnectFailed { conn, reason },
+            SeamInput::Received { conn, bytes } => Input::Received { conn, bytes },
+            SeamInput::PeerClosed { conn } => Input::PeerClosed { conn },
+            // NCCL never drains before close, so it never asks for these.
+            SeamInput::Drained { .. } | SeamInput::DrainTimedOut { .. } => return,
+        };
+        match self {
+            NcclNode::Root(n) => n.handle(input),
+            NcclNode::Rank(n) => n.handle(input),
+        }
+    }
+
+    fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<NodeOutput<Self>> {
+        let v = self.variant();
+        let key = |listener| Key::of(v, listener);
+        Some(match self.output()? {
+            Output::Effect(e) => seam::Output::Effect(match e {
+                Effect::Listen { listener } => SeamEffect::Listen { listener: key(listener) },
+                Effect::Accept { listener, conn } => SeamEffect::Accept { listener: key(listener), conn },
+                Effect::CloseListener { listener } => SeamEffect::CloseListener { listener: key(listener) },
+                Effect::Connect { conn, addr } => SeamEffect::Connect { conn, addr },
+                Effect::Write { conn, bytes } => {
+                    tx.clear();
+                    tx.extend_from_slice(&bytes);
+                    SeamEffect::Write { conn, len: bytes.len() }
+                }
+                Effect::Close { conn } => SeamEffect::Close { conn },
+            }),
+            Output::Observe(Observation::Completed { step, call, result }) => {
+                let result = result.map_err(Failure::Rank);
+                seam::Output::Observe(seam::Observation::Completed(Completion { step, call: Some(call), result }))
+            }
+            Output::Observe(Observation::RootDone { result }) => {
+                let result = result.map(|()| Vec::new()).map_err(Failure::Root);
+                seam::Output::Observe(seam::Observation::Completed(Completion { step: 0, call: None, result }))
+            }
+            Output::Observe(o) => seam::Output::Observe(seam::Observation::Event(o)),
+        })
+    }
+
+    /// NCCL's bootstrap sets no timer.
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn waiting_for(&self) -> Option<String> {
+        match self {
+            NcclNode::Root(n) => n.waiting_for(),
+            NcclNode::Rank(n) => n.waiting_for().map(|(what, _)| what),
+        }
+    }
+
+    fn culprit(&self) -> Option<u32> {
+        match self {
+            NcclNode::Root(_) => None,
+            NcclNode::Rank(n) => n.waiting_for().and_then(|(_, who)| who),
+        }
+    }
+
+    fn unexpected(&self) -> Vec<(i32, i32)> {
+        match self {
+            NcclNode::Root(_) => Vec::new(),
+            NcclNode::Rank(n) => n.unexpected(),
+        }
+    }
+
+    fn is_finished(&self) -> bool {
+        match self {
+            NcclNode::Root(n) => n.is_done(),
+            NcclNode::Rank(n) => n.is_done() || n.has_failed(),
+        }
+    }
+}
+
+/// The [`Oracle`] fed through the seam: each take is judged against the message the world's
+/// log says it was. It concludes with the receives that took another message, in take order;
+/// a world's report machinery words them (and reads the rest of the record: errors, hangs).
+#[derive(Clone, Debug)]
+pub struct Judge {
+    oracle: Oracle,
+    found: Vec<Mismatch>,
+}
+
+impl Judge {
+    /// A judge of these programs.
+    pub fn new(programs: &[Vec<Planned>]) -> Judge {
+        Judge { oracle: Oracle::new(programs), found: Vec::new() }
+    }
+
+    /// The oracle it judges with.
+    pub fn oracle(&self) -> &Oracle {
+        &self.oracle
+    }
+}
+
+impl seam::Judge for Judge {
+    type Report = Vec<Mismatch>;
+
+    fn taken(&mut self, taken: &TakenMsg, source: Option<&SentMsg>) {
+        let Some(sent) = source else { return };
+        let step = origin_step(&self.oracle, taken.rank, taken.from, &taken.origin, false);
+        let send = origin_step(&self.oracle, sent.from, sent.to, &sent.origin, true);
+        if let (Some(step), Some(send)) = (step, send) {
+            self.found.extend(self.oracle.check(taken.rank, step, (sent.from, send)));
+        }
+    }
+
+    fn completed(&mut self, _rank: u32, _index: usize, _result: &Result<Vec<u8>, String>) {}
+
+    fn init_ended(&mut self, _rank: u32) {}
+
+    fn finish(&mut self, _record: &RunRecord) -> Vec<Mismatch> {
+        std::mem::take(&mut self.found)
+    }
+}
