@@ -128,6 +128,13 @@ impl Ord for Scheduled {
     }
 }
 
+/// One of the agenda's two heaps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    Packets,
+    Timers,
+}
+
 /// Everything but the sockets: hosts, the agenda, the event outbox and counters.
 #[derive(Debug)]
 pub(crate) struct Net {
@@ -142,6 +149,11 @@ pub(crate) struct Net {
     /// packet heap stays small. Both heaps share one sequence counter.
     timers: BinaryHeap<Reverse<Scheduled>>,
     seq: u64,
+    /// The heap whose top entry [`Net::pop_due`] handed out and has not yet removed.
+    taken: Option<Lane>,
+    /// Busy periods all RX queues generated so far (kept as they are made, not summed over
+    /// every queue when asked: the engine asks often).
+    periods: u64,
     pub(crate) hosts: Vec<Host>,
     pub(crate) events: VecDeque<KernelEvent>,
     /// Something a driver could act on happened since it was last cleared: an application
@@ -159,7 +171,7 @@ impl Net {
         let stall = StallParams::new(&cfg);
         let loss = LossParams::new(&cfg);
         let queues = cfg.rx_queues.clamp(1, 128);
-        let hosts = (0..hosts)
+        let hosts: Vec<Host> = (0..hosts)
             .map(|h| {
                 let mut setup = rng::stream(seed, Purpose::Setup, h, 0);
                 let rss = Rss::new(&mut setup, queues);
@@ -204,6 +216,8 @@ impl Net {
             agenda: BinaryHeap::new(),
             timers: BinaryHeap::new(),
             seq: 0,
+            taken: None,
+            periods: hosts.iter().flat_map(|h| &h.servers).map(|q| q.periods).sum(),
             hosts,
             events: VecDeque::new(),
             observable: false,
@@ -215,24 +229,49 @@ impl Net {
     pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
         self.seq += 1;
         let entry = Reverse(Scheduled::new(at, self.seq, work));
-        match work {
-            Work::Timer { .. } => self.timers.push(entry),
-            Work::Arrive(_) | Work::Backlog { .. } | Work::Deliver(_) => self.agenda.push(entry),
+        let (heap, lane) = match work {
+            Work::Timer { .. } => (&mut self.timers, Lane::Timers),
+            Work::Arrive(_) | Work::Backlog { .. } | Work::Deliver(_) => (&mut self.agenda, Lane::Packets),
+        };
+        if self.taken == Some(lane) {
+            // The entry being handled is still at the top of this heap: the new one takes its
+            // place, one sift down from the top (usually short: new entries are due soon)
+            // instead of a pop to the bottom and a push back up.
+            self.taken = None;
+            if let Some(mut top) = heap.peek_mut() {
+                *top = entry;
+                return;
+            }
+        }
+        heap.push(entry);
+    }
+
+    /// Remove the entry handed out by [`Net::pop_due`] if nothing took its place.
+    fn settle(&mut self) {
+        match self.taken.take() {
+            Some(Lane::Packets) => drop(self.agenda.pop()),
+            Some(Lane::Timers) => drop(self.timers.pop()),
+            None => {}
         }
     }
 
     /// The heap holding the earliest entry overall, by (time, seq).
-    fn earliest(&mut self) -> Option<&mut BinaryHeap<Reverse<Scheduled>>> {
+    fn earliest(&mut self) -> Option<(&mut BinaryHeap<Reverse<Scheduled>>, Lane)> {
         match (self.agenda.peek(), self.timers.peek()) {
             (None, None) => None,
-            (Some(_), None) => Some(&mut self.agenda),
-            (None, Some(_)) => Some(&mut self.timers),
-            (Some(Reverse(a)), Some(Reverse(t))) => Some(if a <= t { &mut self.agenda } else { &mut self.timers }),
+            (Some(_), None) => Some((&mut self.agenda, Lane::Packets)),
+            (None, Some(_)) => Some((&mut self.timers, Lane::Timers)),
+            (Some(Reverse(a)), Some(Reverse(t))) => Some(if a <= t {
+                (&mut self.agenda, Lane::Packets)
+            } else {
+                (&mut self.timers, Lane::Timers)
+            }),
         }
     }
 
     /// Time of the earliest agenda entry.
     pub(crate) fn next_due(&self) -> Option<Instant> {
+        debug_assert!(self.taken.is_none(), "asked for the next entry while one is being handled");
         let a = self.agenda.peek().map(|Reverse(s)| s.at());
         let t = self.timers.peek().map(|Reverse(s)| s.at());
         match (a, t) {
@@ -241,18 +280,23 @@ impl Net {
         }
     }
 
-    /// Take the earliest agenda entry if it is due at or before `now`.
+    /// Take the earliest agenda entry if it is due at or before `now`. It stays at the top of
+    /// its heap while it is handled (the next entry scheduled there replaces it); the next call
+    /// removes it if nothing did, so call this until it returns `None`.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, Work)> {
-        let heap = self.earliest()?;
-        if heap.peek()?.0.at() > now {
+        self.settle();
+        let (heap, lane) = self.earliest()?;
+        let Reverse(top) = *heap.peek()?;
+        if top.at() > now {
             return None;
         }
-        heap.pop().map(|Reverse(s)| (s.at(), s.work))
+        self.taken = Some(lane);
+        Some((top.at(), top.work))
     }
 
     /// Busy periods the RX queues' stall model generated so far (its work).
     pub(crate) fn stall_periods(&self) -> u64 {
-        self.hosts.iter().flat_map(|h| &h.servers).map(|q| q.periods).sum()
+        self.periods
     }
 
     /// Counters so far, with the queues' deferred polls.
@@ -308,13 +352,15 @@ impl Net {
         }
         let cpu = h.cpus.of_queue(queue);
         let cost = if h.cpus.rps { self.cfg.service } else { cost(&self.cfg, pkt.seg) };
-        let Some(admitted) = h.servers[usize::from(cpu)].offer(at, cost, &self.stall, Via::Ring) else {
+        let rps = h.cpus.rps;
+        let Some(admitted) = self.on_server(host, cpu, |q, p| q.offer(at, cost, p, Via::Ring)) else {
             self.stats.ring_drops += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace(at, EventKind::RingDrop { host: HostId(host), queue, flow, dir, seg });
             return;
         };
-        let next = if h.cpus.rps {
+        let next = if rps {
+            let h = &self.hosts[host as usize];
             let hash = match pkt.dir {
                 Dir::ToServer => h.rss.hash(flow.client.0, flow.client_port, flow.server.0, flow.server_port),
                 Dir::ToClient => h.rss.hash(flow.server.0, flow.server_port, flow.client.0, flow.client_port),
@@ -330,9 +376,8 @@ impl Net {
     /// (`netdev_max_backlog`), else delivered to TCP once that CPU's softirq has done its TCP
     /// work.
     pub(crate) fn backlog(&mut self, at: Instant, pkt: Pkt, host: u32, cpu: u16, queue: u16, flow: Flow) {
-        let h = &mut self.hosts[host as usize];
         let cost = tcp_cost(&self.cfg, pkt.seg);
-        let Some(admitted) = h.servers[usize::from(cpu)].offer(at, cost, &self.stall, Via::Backlog) else {
+        let Some(admitted) = self.on_server(host, cpu, |q, p| q.offer(at, cost, p, Via::Backlog)) else {
             self.stats.cpu_backlog_drops += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace(at, EventKind::CpuBacklogDrop { host: HostId(host), cpu, flow, dir, seg });
@@ -344,9 +389,17 @@ impl Net {
     /// When the application thread of `host`, runnable from `start`, has had `cost` of CPU on
     /// its core (`app_cpu`) at `now`, softirq taking precedence.
     pub(crate) fn app_done(&mut self, now: Instant, host: u32, start: Instant, cost: Duration) -> Instant {
-        let h = &mut self.hosts[host as usize];
-        let cpu = self.cfg.load.cpu.app_cpu.min(h.cpus.count() - 1);
-        h.servers[usize::from(cpu)].app_done(now, start, cost, &self.stall)
+        let cpu = self.cfg.load.cpu.app_cpu.min(self.hosts[host as usize].cpus.count() - 1);
+        self.on_server(host, cpu, |q, p| q.app_done(now, start, cost, p))
+    }
+
+    /// Run `f` on CPU `cpu`'s softirq server of `host`, counting the busy periods it generates.
+    fn on_server<R>(&mut self, host: u32, cpu: u16, f: impl FnOnce(&mut RxQueue, &StallParams) -> R) -> R {
+        let q = &mut self.hosts[host as usize].servers[usize::from(cpu)];
+        let before = q.periods;
+        let r = f(q, &self.stall);
+        self.periods += q.periods - before;
+        r
     }
 
     /// A softirq server took the packet that arrived at `at`: count its wait, trace its
