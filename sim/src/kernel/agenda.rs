@@ -16,6 +16,7 @@ use super::napi::{LoadParams, Loaded, Via};
 use super::rng::{self, Purpose};
 use super::rss::Rss;
 use super::softirq::{Admitted, RxQueue, StallParams};
+use super::wheel::{Timed, Wheel};
 
 /// iperf3's default port, the flood's destination.
 const IPERF3_PORT: u16 = 5201;
@@ -111,6 +112,12 @@ impl Scheduled {
     }
 }
 
+impl Timed for Scheduled {
+    fn at_ns(&self) -> u64 {
+        (self.key >> 64) as u64
+    }
+}
+
 impl PartialEq for Scheduled {
     fn eq(&self, other: &Self) -> bool {
         self.key == other.key
@@ -147,7 +154,7 @@ pub(crate) struct Net {
     agenda: BinaryHeap<Reverse<Scheduled>>,
     /// Retransmission timers (long, mostly stale by the time they fire); kept apart so the
     /// packet heap stays small. Both heaps share one sequence counter.
-    timers: BinaryHeap<Reverse<Scheduled>>,
+    timers: Wheel<Scheduled>,
     seq: u64,
     /// The heap whose top entry [`Net::pop_due`] handed out and has not yet removed.
     taken: Option<Lane>,
@@ -214,7 +221,7 @@ impl Net {
             stall,
             loss,
             agenda: BinaryHeap::new(),
-            timers: BinaryHeap::new(),
+            timers: Wheel::default(),
             seq: 0,
             taken: None,
             periods: hosts.iter().flat_map(|h| &h.servers).map(|q| q.periods).sum(),
@@ -228,22 +235,22 @@ impl Net {
     /// Put `work` on the agenda at `at` (ties run in scheduling order).
     pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
         self.seq += 1;
-        let entry = Reverse(Scheduled::new(at, self.seq, work));
-        let (heap, lane) = match work {
-            Work::Timer { .. } => (&mut self.timers, Lane::Timers),
-            Work::Arrive(_) | Work::Backlog { .. } | Work::Deliver(_) => (&mut self.agenda, Lane::Packets),
-        };
-        if self.taken == Some(lane) {
-            // The entry being handled is still at the top of this heap: the new one takes its
+        let entry = Scheduled::new(at, self.seq, work);
+        if let Work::Timer { .. } = work {
+            self.timers.push(entry);
+            return;
+        }
+        if self.taken == Some(Lane::Packets) {
+            // The packet being handled is still at the top of its heap: the new one takes its
             // place, one sift down from the top (usually short: new entries are due soon)
             // instead of a pop to the bottom and a push back up.
             self.taken = None;
-            if let Some(mut top) = heap.peek_mut() {
-                *top = entry;
+            if let Some(mut top) = self.agenda.peek_mut() {
+                *top = Reverse(entry);
                 return;
             }
         }
-        heap.push(entry);
+        self.agenda.push(Reverse(entry));
     }
 
     /// Remove the entry handed out by [`Net::pop_due`] if nothing took its place.
@@ -255,43 +262,35 @@ impl Net {
         }
     }
 
-    /// The heap holding the earliest entry overall, by (time, seq).
-    fn earliest(&mut self) -> Option<(&mut BinaryHeap<Reverse<Scheduled>>, Lane)> {
+    /// The earliest entry overall, by (time, seq), and where it is.
+    fn earliest(&self) -> Option<(&Scheduled, Lane)> {
         match (self.agenda.peek(), self.timers.peek()) {
             (None, None) => None,
-            (Some(_), None) => Some((&mut self.agenda, Lane::Packets)),
-            (None, Some(_)) => Some((&mut self.timers, Lane::Timers)),
-            (Some(Reverse(a)), Some(Reverse(t))) => Some(if a <= t {
-                (&mut self.agenda, Lane::Packets)
-            } else {
-                (&mut self.timers, Lane::Timers)
-            }),
+            (Some(Reverse(a)), None) => Some((a, Lane::Packets)),
+            (None, Some(t)) => Some((t, Lane::Timers)),
+            (Some(Reverse(a)), Some(t)) => Some(if a.key <= t.key { (a, Lane::Packets) } else { (t, Lane::Timers) }),
         }
     }
 
     /// Time of the earliest agenda entry.
     pub(crate) fn next_due(&self) -> Option<Instant> {
         debug_assert!(self.taken.is_none(), "asked for the next entry while one is being handled");
-        let a = self.agenda.peek().map(|Reverse(s)| s.at());
-        let t = self.timers.peek().map(|Reverse(s)| s.at());
-        match (a, t) {
-            (Some(a), Some(t)) => Some(a.min(t)),
-            (a, t) => a.or(t),
-        }
+        self.earliest().map(|(s, _)| s.at())
     }
 
-    /// Take the earliest agenda entry if it is due at or before `now`. It stays at the top of
-    /// its heap while it is handled (the next entry scheduled there replaces it); the next call
+    /// Take the earliest agenda entry if it is due at or before `now`. It stays in its queue
+    /// while it is handled (the next packet scheduled replaces a packet); the next call
     /// removes it if nothing did, so call this until it returns `None`.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, Work)> {
         self.settle();
-        let (heap, lane) = self.earliest()?;
-        let Reverse(top) = *heap.peek()?;
-        if top.at() > now {
+        let (top, lane) = self.earliest()?;
+        let at = top.at();
+        if at > now {
             return None;
         }
+        let work = top.work;
         self.taken = Some(lane);
-        Some((top.at(), top.work))
+        Some((at, work))
     }
 
     /// Busy periods the RX queues' stall model generated so far (its work).
