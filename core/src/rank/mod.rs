@@ -3,6 +3,7 @@
 
 mod conn;
 mod exec;
+mod peers;
 mod plan;
 mod pool;
 
@@ -19,6 +20,7 @@ use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
 
 use conn::{ConnTable, Role};
+use peers::{PeerAddrs, PeerVec};
 use plan::Step;
 
 /// Everything a rank is told before it starts.
@@ -131,16 +133,16 @@ pub struct Rank {
     conns: ConnTable,
     listeners: BTreeMap<Listener, SocketAddr>,
     successor: Option<SocketAddr>,
-    peers: Vec<SocketAddr>,
+    peers: PeerAddrs,
     ring_send: Option<ConnId>,
     ring_recv: Option<ConnId>,
     /// NVSHMEM's unexpected list: (peer, tag, connection), appended at the tail, scanned from the head.
     unexpected: VecDeque<(i32, i32, ConnId)>,
-    seq_out: Vec<u64>,
-    seq_in: Vec<u64>,
+    seq_out: PeerVec<u64>,
+    seq_in: PeerVec<u64>,
     arrived: BTreeMap<(u32, u64), ConnId>,
-    stream_out: Vec<Option<ConnId>>,
-    stream_in: Vec<Option<ConnId>>,
+    stream_out: PeerVec<Option<ConnId>>,
+    stream_in: PeerVec<Option<ConnId>>,
     eager_accept: Option<ConnId>,
     /// Under `read_ahead`: the accept outstanding on the root-facing listener during init.
     root_accept: Option<ConnId>,
@@ -169,15 +171,15 @@ impl Rank {
             conns: ConnTable::default(),
             listeners: BTreeMap::new(),
             successor: None,
-            peers: Vec::new(),
+            peers: PeerAddrs::default(),
             ring_send: None,
             ring_recv: None,
             unexpected: VecDeque::new(),
-            seq_out: vec![0; n],
-            seq_in: vec![0; n],
+            seq_out: PeerVec::new(n),
+            seq_in: PeerVec::new(n),
             arrived: BTreeMap::new(),
-            stream_out: vec![None; n],
-            stream_in: vec![None; n],
+            stream_out: PeerVec::new(n),
+            stream_in: PeerVec::new(n),
             eager_accept: None,
             root_accept: None,
             queued: VecDeque::new(),
@@ -229,8 +231,8 @@ impl Rank {
     }
 
     /// Every peer's listener, known after init.
-    pub fn peer_addrs(&self) -> &[SocketAddr] {
-        &self.peers
+    pub fn peer_addrs(&self) -> Vec<SocketAddr> {
+        self.peers.to_vec()
     }
 
     /// The unexpected list, head first: (peer, tag) of each connection parked there.
@@ -620,16 +622,16 @@ impl Rank {
         };
         match transport {
             Transport::Sequenced => {
-                if self.arrived.contains_key(&(src, header.seq)) || header.seq < self.seq_in[src as usize] {
+                if self.arrived.contains_key(&(src, header.seq)) || header.seq < self.seq_in.get(src as usize) {
                     return self.drop_stray(id, from, WireError::DuplicateSequence { rank: src, seq: header.seq });
                 }
                 self.arrived.insert((src, header.seq), id);
             }
             Transport::Persistent => {
-                if self.stream_in[src as usize].is_some() {
+                if self.stream_in.get(src as usize).is_some() {
                     return self.drop_stray(id, from, WireError::DuplicateStream { rank: src });
                 }
-                self.stream_in[src as usize] = Some(id);
+                *self.stream_in.get_mut(src as usize) = Some(id);
             }
             Transport::PerMessage => {}
         }

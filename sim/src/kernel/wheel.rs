@@ -103,11 +103,11 @@ impl<T: Timed> Wheel<T> {
         let b = self.horizon + self.next_full();
         let slot = (b % SLOTS as u64) as usize;
         self.full[slot / 64] &= !(1 << (slot % 64));
+        // The slot gives up its buffer (and the drained heap its own): slots that kept their
+        // buffers would each hold the largest bucket they ever had, megabytes in all.
         let entries = std::mem::take(&mut self.ring[slot]);
         self.in_ring -= entries.len();
-        // The drained heap's buffer goes back to the slot, so buffers are reused.
-        let spare = std::mem::replace(&mut self.near, BinaryHeap::from(entries)).into_vec();
-        self.ring[slot] = spare;
+        self.near = BinaryHeap::from(entries);
         self.horizon = b + 1;
         self.migrate();
     }
