@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
-use crate::ids::{ConnId, Listener, OpId};
+use crate::ids::{ConnId, Listener, OpId, OpKind};
 use crate::io::{Completion, Event, Limits, Output, OwnedInput};
 use crate::rank::{Op, Rank, RankConfig};
 use crate::root::{Root, RootConfig};
@@ -147,6 +147,13 @@ impl MemNet {
         for op in ops {
             self.ranks[r as usize].push(self.now, op);
         }
+        self.collect(Node::Rank(r));
+    }
+
+    /// [`MemNet::queue_ops`] of one operation of kind `kind` made when it starts
+    /// ([`Rank::push_with`]).
+    pub fn queue_with(&mut self, r: u32, kind: OpKind, make: impl Fn() -> Op + Send + Sync + 'static) {
+        self.ranks[r as usize].push_with(self.now, kind, make);
         self.collect(Node::Rank(r));
     }
 

@@ -3,7 +3,7 @@
 //! Every payload is a pure function of (seed, sender, receiver, index), so the oracle knows
 //! every byte that should arrive and, for a wrong one, where it came from.
 
-use bootsim_core::{Op, OpKind, QpHandle};
+use bootsim_core::{Instant, Op, OpKind, QpHandle, Rank};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
@@ -217,6 +217,15 @@ pub fn build_op(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Op {
             Op::Alltoall { chunks: (0..n).flat_map(|p| alltoall_chunk(seed, index, r, p, len)).collect() }
         }
         OpSpec::Barrier => Op::Barrier { word: barrier_word(r, index) },
+    }
+}
+
+/// Queue workload op `index` on rank `r` of `n` ([`build_op`]'s operation): an all-to-all's
+/// chunks are made from the seed when it starts, not held by every rank from the start.
+pub fn queue_op(rank: &mut Rank, now: Instant, spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) {
+    match spec {
+        OpSpec::Alltoall(_) => rank.push_with(now, OpKind::Alltoall, move || build_op(spec, seed, index, r, n)),
+        OpSpec::Allgather(_) | OpSpec::Barrier => rank.push(now, build_op(spec, seed, index, r, n)),
     }
 }
 

@@ -6,6 +6,7 @@ mod exec;
 mod peers;
 mod plan;
 mod pool;
+mod queued;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -21,6 +22,7 @@ use crate::variant::{Transport, Variant};
 
 use conn::{ConnTable, Role};
 use peers::{PeerAddrs, PeerVec};
+use queued::Queued;
 use plan::Step;
 
 /// Everything a rank is told before it starts.
@@ -147,7 +149,7 @@ pub struct Rank {
     /// Under `read_ahead`: the accept outstanding on the root-facing listener during init.
     root_accept: Option<ConnId>,
     /// Operations pushed and not yet started, in order.
-    queued: VecDeque<Op>,
+    queued: VecDeque<Queued>,
     /// Per-message transport under `read_ahead`: accepted connections not yet taken by a
     /// receive, in accept order (their headers are read meanwhile).
     arrivals: VecDeque<ConnId>,
@@ -275,8 +277,19 @@ impl Rank {
     /// operation that cannot start (e.g. a size that does not split) completes at once with
     /// its error, under its own operation number.
     pub fn push(&mut self, now: Instant, op: Op) {
+        self.enqueue(now, Queued::Ready(op));
+    }
+
+    /// [`Rank::push`] of an operation of kind `kind` that `make` makes when it starts: the
+    /// inputs of queued operations are not held meanwhile (an all-to-all's are n chunks per
+    /// rank, n² in the world). `make` must make an operation of kind `kind`.
+    pub fn push_with(&mut self, now: Instant, kind: OpKind, make: impl Fn() -> Op + Send + Sync + 'static) {
+        self.enqueue(now, Queued::Later { kind, make: std::sync::Arc::new(make) });
+    }
+
+    fn enqueue(&mut self, now: Instant, q: Queued) {
         self.now = self.now.max(now);
-        self.queued.push_back(op);
+        self.queued.push_back(q);
         self.start_queued();
         self.advance();
     }
@@ -297,9 +310,9 @@ impl Rank {
         if !self.ready || self.failed || self.op.is_some() {
             return;
         }
-        let Some(op) = self.queued.pop_front() else { return };
-        let kind = op.kind();
-        if let Err(error) = self.start(op) {
+        let Some(q) = self.queued.pop_front() else { return };
+        let kind = q.kind();
+        if let Err(error) = self.start(q.op()) {
             let id = OpId(self.next_op);
             self.next_op += 1;
             self.queued.clear();

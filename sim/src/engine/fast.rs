@@ -22,7 +22,7 @@ use crate::explore::schedule::ConnName;
 use crate::kernel::{EventKind, HostId, Kernel, KernelConfig, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::seed::derive;
 use crate::words::{completion_line, event_line, kernel_line, ConnRef};
-use crate::workload::build_op;
+use crate::workload::queue_op;
 
 /// The drain's poll interval in the proposed fix.
 use bootsim_core::ports::{sim_port, ROOT_PORT};
@@ -184,7 +184,7 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
             .map(|rank| {
                 let mut r = Rank::new(RankConfig { rank, nranks: n, uid, variant: case.variant, limits }, now);
                 for (i, s) in spec.iter().enumerate() {
-                    r.push(now, build_op(*s, case.seed, i as u32, rank, n));
+                    queue_op(&mut r, now, *s, case.seed, i as u32, rank, n);
                 }
                 r
             })
