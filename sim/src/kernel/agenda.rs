@@ -233,6 +233,7 @@ impl Net {
     }
 
     /// Put `work` on the agenda at `at` (ties run in scheduling order).
+    #[inline]
     pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
         self.seq += 1;
         let entry = Scheduled::new(at, self.seq, work);
