@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::conn::{Conn, Role};
-use super::plan::{Source, Step};
 use super::peers::PeerAddrs;
+use super::plan::{Source, Step};
 use super::{Rank, Running, Wait};
 use crate::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
 use crate::error::BootstrapError;

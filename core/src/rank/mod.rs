@@ -22,8 +22,8 @@ use crate::variant::{Transport, Variant};
 
 use conn::{ConnTable, Role};
 use peers::{PeerAddrs, PeerVec};
-use queued::Queued;
 use plan::Step;
+use queued::Queued;
 
 /// Everything a rank is told before it starts.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
