@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
-use crate::ids::{ConnId, Listener};
+use crate::ids::{ConnId, Listener, OpKind};
 use crate::io::Limits;
 use crate::nvshmem::NvshmemNode;
 use crate::rank::{Op, Rank, RankConfig};
@@ -138,6 +138,14 @@ impl MemNet<NvshmemNode> {
         for op in ops {
             rank.push(now, op);
         }
+        self.collect(Node::Rank(r));
+    }
+
+    /// [`MemNet::queue_ops`] of one operation of kind `kind` made when it starts
+    /// ([`Rank::push_with`]).
+    pub fn queue_with(&mut self, r: u32, kind: OpKind, make: impl Fn() -> Op + Send + Sync + 'static) {
+        let now = self.now;
+        self.ranks[r as usize].rank_mut().expect("a rank").push_with(now, kind, make);
         self.collect(Node::Rank(r));
     }
 

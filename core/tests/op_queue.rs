@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bootsim_core::memnet::MemNet;
-use bootsim_core::{BootstrapError, Op, OpId, OpKind, Variant};
+use bootsim_core::{BootstrapError, Completion, Op, OpId, OpKind, Variant};
 
 #[test]
 fn an_operation_that_cannot_start_fails_under_its_own_number_and_the_rest_never_start() {
@@ -37,4 +37,37 @@ fn a_long_queue_of_operations_that_complete_at_once_does_not_recurse() {
     assert_eq!(res.len(), 200_000);
     assert!(res.iter().all(|c| c.result.is_ok()));
     assert_eq!(res.last().unwrap().op, OpId(200_000));
+}
+
+#[test]
+fn an_operation_made_when_it_starts_runs_as_the_same_operation_pushed_made() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    let chunks = |r: u32| (0..3u8).flat_map(|p| [r as u8, p, 7]).collect::<Vec<u8>>();
+    let run = |later: bool| {
+        let made = Arc::new(AtomicU32::new(0));
+        let mut net = MemNet::new(3, Variant::preset("nvshmem-3.7").unwrap());
+        for r in 0..3u32 {
+            net.queue_ops(r, [Op::Barrier { word: [1; 4] }]);
+            if later {
+                let counter = made.clone();
+                net.queue_with(r, OpKind::Alltoall, move || {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    Op::Alltoall { chunks: chunks(r) }
+                });
+                // Queued behind init and the barrier: not made yet.
+                assert_eq!(made.load(Ordering::Relaxed), 0);
+            } else {
+                net.queue_ops(r, [Op::Alltoall { chunks: chunks(r) }]);
+            }
+        }
+        net.run(Duration::from_secs(60));
+        let results: Vec<Vec<Completion>> = (0..3).map(|r| net.results(r).into_iter().cloned().collect()).collect();
+        (results, made.load(Ordering::Relaxed))
+    };
+    let (eager, _) = run(false);
+    let (later, made) = run(true);
+    assert_eq!(made, 3, "made once per rank, when it started");
+    assert_eq!(eager, later);
+    assert!(later.iter().all(|res| res.len() == 2 && res.iter().all(|c| c.result.is_ok())), "{later:?}");
 }

@@ -144,9 +144,10 @@ fn cut_quoted(message: &str) -> String {
 /// simulated clock cannot overflow).
 pub const MAX_DEADLINE_MS: u64 = 86_400_000;
 
-/// What init holds per rank for each peer: the allgathered 28-byte address, the decoded
-/// `SocketAddr` (32 bytes) and the per-peer sequence and stream slots (48 bytes). Init's tables
-/// grow with the square of the ranks: at 16384 ranks they alone are about 29 GB.
+/// What init holds per rank for each peer, at most: the allgathered 28-byte address, the
+/// decoded address (6 bytes for IPv4, 32 counted, as for IPv6) and the per-peer sequence and
+/// stream slots (48 bytes, taken only by the transports that use them). Init's tables grow with
+/// the square of the ranks: at 16384 ranks they alone are up to 29 GB.
 pub const INIT_BYTES_PER_PEER: u128 = 28 + 32 + 48;
 
 /// The most payload bytes (all ranks' buffers) one run may need: 4 GiB.

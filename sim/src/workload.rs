@@ -3,7 +3,7 @@
 //! Every payload is a pure function of (seed, sender, receiver, index), so the oracle knows
 //! every byte that should arrive and, for a wrong one, where it came from.
 
-use bootsim_core::{Op, OpKind, QpHandle};
+use bootsim_core::{Instant, Op, OpKind, QpHandle, Rank};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
@@ -186,9 +186,11 @@ pub fn qp_handle(seed: u64, from: u32, to: u32, qp: u32) -> QpHandle {
 /// The chunk `from` sends `to` in the `index`-th operation (an alltoall of `len` bytes per peer).
 pub fn alltoall_chunk(seed: u64, index: u32, from: u32, to: u32, len: usize) -> Vec<u8> {
     if len.is_multiple_of(QpHandle::SIZE) {
-        (0..(len / QpHandle::SIZE) as u32)
-            .flat_map(|qp| qp_handle(seed ^ u64::from(index) << 48, from, to, qp).to_bytes())
-            .collect()
+        let mut chunk = Vec::with_capacity(len);
+        for qp in 0..(len / QpHandle::SIZE) as u32 {
+            chunk.extend_from_slice(&qp_handle(seed ^ u64::from(index) << 48, from, to, qp).to_bytes());
+        }
+        chunk
     } else {
         bytes(key(seed, 2, u64::from(index) << 32 | u64::from(from), u64::from(to)), len)
     }
@@ -206,25 +208,47 @@ pub fn barrier_word(from: u32, index: u32) -> [u8; 4] {
 }
 
 fn bytes(k: u64, len: usize) -> Vec<u8> {
-    (0..len.div_ceil(8) as u64).flat_map(|i| mix(k ^ i).to_le_bytes()).take(len).collect()
+    let mut b = Vec::with_capacity(len.next_multiple_of(8));
+    for i in 0..len.div_ceil(8) as u64 {
+        b.extend_from_slice(&mix(k ^ i).to_le_bytes());
+    }
+    b.truncate(len);
+    b
+}
+
+/// The `n` pieces `piece(0..n)`, each `len` bytes, one after another (into one buffer of the
+/// final size: collecting a flattened iterator grew it step by step).
+fn concat(n: u32, len: usize, piece: impl Fn(u32) -> Vec<u8>) -> Vec<u8> {
+    let mut all = Vec::with_capacity(n as usize * len);
+    for p in 0..n {
+        all.extend_from_slice(&piece(p));
+    }
+    all
 }
 
 /// The core operation rank `r` of `n` starts for workload op `index`.
 pub fn build_op(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Op {
     match spec {
         OpSpec::Allgather(len) => Op::Allgather { mine: allgather_slice(seed, index, r, len) },
-        OpSpec::Alltoall(len) => {
-            Op::Alltoall { chunks: (0..n).flat_map(|p| alltoall_chunk(seed, index, r, p, len)).collect() }
-        }
+        OpSpec::Alltoall(len) => Op::Alltoall { chunks: concat(n, len, |p| alltoall_chunk(seed, index, r, p, len)) },
         OpSpec::Barrier => Op::Barrier { word: barrier_word(r, index) },
+    }
+}
+
+/// Queue workload op `index` on rank `r` of `n` ([`build_op`]'s operation): an all-to-all's
+/// chunks are made from the seed when it starts, not held by every rank from the start.
+pub fn queue_op(rank: &mut Rank, now: Instant, spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) {
+    match spec {
+        OpSpec::Alltoall(_) => rank.push_with(now, OpKind::Alltoall, move || build_op(spec, seed, index, r, n)),
+        OpSpec::Allgather(_) | OpSpec::Barrier => rank.push(now, build_op(spec, seed, index, r, n)),
     }
 }
 
 /// The result rank `r` must get from workload op `index`; `None` for a barrier (its bytes are unused).
 pub fn expected_result(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Option<Vec<u8>> {
     match spec {
-        OpSpec::Allgather(len) => Some((0..n).flat_map(|p| allgather_slice(seed, index, p, len)).collect()),
-        OpSpec::Alltoall(len) => Some((0..n).flat_map(|p| alltoall_chunk(seed, index, p, r, len)).collect()),
+        OpSpec::Allgather(len) => Some(concat(n, len, |p| allgather_slice(seed, index, p, len))),
+        OpSpec::Alltoall(len) => Some(concat(n, len, |p| alltoall_chunk(seed, index, p, r, len))),
         OpSpec::Barrier => None,
     }
 }

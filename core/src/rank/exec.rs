@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::conn::{Conn, Role};
+use super::peers::PeerAddrs;
 use super::plan::{Source, Step};
 use super::{Rank, Running, Wait};
 use crate::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
@@ -212,7 +213,7 @@ impl Rank {
                         .map_err(|e| self.wire_error(format!("the allgathered address of rank {i}"), e))?;
                     peers.push(addr);
                 }
-                self.peers = peers;
+                self.peers = PeerAddrs::new(peers);
                 Ok(Progress::StepDone)
             }
             Step::Send { peer, tag, step, source, range } => self.step_send(wait, peer, tag, step, source, range),
@@ -426,11 +427,11 @@ impl Rank {
         match wait {
             Wait::Start => {
                 if transport == Transport::Persistent {
-                    if let Some(conn) = self.stream_out[peer as usize] {
+                    if let Some(conn) = self.stream_out.get(peer as usize) {
                         return Ok(self.send_message(conn, peer, tag, step, source, range));
                     }
                 }
-                let conn = self.dial(Role::MessageOut, self.peers[peer as usize]);
+                let conn = self.dial(Role::MessageOut, self.peers.get(peer as usize));
                 self.set_wait(Wait::Connecting(conn));
                 Ok(Progress::Moved)
             }
@@ -444,7 +445,7 @@ impl Rank {
                     }
                 });
                 if persistent {
-                    self.stream_out[peer as usize] = Some(conn);
+                    *self.stream_out.get_mut(peer as usize) = Some(conn);
                 }
                 Ok(self.send_message(conn, peer, tag, step, source, range))
             }
@@ -479,9 +480,9 @@ impl Rank {
         range: std::ops::Range<usize>,
     ) -> Progress {
         let transport = self.cfg.variant.transport;
-        let seq = self.seq_out[peer as usize];
+        let seq = self.seq_out.get(peer as usize);
         if transport == Transport::Sequenced {
-            self.seq_out[peer as usize] += 1;
+            *self.seq_out.get_mut(peer as usize) += 1;
         }
         let op = self.op.as_ref().expect("a running operation");
         let data = match source {
@@ -611,13 +612,13 @@ impl Rank {
         let p = peer as usize;
         let (conn, seq, got_tag) = match self.cfg.variant.transport {
             Transport::Sequenced => {
-                let seq = self.seq_in[p];
+                let seq = self.seq_in.get(p);
                 let Some(&conn) = self.arrived.get(&(peer, seq)) else { return Ok(Progress::Blocked) };
                 let header = self.conns.get(conn).and_then(Conn::header).expect("indexed on a complete header");
                 (conn, seq, header.tag)
             }
             _ => {
-                let Some(conn) = self.stream_in[p] else { return Ok(Progress::Blocked) };
+                let Some(conn) = self.stream_in.get(p) else { return Ok(Progress::Blocked) };
                 let c = self.conns.get(conn).expect("stream");
                 let got_tag = match c.reader.peek_i32("tag") {
                     Ok(Some(t)) => t,
@@ -670,7 +671,7 @@ impl Rank {
         if persistent {
             return Ok(Progress::StepDone);
         }
-        self.seq_in[p] += 1;
+        *self.seq_in.get_mut(p) += 1;
         self.arrived.remove(&(peer, seq));
         self.close_conn(conn);
         Ok(Progress::StepDone)

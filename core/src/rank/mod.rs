@@ -3,8 +3,10 @@
 
 mod conn;
 mod exec;
+mod peers;
 mod plan;
 mod pool;
+mod queued;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -19,7 +21,9 @@ use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
 
 use conn::{ConnTable, Role};
+use peers::{PeerAddrs, PeerVec};
 use plan::Step;
+use queued::Queued;
 
 /// Everything a rank is told before it starts.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -131,21 +135,21 @@ pub struct Rank {
     conns: ConnTable,
     listeners: BTreeMap<Listener, SocketAddr>,
     successor: Option<SocketAddr>,
-    peers: Vec<SocketAddr>,
+    peers: PeerAddrs,
     ring_send: Option<ConnId>,
     ring_recv: Option<ConnId>,
     /// NVSHMEM's unexpected list: (peer, tag, connection), appended at the tail, scanned from the head.
     unexpected: VecDeque<(i32, i32, ConnId)>,
-    seq_out: Vec<u64>,
-    seq_in: Vec<u64>,
+    seq_out: PeerVec<u64>,
+    seq_in: PeerVec<u64>,
     arrived: BTreeMap<(u32, u64), ConnId>,
-    stream_out: Vec<Option<ConnId>>,
-    stream_in: Vec<Option<ConnId>>,
+    stream_out: PeerVec<Option<ConnId>>,
+    stream_in: PeerVec<Option<ConnId>>,
     eager_accept: Option<ConnId>,
     /// Under `read_ahead`: the accept outstanding on the root-facing listener during init.
     root_accept: Option<ConnId>,
     /// Operations pushed and not yet started, in order.
-    queued: VecDeque<Op>,
+    queued: VecDeque<Queued>,
     /// Per-message transport under `read_ahead`: accepted connections not yet taken by a
     /// receive, in accept order (their headers are read meanwhile).
     arrivals: VecDeque<ConnId>,
@@ -169,15 +173,15 @@ impl Rank {
             conns: ConnTable::default(),
             listeners: BTreeMap::new(),
             successor: None,
-            peers: Vec::new(),
+            peers: PeerAddrs::default(),
             ring_send: None,
             ring_recv: None,
             unexpected: VecDeque::new(),
-            seq_out: vec![0; n],
-            seq_in: vec![0; n],
+            seq_out: PeerVec::new(n),
+            seq_in: PeerVec::new(n),
             arrived: BTreeMap::new(),
-            stream_out: vec![None; n],
-            stream_in: vec![None; n],
+            stream_out: PeerVec::new(n),
+            stream_in: PeerVec::new(n),
             eager_accept: None,
             root_accept: None,
             queued: VecDeque::new(),
@@ -229,8 +233,8 @@ impl Rank {
     }
 
     /// Every peer's listener, known after init.
-    pub fn peer_addrs(&self) -> &[SocketAddr] {
-        &self.peers
+    pub fn peer_addrs(&self) -> Vec<SocketAddr> {
+        self.peers.to_vec()
     }
 
     /// The unexpected list, head first: (peer, tag) of each connection parked there.
@@ -273,8 +277,19 @@ impl Rank {
     /// operation that cannot start (e.g. a size that does not split) completes at once with
     /// its error, under its own operation number.
     pub fn push(&mut self, now: Instant, op: Op) {
+        self.enqueue(now, Queued::Ready(op));
+    }
+
+    /// [`Rank::push`] of an operation of kind `kind` that `make` makes when it starts: the
+    /// inputs of queued operations are not held meanwhile (an all-to-all's are n chunks per
+    /// rank, n² in the world). `make` must make an operation of kind `kind`.
+    pub fn push_with(&mut self, now: Instant, kind: OpKind, make: impl Fn() -> Op + Send + Sync + 'static) {
+        self.enqueue(now, Queued::Later { kind, make: std::sync::Arc::new(make) });
+    }
+
+    fn enqueue(&mut self, now: Instant, q: Queued) {
         self.now = self.now.max(now);
-        self.queued.push_back(op);
+        self.queued.push_back(q);
         self.start_queued();
         self.advance();
     }
@@ -295,9 +310,9 @@ impl Rank {
         if !self.ready || self.failed || self.op.is_some() {
             return;
         }
-        let Some(op) = self.queued.pop_front() else { return };
-        let kind = op.kind();
-        if let Err(error) = self.start(op) {
+        let Some(q) = self.queued.pop_front() else { return };
+        let kind = q.kind();
+        if let Err(error) = self.start(q.op()) {
             let id = OpId(self.next_op);
             self.next_op += 1;
             self.queued.clear();
@@ -620,16 +635,16 @@ impl Rank {
         };
         match transport {
             Transport::Sequenced => {
-                if self.arrived.contains_key(&(src, header.seq)) || header.seq < self.seq_in[src as usize] {
+                if self.arrived.contains_key(&(src, header.seq)) || header.seq < self.seq_in.get(src as usize) {
                     return self.drop_stray(id, from, WireError::DuplicateSequence { rank: src, seq: header.seq });
                 }
                 self.arrived.insert((src, header.seq), id);
             }
             Transport::Persistent => {
-                if self.stream_in[src as usize].is_some() {
+                if self.stream_in.get(src as usize).is_some() {
                     return self.drop_stray(id, from, WireError::DuplicateStream { rank: src });
                 }
-                self.stream_in[src as usize] = Some(id);
+                *self.stream_in.get_mut(src as usize) = Some(id);
             }
             Transport::PerMessage => {}
         }

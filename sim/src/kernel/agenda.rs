@@ -16,6 +16,7 @@ use super::napi::{LoadParams, Loaded, Via};
 use super::rng::{self, Purpose};
 use super::rss::Rss;
 use super::softirq::{Admitted, RxQueue, StallParams};
+use super::wheel::{Timed, Wheel};
 
 /// iperf3's default port, the flood's destination.
 const IPERF3_PORT: u16 = 5201;
@@ -111,6 +112,12 @@ impl Scheduled {
     }
 }
 
+impl Timed for Scheduled {
+    fn at_ns(&self) -> u64 {
+        (self.key >> 64) as u64
+    }
+}
+
 impl PartialEq for Scheduled {
     fn eq(&self, other: &Self) -> bool {
         self.key == other.key
@@ -128,6 +135,13 @@ impl Ord for Scheduled {
     }
 }
 
+/// One of the agenda's two heaps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    Packets,
+    Timers,
+}
+
 /// Everything but the sockets: hosts, the agenda, the event outbox and counters.
 #[derive(Debug)]
 pub(crate) struct Net {
@@ -140,8 +154,13 @@ pub(crate) struct Net {
     agenda: BinaryHeap<Reverse<Scheduled>>,
     /// Retransmission timers (long, mostly stale by the time they fire); kept apart so the
     /// packet heap stays small. Both heaps share one sequence counter.
-    timers: BinaryHeap<Reverse<Scheduled>>,
+    timers: Wheel<Scheduled>,
     seq: u64,
+    /// The heap whose top entry [`Net::pop_due`] handed out and has not yet removed.
+    taken: Option<Lane>,
+    /// Busy periods all RX queues generated so far (kept as they are made, not summed over
+    /// every queue when asked: the engine asks often).
+    periods: u64,
     pub(crate) hosts: Vec<Host>,
     pub(crate) events: VecDeque<KernelEvent>,
     /// Something a driver could act on happened since it was last cleared: an application
@@ -159,7 +178,7 @@ impl Net {
         let stall = StallParams::new(&cfg);
         let loss = LossParams::new(&cfg);
         let queues = cfg.rx_queues.clamp(1, 128);
-        let hosts = (0..hosts)
+        let hosts: Vec<Host> = (0..hosts)
             .map(|h| {
                 let mut setup = rng::stream(seed, Purpose::Setup, h, 0);
                 let rss = Rss::new(&mut setup, queues);
@@ -202,8 +221,10 @@ impl Net {
             stall,
             loss,
             agenda: BinaryHeap::new(),
-            timers: BinaryHeap::new(),
+            timers: Wheel::default(),
             seq: 0,
+            taken: None,
+            periods: hosts.iter().flat_map(|h| &h.servers).map(|q| q.periods).sum(),
             hosts,
             events: VecDeque::new(),
             observable: false,
@@ -212,47 +233,70 @@ impl Net {
     }
 
     /// Put `work` on the agenda at `at` (ties run in scheduling order).
+    #[inline]
     pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
         self.seq += 1;
-        let entry = Reverse(Scheduled::new(at, self.seq, work));
-        match work {
-            Work::Timer { .. } => self.timers.push(entry),
-            Work::Arrive(_) | Work::Backlog { .. } | Work::Deliver(_) => self.agenda.push(entry),
+        let entry = Scheduled::new(at, self.seq, work);
+        if let Work::Timer { .. } = work {
+            self.timers.push(entry);
+            return;
+        }
+        if self.taken == Some(Lane::Packets) {
+            // The packet being handled is still at the top of its heap: the new one takes its
+            // place, one sift down from the top (usually short: new entries are due soon)
+            // instead of a pop to the bottom and a push back up.
+            self.taken = None;
+            if let Some(mut top) = self.agenda.peek_mut() {
+                *top = Reverse(entry);
+                return;
+            }
+        }
+        self.agenda.push(Reverse(entry));
+    }
+
+    /// Remove the entry handed out by [`Net::pop_due`] if nothing took its place.
+    fn settle(&mut self) {
+        match self.taken.take() {
+            Some(Lane::Packets) => drop(self.agenda.pop()),
+            Some(Lane::Timers) => drop(self.timers.pop()),
+            None => {}
         }
     }
 
-    /// The heap holding the earliest entry overall, by (time, seq).
-    fn earliest(&mut self) -> Option<&mut BinaryHeap<Reverse<Scheduled>>> {
+    /// The earliest entry overall, by (time, seq), and where it is.
+    fn earliest(&self) -> Option<(&Scheduled, Lane)> {
         match (self.agenda.peek(), self.timers.peek()) {
             (None, None) => None,
-            (Some(_), None) => Some(&mut self.agenda),
-            (None, Some(_)) => Some(&mut self.timers),
-            (Some(Reverse(a)), Some(Reverse(t))) => Some(if a <= t { &mut self.agenda } else { &mut self.timers }),
+            (Some(Reverse(a)), None) => Some((a, Lane::Packets)),
+            (None, Some(t)) => Some((t, Lane::Timers)),
+            (Some(Reverse(a)), Some(t)) => Some(if a.key <= t.key { (a, Lane::Packets) } else { (t, Lane::Timers) }),
         }
     }
 
     /// Time of the earliest agenda entry.
     pub(crate) fn next_due(&self) -> Option<Instant> {
-        let a = self.agenda.peek().map(|Reverse(s)| s.at());
-        let t = self.timers.peek().map(|Reverse(s)| s.at());
-        match (a, t) {
-            (Some(a), Some(t)) => Some(a.min(t)),
-            (a, t) => a.or(t),
-        }
+        debug_assert!(self.taken.is_none(), "asked for the next entry while one is being handled");
+        self.earliest().map(|(s, _)| s.at())
     }
 
-    /// Take the earliest agenda entry if it is due at or before `now`.
+    /// Take the earliest agenda entry if it is due at or before `now`. It stays in its queue
+    /// while it is handled (the next packet scheduled replaces a packet); the next call
+    /// removes it if nothing did, so call this until it returns `None`.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, Work)> {
-        let heap = self.earliest()?;
-        if heap.peek()?.0.at() > now {
+        self.settle();
+        let (top, lane) = self.earliest()?;
+        let at = top.at();
+        if at > now {
             return None;
         }
-        heap.pop().map(|Reverse(s)| (s.at(), s.work))
+        let work = top.work;
+        self.taken = Some(lane);
+        Some((at, work))
     }
 
     /// Busy periods the RX queues' stall model generated so far (its work).
     pub(crate) fn stall_periods(&self) -> u64 {
-        self.hosts.iter().flat_map(|h| &h.servers).map(|q| q.periods).sum()
+        self.periods
     }
 
     /// Counters so far, with the queues' deferred polls.
@@ -308,13 +352,15 @@ impl Net {
         }
         let cpu = h.cpus.of_queue(queue);
         let cost = if h.cpus.rps { self.cfg.service } else { cost(&self.cfg, pkt.seg) };
-        let Some(admitted) = h.servers[usize::from(cpu)].offer(at, cost, &self.stall, Via::Ring) else {
+        let rps = h.cpus.rps;
+        let Some(admitted) = self.on_server(host, cpu, |q, p| q.offer(at, cost, p, Via::Ring)) else {
             self.stats.ring_drops += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace(at, EventKind::RingDrop { host: HostId(host), queue, flow, dir, seg });
             return;
         };
-        let next = if h.cpus.rps {
+        let next = if rps {
+            let h = &self.hosts[host as usize];
             let hash = match pkt.dir {
                 Dir::ToServer => h.rss.hash(flow.client.0, flow.client_port, flow.server.0, flow.server_port),
                 Dir::ToClient => h.rss.hash(flow.server.0, flow.server_port, flow.client.0, flow.client_port),
@@ -330,9 +376,8 @@ impl Net {
     /// (`netdev_max_backlog`), else delivered to TCP once that CPU's softirq has done its TCP
     /// work.
     pub(crate) fn backlog(&mut self, at: Instant, pkt: Pkt, host: u32, cpu: u16, queue: u16, flow: Flow) {
-        let h = &mut self.hosts[host as usize];
         let cost = tcp_cost(&self.cfg, pkt.seg);
-        let Some(admitted) = h.servers[usize::from(cpu)].offer(at, cost, &self.stall, Via::Backlog) else {
+        let Some(admitted) = self.on_server(host, cpu, |q, p| q.offer(at, cost, p, Via::Backlog)) else {
             self.stats.cpu_backlog_drops += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace(at, EventKind::CpuBacklogDrop { host: HostId(host), cpu, flow, dir, seg });
@@ -344,9 +389,17 @@ impl Net {
     /// When the application thread of `host`, runnable from `start`, has had `cost` of CPU on
     /// its core (`app_cpu`) at `now`, softirq taking precedence.
     pub(crate) fn app_done(&mut self, now: Instant, host: u32, start: Instant, cost: Duration) -> Instant {
-        let h = &mut self.hosts[host as usize];
-        let cpu = self.cfg.load.cpu.app_cpu.min(h.cpus.count() - 1);
-        h.servers[usize::from(cpu)].app_done(now, start, cost, &self.stall)
+        let cpu = self.cfg.load.cpu.app_cpu.min(self.hosts[host as usize].cpus.count() - 1);
+        self.on_server(host, cpu, |q, p| q.app_done(now, start, cost, p))
+    }
+
+    /// Run `f` on CPU `cpu`'s softirq server of `host`, counting the busy periods it generates.
+    fn on_server<R>(&mut self, host: u32, cpu: u16, f: impl FnOnce(&mut RxQueue, &StallParams) -> R) -> R {
+        let q = &mut self.hosts[host as usize].servers[usize::from(cpu)];
+        let before = q.periods;
+        let r = f(q, &self.stall);
+        self.periods += q.periods - before;
+        r
     }
 
     /// A softirq server took the packet that arrived at `at`: count its wait, trace its

@@ -24,6 +24,7 @@ mod rng;
 mod rss;
 mod softirq;
 mod tcp;
+mod wheel;
 
 #[cfg(test)]
 mod tests;

@@ -51,12 +51,14 @@ fn toeplitz(key: &[u8; 40], input: &[u8]) -> u32 {
     let mut window = u64::from_be_bytes(key[0..8].try_into().expect("8 bytes"));
     let mut next_key_byte = 8;
     for &byte in input {
-        for bit in 0..8 {
-            if byte & (0x80 >> bit) != 0 {
-                result ^= (window >> 32) as u32;
-            }
-            window <<= 1;
+        // Each set bit, from the most significant, takes the window shifted by its position.
+        let mut bits = byte;
+        while bits != 0 {
+            let at = bits.leading_zeros();
+            result ^= ((window << at) >> 32) as u32;
+            bits &= !(0x80 >> at);
         }
+        window <<= 8;
         // After each input byte, 8 key bits were consumed: refill the low byte.
         if next_key_byte < key.len() {
             window |= u64::from(key[next_key_byte]);

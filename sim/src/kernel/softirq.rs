@@ -24,6 +24,10 @@ pub(crate) struct StallParams {
     xm: f64,
     alpha: f64,
     cap: u64,
+    /// `xm^(1 - alpha)`, `xm^alpha` and `1 / (1 - alpha)`, for [`StallParams::residual_busy`].
+    xm_pow_1_minus_a: f64,
+    xm_pow_a: f64,
+    inv_1_minus_a: f64,
 }
 
 impl StallParams {
@@ -34,11 +38,15 @@ impl StallParams {
         StallParams {
             mean_gap: cfg.stall_gap.map(|g| (g.as_nanos() as f64).max(1.0)),
             skew: cfg.stall_skew.max(1.0),
-            mean_busy: mean_capped_pareto(xm, cfg.stall_alpha, cap as f64),
             xm,
-            alpha: cfg.stall_alpha,
             cap,
+            alpha: 0.0,
+            mean_busy: 0.0,
+            xm_pow_1_minus_a: 0.0,
+            xm_pow_a: 0.0,
+            inv_1_minus_a: 0.0,
         }
+        .with_alpha(cfg.stall_alpha)
     }
 
     /// The remaining length of the busy period a random instant falls in (the equilibrium
@@ -51,9 +59,21 @@ impl StallParams {
         } else if (a - 1.0).abs() < 1e-9 {
             xm * ((target - xm) / xm).exp()
         } else {
-            (xm.powf(1.0 - a) + (target - xm) * (1.0 - a) / xm.powf(a)).powf(1.0 / (1.0 - a))
+            (self.xm_pow_1_minus_a + (target - xm) * (1.0 - a) / self.xm_pow_a).powf(self.inv_1_minus_a)
         };
         (r as u64).clamp(1, self.cap)
+    }
+
+    /// The same with Pareto shape `alpha` (and what depends on it).
+    fn with_alpha(self, alpha: f64) -> StallParams {
+        StallParams {
+            alpha,
+            mean_busy: mean_capped_pareto(self.xm, alpha, self.cap as f64),
+            xm_pow_1_minus_a: self.xm.powf(1.0 - alpha),
+            xm_pow_a: self.xm.powf(alpha),
+            inv_1_minus_a: 1.0 / (1.0 - alpha),
+            ..self
+        }
     }
 
     /// Long-run fraction of time the CPU of a queue with the median gap is busy.
@@ -373,9 +393,7 @@ mod tests {
         // Mean residual of a busy period seen at a random instant is E[X^2] / (2 E[X]);
         // compare the inversion sampler with residuals measured on the walked process.
         for alpha in [0.8, 1.0, 1.5] {
-            let mut p = params(400);
-            p.alpha = alpha;
-            p.mean_busy = mean_capped_pareto(p.xm, alpha, p.cap as f64);
+            let p = params(400).with_alpha(alpha);
             let n = 20_000;
             let inv: f64 =
                 (0..n).map(|i| p.residual_busy((f64::from(i) + 0.5) / f64::from(n)) as f64).sum::<f64>() / f64::from(n);

@@ -15,7 +15,7 @@ use bootsim_core::{UniqueId, Variant};
 use crate::oracle::{self, Finding, Verdict};
 use crate::seed::derive;
 use crate::words::{completion_line, event_line};
-use crate::workload::{build_op, Workload};
+use crate::workload::{build_op, queue_op, Workload};
 
 /// NVSHMEM's UID bootstrap (every preset variant).
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,7 +37,7 @@ impl Protocol for Nvshmem {
         for (rank, node) in nodes.ranks.iter_mut().enumerate() {
             let r = node.rank_mut().expect("a rank");
             for (i, s) in spec.iter().enumerate() {
-                r.push(Instant::ZERO, build_op(*s, setup.seed, i as u32, rank as u32, setup.n));
+                queue_op(r, Instant::ZERO, *s, setup.seed, i as u32, rank as u32, setup.n);
             }
         }
         nodes
