@@ -38,6 +38,24 @@ fn merge_of_a_file_it_cannot_read_exits_3_naming_it_and_of_garbage_2() {
 }
 
 #[test]
+fn a_case_the_simulator_gives_up_on_exits_3_naming_its_knobs_on_either_engine() {
+    // A day of simulated time with a stall walked every microsecond: the work guard ends it.
+    // That is no verdict on the protocol but a case that could not be run within bounds.
+    // (turmoil does not model the application's CPU time: its costs are 0 there.)
+    for (engine, cpu) in [("fast", "1ms"), ("turmoil", "0")] {
+        let case = format!(
+            "engine={engine} ranks=2 deadline_ms=86400000 service=1ms syscall_cost={cpu} app_work={cpu} \
+             stall_gap=1us stall_skew=1000 adversary=cpu"
+        );
+        let o = run(&["run", &case]);
+        assert_eq!(o.status.code(), Some(3), "{engine}: {}", text(&o));
+        assert!(text(&o).contains("the simulation gave up after"), "{engine}: {}", text(&o));
+        assert!(text(&o).contains("kernel knobs: service=1ms"), "{engine}: {}", text(&o));
+        assert!(text(&o).contains("could not run: the simulation gave up"), "{engine}: {}", text(&o));
+    }
+}
+
+#[test]
 fn sweep_and_compare_refuse_zero_jobs_with_2() {
     for cmd in ["sweep", "compare"] {
         let o = run(&[cmd, "--seeds", "2", "--jobs", "0"]);

@@ -343,6 +343,40 @@ fn the_session_magic_appears_in_no_log_line_even_at_trace_level() {
     assert!(outs[0].1.contains("bad magic"), "the stranger is named: {}", outs[0].1);
 }
 
+#[test]
+fn the_structs_that_hold_the_magic_show_only_its_fingerprint_in_debug() {
+    // `{:?}` of everything that carries the session magic (a log line at debug level, a panic
+    // message, a tracing field): the fingerprint, never the value, in any spelling.
+    use bootsim_adapters::tokio_sockets::{real_limits, Rendezvous, SessionConfig};
+    use bootsim_adapters::wire_run::WireRunConfig;
+    use bootsim_core::Variant;
+    let addr: SocketAddr = ([127, 0, 0, 1], 29500).into();
+    let magic = secret_magic(addr);
+    let variant = Variant::preset("nvshmem-3.7").unwrap();
+    let limits = real_limits(Duration::from_secs(30));
+    let session = SessionConfig {
+        rank: 1,
+        nranks: 4,
+        variant,
+        limits,
+        magic,
+        ip: addr.ip(),
+        rendezvous: Rendezvous::Session(addr),
+        uid_wait: Duration::from_secs(30),
+    };
+    let shown = [
+        ("Preamble", format!("{:?}", Preamble::bootstrap(magic))),
+        ("SessionConfig", format!("{session:?}")),
+        ("SessionConfig (pretty)", format!("{session:#?}")),
+        ("WireRunConfig", format!("{:?}", WireRunConfig { nranks: 4, variant, limits, magic })),
+    ];
+    let fingerprint = format!("fingerprint {}", bootsim_core::codec::Fingerprint::of(magic));
+    for (what, text) in &shown {
+        assert_no_magic(magic, what, text);
+        assert!(text.contains(&fingerprint), "{what} shows the magic's fingerprint: {text}");
+    }
+}
+
 /// Every command line of a running `bootsim` process, read from /proc.
 fn bootsim_command_lines() -> Vec<String> {
     let Ok(procs) = std::fs::read_dir("/proc") else { return Vec::new() };
@@ -551,18 +585,20 @@ fn after_kill_9_of_a_rank_the_summary_names_it_as_the_first_cause() {
     let summary = out.lines().find(|l| l.starts_with("smoke --local 4:")).unwrap_or_else(|| panic!("{out}"));
     assert!(summary.contains("first cause: rank 2 died of signal 9"), "{summary}");
     assert!(summary.contains("gave up: it lost rank 2"), "{summary}");
+    assert!(!out.contains("bootsim-blame"), "the ranks' typed blame lines are the parent's, not shown: {out}");
     eprintln!("{summary} ({:?} after the kill)", killed.elapsed());
 }
 
-#[test]
-fn a_silent_stranger_at_the_real_plugins_root_is_named() {
-    // NVSHMEM's root (rank 0's plugin) takes one connection at a time and waits for its
-    // check-in without a timeout: one silent stranger stops the session. bootsim cannot change
-    // that, but it names who held the root when it stops the rank.
-    let addr: SocketAddr = ([127, 0, 0, 1], free_port(10, 1)).into();
+/// Each rank's exit code and output, the session's address and the stranger's.
+type StrangerSession = (Vec<(Option<i32>, String)>, SocketAddr, SocketAddr);
+
+/// One 3-rank session of NVSHMEM 3.8.0's plugin at a fresh port with a silent stranger at rank
+/// 0's root (`None`: the plugin is not here).
+fn plugin_session_with_a_stranger(seed: u16) -> Option<StrangerSession> {
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port(seed, 1)).into();
     let spawn = |r: u32| {
         let mut c = bootsim();
-        c.args(["smoke", "--session", &addr.to_string(), "--rank", &r.to_string(), "--ranks", "2"]).args([
+        c.args(["smoke", "--session", &addr.to_string(), "--rank", &r.to_string(), "--ranks", "3"]).args([
             "--plugin",
             "3.8.0",
             "--workload",
@@ -579,22 +615,57 @@ fn a_silent_stranger_at_the_real_plugins_root_is_named() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let stranger = loop {
         if let Ok(s) = TcpStream::connect(addr) {
-            break s;
+            break Some(s);
         }
-        assert!(Instant::now() < deadline, "rank 0's plugin root never listened");
+        if children[0].try_wait().unwrap().is_some() || Instant::now() > deadline {
+            break None;
+        }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let from = stranger.local_addr().unwrap();
-    children.push(spawn(1));
-    let outs = finish(children, Duration::from_secs(60));
-    let (code, out) = &outs[0];
-    if out.contains("not available") || out.contains("could not fetch") {
-        bootsim_adapters::skip::can_run("nvshmem-plugin", Err(format!("no NVSHMEM plugin here: {out}")));
-        return;
+    let from = stranger.as_ref().map(|s| s.local_addr().unwrap());
+    if stranger.is_some() {
+        children.extend((1..3).map(spawn));
     }
-    assert_eq!(*code, Some(1), "{out}");
-    assert!(out.contains(&format!("{addr} from {from}")), "rank 0 names the stranger {from}: {out}");
+    let outs = finish(children, Duration::from_secs(60));
+    if outs[0].1.contains("not available") || outs[0].1.contains("could not fetch") {
+        bootsim_adapters::skip::can_run("nvshmem-plugin", Err(format!("no NVSHMEM plugin here: {}", outs[0].1)));
+        return None;
+    }
+    let from = from.unwrap_or_else(|| panic!("rank 0's plugin root never listened: {}", outs[0].1));
     drop(stranger);
+    Some((outs, addr, from))
+}
+
+#[test]
+fn a_silent_stranger_at_the_real_plugins_root_is_named_as_the_first_cause_every_time() {
+    // NVSHMEM's root (rank 0's plugin) takes one connection at a time and waits for its
+    // check-in without a timeout: one silent stranger stops the session. bootsim cannot change
+    // that, but it stops the root first (the other ranks wait a second longer in init), names
+    // who held it as the session's first cause, and the other ranks, reset when the root went,
+    // say they lost it: the same verdict and words in every run.
+    for run in 0..3 {
+        let Some((outs, addr, from)) = plugin_session_with_a_stranger(10 + run) else { return };
+        let (code, out) = &outs[0];
+        assert_eq!(*code, Some(1), "run {run}: {out}");
+        assert!(out.contains("rank 0/3 iter 0: FAIL after"), "run {run}: {out}");
+        assert!(out.contains(": hang: rank 0 waits for init: no progress for 3000 ms"), "run {run}: {out}");
+        let summary = out.lines().find(|l| l.starts_with("smoke: FAIL")).unwrap_or_else(|| panic!("{out}"));
+        assert!(
+            summary.contains(&format!(
+                "first cause: rank 0 made no progress: its listener held a connection that sent nothing: {addr} from {from}"
+            )),
+            "run {run}: rank 0 names the stranger {from}: {summary}"
+        );
+        for (r, (code, out)) in outs.iter().enumerate().skip(1) {
+            assert_eq!(*code, Some(1), "run {run}, rank {r}: {out}");
+            assert!(out.contains("(a consequence: it lost the root): error:"), "run {run}, rank {r}: {out}");
+            assert!(
+                out.contains(&format!("it gave up: it lost rank 0 (the root at {addr})")),
+                "run {run}, rank {r}: {out}"
+            );
+        }
+        eprintln!("run {run}: {summary}");
+    }
 }
 
 #[test]

@@ -33,8 +33,9 @@ pub fn host_rank(host: u8) -> u32 {
     u32::from(host).saturating_sub(1)
 }
 
-/// What every rank of a wire run shares.
-#[derive(Clone, Copy, Debug)]
+/// What every rank of a wire run shares. Its `Debug` shows the magic's fingerprint, never the
+/// magic.
+#[derive(Clone, Copy)]
 pub struct WireRunConfig {
     /// World size, 1..=254.
     pub nranks: u32,
@@ -44,6 +45,18 @@ pub struct WireRunConfig {
     pub limits: Limits,
     /// The session magic.
     pub magic: u64,
+}
+
+impl std::fmt::Debug for WireRunConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let WireRunConfig { nranks, variant, limits, magic } = self;
+        f.debug_struct("WireRunConfig")
+            .field("nranks", nranks)
+            .field("variant", variant)
+            .field("limits", limits)
+            .field("magic", &bootsim_core::codec::RedactedMagic(*magic))
+            .finish()
+    }
 }
 
 /// What a wire run produced.

@@ -69,15 +69,71 @@ pub enum BootstrapError {
     /// Root: the rank's root listener could not be reached.
     #[error("root: cannot connect to rank {to} at {addr}: {reason}")]
     RootConnect { to: u32, addr: SocketAddr, reason: String },
-    /// Root: nothing arrived within the configured timeout.
+    /// Root: nothing arrived within the configured timeout. `missing`: the ranks that have not
+    /// checked in (the culprits), when the world size is known.
     #[error("root: no progress for {}ms while {waiting}", after.as_millis())]
-    RootTimeout { waiting: String, after: Duration },
+    RootTimeout { waiting: String, after: Duration, missing: Vec<u32> },
     /// Root: its listener could not be opened.
     #[error("root: cannot listen: {reason}")]
     RootListen { reason: String },
     /// Root: a rank's unique-ID version differs from the root's.
     #[error("root: a rank at {from} speaks unique ID version {theirs}, the root {ours}")]
     RootVersionMismatch { from: String, theirs: i32, ours: i32 },
+}
+
+/// The peer a failed rank lost: the one that stopped, died, refused it or never came. A rank
+/// that fails because of it gave up; the culprit's own failure is the cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Culprit {
+    /// A rank of the session.
+    Rank(u32),
+    /// The root (run by rank 0's process in every bootsim session).
+    Root,
+}
+
+impl Culprit {
+    /// The rank it is, counting the root as rank 0's.
+    pub fn rank(self) -> u32 {
+        match self {
+            Culprit::Rank(r) => r,
+            Culprit::Root => 0,
+        }
+    }
+
+    /// The peer a rank's own words name: `rank N` or `the root`, the names the rank's steps give
+    /// their peers (`from`, `to`, a wait's description); the first one that is not `me`.
+    pub fn named(words: &str, me: u32) -> Option<Culprit> {
+        let mut it = words.split(|c: char| !c.is_ascii_alphanumeric()).peekable();
+        while let Some(w) = it.next() {
+            let found = match (w, it.peek()) {
+                ("rank", Some(n)) => n.parse().ok().map(Culprit::Rank),
+                ("the", Some(&"root")) => Some(Culprit::Root),
+                _ => None,
+            };
+            if let Some(c) = found.filter(|c| *c != Culprit::Rank(me)) {
+                return Some(c);
+            }
+        }
+        None
+    }
+}
+
+impl BootstrapError {
+    /// The peer whose loss made this rank (`me`) fail, if it failed because of another: a peer
+    /// that closed or sent garbage, one it could not reach, the root that refused it, the peer a
+    /// timed-out step waited for, the ranks that never checked in. `None` when the rank found
+    /// the fault itself (a size or order mismatch, its tags, its own listener): it is the cause.
+    pub fn culprit(&self, me: u32) -> Option<Culprit> {
+        match self {
+            BootstrapError::Wire { from, .. } => Culprit::named(from, me),
+            BootstrapError::Connect { to, .. } => Culprit::named(to, me),
+            BootstrapError::Timeout { waiting, .. } => Culprit::named(waiting, me),
+            BootstrapError::CheckInRefused { .. } => Some(Culprit::Root),
+            BootstrapError::RootConnect { to, .. } => Some(Culprit::Rank(*to)),
+            BootstrapError::RootTimeout { missing, .. } => missing.first().map(|&r| Culprit::Rank(r)),
+            _ => None,
+        }
+    }
 }
 
 /// A connection's failure as a person reads it: a peer that closed mid-message is named as the
@@ -95,6 +151,27 @@ fn wire_text(from: &str, error: &WireError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_culprit_is_the_peer_a_rank_lost_and_none_for_a_fault_it_found() {
+        let wire = |from: &str| BootstrapError::Wire {
+            rank: 1,
+            op: OpKind::Barrier,
+            from: from.into(),
+            error: WireError::Truncated { what: "a frame", needed: 4, have: 0 },
+        };
+        assert_eq!(wire("rank 2").culprit(1), Some(Culprit::Rank(2)));
+        assert_eq!(wire("the root").culprit(1), Some(Culprit::Root));
+        let waiting = "barrier #2: recv from rank 1 tag 0x2 (bytes on local c3)".to_string();
+        let t = BootstrapError::Timeout { rank: 0, op: OpKind::Barrier, waiting, after: Duration::from_secs(1) };
+        assert_eq!(t.culprit(0), Some(Culprit::Rank(1)));
+        let missing = BootstrapError::RootTimeout { waiting: String::new(), after: Duration::ZERO, missing: vec![3] };
+        assert_eq!(missing.culprit(0), Some(Culprit::Rank(3)));
+        let refused = BootstrapError::CheckInRefused { rank: 2, root: "127.0.0.1:1".parse().unwrap() };
+        assert_eq!(refused.culprit(2).map(Culprit::rank), Some(0));
+        let own = BootstrapError::SizeMismatch { rank: 1, peer: 0, op: OpKind::Barrier, tag: 2, expected: 4, got: 8 };
+        assert_eq!(own.culprit(1), None);
+    }
 
     #[test]
     fn a_peer_that_closed_mid_message_is_named_as_the_culprit() {

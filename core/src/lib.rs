@@ -31,7 +31,7 @@ pub mod uid;
 pub mod variant;
 
 pub use drain::{DrainPoll, DrainStep};
-pub use error::BootstrapError;
+pub use error::{BootstrapError, Culprit};
 pub use ids::{ConnId, Listener, MsgOrigin, OpId, OpKind, OpName};
 pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};
 pub use qp_handle::{GidDisplay, QpHandle};

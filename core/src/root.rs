@@ -138,14 +138,19 @@ impl Root {
         })
     }
 
-    /// The culprits of a stalled rendezvous: the ranks that have not checked in (once the world
-    /// size is known), e.g. "; not yet checked in: rank 3".
-    fn missing_ranks(&self) -> String {
+    /// The ranks that have not checked in (once the world size is known): a stalled
+    /// rendezvous's culprits.
+    fn missing(&self) -> Vec<u32> {
         if self.nranks.is_none() {
-            return String::new();
+            return Vec::new();
         }
-        let missing: Vec<String> =
-            self.listen_root.iter().enumerate().filter(|(_, a)| a.is_none()).map(|(r, _)| r.to_string()).collect();
+        let missing = self.listen_root.iter().enumerate().filter(|(_, a)| a.is_none());
+        missing.map(|(r, _)| r as u32).collect()
+    }
+
+    /// The culprits of a stalled rendezvous as words, e.g. "; not yet checked in: rank 3".
+    fn missing_ranks(&self) -> String {
+        let missing: Vec<String> = self.missing().iter().map(u32::to_string).collect();
         match missing.len() {
             0 => String::new(),
             1 => format!("; not yet checked in: rank {}", missing[0]),
@@ -228,7 +233,11 @@ impl Root {
         if let Some(limit) = self.cfg.limits.op_timeout {
             if self.phase != Phase::Done && self.now >= self.last_progress + limit {
                 let waiting = self.waiting_for().unwrap_or_default();
-                self.fail(BootstrapError::RootTimeout { waiting, after: limit });
+                let missing = match self.phase {
+                    Phase::CheckingIn => self.missing(),
+                    _ => Vec::new(),
+                };
+                self.fail(BootstrapError::RootTimeout { waiting, after: limit, missing });
             }
         }
     }

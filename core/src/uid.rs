@@ -24,7 +24,7 @@ impl std::fmt::Debug for UniqueId {
         f.debug_struct("UniqueId")
             .field("version", &self.version)
             .field("root", &self.root)
-            .field("magic", &format_args!("fingerprint {}", crate::codec::Fingerprint::of(self.magic)))
+            .field("magic", &crate::codec::RedactedMagic(self.magic))
             .finish()
     }
 }

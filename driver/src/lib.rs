@@ -19,7 +19,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bootsim_core::{BootstrapError, Completion, Event, Listener};
+use bootsim_core::{BootstrapError, Completion, Culprit, Event, Listener};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use dial::{retry_dial, Attempt, DialFailed};
@@ -88,6 +88,17 @@ pub struct RootRun {
     pub events_at: Vec<bootsim_core::Instant>,
 }
 
+impl DriverError {
+    /// The peer whose loss made rank `me` fail, if another's did.
+    pub fn culprit(&self, me: u32) -> Option<Culprit> {
+        match self {
+            DriverError::Failed { culprit, .. } => *culprit,
+            DriverError::Root(e) => e.culprit(me),
+            DriverError::Setup(_) => None,
+        }
+    }
+}
+
 /// Why a driver run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
@@ -100,6 +111,9 @@ pub enum DriverError {
         completed: usize,
         /// Everything the rank did, the failed completion last.
         run: Box<RankRun>,
+        /// The peer whose loss made it fail ([`BootstrapError::culprit`]; for rank 0, what its
+        /// root knew), `None` when the rank found the fault itself.
+        culprit: Option<Culprit>,
     },
     /// The root failed (its error names what it was waiting for).
     #[error("{0}")]

@@ -14,6 +14,7 @@ use super::{Backend, DriverError, RankRun, RootRun};
 /// connection and listener and lets queued bytes flush.
 pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> Result<RankRun, DriverError> {
     let who = format!("rank {}", cfg.rank);
+    let me = cfg.rank;
     let mut io = Io::new(backend, who.clone());
     let mut rank = Rank::new(cfg, io.now());
     for op in ops {
@@ -73,7 +74,8 @@ pub async fn run_rank<B: Backend>(backend: B, cfg: RankConfig, ops: Vec<Op>) -> 
     match failure {
         Some(error) => {
             let completed = run.completions.iter().filter(|c| c.result.is_ok()).count();
-            Err(DriverError::Failed { error, completed, run: Box::new(run) })
+            let culprit = error.culprit(me);
+            Err(DriverError::Failed { error, completed, run: Box::new(run), culprit })
         }
         None => Ok(run),
     }

@@ -120,8 +120,12 @@ fn parse(case: &str) -> anyhow::Result<Case> {
     Case::parse(case).with_context(|| format!("in '{}'", shorten(case)))
 }
 
-fn exit(ok: bool) -> ExitCode {
-    if ok {
+/// 0 nothing wrong, 1 a violation, 3 a case the simulator gave up on before its deadline (its
+/// work guard): it could not be run within bounds, so there is no verdict on the protocol.
+fn exit(report: &RunReport) -> ExitCode {
+    if report.gave_up().is_some() {
+        ExitCode::from(3)
+    } else if report.verdict.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -151,6 +155,11 @@ fn report_text(report: &RunReport) -> String {
             s.push_str(&format!("  {l}\n"));
         }
     }
+    if report.gave_up().is_some() {
+        s.push_str(
+            "could not run: the simulation gave up before the case's deadline (exit 3): no verdict on the protocol\n",
+        );
+    }
     s
 }
 
@@ -164,7 +173,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let report = run_case(&case, a.trace);
     if a.json {
         print_json(&report_json("run", &report, a.trace, None))?;
-        return Ok(exit(report.verdict.is_ok()));
+        return Ok(exit(&report));
     }
     if let Some(trace) = &report.trace {
         for line in &trace.lines {
@@ -173,7 +182,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         emit(&trace_text(&trace.lines))?;
     }
     emit(&report_text(&report))?;
-    Ok(exit(report.verdict.is_ok()))
+    Ok(exit(&report))
 }
 
 /// The same run with the full trace and its digest; `--timeline` writes the picture.
@@ -191,7 +200,7 @@ pub fn replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     if a.json {
         print_json(&report_json("replay", &report, false, written))?;
-        return Ok(exit(report.verdict.is_ok()));
+        return Ok(exit(&report));
     }
     let trace = report.trace.as_ref().context("replay keeps the trace")?;
     let mut text = trace_text(&trace.lines);
@@ -201,5 +210,5 @@ pub fn replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         text.push_str(&format!("timeline: {p}\n"));
     }
     emit(&text)?;
-    Ok(exit(report.verdict.is_ok()))
+    Ok(exit(&report))
 }

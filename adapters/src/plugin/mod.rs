@@ -19,7 +19,7 @@ mod supervise;
 
 pub use locate::{cache_dir, detect_family, locate, PluginFamily, PluginSpec};
 pub use rank::{run_rank, PluginRankConfig, RankLine, UidSource};
-pub use supervise::{classify_stderr, supervise, supervise_with, PluginRankRun, AFTER_PEER_FAILED};
+pub use supervise::{classify_stderr, supervise, supervise_with, Held, PluginRankRun, AFTER_PEER_FAILED, ROOT_FIRST};
 
 /// What went wrong in or around a plugin rank.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -39,6 +39,10 @@ pub enum PluginError {
     /// 3.4/3.5: the message is longer than the receive buffer.
     #[error("message truncated: received {got} bytes instead of {expected} (the plugin's words)")]
     Truncated { got: usize, expected: usize },
+    /// A connection with a peer failed under the plugin (reset or closed): that peer stopped,
+    /// died or was stopped, and this rank gave up because of it.
+    #[error("its connection with {} failed: {reason} (the plugin's words): that peer stopped or died", show_addr(.addr))]
+    PeerLost { addr: Option<std::net::SocketAddr>, reason: String },
     /// 3.8: the per-call tag counter passed 2^31 - 1.
     #[error("UID bootstrap message tag space exhausted (the plugin's words)")]
     TagSpaceExhausted,
@@ -52,6 +56,10 @@ pub enum PluginError {
     /// Bad arguments to the plugin driver.
     #[error("{0}")]
     Usage(String),
+}
+
+fn show_addr(a: &Option<std::net::SocketAddr>) -> String {
+    a.map_or("a peer".to_string(), |a| a.to_string())
 }
 
 fn last_words(stderr: &Option<String>) -> String {

@@ -2,6 +2,7 @@
 //! the operation timeout.
 
 use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Child;
 use std::sync::mpsc;
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use bootsim_core::RankRecord;
 
+pub use super::held::Held;
 use super::rank::RankLine;
 use super::PluginError;
 
@@ -23,7 +25,22 @@ pub struct PluginRankRun {
     pub stderr: Vec<String>,
     /// Wall time from spawn to end.
     pub took: Duration,
+    /// When bootsim stopped it for making no progress within the op timeout (it was stuck on
+    /// its own: a cause, never a consequence of another rank's end).
+    pub stopped_at: Option<Instant>,
+    /// The address of the peer whose connection failed under it (the plugin's "Call to recv
+    /// from ADDR failed"): it gave up because it lost that peer.
+    pub lost: Option<SocketAddr>,
+    /// The connections it held on its own listeners when it was stopped (local, remote, bytes
+    /// unread): at a root, the one it was blocked on.
+    pub held: Vec<Held>,
 }
+
+/// How long a rank other than 0 waits past the op timeout during init before it is stopped:
+/// rank 0 runs the root every other rank waits for in init, so when init is stuck the root is
+/// stopped first (and names who held it), and the others end as its consequences, whatever
+/// the order their timers would have fired in.
+pub const ROOT_FIRST: Duration = Duration::from_millis(1000);
 
 /// How long a rank may stay blocked once another rank has failed, before it is stopped as a
 /// launcher would stop it (srun and mpirun end the job when one rank exits non-zero).
@@ -65,25 +82,30 @@ pub fn supervise_with(
         if peer_failed_at.is_none() && peer_failed() {
             peer_failed_at = Some(Instant::now());
         }
+        let patience = if rank != 0 && !init_done { op_timeout + ROOT_FIRST } else { op_timeout };
         let limit = match peer_failed_at {
-            Some(at) => (at + AFTER_PEER_FAILED).min(last + op_timeout),
-            None => last + op_timeout,
+            Some(at) => (at + AFTER_PEER_FAILED).min(last + patience),
+            None => last + patience,
         };
         let now = Instant::now();
         if now >= limit {
-            let held = super::held::describe(child.id());
+            run.held = super::held::accepted(child.id());
+            let held = super::held::describe(&run.held);
             let _ = child.kill();
             run.record.unfinished = Some(match peer_failed_at {
-                Some(_) if now < last + op_timeout => format!(
+                Some(_) if now < last + patience => format!(
                     "{}: still blocked {} ms after another rank failed (NVSHMEM has no timeout; stopped as a launcher would)",
                     current.0,
                     AFTER_PEER_FAILED.as_millis()
                 ),
-                _ => format!(
-                    "{}: no progress for {} ms (NVSHMEM has no timeout; the rank process was killed){held}",
-                    current.0,
-                    op_timeout.as_millis()
-                ),
+                _ => {
+                    run.stopped_at = Some(now);
+                    format!(
+                        "{}: no progress for {} ms (NVSHMEM has no timeout; the rank process was killed){held}",
+                        current.0,
+                        patience.as_millis()
+                    )
+                }
             });
             break;
         }
@@ -121,7 +143,12 @@ pub fn supervise_with(
     run.took = started.elapsed();
     let error = match (failed, &run.record.unfinished, status) {
         (Some((error, rc)), _, _) => Some(match classify_stderr(&run.stderr) {
-            Some(typed) => format!("{typed}{}", rc.map_or(String::new(), |rc| format!("; returned {rc}"))),
+            Some(typed) => {
+                if let PluginError::PeerLost { addr, .. } = &typed {
+                    run.lost = *addr;
+                }
+                format!("{typed}{}", rc.map_or(String::new(), |rc| format!("; returned {rc}")))
+            }
             None => error,
         }),
         (None, Some(_), _) => None,
@@ -176,6 +203,20 @@ fn classify_line(line: &str) -> Option<PluginError> {
     if line.contains("tag space exhausted") {
         return Some(PluginError::TagSpaceExhausted);
     }
+    // NCCL-style sockets: "Call to recv from 127.0.0.1<29500> failed : Connection reset by peer".
+    if let Some(rest) = after(line, "Call to ") {
+        let (_, rest) = rest.split_once(' ')?;
+        let rest = rest.strip_prefix("from ").or_else(|| rest.strip_prefix("to "))?;
+        let (addr, reason) = rest.split_once(" failed : ")?;
+        return Some(PluginError::PeerLost { addr: socket_addr(addr), reason: reason.trim().to_string() });
+    }
+    if let Some(rest) = after(line, "Connection closed by remote peer ") {
+        let addr = rest.split_whitespace().next().unwrap_or_default();
+        return Some(PluginError::PeerLost {
+            addr: socket_addr(addr),
+            reason: "connection closed by remote peer".into(),
+        });
+    }
     if let Some(rest) = after(line, "Message size mismatch: received ") {
         let (got, rest) = number(rest)?;
         let (expected, _) = number(after(rest, "expected ")?)?;
@@ -187,6 +228,12 @@ fn classify_line(line: &str) -> Option<PluginError> {
         return Some(PluginError::Truncated { got, expected });
     }
     None
+}
+
+/// `127.0.0.1<29500>` (how NCCL's sockets print an address) as a socket address.
+fn socket_addr(s: &str) -> Option<SocketAddr> {
+    let (ip, port) = s.trim_end_matches('>').split_once('<')?;
+    Some(SocketAddr::new(ip.parse().ok()?, port.parse().ok()?))
 }
 
 fn after<'a>(s: &'a str, pat: &str) -> Option<&'a str> {
@@ -220,6 +267,14 @@ mod tests {
         let l = lines(&[&format!("{p}:reserve_tags:391: UID bootstrap message tag space exhausted")]);
         assert_eq!(classify_stderr(&l), Some(PluginError::TagSpaceExhausted));
         assert_eq!(classify_stderr(&lines(&["non-zero status: -3"])), None);
+        let l = lines(&[&format!(
+            "{p}:socketProgressOpt:38: socketProgressOpt: Call to recv from 127.0.0.1<23466> failed : Connection reset by peer"
+        )]);
+        let lost = PluginError::PeerLost {
+            addr: Some("127.0.0.1:23466".parse().unwrap()),
+            reason: "Connection reset by peer".into(),
+        };
+        assert_eq!(classify_stderr(&l), Some(lost));
     }
 
     fn sh(script: &str) -> Child {

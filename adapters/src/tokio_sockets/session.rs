@@ -22,8 +22,9 @@ pub enum Rendezvous {
     UidFile(PathBuf),
 }
 
-/// Everything one rank process needs.
-#[derive(Clone, Debug)]
+/// Everything one rank process needs. Its `Debug` shows the magic's fingerprint, never the
+/// magic.
+#[derive(Clone)]
 pub struct SessionConfig {
     /// This rank.
     pub rank: u32,
@@ -41,6 +42,22 @@ pub struct SessionConfig {
     pub rendezvous: Rendezvous,
     /// How long a rank other than 0 waits for the unique-ID file.
     pub uid_wait: Duration,
+}
+
+impl std::fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let SessionConfig { rank, nranks, variant, limits, magic, ip, rendezvous, uid_wait } = self;
+        f.debug_struct("SessionConfig")
+            .field("rank", rank)
+            .field("nranks", nranks)
+            .field("variant", variant)
+            .field("limits", limits)
+            .field("magic", &bootsim_core::codec::RedactedMagic(*magic))
+            .field("ip", ip)
+            .field("rendezvous", rendezvous)
+            .field("uid_wait", uid_wait)
+            .finish()
+    }
 }
 
 /// [`run_process`] on a fresh current-thread tokio runtime.
@@ -176,8 +193,13 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError
         // Both stalled: the root knows the culprit (the ranks that never checked in); say it
         // where rank 0 reports its own wait.
         (
-            Err(DriverError::Failed { error: BootstrapError::Timeout { rank, op, waiting, after }, completed, run }),
-            Err(DriverError::Root(BootstrapError::RootTimeout { waiting: root_waiting, .. })),
+            Err(DriverError::Failed {
+                error: BootstrapError::Timeout { rank, op, waiting, after },
+                completed,
+                run,
+                culprit,
+            }),
+            Err(DriverError::Root(BootstrapError::RootTimeout { waiting: root_waiting, missing, .. })),
         ) => Err(DriverError::Failed {
             error: BootstrapError::Timeout {
                 rank,
@@ -187,6 +209,7 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError
             },
             completed,
             run,
+            culprit: missing.first().map(|&r| bootsim_core::Culprit::Rank(r)).or(culprit),
         }),
         (Ok(_) | Err(DriverError::Setup(_)), Err(root)) => Err(root),
         (Err(e), root) => {

@@ -52,6 +52,17 @@ impl Fingerprint {
     }
 }
 
+/// A session magic as `Debug` shows it, in every struct that holds one: `fingerprint abcd`,
+/// never the value (the magic is the session's secret).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RedactedMagic(pub u64);
+
+impl std::fmt::Debug for RedactedMagic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "fingerprint {}", Fingerprint::of(self.0))
+    }
+}
+
 impl std::fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:04x}", self.0)

@@ -9,12 +9,19 @@ use super::{Fingerprint, WireError};
 pub const SOCKET_TYPE_BOOTSTRAP: i32 = 1;
 
 /// What every connection starts with: `u64 magic` (the unique ID's secret) then `i32 type`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Its `Debug` shows the magic's fingerprint, never the magic.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Preamble {
     /// The session secret from the unique ID.
     pub magic: u64,
     /// Socket type; 1 for bootstrap.
     pub kind: i32,
+}
+
+impl std::fmt::Debug for Preamble {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Preamble").field("magic", &super::RedactedMagic(self.magic)).field("kind", &self.kind).finish()
+    }
 }
 
 impl Preamble {

@@ -6,7 +6,7 @@ mod frame;
 mod messages;
 mod sockaddr;
 
-pub use error::{Fingerprint, WireError};
+pub use error::{Fingerprint, RedactedMagic, WireError};
 pub use frame::{encode_frame, FrameReader};
 pub use messages::{ExtInfo, Preamble, SOCKET_TYPE_BOOTSTRAP};
 pub use sockaddr::{decode_sockaddr, encode_sockaddr, SOCKADDR_LEN};

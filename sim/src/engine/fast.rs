@@ -18,9 +18,10 @@ use bootsim_core::seam::{
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
 use super::outcome::{Node, Outcome, TraceSink};
+use super::work_guard::WorkGuard;
 use crate::case::Case;
 use crate::explore::schedule::ConnName;
-use crate::kernel::{EventKind, HostId, Kernel, KernelConfig, KernelEvent, ListenerId, ReadOutcome, SockId};
+use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::oracle::{Finding, Verdict};
 use crate::seed::derive;
 use crate::words::{host_addr, kernel_line, ConnRef};
@@ -680,48 +681,4 @@ fn node_name(node: Node) -> Node {
 /// A node's connection in the trace's words: the kernel's number, the node's own id after.
 fn local(conn: ConnId, sock: SockId) -> ConnRef {
     ConnRef { local: conn, kconn: Some(sock.conn()) }
-}
-
-/// The engine's work budget: a case whose knobs make it too costly to simulate (huge costs
-/// walked stall by stall, a day of simulated retries) ends with an error naming its knobs
-/// instead of running on for hours. Counted in events, so it trips at the same point on
-/// every machine; far above what any run of that many ranks needs.
-struct WorkGuard {
-    spent: u64,
-    budget: u64,
-    periods: u64,
-}
-
-impl WorkGuard {
-    /// Events a run may take: 20 million, and 200 000 more per pair of ranks; and RX-queue
-    /// busy periods: 2 million and 1 000 per pair (a 128-rank `rss` run makes 222 000).
-    fn new(ranks: u32) -> WorkGuard {
-        let pairs = u64::from(ranks) * u64::from(ranks);
-        WorkGuard {
-            spent: 0,
-            budget: 20_000_000u64.saturating_add(pairs.saturating_mul(200_000)),
-            periods: 2_000_000u64.saturating_add(pairs.saturating_mul(1_000)),
-        }
-    }
-
-    /// The error once the budget is spent (this loop's events and the kernel model's `work`),
-    /// naming the case's kernel knobs.
-    fn exhausted(&self, now: Instant, case: &Case, work: u64) -> Option<String> {
-        if self.spent < self.budget && work < self.periods {
-            return None;
-        }
-        let spent = self.spent.saturating_add(work);
-        let text = case.to_string();
-        let knobs: Vec<&str> = text
-            .split_whitespace()
-            .filter(|w| w.split_once('=').is_some_and(|(k, _)| KernelConfig::knobs().iter().any(|(n, _)| *n == k)))
-            .collect();
-        let knobs = if knobs.is_empty() { "the adversary's".to_string() } else { knobs.join(" ") };
-        Some(format!(
-            "the simulation gave up after {} events at simulated {now}, before deadline_ms={}: the case is too \
-             costly to simulate with these kernel knobs: {knobs} (lower the costs or the deadline)",
-            spent,
-            case.deadline.as_millis()
-        ))
-    }
 }

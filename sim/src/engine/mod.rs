@@ -3,6 +3,7 @@
 pub mod fast;
 pub mod outcome;
 pub mod turmoil;
+mod work_guard;
 
 #[cfg(test)]
 mod retry_script;

@@ -91,7 +91,7 @@ fn the_same_ends_recorded_by_a_simulated_and_a_real_world_give_the_same_findings
     // Real: the async driver's run as a real world reports it.
     let run = RankRun { completions: cs.clone(), ..RankRun::default() };
     let error = cs[2].result.clone().unwrap_err();
-    let failed = Err(DriverError::Failed { error, completed: 2, run: Box::new(run) });
+    let failed = Err(DriverError::Failed { error, completed: 2, run: Box::new(run), culprit: None });
     let real = RunRecord::of_ranks(vec![ok_record(&specs, seed, 0, 2), rank_record(1, &failed)]);
 
     let sim = judge(&specs, seed, 2, &out.record);

@@ -4,21 +4,30 @@
 
 use std::collections::BTreeMap;
 
-/// The rank a FAIL line of rank `rank` blames: the first other rank its finding names ("the
-/// root" is rank 0's: a `--local` rank 0 runs it).
-fn blamed(rank: u32, finding: &str) -> Option<u32> {
-    let mut words = finding.split(|c: char| !c.is_ascii_alphanumeric()).peekable();
-    while let Some(w) = words.next() {
-        let k = match (w, words.peek()) {
-            ("rank", Some(n)) => n.parse::<u32>().ok(),
-            ("the", Some(&"root")) => Some(0),
-            _ => None,
-        };
-        if let Some(k) = k.filter(|&k| k != rank) {
-            return Some(k);
-        }
+/// The line a `--local` rank process writes on stderr beside a FAIL line: the rank whose loss
+/// made it fail, typed where the error was made (`DriverError::culprit`), not read back out of
+/// the finding's words. The parent takes these lines out of what it shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) struct BlameLine {
+    /// The rank that failed.
+    pub rank: u32,
+    /// The rank it lost.
+    pub lost: u32,
+}
+
+/// How a [`BlameLine`] starts on stderr.
+const PREFIX: &str = "bootsim-blame: ";
+
+impl BlameLine {
+    /// The stderr line.
+    pub(super) fn line(&self) -> String {
+        format!("{PREFIX}{}", serde_json::to_string(self).unwrap_or_default())
     }
-    None
+
+    /// The blame `line` holds, if it is one.
+    pub(super) fn parse(line: &str) -> Option<BlameLine> {
+        serde_json::from_str(line.strip_prefix(PREFIX)?).ok()
+    }
 }
 
 /// The finding of rank `rank`'s first FAIL line in `out` (`rank R/N iter I: FAIL after X ms: ...`).
@@ -29,13 +38,15 @@ pub(super) fn finding(rank: u32, out: &str) -> Option<String> {
 }
 
 /// One sentence naming the first cause and who gave up because of whom, from each failed
-/// rank's finding and the ranks that died (`dead`: rank, how); `None` if nothing failed.
-pub(super) fn first_cause(findings: &BTreeMap<u32, String>, dead: &BTreeMap<u32, String>) -> Option<String> {
-    let lost: BTreeMap<u32, u32> = findings
-        .iter()
-        .filter(|(r, _)| !dead.contains_key(r))
-        .filter_map(|(r, f)| Some((*r, blamed(*r, f)?)))
-        .collect();
+/// rank's finding, the rank each lost (`lost`: rank, the one it lost) and the ranks that died
+/// (`dead`: rank, how); `None` if nothing failed.
+pub(super) fn first_cause(
+    findings: &BTreeMap<u32, String>,
+    lost: &BTreeMap<u32, u32>,
+    dead: &BTreeMap<u32, String>,
+) -> Option<String> {
+    let lost: BTreeMap<u32, u32> =
+        lost.iter().filter(|(r, k)| !dead.contains_key(r) && r != k).map(|(r, k)| (*r, *k)).collect();
     // Follow each rank's chain to its end (a rank that blames nobody, a dead one, or a loop).
     let root_of = |mut r: u32| {
         let mut seen = vec![r];
@@ -87,7 +98,8 @@ mod tests {
         ]
         .into();
         let dead: BTreeMap<u32, String> = [(2, "died of signal 9".to_string())].into();
-        let text = first_cause(&findings, &dead).unwrap();
+        let lost: BTreeMap<u32, u32> = [(0, 3), (1, 0), (3, 2)].into();
+        let text = first_cause(&findings, &lost, &dead).unwrap();
         assert_eq!(
             text,
             "first cause: rank 2 died of signal 9 (rank 0 gave up: it lost rank 3, rank 1 gave up: it lost rank 0, \
@@ -102,7 +114,8 @@ mod tests {
             (2, "hang: rank 2 waits for init: connecting the ring".to_string()),
         ]
         .into();
-        let text = first_cause(&findings, &BTreeMap::new()).unwrap();
+        // Rank 2 waits in init and names nobody: no blame line came for it.
+        let text = first_cause(&findings, &BTreeMap::new(), &BTreeMap::new()).unwrap();
         assert!(text.starts_with("first cause: rank 1 failed: error: rank 1: init: malformed"), "{text}");
         assert!(text.contains("; rank 2 failed"), "{text}");
     }
@@ -115,10 +128,19 @@ mod tests {
         ]
         .into();
         let dead: BTreeMap<u32, String> = [(2, "died of signal 9".to_string())].into();
-        let text = first_cause(&findings, &dead).unwrap();
+        let lost: BTreeMap<u32, u32> = [(0, 2), (1, 0)].into();
+        let text = first_cause(&findings, &lost, &dead).unwrap();
         assert_eq!(
             text,
             "first cause: rank 2 died of signal 9 (rank 0 gave up: it lost rank 2, rank 1 gave up: it lost rank 0)"
         );
+    }
+
+    #[test]
+    fn a_blame_line_round_trips_and_other_lines_are_not_one() {
+        let b = BlameLine { rank: 1, lost: 0 };
+        assert_eq!(BlameLine::parse(&b.line()), Some(b));
+        assert_eq!(BlameLine::parse("rank 1 lost rank 0"), None);
+        assert_eq!(BlameLine::parse("bootsim-blame: garbage"), None);
     }
 }

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::os;
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking, Rendezvous, SessionConfig};
-use bootsim_core::{RunRecord, UniqueId, Variant};
+use bootsim_core::{Culprit, RunRecord, UniqueId, Variant};
 use bootsim_sim::oracle::judge;
 use bootsim_sim::workload::{build_op, Workload};
 
@@ -39,6 +39,7 @@ pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;
 use plugin::UidArg;
 mod blame;
+mod consequence;
 mod could_not_run;
 mod report;
 mod secret;
@@ -130,6 +131,10 @@ pub struct SmokeArgs {
     /// `none` is no adversary].
     #[arg(long, requires_all = ["plugin", "local"], conflicts_with = "wire", value_name = "POLICY")]
     accept: Option<String>,
+    /// Write a typed blame line on stderr beside each FAIL line (how --local's ranks tell it
+    /// whom they lost).
+    #[arg(long, hide = true)]
+    blame_lines: bool,
     #[command(flatten)]
     rdma: super::rdma::RdmaArgs,
 }
@@ -211,6 +216,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     };
     let started = Instant::now();
     let (mut ok, mut ran) = (0, 0);
+    let mut first_cause = None;
     for iter in 0..args.iterations {
         ran += 1;
         let (rendezvous, magic) = match (session, &args.uid_file) {
@@ -292,6 +298,9 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let mut strays = 0;
+        let mut lost_root = "";
+        // The rank this one lost, if its failure is another's (typed where the error was made).
+        let mut lost = None;
         let (report, stderr) = match &plugin_here {
             Some(p) => {
                 let uid = match &cfg.rendezvous {
@@ -309,7 +318,18 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                     .spawn()
                     .context("starting the plugin rank process")
                     .map_err(crate::cli::runtime)?;
-                let run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
+                let mut run = bootsim_adapters::plugin::supervise(rank, child, op_timeout);
+                if let Rendezvous::Session(root) = &cfg.rendezvous {
+                    if rank != 0 && run.lost == Some(*root) {
+                        consequence::lost_the_root(&mut run.record, *root);
+                        lost_root = " (a consequence: it lost the root)";
+                        lost = Some(0);
+                    }
+                }
+                // NVSHMEM's root held by a connection that sent nothing: the session's first cause.
+                if let (Some(_), Some(h)) = (run.stopped_at, consequence::held_silent(&run.held)) {
+                    first_cause.get_or_insert(format!("; first cause: rank {rank} made no progress: {h}"));
+                }
                 (run.record, run.stderr)
             }
             None => {
@@ -322,6 +342,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                     return Err(crate::cli::runtime(anyhow!("rank {rank}/{nranks} iter {iter}: could not run: {why}")));
                 }
                 strays = stray_count(&result);
+                lost = result.as_ref().err().and_then(|e| e.culprit(rank)).map(Culprit::rank).filter(|&k| k != rank);
                 (bootsim_driver::rank_record(rank, &result), Vec::new())
             }
         };
@@ -347,7 +368,10 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
                 ok += 1;
             }
             Err(e) => {
-                println!("rank {rank}/{nranks} iter {iter}: FAIL after {ms} ms: {e}");
+                println!("rank {rank}/{nranks} iter {iter}: FAIL after {ms} ms{lost_root}: {e}");
+                if let (true, Some(lost)) = (args.blame_lines, lost) {
+                    eprintln!("{}", blame::BlameLine { rank, lost }.line());
+                }
                 for line in &stderr {
                     println!("  rank {rank} stderr: {line}");
                 }
@@ -365,9 +389,10 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             None => format!("variant {variant}"),
         };
         println!(
-            "smoke: {status}: {what} workload {} ranks {nranks}: {} in {total} ms",
+            "smoke: {status}: {what} workload {} ranks {nranks}: {} in {total} ms{}",
             workload.name(),
-            report::iterations_text(ok, ran, args.iterations)
+            report::iterations_text(ok, ran, args.iterations),
+            first_cause.unwrap_or_default()
         );
     }
     Ok(if ok == args.iterations { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -392,6 +417,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         if args.keep_going {
             cmd.arg("--keep-going");
         }
+        cmd.arg("--blame-lines");
         if let Some(m) = &args.magic {
             cmd.env("BOOTSIM_SESSION_MAGIC", m);
         }
@@ -418,7 +444,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     let per_iter = Duration::from_millis(args.op_timeout_ms) * 2 + Duration::from_secs(30);
     let deadline = started + per_iter * args.iterations;
     let mut failed = Vec::new();
-    let (mut findings, mut dead) = (BTreeMap::new(), BTreeMap::new());
+    let (mut findings, mut lost, mut dead) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let (mut usage_errors, mut could_not_run) = (0, 0);
     for c in &mut children {
         let status = c.wait_until(deadline);
@@ -437,7 +463,12 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
             println!("{line}");
         }
         for line in err.lines() {
-            println!("rank {} stderr: {line}", c.rank);
+            match blame::BlameLine::parse(line) {
+                Some(b) => {
+                    lost.entry(b.rank).or_insert(b.lost);
+                }
+                None => println!("rank {} stderr: {line}", c.rank),
+            }
         }
         match status {
             ChildEnd::Exited(0) => {}
@@ -460,7 +491,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         println!("{head}: pass: all {n} ranks ok in {ms} ms");
         Ok(ExitCode::SUCCESS)
     } else {
-        let cause = blame::first_cause(&findings, &dead).map_or(String::new(), |c| format!("; {c}"));
+        let cause = blame::first_cause(&findings, &lost, &dead).map_or(String::new(), |c| format!("; {c}"));
         println!("{head}: FAIL in {ms} ms: {}{cause}", failed.join(", "));
         // Every rank refused to start (bad usage, no RDMA device): say so with exit 2 too; no
         // violation but a rank that could not run: 3.

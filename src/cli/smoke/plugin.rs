@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use bootsim_adapters::plugin::{supervise_with, PluginSpec, AFTER_PEER_FAILED};
+use bootsim_adapters::plugin::{supervise_with, Held, PluginSpec, AFTER_PEER_FAILED};
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
 use bootsim_adapters::wire::{self, host_addr, Policy, Wire, WireReport};
 use bootsim_adapters::wire_run::rank_host;
@@ -28,6 +28,7 @@ use bootsim_driver::rank_record;
 use bootsim_sim::workload::{build_op, format_ops, OpSpec};
 use bootsim_sim::{Finding, Verdict};
 
+use super::consequence::{self, lost_the_root, root_addr, Ending};
 use super::report::print_iteration;
 use crate::cli::core_rank::CoreRankOut;
 use crate::cli::scratch::{die_with_parent, ScratchDir};
@@ -75,13 +76,25 @@ pub(crate) struct RankEnd {
     /// Why it could not run at all (its process did not start, the plugin did not load): not a
     /// protocol verdict.
     pub setup: Option<String>,
+    /// When it ended.
+    pub ended: Instant,
+    /// When it was stopped for making no progress within the op timeout (by bootsim, or its own
+    /// driver's timeout): it was stuck on its own, a cause.
+    pub stuck_at: Option<Instant>,
+    /// What bootsim read of a stopped plugin rank's listeners (who held its root).
+    pub held: Vec<Held>,
 }
 
 impl RankEnd {
+    /// How rank `record.rank` ended, now.
+    fn new(record: RankRecord, stderr: Vec<String>, took: Duration) -> RankEnd {
+        RankEnd { record, stderr, took, setup: None, ended: Instant::now(), stuck_at: None, held: Vec::new() }
+    }
+
     /// A rank that could not run at all: this machine's problem (exit 3), not a protocol verdict.
     fn cannot_start(r: u32, why: &str, t0: Instant) -> RankEnd {
         let record = RankRecord { rank: r, ..Default::default() };
-        RankEnd { record, stderr: Vec::new(), took: t0.elapsed(), setup: Some(format!("cannot start: {why}")) }
+        RankEnd { setup: Some(format!("cannot start: {why}")), ..RankEnd::new(record, Vec::new(), t0.elapsed()) }
     }
 }
 
@@ -91,6 +104,29 @@ pub(crate) struct Iteration {
     pub wire: Option<WireReport>,
     /// The accept interposer's decision log, counted (plugin ranks without the wire).
     pub accept: Option<LogSummary>,
+}
+
+impl Iteration {
+    /// How each rank ended, as far as causes go.
+    fn endings(&self) -> Vec<Ending> {
+        let end = |e: &RankEnd| Ending {
+            rank: e.record.rank,
+            failed: e.record.failed(),
+            ended: e.ended,
+            stuck_at: e.stuck_at,
+        };
+        self.ranks.iter().map(end).collect()
+    }
+
+    /// `first cause: ...` of a failed iteration (`None` if nothing failed).
+    pub fn first_cause(&self, findings: &[Finding]) -> Option<String> {
+        let held = |r: u32| self.ranks.iter().find(|e| e.record.rank == r).map_or(Vec::new(), |e| e.held.clone());
+        let finding = |r: u32| {
+            let mine: Vec<String> = findings.iter().filter(|f| f.rank() == Some(r)).map(ToString::to_string).collect();
+            (!mine.is_empty()).then(|| mine.join("; then "))
+        };
+        consequence::first_cause(&self.endings(), &held, &finding)
+    }
 }
 
 impl Session {
@@ -225,7 +261,12 @@ impl Session {
             };
             // A plugin that does not load is this machine's problem, not the protocol's.
             let setup = run.record.init.as_deref().filter(|e| e.contains(CANNOT_LOAD)).map(str::to_string);
-            RankEnd { record: run.record, stderr: run.stderr, took: run.took, setup }
+            let mut end = RankEnd { setup, stuck_at: run.stopped_at, ..RankEnd::new(run.record, run.stderr, run.took) };
+            end.held = run.held;
+            if let Some(root) = run.lost.filter(|a| r != 0 && Some(*a) == root_addr(uid)) {
+                lost_the_root(&mut end.record, root);
+            }
+            end
         } else {
             let ops =
                 self.specs.iter().enumerate().map(|(i, sp)| build_op(*sp, self.seed, i as u32, r, self.n)).collect();
@@ -239,8 +280,14 @@ impl Session {
                 rendezvous: Rendezvous::UidFile(uid.to_path_buf()),
                 uid_wait: self.op_timeout,
             };
+            let mut stuck = false;
             let report = match run_blocking_until(cfg, ops, &|| failed.load(Ordering::SeqCst), AFTER_PEER_FAILED) {
-                Some(result) => rank_record(r, &result),
+                Some(result) => {
+                    let record = rank_record(r, &result);
+                    // Its own op timeout ended it (a timeout is what `unfinished` holds).
+                    stuck = record.unfinished.is_some();
+                    record
+                }
                 None => RankRecord {
                     rank: r,
                     unfinished: Some(format!(
@@ -250,7 +297,8 @@ impl Session {
                     ..Default::default()
                 },
             };
-            RankEnd { record: report, stderr: Vec::new(), took: t0.elapsed(), setup: None }
+            let end = RankEnd::new(report, Vec::new(), t0.elapsed());
+            RankEnd { stuck_at: stuck.then_some(end.ended), ..end }
         }
     }
 
@@ -286,6 +334,7 @@ impl Session {
         // Its own op timeout bounds it; this is the safety net, and the launcher's stop.
         let limit = t0 + self.op_timeout * 2 + Duration::from_secs(5);
         let mut failed_at = None;
+        let mut after_peer = false;
         let stopped = loop {
             match child.try_wait() {
                 Ok(Some(_)) | Err(_) => break None,
@@ -295,6 +344,7 @@ impl Session {
             if failed.load(Ordering::SeqCst) {
                 let at = *failed_at.get_or_insert(now);
                 if now >= at + AFTER_PEER_FAILED {
+                    after_peer = true;
                     break Some(format!(
                         "still blocked {} ms after another rank failed (stopped as a launcher would)",
                         AFTER_PEER_FAILED.as_millis()
@@ -325,7 +375,10 @@ impl Session {
                 ..Default::default()
             },
         };
-        RankEnd { record, stderr, took: t0.elapsed(), setup: None }
+        // Stopped at the safety net, or ended by its own op timeout: stuck on its own.
+        let stuck = !after_peer && record.unfinished.is_some();
+        let end = RankEnd::new(record, stderr, t0.elapsed());
+        RankEnd { stuck_at: stuck.then_some(end.ended), ..end }
     }
 
     fn plugin_command(&self, r: u32, uid: &Path, ifname: &str) -> Command {
@@ -353,8 +406,16 @@ impl Session {
         }
         let reports: Vec<RankRecord> = it.ranks.iter().map(|e| e.record.clone()).collect();
         let took: Vec<Duration> = it.ranks.iter().map(|e| e.took).collect();
-        let (verdict, findings) =
-            print_iteration(iter, &self.specs, self.seed, &reports, &took, &|r| format!(" [{}]", self.label(r)));
+        let gone = consequence::consequences(&it.endings());
+        let (verdict, findings) = print_iteration(
+            iter,
+            &self.specs,
+            self.seed,
+            &reports,
+            &took,
+            &|r| format!(" [{}]", self.label(r)),
+            &|r| gone.get(&r).map(|&k| consequence::consequence_text(k)),
+        );
         if !verdict.is_ok() {
             for e in &it.ranks {
                 for line in &e.stderr {

@@ -122,9 +122,13 @@ pub(super) fn run(
     }
     let started = Instant::now();
     let mut counts: BTreeMap<Verdict, u32> = BTreeMap::new();
+    let mut first_cause = None;
     for iter in 0..args.iterations {
         let policy = make_policy.as_ref().map(|m| m()).transpose()?;
-        let (verdict, _, it) = session.run_and_print(iter, policy)?;
+        let (verdict, findings, it) = session.run_and_print(iter, policy)?;
+        if !verdict.is_ok() && first_cause.is_none() {
+            first_cause = it.first_cause(&findings).map(|c| format!("; iter {iter}'s {c}"));
+        }
         if let (false, Some(w)) = (verdict.is_ok(), &it.wire) {
             println!("wire: iter {iter}: {} connections, {} decisions", w.connections, w.decisions.len());
         }
@@ -152,11 +156,12 @@ pub(super) fn run(
         ""
     };
     println!(
-        "smoke --local {n} --plugin {arg}{wire}: workload {} x{}: {}: verdict {worst}{pair} in {} ms",
+        "smoke --local {n} --plugin {arg}{wire}: workload {} x{}: {}: verdict {worst}{pair} in {} ms{}",
         workload.name(),
         args.iterations,
         tally.join(", "),
-        started.elapsed().as_millis()
+        started.elapsed().as_millis(),
+        first_cause.unwrap_or_default()
     );
     if worst.is_ok() && accept.as_ref().is_some_and(|p| !p.is_adversary()) {
         println!("smoke: {}", shuffle::NO_ADVERSARY);

@@ -10,6 +10,8 @@ use bootsim_sim::{Finding, Verdict};
 
 /// Judges the ranks of one iteration and prints `rank r/n iter i[ label]: ok ...` or
 /// `... FAIL after ... ms: finding; then finding`; returns the verdict and the findings.
+/// `consequence(r)`, when it says why, marks rank r's failure as another's consequence: its
+/// line says so, and its findings do not count in the verdict.
 pub(super) fn print_iteration(
     iter: u32,
     specs: &[OpSpec],
@@ -17,9 +19,17 @@ pub(super) fn print_iteration(
     reports: &[RankRecord],
     took: &[Duration],
     label: &dyn Fn(u32) -> String,
+    consequence: &dyn Fn(u32) -> Option<String>,
 ) -> (Verdict, Vec<Finding>) {
     let n = reports.len() as u32;
-    let (verdict, findings) = judge(specs, seed, n, &RunRecord::of_ranks(reports.to_vec()));
+    let (all, findings) = judge(specs, seed, n, &RunRecord::of_ranks(reports.to_vec()));
+    let verdict = match reports.iter().any(|r| consequence(r.rank).is_some()) {
+        true => {
+            let causes = findings.iter().filter(|f| f.rank().is_none_or(|r| consequence(r).is_none()));
+            causes.map(Finding::verdict).max().unwrap_or(all)
+        }
+        false => all,
+    };
     for (report, took) in reports.iter().zip(took) {
         let r = report.rank;
         let ms = took.as_millis();
@@ -27,7 +37,8 @@ pub(super) fn print_iteration(
         if mine.is_empty() {
             println!("rank {r}/{n} iter {iter}{}: ok: init + {} ops verified in {ms} ms", label(r), specs.len());
         } else {
-            println!("rank {r}/{n} iter {iter}{}: FAIL after {ms} ms: {}", label(r), mine.join("; then "));
+            let after = consequence(r).unwrap_or_default();
+            println!("rank {r}/{n} iter {iter}{}: FAIL after {ms} ms{after}: {}", label(r), mine.join("; then "));
         }
     }
     (verdict, findings)

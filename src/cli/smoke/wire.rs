@@ -58,7 +58,8 @@ pub(super) fn run(
             .collect();
         let run = wire_run::run_ranks(cfg, ops, policy).context("running the ranks on the wire")?;
         let reports: Vec<_> = run.ranks.iter().enumerate().map(|(r, res)| rank_record(r as u32, res)).collect();
-        let (verdict, _) = print_iteration(iter, &specs, args.seed, &reports, &run.rank_times, &|_| String::new());
+        let (verdict, _) =
+            print_iteration(iter, &specs, args.seed, &reports, &run.rank_times, &|_| String::new(), &|_| None);
         for (r, result) in run.ranks.iter().enumerate() {
             for note in notes(result) {
                 println!("  rank {r}: {note}");

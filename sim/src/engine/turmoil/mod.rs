@@ -15,6 +15,7 @@ use bootsim_core::{
 use bootsim_driver::{run_rank, run_root, DriverError, RankRun};
 
 use super::outcome::{event_conn, Node, Outcome};
+use super::work_guard::WorkGuard;
 use crate::case::Case;
 use crate::kernel::{Kernel, SockId};
 use crate::seed::derive;
@@ -90,6 +91,10 @@ pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome 
         });
     }
     let mut crashed = None;
+    // As the fast engine: a case too costly to simulate ends with an error naming its knobs
+    // (each turmoil tick is a step; the kernel model's work counts too).
+    let mut guard = WorkGuard::new(n);
+    let mut gave_up = None;
     loop {
         if let Some((rank, at)) = crash {
             if crashed.is_none() && sim.elapsed() >= at {
@@ -112,6 +117,10 @@ pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome 
         if sim.elapsed().as_millis() % 100 == 0 && gate.peek().quiescent(now_of(&sim), QUIESCENT) {
             break;
         }
+        if let Some(why) = guard.step(now_of(&sim), case, || gate.peek().kernel().work()) {
+            gave_up = Some(why);
+            break;
+        }
         // Hosts (not clients) run the ranks, so step()'s "all clients done" means nothing here.
         match sim.step() {
             Ok(_) => {}
@@ -123,7 +132,9 @@ pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome 
     }
     let end = Instant::from_nanos(sim.elapsed().as_nanos() as u64);
     drop(sim);
-    collect(case, slots, root_slot, gate, end, crashed)
+    let mut out = collect(case, slots, root_slot, gate, end, crashed);
+    out.gave_up = gave_up;
+    out
 }
 
 fn collect(
