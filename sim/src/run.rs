@@ -35,7 +35,7 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
     let mut outcome = match case.engine {
         // The case grammar names NVSHMEM's variants and workloads only, so far.
         EngineKind::Fast => fast::run(&Nvshmem, &case.variant, &case.workload, case, trace),
-        EngineKind::Turmoil => crate::engine::turmoil::run(case, trace, None),
+        EngineKind::Turmoil => crate::engine::turmoil::run(&Nvshmem, &case.variant, &case.workload, case, trace, None),
     };
     let (verdict, findings) = outcome.verdict(&case.workload.ops(case.seed), case.seed, case.ranks);
     let finished = outcome.record.ranks.iter().filter_map(|r| r.finished_at).max();

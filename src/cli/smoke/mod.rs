@@ -607,9 +607,9 @@ fn pick_ip(family: os::Family) -> anyhow::Result<IpAddr> {
 
 /// Connections from strangers (bad magic, garbage, stalled or evicted headers) the rank, and
 /// on rank 0 the root, dropped.
-fn stray_count(result: &Result<bootsim_driver::RankRun, bootsim_driver::DriverError>) -> usize {
+fn stray_count(result: &Result<bootsim_adapters::nvshmem::RankRun, bootsim_adapters::nvshmem::DriverError>) -> usize {
     let Some(run) = bootsim_driver::run_of(result) else { return 0 };
-    run.events.iter().filter(|e| bootsim_driver::is_stranger_dropped(e)).count()
+    run.events.iter().filter(|e| bootsim_driver::is_stranger_dropped(*e)).count()
 }
 
 /// The kernel's ephemeral port range, where it can be read.
