@@ -83,6 +83,12 @@ pub trait Watch<N: Node> {
 
 impl<N: Node> Watch<N> for () {}
 
+/// A node the driver runs: any seam [`Node`] whose listener keys move between tasks, whose
+/// events print in debug logs and whose errors can be kept (the first failure is returned).
+pub trait Driven: Node<Listener: Send, Event: fmt::Debug, Completion: Completed<Error: Clone>> {}
+
+impl<N> Driven for N where N: Node<Listener: Send, Event: fmt::Debug, Completion: Completed<Error: Clone>> {}
+
 /// What a node did: every completion (init first) and every protocol event, in order.
 pub struct NodeRun<N: Node> {
     /// Completions in order; init is the first (the root's session is its only one).

@@ -1,26 +1,18 @@
 //! The driver loop of a node (a rank or the root): one loop for both, and for any protocol.
 
-use std::fmt;
 use std::net::SocketAddr;
 
-use bootsim_core::seam::{Completed, Node, Observation, Output};
+use bootsim_core::seam::{Completed, Observation, Output};
 use tokio::sync::oneshot;
 
 use super::io::Io;
 use super::strangers::StrangerLog;
-use super::{Backend, DriverError, ErrorOf, NodeRun, Watch};
+use super::{Backend, Driven, DriverError, ErrorOf, NodeRun, Watch};
 
 /// Runs rank `rank`'s node (its operations queued on it): init, then each operation (the node
 /// starts each itself), stopping at the first error; then closes every connection and
 /// listener and lets queued bytes flush.
-pub async fn run_rank<B, N>(backend: B, rank: u32, node: N) -> Result<NodeRun<N>, DriverError<N>>
-where
-    B: Backend,
-    N: Node,
-    N::Listener: Send,
-    N::Event: fmt::Debug,
-    ErrorOf<N>: Clone,
-{
+pub async fn run_rank<B: Backend, N: Driven>(backend: B, rank: u32, node: N) -> Result<NodeRun<N>, DriverError<N>> {
     run_rank_watched(backend, rank, node, ()).await
 }
 
@@ -29,10 +21,7 @@ where
 pub async fn run_rank_watched<B, N, W>(backend: B, rank: u32, node: N, watch: W) -> Result<NodeRun<N>, DriverError<N>>
 where
     B: Backend,
-    N: Node,
-    N::Listener: Send,
-    N::Event: fmt::Debug,
-    ErrorOf<N>: Clone,
+    N: Driven,
     W: Watch<N>,
 {
     let (run, failure) = drive(backend, format!("rank {rank}"), node, watch, None).await;
@@ -47,32 +36,18 @@ where
 }
 
 /// Runs the root's node until its session ends (every rank told what it needed, or failed).
-pub async fn run_root<B, N>(backend: B, node: N) -> Result<NodeRun<N>, DriverError<N>>
-where
-    B: Backend,
-    N: Node,
-    N::Listener: Send,
-    N::Event: fmt::Debug,
-    ErrorOf<N>: Clone,
-{
+pub async fn run_root<B: Backend, N: Driven>(backend: B, node: N) -> Result<NodeRun<N>, DriverError<N>> {
     run_root_notify(backend, node, None).await
 }
 
 /// [`run_root`], sending the rendezvous address (where the root's listener,
 /// [`bootsim_core::seam::ListenerKey::is_root`], listens) on `notify` once it listens (for
 /// writing the unique ID when the port is ephemeral).
-pub async fn run_root_notify<B, N>(
+pub async fn run_root_notify<B: Backend, N: Driven>(
     backend: B,
     node: N,
     notify: Option<oneshot::Sender<SocketAddr>>,
-) -> Result<NodeRun<N>, DriverError<N>>
-where
-    B: Backend,
-    N: Node,
-    N::Listener: Send,
-    N::Event: fmt::Debug,
-    ErrorOf<N>: Clone,
-{
+) -> Result<NodeRun<N>, DriverError<N>> {
     match drive(backend, "root".to_string(), node, (), notify).await {
         (_, Some(error)) => Err(DriverError::Root(error)),
         (run, None) => Ok(run),
@@ -91,10 +66,7 @@ async fn drive<B, N, W>(
 ) -> (NodeRun<N>, Option<ErrorOf<N>>)
 where
     B: Backend,
-    N: Node,
-    N::Listener: Send,
-    N::Event: fmt::Debug,
-    ErrorOf<N>: Clone,
+    N: Driven,
     W: Watch<N>,
 {
     let mut io = Io::new(backend, who.clone());

@@ -7,13 +7,12 @@ pub(crate) mod gate;
 mod watch;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use bootsim_core::seam::{Completed, Node as SeamNode, Nodes, Observed, Protocol, Setup};
 use bootsim_core::{ConnId, Instant};
-use bootsim_driver::{run_rank_watched, run_root, DriverError, ErrorOf, NodeRun};
+use bootsim_driver::{run_rank_watched, run_root, Driven, DriverError, NodeRun};
 
 use super::outcome::{Node, Outcome};
 use super::work_guard::WorkGuard;
@@ -41,25 +40,29 @@ type Slot<N> = Arc<Mutex<Option<(Instant, Result<NodeRun<N>, DriverError<N>>)>>>
 /// The root's end.
 type RootSlot<N> = Arc<Mutex<Option<Result<(), DriverError<N>>>>>;
 
+/// A node the turmoil engine runs: one the driver runs ([`Driven`]) that moves to its host's
+/// tasks, and whose events and completions are kept (cloned) for a rank that never returns.
+pub trait TurmoilNode:
+    Driven + Send + 'static + SeamNode<Event: Clone + Send, Completion: Clone + Send + Completed<Error: Send>>
+{
+}
+
+impl<N> TurmoilNode for N where
+    N: Driven + Send + 'static + SeamNode<Event: Clone + Send, Completion: Clone + Send + Completed<Error: Send>>
+{
+}
+
 /// Runs a case of `protocol` (its `variant` and `workload`) on turmoil: each rank a host
 /// running the async driver over the kernel model's accept order and drains, the root on
 /// rank 0's host. `crash` names a rank whose host crashes at that simulated time.
-pub fn run<P>(
+pub fn run<P: Protocol<Node: TurmoilNode>>(
     protocol: &P,
     variant: &P::Variant,
     workload: &P::Workload,
     case: &Case,
     trace: bool,
     crash: Option<(u32, Duration)>,
-) -> Outcome
-where
-    P: Protocol,
-    P::Node: Send + 'static,
-    <P::Node as SeamNode>::Listener: Send,
-    <P::Node as SeamNode>::Event: Clone + fmt::Debug + Send,
-    <P::Node as SeamNode>::Completion: Clone + Send,
-    ErrorOf<P::Node>: Clone + Send,
-{
+) -> Outcome {
     let n = case.ranks;
     let kernel = Kernel::new(case.kernel_config(), derive(case.seed, "kernel", 0), n);
     let gate = GateHandle::new(kernel, trace);
@@ -166,15 +169,12 @@ struct Ends<N: SeamNode> {
     crashed: Option<u32>,
 }
 
-fn collect<P>(protocol: &P, case: &Case, ends: Ends<P::Node>, gate: GateHandle) -> Outcome
-where
-    P: Protocol,
-    P::Node: Send + 'static,
-    <P::Node as SeamNode>::Listener: Send,
-    <P::Node as SeamNode>::Event: Clone + fmt::Debug + Send,
-    <P::Node as SeamNode>::Completion: Clone + Send,
-    ErrorOf<P::Node>: Clone + Send,
-{
+fn collect<P: Protocol<Node: TurmoilNode>>(
+    protocol: &P,
+    case: &Case,
+    ends: Ends<P::Node>,
+    gate: GateHandle,
+) -> Outcome {
     let Ends { slots, progress, root, end, crashed } = ends;
     let mut out = Outcome::new(case.ranks as usize);
     let mut rank_lines: BTreeMap<u32, Vec<(Instant, String)>> = BTreeMap::new();
@@ -258,10 +258,7 @@ struct Recorder<'a, P> {
     lines: &'a mut BTreeMap<u32, Vec<(Instant, String)>>,
 }
 
-impl<P: Protocol> Recorder<'_, P>
-where
-    <P::Node as SeamNode>::Event: Clone,
-{
+impl<P: Protocol<Node: TurmoilNode>> Recorder<'_, P> {
     /// Records a rank's completions at `times`, and their trace lines after its events.
     fn completions(&mut self, rank: u32, run: NodeRun<P::Node>, times: impl Iterator<Item = Instant>) {
         for (at, c) in times.zip(run.completions) {
