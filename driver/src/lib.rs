@@ -14,6 +14,7 @@ mod conn;
 mod dial;
 mod drain;
 mod io;
+mod kept;
 mod record;
 mod run;
 mod strangers;
@@ -29,6 +30,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use dial::{retry_dial, Attempt, DialFailed};
 pub use drain::{poll_drain, DrainOutcome, DrainReport};
+pub use kept::{Kept, Progress, Wait};
 pub use record::{rank_record, run_of};
 pub use run::{run_rank, run_rank_watched, run_root, run_root_notify};
 pub use strangers::is_stranger_dropped;
@@ -88,6 +90,18 @@ impl<N: Node> Watch<N> for () {}
 pub trait Driven: Node<Listener: Send, Event: fmt::Debug, Completion: Completed<Error: Clone>> {}
 
 impl<N> Driven for N where N: Node<Listener: Send, Event: fmt::Debug, Completion: Completed<Error: Clone>> {}
+
+/// A [`Driven`] node on a task of its own (it, its events and its errors move between
+/// threads), whose progress a world keeps ([`Kept`]: its events and completions are cloned).
+pub trait TaskNode:
+    Driven + Send + 'static + Node<Event: Clone + Send, Completion: Clone + Send + Completed<Error: Send>>
+{
+}
+
+impl<N> TaskNode for N where
+    N: Driven + Send + 'static + Node<Event: Clone + Send, Completion: Clone + Send + Completed<Error: Send>>
+{
+}
 
 /// What a node did: every completion (init first) and every protocol event, in order.
 pub struct NodeRun<N: Node> {
@@ -149,6 +163,9 @@ where
             && self.events_at == other.events_at
     }
 }
+
+/// How a driver run of node `N` ended: what it did, or why it failed.
+pub type RunResult<N> = Result<NodeRun<N>, DriverError<N>>;
 
 /// The typed error of node `N`'s operations.
 pub type ErrorOf<N> = <<N as Node>::Completion as Completed>::Error;

@@ -12,6 +12,9 @@
 //!   Iteration `i > 0` uses `PATH.i`. Rank 0 removes the file once its iteration is over.
 //! - `--local N`: spawns N copies of this program as ranks 0..N-1 on 127.0.0.1 with a uid file
 //!   in a fresh temporary directory, and prints their lines.
+//! - `--local N --in-process`: the root and N ranks as tasks of this process on a loopback
+//!   address of the run's own, the protocol's nodes over the protocol-blind driver (see
+//!   `in_process.rs`): how any protocol on the seam runs on real sockets.
 //! - `--local N --wire POLICY`: the N ranks run as threads of this process, rank k in its own
 //!   network namespace as host k+1 (10.213.0.k+1) behind the userspace wire, which applies
 //!   POLICY to the connections between them (see `wire.rs`). Needs CAP_NET_ADMIN and
@@ -41,6 +44,7 @@ use plugin::UidArg;
 mod blame;
 mod consequence;
 mod could_not_run;
+mod in_process;
 mod report;
 mod secret;
 mod wire;
@@ -103,6 +107,12 @@ pub struct SmokeArgs {
     /// Spawn this many ranks of this program on 127.0.0.1 and report them all.
     #[arg(long, conflicts_with_all = ["rank", "ranks", "session", "uid_file", "ip"])]
     local: Option<u32>,
+    /// With --local: the root and the N ranks as tasks of this process on a loopback address of
+    /// the run's own (127.x.y.z), built by the protocol's binding and run by the protocol-blind
+    /// driver, instead of one process per rank; the session magic comes from --seed. Each
+    /// iteration is bounded as a whole by --op-timeout-ms (a rank still running then is a hang).
+    #[arg(long, requires = "local", conflicts_with_all = ["wire", "plugin", "rdma"])]
+    in_process: bool,
     /// With --local: each rank in its own network namespace behind the userspace wire with this
     /// packet policy: none, hold=MS[,select=S], release-on-next[=MS][,select=S], model[=SEED]
     /// (select: all, even, odd, every:K[:P], nth:N, conn:N, pair:SRC>DST[:N] with host = rank+1).
@@ -168,6 +178,12 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     }
     if let (Some(n), Some(policy)) = (args.local, &args.wire) {
         return wire::run(&args, n, policy, variant, &workload);
+    }
+    if let (Some(n), true) = (args.local, args.in_process) {
+        // The protocol by name: NVSHMEM's is the only one smoke's flags name so far.
+        let name = variant.preset_name().map_or_else(|| variant.to_string(), str::to_string);
+        let what = format!("protocol nvshmem variant {name} workload {}", workload.name());
+        return in_process::run(&args, n, &bootsim_sim::protocol::Nvshmem, &variant, &workload, &what);
     }
     if let Some(n) = args.local {
         return local(&args, n);

@@ -12,7 +12,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use bootsim_core::seam::{Completed, Node as SeamNode, Nodes, Observed, Protocol, Setup};
 use bootsim_core::{ConnId, Instant};
-use bootsim_driver::{run_rank_watched, run_root, Driven, DriverError, NodeRun};
+use bootsim_driver::{run_rank_watched, run_root, DriverError, Kept, NodeRun, RunResult, TaskNode};
 
 use super::outcome::{Node, Outcome};
 use super::work_guard::WorkGuard;
@@ -21,7 +21,7 @@ use crate::kernel::{Kernel, SockId};
 use crate::seed::derive;
 use backend::TurmoilNet;
 use gate::{sim_now, GateHandle};
-use watch::{Progress, RankWatch};
+use watch::RankWatch;
 
 /// How long every unfinished rank must be stuck, with the kernel model idle, to end a run early.
 const QUIESCENT: Duration = Duration::from_secs(2);
@@ -36,26 +36,14 @@ fn now_of(sim: &turmoil::Sim<'_>) -> Instant {
 }
 
 /// A rank's end: when, and its run or error.
-type Slot<N> = Arc<Mutex<Option<(Instant, Result<NodeRun<N>, DriverError<N>>)>>>;
+type Slot<N> = Arc<Mutex<Option<(Instant, RunResult<N>)>>>;
 /// The root's end.
 type RootSlot<N> = Arc<Mutex<Option<Result<(), DriverError<N>>>>>;
-
-/// A node the turmoil engine runs: one the driver runs ([`Driven`]) that moves to its host's
-/// tasks, and whose events and completions are kept (cloned) for a rank that never returns.
-pub trait TurmoilNode:
-    Driven + Send + 'static + SeamNode<Event: Clone + Send, Completion: Clone + Send + Completed<Error: Send>>
-{
-}
-
-impl<N> TurmoilNode for N where
-    N: Driven + Send + 'static + SeamNode<Event: Clone + Send, Completion: Clone + Send + Completed<Error: Send>>
-{
-}
 
 /// Runs a case of `protocol` (its `variant` and `workload`) on turmoil: each rank a host
 /// running the async driver over the kernel model's accept order and drains, the root on
 /// rank 0's host. `crash` names a rank whose host crashes at that simulated time.
-pub fn run<P: Protocol<Node: TurmoilNode>>(
+pub fn run<P: Protocol<Node: TaskNode>>(
     protocol: &P,
     variant: &P::Variant,
     workload: &P::Workload,
@@ -81,7 +69,7 @@ pub fn run<P: Protocol<Node: TurmoilNode>>(
     let setup = Setup { variant, workload, seed: case.seed, n, root_ip };
     let Nodes { root, ranks } = protocol.nodes(&setup);
     let slots: Vec<Slot<P::Node>> = (0..n).map(|_| Arc::new(Mutex::new(None))).collect();
-    let progress: Vec<Progress<P::Node>> = (0..n).map(|_| Arc::new(Mutex::new(NodeRun::default()))).collect();
+    let progress: Vec<Kept<P::Node>> = (0..n).map(|_| Kept::default()).collect();
     let root_slot: RootSlot<P::Node> = Arc::new(Mutex::new(None));
     let mut root = Some(root);
     for (r, rank) in (0..n).zip(ranks) {
@@ -163,18 +151,13 @@ pub fn run<P: Protocol<Node: TurmoilNode>>(
 /// What the hosts left when the simulation stopped.
 struct Ends<N: SeamNode> {
     slots: Vec<Slot<N>>,
-    progress: Vec<Progress<N>>,
+    progress: Vec<Kept<N>>,
     root: RootSlot<N>,
     end: Instant,
     crashed: Option<u32>,
 }
 
-fn collect<P: Protocol<Node: TurmoilNode>>(
-    protocol: &P,
-    case: &Case,
-    ends: Ends<P::Node>,
-    gate: GateHandle,
-) -> Outcome {
+fn collect<P: Protocol<Node: TaskNode>>(protocol: &P, case: &Case, ends: Ends<P::Node>, gate: GateHandle) -> Outcome {
     let Ends { slots, progress, root, end, crashed } = ends;
     let mut out = Outcome::new(case.ranks as usize);
     let mut rank_lines: BTreeMap<u32, Vec<(Instant, String)>> = BTreeMap::new();
@@ -193,7 +176,7 @@ fn collect<P: Protocol<Node: TurmoilNode>>(
             };
             // What it did before it stopped: its messages and completions count (explain and the
             // oracle see the overtaking that left it waiting).
-            let run = std::mem::take(&mut *progress.lock().unwrap_or_else(|p| p.into_inner()));
+            let run = progress.take().run;
             let times = run.completed_at.clone();
             rec.events(r, &run);
             rec.completions(r, run, times.into_iter());
@@ -258,7 +241,7 @@ struct Recorder<'a, P> {
     lines: &'a mut BTreeMap<u32, Vec<(Instant, String)>>,
 }
 
-impl<P: Protocol<Node: TurmoilNode>> Recorder<'_, P> {
+impl<P: Protocol<Node: TaskNode>> Recorder<'_, P> {
     /// Records a rank's completions at `times`, and their trace lines after its events.
     fn completions(&mut self, rank: u32, run: NodeRun<P::Node>, times: impl Iterator<Item = Instant>) {
         for (at, c) in times.zip(run.completions) {

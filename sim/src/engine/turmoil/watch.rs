@@ -1,30 +1,24 @@
 //! What the engine keeps of each rank while its host runs: what it did (a rank unfinished at
-//! the deadline never returns its run) and what it waits for, told to the gate when it changes.
-
-use std::sync::{Arc, Mutex};
+//! the deadline never returns its run), kept by the driver's [`Kept`], and what it waits for,
+//! told to the gate when it changes.
 
 use bootsim_core::seam::Node;
 use bootsim_core::Instant;
-use bootsim_driver::{NodeRun, Watch};
+use bootsim_driver::{Kept, Watch};
 
-use super::gate::{GateHandle, RankWait};
-
-/// A rank's events and completions so far, shared with the engine.
-pub(super) type Progress<N> = Arc<Mutex<NodeRun<N>>>;
+use super::gate::GateHandle;
 
 /// The driver's [`Watch`] of rank `host`'s node.
 pub(super) struct RankWatch<N: Node> {
     host: u32,
     gate: GateHandle,
-    progress: Progress<N>,
-    /// The wait last told to the gate.
-    told: Option<RankWait>,
+    kept: Kept<N>,
 }
 
 impl<N: Node> RankWatch<N> {
-    /// Watches rank `host`, keeping what it does in `progress`.
-    pub(super) fn new(host: u32, gate: GateHandle, progress: Progress<N>) -> Self {
-        RankWatch { host, gate, progress, told: None }
+    /// Watches rank `host`, keeping what it does in `kept`.
+    pub(super) fn new(host: u32, gate: GateHandle, kept: Kept<N>) -> Self {
+        RankWatch { host, gate, kept }
     }
 }
 
@@ -34,25 +28,20 @@ where
     N::Completion: Clone,
 {
     fn blocked(&mut self, node: &N) {
-        let now = (node.waiting_for(), node.unexpected());
-        if self.told.as_ref() != Some(&now) {
-            self.gate.lock().report_wait(self.host, now.0.clone(), now.1.clone());
-            self.told = Some(now);
+        let wait = (node.waiting_for(), node.unexpected());
+        if self.kept.waited(wait.clone()) {
+            self.gate.lock().report_wait(self.host, wait.0, wait.1);
         }
     }
 
     fn event(&mut self, at: Instant, event: &N::Event) {
         // As every call of a host, it brings the kernel model up to turmoil's clock.
         self.gate.advance();
-        let mut run = self.progress.lock().unwrap_or_else(|p| p.into_inner());
-        run.events.push(event.clone());
-        run.events_at.push(at);
+        self.kept.event(at, event);
     }
 
     fn completion(&mut self, at: Instant, completion: &N::Completion) {
         self.gate.advance();
-        let mut run = self.progress.lock().unwrap_or_else(|p| p.into_inner());
-        run.completions.push(completion.clone());
-        run.completed_at.push(at);
+        self.kept.completion(at, completion);
     }
 }
