@@ -18,6 +18,8 @@ mod kept;
 mod record;
 mod run;
 mod strangers;
+#[cfg(test)]
+mod tests;
 
 use std::fmt;
 use std::future::Future;

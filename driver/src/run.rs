@@ -84,16 +84,18 @@ where
                     if let (None, Err(e)) = (&failure, c.result()) {
                         failure = Some(e.clone());
                     }
-                    watch.completion(io.now(), &c);
+                    let at = io.now();
+                    watch.completion(at, &c);
                     run.completions.push(c);
-                    run.completed_at.push(io.now());
+                    run.completed_at.push(at);
                 }
                 Output::Observe(Observation::Event(e)) => {
                     tracing::debug!(%who, event = ?e, "event");
                     strangers.observe(&who, &e);
-                    watch.event(io.now(), &e);
+                    let at = io.now();
+                    watch.event(at, &e);
                     run.events.push(e);
-                    run.events_at.push(io.now());
+                    run.events_at.push(at);
                 }
                 Output::Effect(effect) => io.execute(effect, &tx).await,
             }
