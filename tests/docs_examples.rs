@@ -109,6 +109,10 @@ const EXPECTED: &[(&str, Expect)] = &[
     ),
     ("bootsim smoke --local 8 --workload nvshmem-init --variant nvshmem-3.7", Exit(0, ": pass: all 8 ranks ok")),
     (
+        "bootsim smoke --local 8 --workload nvshmem-init --in-process",
+        Exit(0, "--in-process: protocol nvshmem variant nvshmem-3.7 workload nvshmem-init: pass"),
+    ),
+    (
         "bootsim explore 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3'",
         Exit(1, "fast engine: corruption (the same verdict)"),
     ),

@@ -129,3 +129,45 @@ fn a_failed_iteration_stops_the_run_and_says_how_many_ran_unless_told_to_keep_go
     }
     assert!(text(&outs[0]).contains(": 0/3 iterations ok in "), "{}", text(&outs[0]));
 }
+
+#[test]
+fn in_process_ranks_run_nvshmems_nodes_over_the_protocol_blind_driver() {
+    let o = bootsim()
+        .args(["smoke", "--local", "3", "--in-process", "--variant", "pr97", "--iterations", "2"])
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    for iter in 0..2 {
+        assert!(out.contains(&format!("in-process: iter {iter}: root and 3 ranks on 127.")), "{out}");
+        for r in 0..3 {
+            assert!(out.contains(&format!("rank {r}/3 iter {iter}: ok: init + 3 ops verified")), "rank {r}: {out}");
+        }
+    }
+    let summary = "smoke --local 3 --in-process: protocol nvshmem variant pr97 workload deepep: pass: verdict pass: \
+                   2/2 iterations ok";
+    assert!(out.contains(summary), "{out}");
+    // In-process ranks share this process: no wire, no plugin process.
+    let o = bootsim().args(["smoke", "--local", "2", "--in-process", "--wire", "none"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn in_process_ranks_run_every_nccl_version_on_both_workloads_and_nccl_needs_in_process() {
+    for v in ["nccl-2.8", "nccl-2.19", "nccl-2.21", "nccl-2.30"] {
+        for w in ["nccl-init", "nccl-p2p"] {
+            let o = bootsim()
+                .args(["smoke", "--local", "3", "--in-process", "--variant", v, "--workload", w])
+                .output()
+                .unwrap();
+            let out = text(&o);
+            assert_eq!(o.status.code(), Some(0), "{v} {w}: {out}");
+            let summary = format!("smoke --local 3 --in-process: protocol nccl variant {v} workload {w}: pass");
+            assert!(out.contains(&summary), "{out}");
+        }
+    }
+    // NCCL's real ranks need GPUs; its model's ranks run only in this process.
+    let o = bootsim().args(["smoke", "--local", "2", "--variant", "nccl-2.30"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--local N --in-process only"), "{}", text(&o));
+}

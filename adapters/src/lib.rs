@@ -7,9 +7,13 @@
 //! - [`wire`], [`wire_run`]: the TUN userspace wire between network namespaces, and N ranks on it.
 //! - [`plugin`]: NVSHMEM's shipped UID bootstrap plugin as a rank. [`probe`]: the report's
 //!   accept-order reproducer. [`rdma`]: the ibverbs check.
+//! - [`nvshmem`]: NVSHMEM's rank and root built for the protocol-blind driver, and its run types.
+//! - [`local_run`]: any protocol's root and ranks as tasks of this process on loopback.
 //! - [`skip`]: a test that cannot run its real part here fails under CI and is counted as
 //!   skipped elsewhere.
 
+pub mod local_run;
+pub mod nvshmem;
 pub mod os;
 pub mod plugin;
 pub mod probe;

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use bootsim_core::{Limits, Op, Variant};
 
+use crate::nvshmem::{DriverError, RankRun};
 use crate::tokio_sockets::{run_blocking, run_blocking_notify, Rendezvous, SessionConfig};
 use crate::wire::{host_addr, Policy, Wire, WireError, WireReport, MAX_HOSTS};
-use bootsim_driver::{DriverError, RankRun};
 
 /// The port of the root's listener on host 1.
 pub const ROOT_PORT: u16 = 7000;

@@ -1,7 +1,9 @@
 //! NVSHMEM's UID bootstrap on the protocol seam: its listeners, completions and events read
 //! through the seam's traits, and its [`Root`] and [`Rank`] as one [`Node`] type.
 
-use crate::error::BootstrapError;
+use std::net::SocketAddr;
+
+use crate::error::{BootstrapError, Culprit};
 use crate::ids::{ConnId, Listener};
 use crate::io::{Completion, Event, Input, Output};
 use crate::rank::Rank;
@@ -43,6 +45,14 @@ impl Completed for Completion {
     fn error_text(rank: u32, op: u32, error: &BootstrapError) -> String {
         crate::report::error_text(rank, op as usize, error)
     }
+
+    fn is_hang(error: &BootstrapError) -> bool {
+        matches!(error, BootstrapError::Timeout { .. } | BootstrapError::RootTimeout { .. })
+    }
+
+    fn culprit(rank: u32, error: &BootstrapError) -> Option<Culprit> {
+        error.culprit(rank)
+    }
 }
 
 impl Observed for Event {
@@ -70,6 +80,14 @@ impl Observed for Event {
             Event::DrainCompleted { to, waited, .. } => Noted::DrainCompleted { to, waited },
             Event::StrayDropped { ref error, .. } => Noted::Stray { error: error.to_string() },
             _ => Noted::Other,
+        }
+    }
+
+    fn stranger(&self) -> Option<(SocketAddr, String)> {
+        match self {
+            Event::StrayDropped { from, error, .. } => Some((*from, error.to_string())),
+            Event::StalledDropped { from, after, .. } => Some((*from, format!("header incomplete after {after:?}"))),
+            _ => None,
         }
     }
 }
@@ -171,6 +189,14 @@ impl Node for NvshmemNode {
         match self {
             NvshmemNode::Root(n) => n.is_done(),
             NvshmemNode::Rank(n) => n.is_finished(),
+        }
+    }
+
+    /// A rank closes every connection and listener (NVSHMEM's `bootstrap_uid_close`); the
+    /// root has closed its own when it finished.
+    fn close(&mut self, now: Instant) {
+        if let NvshmemNode::Rank(n) = self {
+            n.close(now);
         }
     }
 }

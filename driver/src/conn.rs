@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bootsim_core::{ConnId, Listener};
+use bootsim_core::seam::ListenerKey;
+use bootsim_core::ConnId;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
@@ -24,10 +25,10 @@ pub(super) enum Cmd {
     Close,
 }
 
-/// What a task reports to the driver loop.
-pub(super) enum Report<B: Backend> {
+/// What a task reports to the driver loop; `L` is the protocol's listener key.
+pub(super) enum Report<B: Backend, L> {
     /// An accept finished.
-    Accepted { listener: Listener, conn: ConnId, stream: B::Stream, from: SocketAddr },
+    Accepted { listener: L, conn: ConnId, stream: B::Stream, from: SocketAddr },
     /// A connect finished: the read half, for the driver to start a reader.
     Connected { conn: ConnId, reader: B::Reader },
     /// A connect failed for good.
@@ -49,12 +50,12 @@ pub(super) enum Start<B: Backend> {
 }
 
 /// Accepts one connection; transient accept errors are logged and retried.
-pub(super) async fn accept_task<B: Backend>(
+pub(super) async fn accept_task<B: Backend, L: ListenerKey>(
     backend: B,
     l: Arc<B::Listener>,
-    listener: Listener,
+    listener: L,
     conn: ConnId,
-    tx: UnboundedSender<Report<B>>,
+    tx: UnboundedSender<Report<B, L>>,
 ) {
     loop {
         match backend.accept(&l).await {
@@ -71,12 +72,12 @@ pub(super) async fn accept_task<B: Backend>(
 }
 
 /// Owns a connection's write half: connects if asked, then runs commands in order.
-pub(super) async fn writer_task<B: Backend>(
+pub(super) async fn writer_task<B: Backend, L>(
     backend: B,
     conn: ConnId,
     start: Start<B>,
     mut cmds: UnboundedReceiver<Cmd>,
-    tx: UnboundedSender<Report<B>>,
+    tx: UnboundedSender<Report<B, L>>,
 ) {
     let mut w = match start {
         Start::Ready(w) => w,
@@ -116,7 +117,7 @@ pub(super) async fn writer_task<B: Backend>(
 }
 
 /// Forwards every chunk read, then EOF (or a reset) as `PeerClosed`.
-pub(super) async fn reader_task<B: Backend>(conn: ConnId, mut r: B::Reader, tx: UnboundedSender<Report<B>>) {
+pub(super) async fn reader_task<B: Backend, L>(conn: ConnId, mut r: B::Reader, tx: UnboundedSender<Report<B, L>>) {
     // Uninitialised capacity, reused from read to read: most bootstrap connections carry a few
     // dozen bytes, and zeroing a fresh 64 KiB for each was 8.6 % of a turmoil run's
     // instructions (callgrind, nvshmem-init at 16 ranks).

@@ -5,7 +5,8 @@
 use std::io;
 use std::time::Duration;
 
-use bootsim_core::{ConnId, DrainPoll, DrainStep, OwnedInput};
+use bootsim_core::seam::OwnedInput;
+use bootsim_core::{ConnId, DrainPoll, DrainStep};
 
 /// How a drain ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +36,7 @@ pub struct DrainReport {
 impl DrainReport {
     /// The input the state machine is fed for this drain on `conn` (an unsupported drain is a
     /// timeout with nothing known to be queued).
-    pub fn input(&self, conn: ConnId) -> OwnedInput {
+    pub fn input<L>(&self, conn: ConnId) -> OwnedInput<L> {
         let waited = self.waited;
         match self.outcome {
             DrainOutcome::Drained => OwnedInput::Drained { conn, waited },
@@ -103,7 +104,10 @@ mod tests {
         assert_eq!((r.outcome, r.polls, r.waited), (DrainOutcome::Drained, 3, Duration::from_millis(2)));
         let r = drain(1, &[Ok(7)]);
         assert_eq!((r.outcome.clone(), r.waited), (DrainOutcome::TimedOut { unacked: 7 }, Duration::from_millis(1)));
-        assert_eq!(r.input(ConnId(3)), OwnedInput::DrainTimedOut { conn: ConnId(3), waited: r.waited, unacked: 7 });
+        assert_eq!(
+            r.input::<()>(ConnId(3)),
+            OwnedInput::DrainTimedOut { conn: ConnId(3), waited: r.waited, unacked: 7 }
+        );
         let r = drain(1, &[Err(io::Error::other("ioctl(SIOCOUTQ): EINVAL"))]);
         assert!(matches!(r.outcome, DrainOutcome::Unsupported(ref t) if t.contains("SIOCOUTQ")), "{r:?}");
         assert_eq!(r.polls, 1);

@@ -4,7 +4,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bootsim_core::{ConnId, Instant, Listener, Output, OwnedInput};
+use bootsim_core::seam::{Effect, ListenerKey, OwnedInput};
+use bootsim_core::{ConnId, Instant};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::{AbortHandle, JoinSet};
 
@@ -17,15 +18,15 @@ struct Conn {
     reader: Option<AbortHandle>,
 }
 
-/// Sockets, tasks and the clock of one state machine.
-pub(super) struct Io<B: Backend> {
+/// Sockets, tasks and the clock of one state machine, whose listeners are keyed by `L`.
+pub(super) struct Io<B: Backend, L> {
     backend: B,
     who: String,
     epoch: tokio::time::Instant,
-    tx: UnboundedSender<Report<B>>,
-    rx: UnboundedReceiver<Report<B>>,
-    listeners: BTreeMap<Listener, Arc<B::Listener>>,
-    accepts: BTreeMap<Listener, AbortHandle>,
+    tx: UnboundedSender<Report<B, L>>,
+    rx: UnboundedReceiver<Report<B, L>>,
+    listeners: BTreeMap<L, Arc<B::Listener>>,
+    accepts: BTreeMap<L, AbortHandle>,
     conns: BTreeMap<ConnId, Conn>,
     /// Accept and reader tasks: aborted at the end.
     tasks: JoinSet<()>,
@@ -35,7 +36,9 @@ pub(super) struct Io<B: Backend> {
     /// has not closed. The others are not waited for at the end (a writer still dialling, or
     /// writing to a peer known dead, would only cost the flush bound).
     writer_state: BTreeMap<ConnId, (AbortHandle, Reach)>,
-    pending: VecDeque<OwnedInput>,
+    pending: VecDeque<OwnedInput<L>>,
+    /// Where the node's root listener ([`ListenerKey::is_root`]) listens, once it does.
+    root_addr: Option<std::net::SocketAddr>,
 }
 
 /// Whether a writer's queued bytes can still be delivered.
@@ -49,7 +52,7 @@ enum Reach {
     Dead,
 }
 
-impl<B: Backend> Io<B> {
+impl<B: Backend, L: ListenerKey + Send> Io<B, L> {
     /// A driver whose epoch is now; `who` names it in traces.
     pub(super) fn new(backend: B, who: String) -> Self {
         let (tx, rx) = unbounded_channel();
@@ -66,12 +69,8 @@ impl<B: Backend> Io<B> {
             writers: JoinSet::new(),
             writer_state: BTreeMap::new(),
             pending: VecDeque::new(),
+            root_addr: None,
         }
-    }
-
-    /// The backend.
-    pub(super) fn backend(&self) -> &B {
-        &self.backend
     }
 
     /// The current time as a core instant.
@@ -80,19 +79,27 @@ impl<B: Backend> Io<B> {
         Instant::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
 
-    /// Carries out one output (`Completed` and `Event` are the caller's); `tx` holds a write's bytes.
-    pub(super) async fn execute(&mut self, out: Output, tx: &[u8]) {
+    /// Where the node's root listener listens, once it does.
+    pub(super) fn root_addr(&self) -> Option<std::net::SocketAddr> {
+        self.root_addr
+    }
+
+    /// Carries out one effect; `tx` holds a write's bytes.
+    pub(super) async fn execute(&mut self, out: Effect<L>, tx: &[u8]) {
         tracing::trace!(who = %self.who, ?out, "output");
         match out {
-            Output::Listen { listener } => match self.backend.listen(listener).await {
+            Effect::Listen { listener } => match self.backend.listen(listener).await {
                 Ok((l, addr)) => {
                     tracing::debug!(who = %self.who, ?listener, %addr, "listening");
+                    if listener.is_root() {
+                        self.root_addr.get_or_insert(addr);
+                    }
                     self.listeners.insert(listener, Arc::new(l));
                     self.pending.push_back(OwnedInput::Listening { listener, addr });
                 }
                 Err(e) => self.pending.push_back(OwnedInput::ListenFailed { listener, reason: e.to_string() }),
             },
-            Output::Accept { listener, conn } => {
+            Effect::Accept { listener, conn } => {
                 let Some(l) = self.listeners.get(&listener) else {
                     tracing::warn!(who = %self.who, ?listener, %conn, "accept on a listener that is not open");
                     return;
@@ -103,20 +110,20 @@ impl<B: Backend> Io<B> {
                     old.abort();
                 }
             }
-            Output::CloseListener { listener } => {
+            Effect::CloseListener { listener } => {
                 self.listeners.remove(&listener);
                 if let Some(a) = self.accepts.remove(&listener) {
                     a.abort();
                 }
             }
-            Output::Connect { conn, addr } => self.open(conn, Start::Connect(addr)),
+            Effect::Connect { conn, addr } => self.open(conn, Start::Connect(addr)),
             // The writer task owns what it sends: one copy out of the shared buffer.
-            Output::Write { conn, .. } => self.command(conn, Cmd::Write(tx.to_vec())),
-            Output::Drain { conn, deadline } => {
+            Effect::Write { conn, .. } => self.command(conn, Cmd::Write(tx.to_vec())),
+            Effect::Drain { conn, deadline } => {
                 let bound = deadline.saturating_since(self.now());
                 self.command(conn, Cmd::Drain(bound));
             }
-            Output::Close { conn } => {
+            Effect::Close { conn } => {
                 if let Some(c) = self.conns.remove(&conn) {
                     let _ = c.cmds.send(Cmd::Close);
                     if let Some(r) = c.reader {
@@ -124,12 +131,11 @@ impl<B: Backend> Io<B> {
                     }
                 }
             }
-            Output::Completed(_) | Output::Event(_) => {}
         }
     }
 
     /// The next input, or `None` once `deadline` (core time) has come.
-    pub(super) async fn next(&mut self, deadline: Option<Instant>) -> Option<OwnedInput> {
+    pub(super) async fn next(&mut self, deadline: Option<Instant>) -> Option<OwnedInput<L>> {
         let wake = deadline.map(|d| self.epoch + Duration::from_nanos(d.as_nanos()));
         loop {
             if let Some(d) = self.pending.pop_front() {
@@ -189,7 +195,7 @@ impl<B: Backend> Io<B> {
     }
 
     fn start_reader(&mut self, conn: ConnId, reader: B::Reader) {
-        let handle = self.tasks.spawn(reader_task::<B>(conn, reader, self.tx.clone()));
+        let handle = self.tasks.spawn(reader_task::<B, L>(conn, reader, self.tx.clone()));
         match self.conns.get_mut(&conn) {
             Some(c) => c.reader = Some(handle),
             None => handle.abort(),
@@ -205,7 +211,7 @@ impl<B: Backend> Io<B> {
         }
     }
 
-    fn on_report(&mut self, report: Report<B>) {
+    fn on_report(&mut self, report: Report<B, L>) {
         while self.tasks.try_join_next().is_some() {}
         while self.writers.try_join_next().is_some() {}
         match &report {

@@ -1,12 +1,13 @@
 //! A driver run as the real-world record ([`RankRecord`]).
 
-use bootsim_core::report::{error_text, init_text};
-use bootsim_core::{BootstrapError, RankRecord};
+use bootsim_core::report::init_text;
+use bootsim_core::seam::{Completed, Node};
+use bootsim_core::RankRecord;
 
-use super::{DriverError, RankRun};
+use super::{DriverError, ErrorOf, NodeRun};
 
 /// The rank's run, finished or failed; `None` when it never started (setup, the root).
-pub fn run_of(result: &Result<RankRun, DriverError>) -> Option<&RankRun> {
+pub fn run_of<N: Node>(result: &Result<NodeRun<N>, DriverError<N>>) -> Option<&NodeRun<N>> {
     match result {
         Ok(run) => Some(run),
         Err(DriverError::Failed { run, .. }) => Some(run),
@@ -14,32 +15,37 @@ pub fn run_of(result: &Result<RankRun, DriverError>) -> Option<&RankRun> {
     }
 }
 
-/// What rank `rank` of a driver run reports. A core timeout is a hang: NVSHMEM has no timeout,
-/// so where bootsim gives up, NVSHMEM would wait forever.
-pub fn rank_record(rank: u32, result: &Result<RankRun, DriverError>) -> RankRecord {
+/// What rank `rank` of a driver run reports. A protocol's timeout ([`Completed::is_hang`]) is
+/// a hang: the protocol has no timeout (NVSHMEM's none), so where bootsim gives up, it would
+/// wait forever.
+pub fn rank_record<N: Node>(rank: u32, result: &Result<NodeRun<N>, DriverError<N>>) -> RankRecord
+where
+    ErrorOf<N>: PartialEq,
+{
     let mut report = RankRecord { rank, ..Default::default() };
     let Some(run) = run_of(result) else {
         report.init = result.as_ref().err().map(|e| init_text(e.to_string()));
         return report;
     };
-    let mut put = |i: usize, r: &Result<Vec<u8>, BootstrapError>| match (i, r) {
-        (_, Err(e @ BootstrapError::Timeout { .. })) => report.unfinished = Some(error_text(rank, i, e)),
-        (0, Err(e)) => report.init = Some(init_text(error_text(rank, i, e))),
+    let text = |i: usize, e: &ErrorOf<N>| N::Completion::error_text(rank, i as u32, e);
+    let mut put = |i: usize, r: Result<&[u8], &ErrorOf<N>>| match (i, r) {
+        (_, Err(e)) if N::Completion::is_hang(e) => report.unfinished = Some(text(i, e)),
+        (0, Err(e)) => report.init = Some(init_text(text(i, e))),
         (0, Ok(_)) => {}
-        (_, r) => report.ops.push(r.clone().map_err(|e| error_text(rank, i, &e))),
+        (_, r) => report.ops.push(r.map(<[u8]>::to_vec).map_err(|e| text(i, e))),
     };
     for (i, c) in run.completions.iter().enumerate() {
-        put(i, &c.result);
+        put(i, c.result());
     }
     if let Err(DriverError::Failed { error, .. }) = result {
-        let said = run.completions.iter().any(|c| c.result.as_ref().err() == Some(error));
+        let said = run.completions.iter().any(|c| c.result().err() == Some(error));
         if !said {
-            put(run.completions.len(), &Err(error.clone()));
+            put(run.completions.len(), Err(error));
         }
     }
     // Timings on the driver's clock: each completion but a timeout (that is a wait, not an end).
     let ended = run.completions.iter().zip(&run.completed_at);
-    let ended = ended.filter(|(c, _)| !matches!(c.result, Err(BootstrapError::Timeout { .. })));
+    let ended = ended.filter(|(c, _)| !c.result().is_err_and(N::Completion::is_hang));
     report.ended_at = ended.map(|(_, at)| *at).collect();
     if report.unfinished.is_none() {
         report.finished_at = report.ended_at.last().copied();

@@ -1,7 +1,7 @@
 //! Connections dropped as strangers' (wrong magic, garbage, a header that stalled or was
 //! evicted): shown at the default level, rate-limited, and counted for the run's summary.
 
-use bootsim_core::Event;
+use bootsim_core::seam::Observed;
 
 /// Shows the first few dropped strangers of one state machine, then every hundredth.
 #[derive(Debug, Default)]
@@ -10,13 +10,9 @@ pub(super) struct StrangerLog {
 }
 
 impl StrangerLog {
-    /// Logs `event` if it is a dropped stranger.
-    pub(super) fn observe(&mut self, who: &str, event: &Event) {
-        let (from, why) = match event {
-            Event::StrayDropped { from, error, .. } => (from, error.to_string()),
-            Event::StalledDropped { from, after, .. } => (from, format!("header incomplete after {after:?}")),
-            _ => return,
-        };
+    /// Logs `event` if it is a dropped stranger ([`Observed::stranger`]).
+    pub(super) fn observe(&mut self, who: &str, event: &impl Observed) {
+        let Some((from, why)) = event.stranger() else { return };
         self.dropped += 1;
         let dropped = self.dropped;
         if dropped <= 5 || dropped.is_multiple_of(100) {
@@ -26,6 +22,6 @@ impl StrangerLog {
 }
 
 /// True if `event` is a dropped stranger's connection.
-pub fn is_stranger_dropped(event: &Event) -> bool {
-    matches!(event, Event::StrayDropped { .. } | Event::StalledDropped { .. })
+pub fn is_stranger_dropped(event: &impl Observed) -> bool {
+    event.stranger().is_some()
 }

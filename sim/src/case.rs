@@ -451,9 +451,7 @@ impl Case {
         if let Some(nc) = nccl.case(&seen, case.ranks)? {
             case.nccl = Some(nc);
             case.engine = engine.unwrap_or(EngineKind::Fast);
-            if case.engine != EngineKind::Fast {
-                return Err(err("protocol=nccl runs on engine=fast only".into()));
-            }
+            case.engine_can_run().map_err(err)?;
             case.schedule.validate(case.ranks).map_err(err)?;
             case.kernel_config().validate(case.ranks).map_err(err)?;
             let bytes = case.payload_bytes();
@@ -526,15 +524,22 @@ impl Case {
         // One rule for every command (run, replay, sweep, compare, shrink): the fast engine
         // unless the case says engine=turmoil. Every printed case string names its engine.
         case.engine = engine.unwrap_or(EngineKind::Fast);
-        if case.engine == EngineKind::Turmoil && !case.schedule.is_empty() {
-            return Err(err("accept= and drain_fail= are honoured by engine=fast only".into()));
-        }
-        if case.engine == EngineKind::Turmoil && case.kernel_config().load.cpu.app_on() {
-            return Err(err("the application's CPU time (syscall_cost, app_work: the cpu profile) is modelled by \
-                 engine=fast only; add syscall_cost=0 app_work=0 to run the rest of it on turmoil"
-                .into()));
-        }
+        case.engine_can_run().map_err(err)?;
         Ok(case)
+    }
+
+    /// What the turmoil engine cannot do (explicit schedules, the application's CPU time), for
+    /// every protocol.
+    fn engine_can_run(&self) -> Result<(), String> {
+        if self.engine == EngineKind::Turmoil && !self.schedule.is_empty() {
+            return Err("accept= and drain_fail= are honoured by engine=fast only".into());
+        }
+        if self.engine == EngineKind::Turmoil && self.kernel_config().load.cpu.app_on() {
+            return Err("the application's CPU time (syscall_cost, app_work: the cpu profile) is modelled by \
+                 engine=fast only; add syscall_cost=0 app_work=0 to run the rest of it on turmoil"
+                .into());
+        }
+        Ok(())
     }
 
     /// The kernel configuration: the adversary profile (drawn from the seed for `swarm`), then the knobs.
@@ -876,7 +881,7 @@ mod tests {
         assert!(e("workload=nccl-init distances=1").contains("workload=nccl-p2p only"));
         assert!(e("workload=nccl-p2p ranks=4 distances=1,4").contains("not a peer distance below ranks=4"));
         assert!(e("workload=nccl-p2p distances=1,x").contains("distances=`1,x`"));
-        assert!(e("variant=nccl-2.19 engine=turmoil").contains("engine=fast only"));
+        assert!(e("variant=nccl-2.19 engine=turmoil accept=1:0.0").contains("engine=fast only"));
         assert!(e("variant=nccl-2.19 ranks=65536").contains("over the 4096 MiB budget"));
     }
 

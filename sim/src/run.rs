@@ -33,17 +33,22 @@ pub struct RunReport {
 
 /// Runs a case; `trace` keeps every event line and the digest.
 pub fn run_case(case: &Case, trace: bool) -> RunReport {
-    let (mut outcome, (verdict, findings)) = match (&case.nccl, case.engine) {
-        (Some(nc), _) => {
-            let mut outcome = fast::run(&Nccl, &nc.variant, &nc.workload, case, trace);
+    let (mut outcome, (verdict, findings)) = match &case.nccl {
+        Some(nc) => {
+            let mut outcome = match case.engine {
+                EngineKind::Fast => fast::run(&Nccl, &nc.variant, &nc.workload, case, trace),
+                EngineKind::Turmoil => crate::engine::turmoil::run(&Nccl, &nc.variant, &nc.workload, case, trace, None),
+            };
             let setup = crate::protocol::nccl::setup(nc, case);
             let judged = outcome.verdict_by(Nccl.judge(&setup));
             (outcome, judged)
         }
-        (None, engine) => {
-            let mut outcome = match engine {
+        None => {
+            let mut outcome = match case.engine {
                 EngineKind::Fast => fast::run(&Nvshmem, &case.variant, &case.workload, case, trace),
-                EngineKind::Turmoil => crate::engine::turmoil::run(case, trace, None),
+                EngineKind::Turmoil => {
+                    crate::engine::turmoil::run(&Nvshmem, &case.variant, &case.workload, case, trace, None)
+                }
             };
             let judged = outcome.verdict(&case.workload.ops(case.seed), case.seed, case.ranks);
             (outcome, judged)

@@ -74,3 +74,13 @@ fn the_1176_table() {
         }
     }
 }
+
+/// The turmoil engine runs NCCL's nodes through the async driver (the same seam): 2.19 shows
+/// the #1176 symptom there too, 2.21 never does.
+#[test]
+fn nccl_on_the_turmoil_engine_shows_1176_on_2_19_only() {
+    let (counts, symptom) = tally("engine=turmoil variant=nccl-2.19 workload=nccl-p2p ranks=2 adversary=rss", 0..20);
+    assert!(symptom > 0 && counts.contains("error="), "2.19 on turmoil: {counts}, {symptom} symptoms");
+    let (counts, symptom) = tally("engine=turmoil variant=nccl-2.21 workload=nccl-p2p ranks=2 adversary=rss", 0..20);
+    assert_eq!((counts.as_str(), symptom), ("pass=20", 0));
+}

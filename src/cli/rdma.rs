@@ -1,8 +1,8 @@
 //! `bootsim smoke --rdma`: after the bootstrap, connect real RC QPs with the handles it
 //! delivered and send a canary over each (issue 7). Needs `--features rdma` and a NIC.
 
+use bootsim_adapters::nvshmem::{DriverError, RankRun};
 use bootsim_core::Op;
-use bootsim_driver::{DriverError, RankRun};
 
 /// The RDMA options of `bootsim smoke`.
 #[derive(clap::Args, Debug, Clone)]

@@ -12,8 +12,11 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use super::tests::nvshmem_listener;
 use super::{real_limits, TokioNet, DEFAULT_READ_AHEAD};
-use bootsim_driver::{run_rank, run_root_notify, Backend, DrainReport};
+use crate::nvshmem::{run_rank, run_root_notify};
+use bootsim_core::seam::ListenerKey;
+use bootsim_driver::{Backend, DrainReport};
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 /// Idle strangers per peer listener.
@@ -37,9 +40,9 @@ impl Backend for SlowNet {
     type Reader = OwnedReadHalf;
     type Writer = OwnedWriteHalf;
 
-    async fn listen(&self, which: Listener) -> std::io::Result<(TcpListener, SocketAddr)> {
-        let (l, addr) = self.inner.listen(which).await?;
-        if which == Listener::Peers {
+    async fn listen<L: ListenerKey + Send>(&self, key: L) -> std::io::Result<(TcpListener, SocketAddr)> {
+        let (l, addr) = self.inner.listen(key).await?;
+        if nvshmem_listener(key) == Listener::Peers {
             self.peers.lock().unwrap().push(addr);
         }
         Ok((l, addr))

@@ -11,7 +11,8 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use bootsim_core::{Limits, Listener};
+use bootsim_core::seam::ListenerKey;
+use bootsim_core::Limits;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -73,8 +74,8 @@ impl Backend for TokioNet {
     type Reader = OwnedReadHalf;
     type Writer = OwnedWriteHalf;
 
-    async fn listen(&self, which: Listener) -> io::Result<(TcpListener, SocketAddr)> {
-        let port = if which == Listener::Rendezvous { self.rendezvous_port } else { 0 };
+    async fn listen<L: ListenerKey + Send>(&self, which: L) -> io::Result<(TcpListener, SocketAddr)> {
+        let port = if which.is_root() { self.rendezvous_port } else { 0 };
         let l = TcpListener::bind((self.ip, port)).await?;
         let addr = l.local_addr()?;
         Ok((l, addr))

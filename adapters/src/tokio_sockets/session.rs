@@ -9,7 +9,8 @@ use bootsim_core::{BootstrapError, Limits, Op, RankConfig, RootConfig, UniqueId,
 use tokio::sync::oneshot;
 
 use super::TokioNet;
-use bootsim_driver::{is_stranger_dropped, run_rank, run_root_notify, DriverError, RankRun, RootRun};
+use crate::nvshmem::{run_rank, run_root_notify, DriverError, RankRun, RootRun};
+use bootsim_driver::is_stranger_dropped;
 
 /// How the ranks find the root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -223,7 +224,7 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError
 
 /// Adds the root's dropped-stranger events to rank 0's, keeping time order.
 fn absorb_strangers(run: &mut RankRun, root: &RootRun) {
-    let theirs = root.events_at.iter().zip(&root.events).filter(|(_, e)| is_stranger_dropped(e));
+    let theirs = root.events_at.iter().zip(&root.events).filter(|(_, e)| is_stranger_dropped(*e));
     let mut all: Vec<_> = run.events_at.iter().copied().zip(run.events.drain(..)).collect();
     all.extend(theirs.map(|(t, e)| (*t, e.clone())));
     all.sort_by_key(|(t, _)| *t);

@@ -15,7 +15,14 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
 use super::{real_limits, TokioNet};
-use bootsim_driver::{run_rank, run_root_notify, Backend, DrainReport, DriverError, RankRun};
+use crate::nvshmem::{run_rank, run_root_notify, DriverError, RankRun};
+use bootsim_core::seam::ListenerKey;
+use bootsim_driver::{Backend, DrainReport};
+
+/// The driver's listener key as NVSHMEM's (these backends serve NVSHMEM's nodes only).
+pub(super) fn nvshmem_listener(which: impl ListenerKey) -> Listener {
+    *(&which as &dyn std::any::Any).downcast_ref::<Listener>().expect("NVSHMEM's listener key")
+}
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
@@ -219,8 +226,9 @@ impl Backend for StrayNet {
     type Reader = OwnedReadHalf;
     type Writer = OwnedWriteHalf;
 
-    async fn listen(&self, which: Listener) -> std::io::Result<(TcpListener, SocketAddr)> {
-        let (l, addr) = self.inner.listen(which).await?;
+    async fn listen<L: ListenerKey + Send>(&self, key: L) -> std::io::Result<(TcpListener, SocketAddr)> {
+        let (l, addr) = self.inner.listen(key).await?;
+        let which = nvshmem_listener(key);
         let mut first = self.strangers(which);
         if which == Listener::Peers {
             self.strays.lock().unwrap().peers.insert(addr, false);

@@ -2,8 +2,10 @@
 
 use std::fmt;
 use std::hash::Hash;
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::error::Culprit;
 use crate::ids::{ConnId, MsgOrigin};
 use crate::time::Instant;
 
@@ -60,6 +62,11 @@ pub trait Node {
     /// True once nothing more will happen without a new operation (every operation done, or
     /// one failed).
     fn is_finished(&self) -> bool;
+    /// The world is done with the node: it closes its connections and listeners (the effects
+    /// follow from [`Node::poll_output`]). Default: nothing to close.
+    fn close(&mut self, now: Instant) {
+        let _ = now;
+    }
 }
 
 /// How a world reads an operation's end.
@@ -79,6 +86,18 @@ pub trait Completed {
         let _ = (rank, op);
         error.to_string()
     }
+    /// True when the error is the node giving up waiting (an operation timeout a real world
+    /// sets): a hang to the judge, not an end (default: none is).
+    fn is_hang(error: &Self::Error) -> bool {
+        let _ = error;
+        false
+    }
+    /// The peer whose loss made `rank` fail with this error, when another's did (default:
+    /// unknown).
+    fn culprit(rank: u32, error: &Self::Error) -> Option<Culprit> {
+        let _ = (rank, error);
+        None
+    }
 }
 
 /// How a world reads a protocol event: its connection and what the record keeps of it.
@@ -87,6 +106,12 @@ pub trait Observed {
     fn conn(&self) -> Option<ConnId>;
     /// What the judge and the record learn from it.
     fn noted(&self) -> Noted;
+    /// A connection dropped as a stranger's (not of the session: a wrong secret, garbage, a
+    /// header that stalled): where it came from and why, for the worlds that count and show
+    /// them (default: the event is none).
+    fn stranger(&self) -> Option<(SocketAddr, String)> {
+        None
+    }
 }
 
 /// What the record and the judge keep of a protocol event, in the protocol's own identities.

@@ -12,6 +12,9 @@
 //!   Iteration `i > 0` uses `PATH.i`. Rank 0 removes the file once its iteration is over.
 //! - `--local N`: spawns N copies of this program as ranks 0..N-1 on 127.0.0.1 with a uid file
 //!   in a fresh temporary directory, and prints their lines.
+//! - `--local N --in-process`: the root and N ranks as tasks of this process on a loopback
+//!   address of the run's own, the protocol's nodes over the protocol-blind driver (see
+//!   `in_process.rs`): how any protocol on the seam runs on real sockets.
 //! - `--local N --wire POLICY`: the N ranks run as threads of this process, rank k in its own
 //!   network namespace as host k+1 (10.213.0.k+1) behind the userspace wire, which applies
 //!   POLICY to the connections between them (see `wire.rs`). Needs CAP_NET_ADMIN and
@@ -41,6 +44,7 @@ use plugin::UidArg;
 mod blame;
 mod consequence;
 mod could_not_run;
+mod in_process;
 mod report;
 mod secret;
 mod wire;
@@ -75,11 +79,13 @@ pub struct SmokeArgs {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["magic", "uid_file", "local"])]
     secret_file: Option<PathBuf>,
     /// Protocol variant (a preset name) [default: nvshmem-3.7; with --plugin, the variant that
-    /// speaks like the plugin, for the ranks that run bootsim-core].
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(bootsim_core::PRESETS))]
+    /// speaks like the plugin, for the ranks that run bootsim-core]; NCCL's versions
+    /// (nccl-2.8, nccl-2.19, nccl-2.21, nccl-2.30) with --local N --in-process.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(smoke_variants()))]
     variant: Option<String>,
-    /// Workload (default parameters).
-    #[arg(long, default_value = "deepep", value_parser = ["deepep", "nvshmem-init", "qp-create", "churn"])]
+    /// Workload (default parameters): deepep, nvshmem-init, qp-create, churn; with an NCCL
+    /// variant (--in-process): nccl-init or nccl-p2p [default: nccl-init there].
+    #[arg(long, default_value = "deepep", value_parser = ["deepep", "nvshmem-init", "qp-create", "churn", "nccl-init", "nccl-p2p"])]
     workload: String,
     /// Seed of the payloads (and of churn's sequence).
     #[arg(long, default_value_t = 0)]
@@ -103,6 +109,12 @@ pub struct SmokeArgs {
     /// Spawn this many ranks of this program on 127.0.0.1 and report them all.
     #[arg(long, conflicts_with_all = ["rank", "ranks", "session", "uid_file", "ip"])]
     local: Option<u32>,
+    /// With --local: the root and the N ranks as tasks of this process on a loopback address of
+    /// the run's own (127.x.y.z), built by the protocol's binding and run by the protocol-blind
+    /// driver, instead of one process per rank; the session magic comes from --seed. Each
+    /// iteration is bounded as a whole by --op-timeout-ms (a rank still running then is a hang).
+    #[arg(long, requires = "local", conflicts_with_all = ["wire", "plugin", "rdma"])]
+    in_process: bool,
     /// With --local: each rank in its own network namespace behind the userspace wire with this
     /// packet policy: none, hold=MS[,select=S], release-on-next[=MS][,select=S], model[=SEED]
     /// (select: all, even, odd, every:K[:P], nth:N, conn:N, pair:SRC>DST[:N] with host = rank+1).
@@ -139,6 +151,30 @@ pub struct SmokeArgs {
     rdma: super::rdma::RdmaArgs,
 }
 
+/// Every variant smoke can run: NVSHMEM's presets, then NCCL's versions.
+fn smoke_variants() -> Vec<&'static str> {
+    bootsim_core::PRESETS.iter().copied().chain(bootsim_nccl::ALL.iter().map(|v| v.name())).collect()
+}
+
+/// NCCL's variant and workload when `--variant` or `--workload` names one of NCCL's
+/// (nccl-init with NVSHMEM's default workload).
+fn nccl_case(args: &SmokeArgs) -> anyhow::Result<Option<bootsim_sim::case::NcclCase>> {
+    let variant = args.variant.as_deref().unwrap_or("");
+    if !variant.starts_with("nccl-") && !args.workload.starts_with("nccl-") {
+        return Ok(None);
+    }
+    let workload = if args.workload.starts_with("nccl-") { args.workload.as_str() } else { "nccl-init" };
+    let mut text = format!("protocol=nccl workload={workload}");
+    if !variant.is_empty() {
+        text.push_str(&format!(" variant={variant}"));
+    }
+    if let Some(n) = args.local {
+        text.push_str(&format!(" ranks={n}"));
+    }
+    let case = bootsim_sim::case::Case::parse(&text).map_err(|e| anyhow!("{e}"))?;
+    Ok(case.nccl)
+}
+
 impl SmokeArgs {
     fn variant_name(&self) -> &str {
         self.variant.as_deref().unwrap_or("nvshmem-3.7")
@@ -151,6 +187,16 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
         Variant::preset(name)
             .ok_or_else(|| anyhow!("unknown variant {name:?}; presets: {}", bootsim_core::PRESETS.join(", ")))
     };
+    if let Some(nc) = nccl_case(&args)? {
+        let Some(n) = args.local.filter(|_| args.in_process) else {
+            bail!(
+                "NCCL's bootstrap runs in smoke with --local N --in-process only (its real ranks need GPUs: \
+                 docs/nccl-protocol.md section 12)"
+            );
+        };
+        let what = format!("protocol nccl variant {} workload {}", nc.variant, nc.workload.name());
+        return in_process::run(&args, n, &bootsim_sim::protocol::Nccl, &nc.variant, &nc.workload, &what);
+    }
     // bootsim-core ranks beside a plugin speak like it unless told otherwise.
     let mut variant = match (&args.variant, &args.plugin) {
         (None, Some(plugin)) => plugin_variant(plugin)?,
@@ -168,6 +214,12 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     }
     if let (Some(n), Some(policy)) = (args.local, &args.wire) {
         return wire::run(&args, n, policy, variant, &workload);
+    }
+    if let (Some(n), true) = (args.local, args.in_process) {
+        // The protocol by name: NVSHMEM's is the only one smoke's flags name so far.
+        let name = variant.preset_name().map_or_else(|| variant.to_string(), str::to_string);
+        let what = format!("protocol nvshmem variant {name} workload {}", workload.name());
+        return in_process::run(&args, n, &bootsim_sim::protocol::Nvshmem, &variant, &workload, &what);
     }
     if let Some(n) = args.local {
         return local(&args, n);
@@ -607,9 +659,9 @@ fn pick_ip(family: os::Family) -> anyhow::Result<IpAddr> {
 
 /// Connections from strangers (bad magic, garbage, stalled or evicted headers) the rank, and
 /// on rank 0 the root, dropped.
-fn stray_count(result: &Result<bootsim_driver::RankRun, bootsim_driver::DriverError>) -> usize {
+fn stray_count(result: &Result<bootsim_adapters::nvshmem::RankRun, bootsim_adapters::nvshmem::DriverError>) -> usize {
     let Some(run) = bootsim_driver::run_of(result) else { return 0 };
-    run.events.iter().filter(|e| bootsim_driver::is_stranger_dropped(e)).count()
+    run.events.iter().filter(|e| bootsim_driver::is_stranger_dropped(*e)).count()
 }
 
 /// The kernel's ephemeral port range, where it can be read.

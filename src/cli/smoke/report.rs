@@ -22,20 +22,47 @@ pub(super) fn print_iteration(
     consequence: &dyn Fn(u32) -> Option<String>,
 ) -> (Verdict, Vec<Finding>) {
     let n = reports.len() as u32;
-    let (all, findings) = judge(specs, seed, n, &RunRecord::of_ranks(reports.to_vec()));
-    let verdict = match reports.iter().any(|r| consequence(r.rank).is_some()) {
+    let judged = judge(specs, seed, n, &RunRecord::of_ranks(reports.to_vec()));
+    let ranks = Ranks { reports, took, ops: Some(specs.len()) };
+    print_judged(iter, &ranks, label, consequence, judged)
+}
+
+/// One iteration's ranks as [`print_judged`] prints them.
+pub(super) struct Ranks<'a> {
+    /// Each rank's record, by rank.
+    pub reports: &'a [RankRecord],
+    /// Each rank's time.
+    pub took: &'a [Duration],
+    /// The workload's operations, where known (else each record's count).
+    pub ops: Option<usize>,
+}
+
+/// Prints the ranks of one iteration judged by any protocol's judge (`judged`, its verdict and
+/// findings), as [`print_iteration`] does; returns the verdict (a consequence's findings
+/// apart) and the findings.
+pub(super) fn print_judged(
+    iter: u32,
+    ranks: &Ranks<'_>,
+    label: &dyn Fn(u32) -> String,
+    consequence: &dyn Fn(u32) -> Option<String>,
+    judged: (Verdict, Vec<Finding>),
+) -> (Verdict, Vec<Finding>) {
+    let (all, findings) = judged;
+    let n = ranks.reports.len() as u32;
+    let verdict = match ranks.reports.iter().any(|r| consequence(r.rank).is_some()) {
         true => {
             let causes = findings.iter().filter(|f| f.rank().is_none_or(|r| consequence(r).is_none()));
             causes.map(Finding::verdict).max().unwrap_or(all)
         }
         false => all,
     };
-    for (report, took) in reports.iter().zip(took) {
+    for (report, took) in ranks.reports.iter().zip(ranks.took) {
         let r = report.rank;
         let ms = took.as_millis();
         let mine: Vec<String> = findings.iter().filter(|f| f.rank() == Some(r)).map(ToString::to_string).collect();
         if mine.is_empty() {
-            println!("rank {r}/{n} iter {iter}{}: ok: init + {} ops verified in {ms} ms", label(r), specs.len());
+            let ops = ranks.ops.unwrap_or(report.ops.len());
+            println!("rank {r}/{n} iter {iter}{}: ok: init + {ops} ops verified in {ms} ms", label(r));
         } else {
             let after = consequence(r).unwrap_or_default();
             println!("rank {r}/{n} iter {iter}{}: FAIL after {ms} ms{after}: {}", label(r), mine.join("; then "));

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bootsim_core::Listener;
+use bootsim_core::seam::ListenerKey;
 use bootsim_core::{ConnectFailure, DrainPoll, RetryPolicy};
 use bootsim_driver::{poll_drain, retry_dial, Attempt, Backend, DialFailed, DrainOutcome, DrainReport};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -17,7 +17,7 @@ use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use super::gate::{sim_now, GateHandle, Handshake};
 use crate::kernel::{ListenerId, SockId};
 
-use bootsim_core::ports::{sim_port, DRAIN_POLL};
+use bootsim_core::ports::DRAIN_POLL;
 /// How often blocked accepts (and connects) look at the model's queues.
 const ACCEPT_POLL: Duration = Duration::from_micros(100);
 /// Host `h`'s address in the simulation (turmoil hosts are named `h0`, `h1`, ...).
@@ -137,8 +137,8 @@ impl Backend for TurmoilNet {
     type Reader = OwnedReadHalf;
     type Writer = GateWriter;
 
-    async fn listen(&self, which: Listener) -> io::Result<(GateListener, SocketAddr)> {
-        let port = sim_port(which);
+    async fn listen<L: ListenerKey + Send>(&self, which: L) -> io::Result<(GateListener, SocketAddr)> {
+        let port = which.port();
         let tl = turmoil::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).await?;
         let addr = SocketAddr::new(host_ip(self.host), port);
         let model = self.gate.lock().listen(self.host, port)?;
@@ -165,24 +165,6 @@ impl Backend for TurmoilNet {
     async fn connect(&self, addr: SocketAddr) -> io::Result<GateStream> {
         let to = host_of(addr.ip()).ok_or_else(|| io::Error::other(format!("no simulated host at {addr}")))?;
         connect_retrying(addr, &self.retry, || self.dial_once(to, addr)).await
-    }
-
-    fn report_wait(&self, waiting: Option<String>, unexpected: Vec<(i32, i32)>) {
-        self.gate.lock().report_wait(self.host, waiting, unexpected);
-    }
-
-    fn report_event(&self, at: bootsim_core::Instant, event: &bootsim_core::Event) {
-        let mut g = self.gate.lock();
-        let run = g.progress.entry(self.host).or_default();
-        run.events.push(event.clone());
-        run.events_at.push(at);
-    }
-
-    fn report_completion(&self, at: bootsim_core::Instant, completion: &bootsim_core::Completion) {
-        let mut g = self.gate.lock();
-        let run = g.progress.entry(self.host).or_default();
-        run.completions.push(completion.clone());
-        run.completed_at.push(at);
     }
 
     fn split(&self, s: GateStream) -> (OwnedReadHalf, GateWriter) {

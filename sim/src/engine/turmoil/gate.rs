@@ -66,9 +66,6 @@ pub struct Gate {
     flows: BTreeMap<Flow, u64>,
     /// The last wait each host's rank reported, with its unexpected list.
     pub waits: BTreeMap<u32, RankWait>,
-    /// Each rank's events and completions as they happened: what is known of a rank that never
-    /// returns its run (unfinished at the deadline).
-    pub progress: BTreeMap<u32, bootsim_driver::RankRun>,
     /// When a rank's wait last changed.
     last_change: Instant,
     /// The latest time any host showed the gate.
@@ -97,7 +94,6 @@ impl GateHandle {
             notes: Vec::new(),
             flows: BTreeMap::new(),
             waits: BTreeMap::new(),
-            progress: BTreeMap::new(),
             last_change: Instant::ZERO,
             clock: Instant::ZERO,
             sink: TraceSink::new(trace),
@@ -109,6 +105,11 @@ impl GateHandle {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
         g.pump();
         g
+    }
+
+    /// Brings the kernel model up to turmoil's clock (as every call of a host does).
+    pub fn advance(&self) {
+        drop(self.lock());
     }
 
     /// Locks the gate without advancing the model (for the engine's loop, outside any host).

@@ -4,26 +4,24 @@
 
 pub(crate) mod backend;
 pub(crate) mod gate;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
-use bootsim_core::{
-    BootstrapError, Completion, ConnId, Instant, Limits, Op, OpId, OpKind, RankConfig, RootConfig, UniqueId,
-};
-use bootsim_driver::{run_rank, run_root, DriverError, RankRun};
+use bootsim_core::seam::{Completed, Node as SeamNode, Nodes, Observed, Protocol, Setup};
+use bootsim_core::{ConnId, Instant};
+use bootsim_driver::{run_rank_watched, run_root, DriverError, Kept, NodeRun, RunResult, TaskNode};
 
-use super::outcome::{event_conn, Node, Outcome};
+use super::outcome::{Node, Outcome};
 use super::work_guard::WorkGuard;
 use crate::case::Case;
 use crate::kernel::{Kernel, SockId};
 use crate::seed::derive;
-use crate::words::{completion_line, event_line};
-use crate::workload::build_op;
 use backend::TurmoilNet;
-use bootsim_core::ports::ROOT_PORT;
 use gate::{sim_now, GateHandle};
+use watch::RankWatch;
 
 /// How long every unfinished rank must be stuck, with the kernel model idle, to end a run early.
 const QUIESCENT: Duration = Duration::from_secs(2);
@@ -37,10 +35,22 @@ fn now_of(sim: &turmoil::Sim<'_>) -> Instant {
     Instant::from_nanos(u64::try_from(sim.elapsed().as_nanos()).unwrap_or(u64::MAX))
 }
 
-type Slot = Arc<Mutex<Option<(Instant, Result<RankRun, DriverError>)>>>;
+/// A rank's end: when, and its run or error.
+type Slot<N> = Arc<Mutex<Option<(Instant, RunResult<N>)>>>;
+/// The root's end.
+type RootSlot<N> = Arc<Mutex<Option<Result<(), DriverError<N>>>>>;
 
-/// Runs a case on turmoil. `crash` names a rank whose host crashes at that simulated time.
-pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome {
+/// Runs a case of `protocol` (its `variant` and `workload`) on turmoil: each rank a host
+/// running the async driver over the kernel model's accept order and drains, the root on
+/// rank 0's host. `crash` names a rank whose host crashes at that simulated time.
+pub fn run<P: Protocol<Node: TaskNode>>(
+    protocol: &P,
+    variant: &P::Variant,
+    workload: &P::Workload,
+    case: &Case,
+    trace: bool,
+    crash: Option<(u32, Duration)>,
+) -> Outcome {
     let n = case.ranks;
     let kernel = Kernel::new(case.kernel_config(), derive(case.seed, "kernel", 0), n);
     let gate = GateHandle::new(kernel, trace);
@@ -53,35 +63,35 @@ pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome 
         .max_message_latency(Duration::ZERO)
         .tcp_capacity(n as usize + 64)
         .build();
-    // As in the fast engine (and NVSHMEM), ranks block forever; the deadline decides a hang.
-    let limits = Limits::default();
-    let magic = derive(case.seed, "magic", 0);
-    let spec = case.workload.ops(case.seed);
-    let slots: Vec<Slot> = (0..n).map(|_| Arc::new(Mutex::new(None))).collect();
-    let root_slot: Arc<Mutex<Option<Result<(), DriverError>>>> = Arc::new(Mutex::new(None));
-    for r in 0..n {
-        let ops: Vec<Op> = spec.iter().enumerate().map(|(i, s)| build_op(*s, case.seed, i as u32, r, n)).collect();
-        let (gate, slot, root_slot, variant) =
-            (gate.clone(), slots[r as usize].clone(), root_slot.clone(), case.variant);
+    // Hosts are named h0, h1, ... in order; naming h0 first gives it the address its host
+    // gets when it registers below.
+    let root_ip = sim.lookup("h0");
+    let setup = Setup { variant, workload, seed: case.seed, n, root_ip };
+    let Nodes { root, ranks } = protocol.nodes(&setup);
+    let slots: Vec<Slot<P::Node>> = (0..n).map(|_| Arc::new(Mutex::new(None))).collect();
+    let progress: Vec<Kept<P::Node>> = (0..n).map(|_| Kept::default()).collect();
+    let root_slot: RootSlot<P::Node> = Arc::new(Mutex::new(None));
+    let mut root = Some(root);
+    for (r, rank) in (0..n).zip(ranks) {
+        // Its nodes, taken when the host starts.
+        let nodes = Arc::new(Mutex::new(Some((rank, if r == 0 { root.take() } else { None }))));
+        let (gate, slot, root_slot, progress) =
+            (gate.clone(), slots[r as usize].clone(), root_slot.clone(), progress[r as usize].clone());
         // A host (not a client) so that it can be crashed; it is never restarted.
         sim.host(format!("h{r}"), move || {
-            let (gate, slot, root_slot, ops) = (gate.clone(), slot.clone(), root_slot.clone(), ops.clone());
+            let taken = nodes.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let (gate, slot, root_slot, progress) = (gate.clone(), slot.clone(), root_slot.clone(), progress.clone());
             async move {
-                let net = TurmoilNet { host: r, gate, retry: bootsim_core::RetryPolicy::default() };
-                let uid = UniqueId {
-                    version: variant.uid_version(),
-                    root: std::net::SocketAddr::new(backend::host_ip(0), ROOT_PORT),
-                    magic,
-                };
-                let root = (r == 0).then(|| {
+                let Some((rank, root)) = taken else { return Ok(()) };
+                let net = TurmoilNet { host: r, gate: gate.clone(), retry: bootsim_core::RetryPolicy::default() };
+                let root = root.map(|root| {
                     let net = net.clone();
                     tokio::spawn(async move {
-                        let res = run_root(net, RootConfig { uid, nranks: None, limits }).await;
+                        let res = run_root(net, root).await;
                         *root_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(res.map(|_| ()));
                     })
                 });
-                let cfg = RankConfig { rank: r, nranks: n, uid, variant, limits };
-                let res = run_rank(net, cfg, ops).await;
+                let res = run_rank_watched(net, r, rank, RankWatch::new(r, gate, progress)).await;
                 *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((sim_now(), res));
                 if let Some(root) = root {
                     let _ = root.await;
@@ -132,77 +142,75 @@ pub fn run(case: &Case, trace: bool, crash: Option<(u32, Duration)>) -> Outcome 
     }
     let end = Instant::from_nanos(sim.elapsed().as_nanos() as u64);
     drop(sim);
-    let mut out = collect(case, slots, root_slot, gate, end, crashed);
+    let ends = Ends { slots, progress, root: root_slot, end, crashed };
+    let mut out = collect(protocol, case, ends, gate);
     out.gave_up = gave_up;
     out
 }
 
-fn collect(
-    case: &Case,
-    slots: Vec<Slot>,
-    root_slot: Arc<Mutex<Option<Result<(), DriverError>>>>,
-    gate: GateHandle,
+/// What the hosts left when the simulation stopped.
+struct Ends<N: SeamNode> {
+    slots: Vec<Slot<N>>,
+    progress: Vec<Kept<N>>,
+    root: RootSlot<N>,
     end: Instant,
     crashed: Option<u32>,
-) -> Outcome {
+}
+
+fn collect<P: Protocol<Node: TaskNode>>(protocol: &P, case: &Case, ends: Ends<P::Node>, gate: GateHandle) -> Outcome {
+    let Ends { slots, progress, root, end, crashed } = ends;
     let mut out = Outcome::new(case.ranks as usize);
     let mut rank_lines: BTreeMap<u32, Vec<(Instant, String)>> = BTreeMap::new();
     let gate = gate.into_inner();
     let conn_ids = gate.as_ref().map(|g| g.conn_ids.clone()).unwrap_or_default();
     let waits = gate.as_ref().map(|g| g.waits.clone()).unwrap_or_default();
-    let mut progress = gate.as_ref().map(|g| g.progress.clone()).unwrap_or_default();
-    for (r, slot) in slots.into_iter().enumerate() {
+    let mut rec = Recorder { protocol, out: &mut out, ids: &conn_ids, lines: &mut rank_lines };
+    for ((r, slot), progress) in (0u32..).zip(slots).zip(progress) {
         let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         let Some((at, res)) = taken else {
-            let (waiting, unexpected) = waits.get(&(r as u32)).cloned().unwrap_or_default();
+            let (waiting, unexpected) = waits.get(&r).cloned().unwrap_or_default();
             let waiting = match (crashed, waiting) {
-                (Some(c), _) if c as usize == r => "nothing: its host crashed".to_string(),
+                (Some(c), _) if c == r => "nothing: its host crashed".to_string(),
                 (_, Some(w)) => w,
                 (_, None) => "(still running at the deadline)".to_string(),
             };
             // What it did before it stopped: its messages and completions count (explain and the
             // oracle see the overtaking that left it waiting).
-            if let Some(run) = progress.remove(&(r as u32)) {
-                record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
-                record_completions(&mut out, r as u32, &run, &mut rank_lines, run.completed_at.iter().copied());
-            }
-            out.rank_stopped(r as u32, Some(waiting), unexpected);
+            let run = progress.take().run;
+            let times = run.completed_at.clone();
+            rec.events(r, &run);
+            rec.completions(r, run, times.into_iter());
+            rec.out.rank_stopped(r, Some(waiting), unexpected);
             continue;
         };
         let run = match res {
             Ok(run) => run,
-            Err(DriverError::Failed { error: BootstrapError::Timeout { waiting, .. }, run, .. }) => {
-                // A core op timeout (not set by this engine, kept for callers that set one).
-                record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
-                out.rank_stopped(r as u32, Some(waiting), Vec::new());
+            Err(DriverError::Failed { error, run, .. }) if <P::Node as SeamNode>::Completion::is_hang(&error) => {
+                // An operation timeout (not set by this engine, kept for protocols that set one).
+                rec.events(r, &run);
+                rec.out.rank_stopped(r, Some(error.to_string()), Vec::new());
                 continue;
             }
             Err(DriverError::Failed { run, .. }) => *run,
-            Err(other) => RankRun {
-                completions: vec![Completion {
-                    op: OpId(0),
-                    kind: OpKind::Init,
-                    result: Err(BootstrapError::InvalidOp {
-                        rank: r as u32,
-                        op: OpKind::Init,
-                        reason: other.to_string(),
-                    }),
-                }],
-                completed_at: vec![at],
-                ..RankRun::default()
-            },
+            Err(other) => {
+                // Not made by the driver for a rank (setup and the root's own errors); kept
+                // as the rank's init error should that change.
+                rec.out.record.ranks[r as usize].ended(0, at, Err(other.to_string()));
+                rec.out.rank_ended(r, at);
+                continue;
+            }
         };
-        record_events(&mut out, r as u32, &run, &conn_ids, &mut rank_lines);
-        let times = run.completed_at.iter().copied().chain(std::iter::repeat(at));
-        record_completions(&mut out, r as u32, &run, &mut rank_lines, times);
-        out.rank_ended(r as u32, at);
+        rec.events(r, &run);
+        let times = run.completed_at.clone();
+        rec.completions(r, run, times.into_iter().chain(std::iter::repeat(at)));
+        rec.out.rank_ended(r, at);
     }
-    match root_slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        Some(Ok(())) => out.root_ended(&Ok(Vec::new())),
-        Some(Err(DriverError::Root(BootstrapError::RootTimeout { waiting, .. }))) => out.root_stopped(Some(waiting)),
-        Some(Err(e)) => {
-            out.root_ended(&Err(BootstrapError::InvalidOp { rank: 0, op: OpKind::Init, reason: e.to_string() }))
+    match root.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(Ok(())) => out.root_finished(None),
+        Some(Err(DriverError::Root(e))) if <P::Node as SeamNode>::Completion::is_hang(&e) => {
+            out.root_stopped(Some(e.to_string()))
         }
+        Some(Err(e)) => out.root_finished(Some(e.to_string())),
         None => out.root_stopped(None),
     }
     out.end = end;
@@ -224,32 +232,31 @@ fn collect(
     out
 }
 
-/// Records a rank's completions at `times`, and their trace lines after its events in `lines`.
-fn record_completions(
-    out: &mut Outcome,
-    rank: u32,
-    run: &RankRun,
-    lines: &mut BTreeMap<u32, Vec<(Instant, String)>>,
-    times: impl Iterator<Item = Instant>,
-) {
-    for (at, c) in times.zip(&run.completions) {
-        lines.entry(rank).or_default().push((at, completion_line(c)));
-        out.completed(rank, at, c.clone());
-    }
+/// Records ranks' runs into the outcome, with their trace lines per rank.
+struct Recorder<'a, P> {
+    protocol: &'a P,
+    out: &'a mut Outcome,
+    /// The model socket of each host's state-machine connection (the gate's ids).
+    ids: &'a BTreeMap<(u32, ConnId), SockId>,
+    lines: &'a mut BTreeMap<u32, Vec<(Instant, String)>>,
 }
 
-/// Records a rank's protocol events, joined to model connections through the gate's ids.
-/// Also keeps each event's trace line, in `lines` per rank.
-fn record_events(
-    out: &mut Outcome,
-    rank: u32,
-    run: &RankRun,
-    ids: &BTreeMap<(u32, ConnId), SockId>,
-    lines: &mut BTreeMap<u32, Vec<(Instant, String)>>,
-) {
-    for (e, at) in run.events.iter().zip(&run.events_at) {
-        let kconn = event_conn(e).and_then(|c| ids.get(&(rank, c))).map(|s| s.conn());
-        lines.entry(rank).or_default().push((*at, event_line(e, kconn)));
-        out.record_event(*at, Node::Rank(rank), e.clone(), kconn);
+impl<P: Protocol<Node: TaskNode>> Recorder<'_, P> {
+    /// Records a rank's completions at `times`, and their trace lines after its events.
+    fn completions(&mut self, rank: u32, run: NodeRun<P::Node>, times: impl Iterator<Item = Instant>) {
+        for (at, c) in times.zip(run.completions) {
+            self.lines.entry(rank).or_default().push((at, self.protocol.completion_words(&c)));
+            self.out.completed(rank, at, c);
+        }
+    }
+
+    /// Records a rank's protocol events, joined to model connections through the gate's ids,
+    /// with their trace lines.
+    fn events(&mut self, rank: u32, run: &NodeRun<P::Node>) {
+        for (e, at) in run.events.iter().zip(&run.events_at) {
+            let kconn = e.conn().and_then(|c| self.ids.get(&(rank, c))).map(|s| s.conn());
+            self.lines.entry(rank).or_default().push((*at, self.protocol.event_words(e, kconn)));
+            self.out.record_event(*at, Node::Rank(rank), e.clone(), kconn);
+        }
     }
 }
