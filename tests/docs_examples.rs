@@ -113,6 +113,10 @@ const EXPECTED: &[(&str, Expect)] = &[
         Exit(0, "--in-process: protocol nvshmem variant nvshmem-3.7 workload nvshmem-init: pass"),
     ),
     (
+        "bootsim smoke --local 4 --in-process --variant nccl-2.19 --workload nccl-init",
+        Exit(0, "--in-process: protocol nccl variant nccl-2.19 workload nccl-init: pass"),
+    ),
+    (
         "bootsim explore 'variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3'",
         Exit(1, "fast engine: corruption (the same verdict)"),
     ),
