@@ -10,6 +10,8 @@ use crate::seam::{self, Completed, Effect, ListenerKey, Node, NodeOutput, Noted,
 use crate::time::Instant;
 
 impl ListenerKey for Listener {
+    const ALL: &'static [Listener] = &[Listener::Peers, Listener::FromRoot, Listener::Rendezvous];
+
     fn port(self) -> u16 {
         crate::ports::sim_port(self)
     }

@@ -7,6 +7,7 @@ use crate::case::{Case, EngineKind};
 use crate::engine::{fast, Outcome, Trace};
 use crate::kernel::KernelStats;
 use crate::oracle::{Finding, Verdict};
+use crate::protocol::Nvshmem;
 
 /// The result of one run.
 #[derive(Debug)]
@@ -32,7 +33,8 @@ pub struct RunReport {
 /// Runs a case; `trace` keeps every event line and the digest.
 pub fn run_case(case: &Case, trace: bool) -> RunReport {
     let mut outcome = match case.engine {
-        EngineKind::Fast => fast::run(case, trace),
+        // The case grammar names NVSHMEM's variants and workloads only, so far.
+        EngineKind::Fast => fast::run(&Nvshmem, &case.variant, &case.workload, case, trace),
         EngineKind::Turmoil => crate::engine::turmoil::run(case, trace, None),
     };
     let (verdict, findings) = outcome.verdict(&case.workload.ops(case.seed), case.seed, case.ranks);

@@ -28,5 +28,5 @@ mod node;
 mod protocol;
 
 pub use io::{Effect, Input, Observation, Output, OwnedInput};
-pub use node::{Completed, ListenerKey, Node, NodeOutput, Noted, Observed, Stopped};
+pub use node::{Completed, ListenerKey, Node, NodeOutput, Noted, Observed};
 pub use protocol::{Judge, Nodes, Protocol, Setup};

@@ -11,7 +11,9 @@ use super::io::{Input, Output};
 
 /// A protocol's own key for its listeners; the world only needs a port for each and which one
 /// is the rank-to-rank listener an `accept=` schedule names connections of.
-pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display {
+pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display + 'static {
+    /// Every listener of the protocol (the world reads which ports are peer listeners' from it).
+    const ALL: &'static [Self];
     /// The port this listener gets in simulated worlds (the same on every host).
     fn port(self) -> u16;
     /// True for the listener where ranks dial one another (the one `accept=` schedules order).
@@ -99,22 +101,4 @@ pub enum Noted {
     Stray { error: String },
     /// Nothing the record keeps (a trace line only).
     Other,
-}
-
-/// What a node reports when a run stops: rendered once, for the record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stopped {
-    /// [`Node::waiting_for`].
-    pub waiting_for: Option<String>,
-    /// [`Node::culprit`].
-    pub culprit: Option<u32>,
-    /// [`Node::unexpected`].
-    pub unexpected: Vec<(i32, i32)>,
-}
-
-impl Stopped {
-    /// Reads it from `node`.
-    pub fn of<N: Node + ?Sized>(node: &N) -> Stopped {
-        Stopped { waiting_for: node.waiting_for(), culprit: node.culprit(), unexpected: node.unexpected() }
-    }
 }

@@ -1,6 +1,7 @@
-//! The fast engine: one thread, one event loop ordered by (time, sequence number), driving the
-//! root and N core ranks through the kernel model. No tokio, no wall clock; its cost grows with
-//! the number of packets, not with the number of ranks cubed.
+//! The fast engine: one thread, one event loop ordered by (time, sequence number), driving a
+//! protocol's root and N ranks (any [`Protocol`] of the seam, statically dispatched) through
+//! the kernel model. No tokio, no wall clock; its cost grows with the number of packets, not
+//! with the number of ranks cubed.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
@@ -11,23 +12,21 @@ use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bootsim_core::{
-    Completion, ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, Limits, Listener, Output, OwnedInput, Rank,
-    RankConfig, RetryPolicy, RetryStep, Root, RootConfig, UniqueId,
+use bootsim_core::seam::{
+    Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Observation, Observed, OwnedInput, Protocol, Setup,
 };
+use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
 use super::outcome::{Node, Outcome, TraceSink};
 use crate::case::Case;
 use crate::explore::schedule::ConnName;
 use crate::kernel::{EventKind, HostId, Kernel, KernelConfig, KernelEvent, ListenerId, ReadOutcome, SockId};
+use crate::oracle::{Finding, Verdict};
 use crate::seed::derive;
-use crate::words::{completion_line, event_line, kernel_line, ConnRef};
-use crate::workload::build_op;
+use crate::words::{host_addr, kernel_line, ConnRef};
 
-/// The drain's poll interval in the proposed fix.
-use bootsim_core::ports::{sim_port, ROOT_PORT};
-
-use crate::words::host_addr;
+/// A protocol's listener key.
+type Key<P> = <<P as Protocol>::Node as bootsim_core::seam::Node>::Listener;
 
 fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
     match addr {
@@ -113,24 +112,27 @@ struct Names {
     waiting: BTreeSet<ListenerId>,
 }
 
-/// The fast engine's whole world.
-struct World<'a> {
+/// The fast engine's whole world, running protocol `P`.
+struct World<'a, P: Protocol> {
     case: &'a Case,
+    protocol: &'a P,
     now: Instant,
     kernel: Kernel,
-    root: Root,
-    ranks: Vec<Rank>,
+    root: P::Node,
+    ranks: Vec<P::Node>,
+    /// The ports of the protocol's rank-to-rank listeners (the ones `accept=` orders).
+    peer_ports: Vec<u16>,
     sock_of: FxHashMap<(Node, ConnId), SockId>,
     owner: FxHashMap<SockId, (Node, ConnId)>,
-    listeners: FxHashMap<(Node, Listener), ListenerId>,
-    listener_owner: FxHashMap<ListenerId, (Node, Listener)>,
+    listeners: FxHashMap<(Node, Key<P>), ListenerId>,
+    listener_owner: FxHashMap<ListenerId, (Node, Key<P>)>,
     pending_accept: FxHashMap<ListenerId, ConnId>,
     dialing: FxHashMap<(Node, ConnId), Dialing>,
     drains: FxHashMap<SockId, Drain>,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     timer_seq: u64,
     node_timer: FxHashMap<Node, Instant>,
-    work: VecDeque<(Node, OwnedInput)>,
+    work: VecDeque<(Node, OwnedInput<Key<P>>)>,
     /// NVSHMEM's connect retry (every 1 ms on "refused" up to 20 000 times; 3 timeouts).
     retry: RetryPolicy,
     out: Outcome,
@@ -162,33 +164,27 @@ struct AppCpu {
     started: BTreeSet<Timer>,
 }
 
-/// Runs a case on the fast engine; `trace` keeps the full trace (otherwise only counters).
-pub fn run(case: &Case, trace: bool) -> Outcome {
+/// Runs a case of `protocol` (its `variant` and `workload`) on the fast engine; `trace` keeps
+/// the full trace (otherwise only counters, the run judged as it goes).
+pub fn run<P>(protocol: &P, variant: &P::Variant, workload: &P::Workload, case: &Case, trace: bool) -> Outcome
+where
+    P: Protocol,
+    P::Judge: bootsim_core::seam::Judge<Report = (Verdict, Vec<Finding>)> + 'static,
+{
     let n = case.ranks;
     let cfg = case.kernel_config();
     let kernel = Kernel::new(cfg, derive(case.seed, "kernel", 0), n);
-    let uid = UniqueId {
-        version: case.variant.uid_version(),
-        root: host_addr(0, ROOT_PORT),
-        magic: derive(case.seed, "magic", 0),
-    };
-    let limits = Limits::default();
     let now = Instant::ZERO;
-    let spec = case.workload.ops(case.seed);
+    let setup = Setup { variant, workload, seed: case.seed, n, root_ip: host_addr(0, 0).ip() };
+    let Nodes { root, ranks } = protocol.nodes(&setup);
     let mut w = World {
         case,
+        protocol,
         now,
         kernel,
-        root: Root::new(RootConfig { uid, nranks: None, limits }, now),
-        ranks: (0..n)
-            .map(|rank| {
-                let mut r = Rank::new(RankConfig { rank, nranks: n, uid, variant: case.variant, limits }, now);
-                for (i, s) in spec.iter().enumerate() {
-                    r.push(now, build_op(*s, case.seed, i as u32, rank, n));
-                }
-                r
-            })
-            .collect(),
+        root,
+        ranks,
+        peer_ports: <Key<P> as ListenerKey>::ALL.iter().filter(|l| l.is_peer()).map(|l| l.port()).collect(),
         sock_of: FxHashMap::default(),
         owner: FxHashMap::default(),
         listeners: FxHashMap::default(),
@@ -203,7 +199,11 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
         retry: RetryPolicy::default(),
         // A traced run keeps everything for explain, the timeline and shrink; any other run
         // is judged as it goes and keeps only what is in flight.
-        out: if trace { Outcome::new(n as usize) } else { Outcome::streaming(n as usize, &spec, case.seed) },
+        out: if trace {
+            Outcome::new(n as usize)
+        } else {
+            Outcome::streaming(n as usize, Box::new(protocol.judge(&setup)))
+        },
         sink: TraceSink::new(trace),
         buf: vec![0u8; 64 << 10],
         tx: Vec::new(),
@@ -222,7 +222,15 @@ pub fn run(case: &Case, trace: bool) -> Outcome {
     w.finish()
 }
 
-impl World<'_> {
+impl<P: Protocol> World<'_, P> {
+    /// The node's state machine.
+    fn node(&mut self, node: Node) -> &mut P::Node {
+        match node {
+            Node::Root => &mut self.root,
+            Node::Rank(r) => &mut self.ranks[r as usize],
+        }
+    }
+
     fn run_loop(&mut self) {
         let deadline = Instant::ZERO + self.case.deadline;
         let mut guard = WorkGuard::new(self.case.ranks);
@@ -297,10 +305,8 @@ impl World<'_> {
                 if self.node_timer.get(&node) == Some(&self.now) {
                     self.node_timer.remove(&node);
                 }
-                match node {
-                    Node::Root => self.root.handle_timeout(self.now),
-                    Node::Rank(r) => self.ranks[r as usize].handle_timeout(self.now),
-                }
+                let now = self.now;
+                self.node(node).handle_timeout(now);
                 self.collect(node);
             }
             Timer::Retry { node, conn } => {
@@ -376,17 +382,13 @@ impl World<'_> {
         }
     }
 
-    fn deliver(&mut self, node: Node, d: OwnedInput) {
+    fn deliver(&mut self, node: Node, d: OwnedInput<Key<P>>) {
         if self.app.on {
             let work = self.kernel.config().load.cpu.app_work;
             self.app_cpu(node, work);
         }
         let now = self.now;
-        let input = d.as_input();
-        match node {
-            Node::Root => self.root.handle(now, input),
-            Node::Rank(r) => self.ranks[r as usize].handle(now, input),
-        }
+        self.node(node).handle(now, d.as_input());
         if let OwnedInput::Received { mut bytes, .. } = d {
             if self.spare.len() < SPARE_BUFFERS {
                 bytes.clear();
@@ -400,18 +402,11 @@ impl World<'_> {
     fn collect(&mut self, node: Node) {
         let mut tx = std::mem::take(&mut self.tx);
         loop {
-            let out = match node {
-                Node::Root => self.root.poll_output(&mut tx),
-                Node::Rank(r) => self.ranks[r as usize].poll_output(&mut tx),
-            };
-            let Some(out) = out else { break };
+            let Some(out) = self.node(node).poll_output(&mut tx) else { break };
             self.execute(node, out, &tx);
         }
         self.tx = tx;
-        let next = match node {
-            Node::Root => self.root.poll_timeout(),
-            Node::Rank(r) => self.ranks[r as usize].poll_timeout(),
-        };
+        let next = self.node(node).poll_timeout();
         if let Some(t) = next {
             if self.node_timer.get(&node) != Some(&t) {
                 self.node_timer.insert(node, t);
@@ -421,13 +416,18 @@ impl World<'_> {
     }
 
     /// Carries out one output; `tx` holds a write's bytes.
-    fn execute(&mut self, node: Node, out: Output, tx: &[u8]) {
+    fn execute(&mut self, node: Node, out: NodeOutput<P::Node>, tx: &[u8]) {
+        let effect = match out {
+            bootsim_core::seam::Output::Effect(e) => e,
+            bootsim_core::seam::Output::Observe(Observation::Completed(c)) => return self.completed(node, c),
+            bootsim_core::seam::Output::Observe(Observation::Event(e)) => return self.observed(node, e),
+        };
         let now = self.now;
         let host = Self::host(node);
         let name = node_name(node);
-        match out {
-            Output::Listen { listener } => {
-                let port = sim_port(listener);
+        match effect {
+            Effect::Listen { listener } => {
+                let port = listener.port();
                 match self.kernel.listen(now, HostId(host), port) {
                     Ok(l) => {
                         self.listeners.insert((node, listener), l);
@@ -439,25 +439,25 @@ impl World<'_> {
                     Err(e) => self.sink.line(now, name, format_args!("listen: {listener} failed: {e}")),
                 }
             }
-            Output::Accept { listener, conn } => {
+            Effect::Accept { listener, conn } => {
                 let Some(&l) = self.listeners.get(&(node, listener)) else { return };
                 self.pending_accept.insert(l, conn);
                 if self.syscall(node, Timer::Accept { l }) {
                     self.try_accept(l);
                 }
             }
-            Output::CloseListener { listener } => {
+            Effect::CloseListener { listener } => {
                 if let Some(l) = self.listeners.remove(&(node, listener)) {
                     self.pending_accept.remove(&l);
                     self.kernel.close_listener(now, l);
                 }
             }
-            Output::Connect { conn, addr } => {
+            Effect::Connect { conn, addr } => {
                 // Names serve only an explicit schedule; without one, keeping a name for every
                 // connection of the run was memory for nothing (1.1 M entries at 1024 ranks).
                 let named = !self.case.schedule.is_empty();
                 if let (true, Node::Rank(from), Some((to, port))) = (named, node, addr_host(addr)) {
-                    if port == sim_port(Listener::Peers) && to < self.case.ranks {
+                    if self.peer_ports.contains(&port) && to < self.case.ranks {
                         let k = self.names.dials.entry((from, to)).or_insert(0);
                         self.names.by_conn.insert((node, conn), ConnName { from, to, k: *k });
                         *k += 1;
@@ -467,7 +467,7 @@ impl World<'_> {
                 self.charge_syscall(node);
                 self.dial(node, conn, addr);
             }
-            Output::Write { conn, len } => {
+            Effect::Write { conn, len } => {
                 if let Some(&sock) = self.sock_of.get(&(node, conn)) {
                     self.charge_syscall(node);
                     self.sink.line(now, name, format_args!("write {len} bytes on {}", local(conn, sock)));
@@ -476,7 +476,7 @@ impl World<'_> {
                     }
                 }
             }
-            Output::Drain { conn, deadline } => {
+            Effect::Drain { conn, deadline } => {
                 let Some(&sock) = self.sock_of.get(&(node, conn)) else { return };
                 let forced_fail =
                     self.names.by_conn.get(&(node, conn)).is_some_and(|n| self.case.schedule.drain_fail.contains(n));
@@ -487,7 +487,7 @@ impl World<'_> {
                     self.schedule(deadline, Timer::DrainDeadline { sock });
                 }
             }
-            Output::Close { conn } => {
+            Effect::Close { conn } => {
                 if let Some(sock) = self.sock_of.remove(&(node, conn)) {
                     self.charge_syscall(node);
                     self.owner.remove(&sock);
@@ -496,28 +496,32 @@ impl World<'_> {
                 }
                 self.dialing.remove(&(node, conn));
             }
-            Output::Completed(c) => self.completed(node, c),
-            Output::Event(e) => {
-                let sock = super::outcome::event_conn(&e).and_then(|c| self.sock_of.get(&(node, c)).copied());
-                let kconn = sock.map(SockId::conn);
-                if self.sink.enabled() {
-                    self.sink.line(now, name, format_args!("{}", event_line(&e, kconn)));
-                }
-                self.out.record_event(now, node, e, kconn);
-            }
         }
     }
 
-    fn completed(&mut self, node: Node, c: Completion) {
+    /// Records a protocol event (the message log, drains, strays) and its trace line.
+    fn observed(&mut self, node: Node, e: <P::Node as bootsim_core::seam::Node>::Event) {
+        let now = self.now;
+        let sock = e.conn().and_then(|c| self.sock_of.get(&(node, c)).copied());
+        let kconn = sock.map(SockId::conn);
+        if self.sink.enabled() {
+            let words = self.protocol.event_words(&e, kconn);
+            self.sink.line(now, node_name(node), format_args!("{words}"));
+        }
+        self.out.record_event(now, node, e, kconn);
+    }
+
+    fn completed(&mut self, node: Node, c: <P::Node as bootsim_core::seam::Node>::Completion) {
         let now = self.now;
         let name = node_name(node);
         if self.sink.enabled() {
-            self.sink.line(now, name, format_args!("{}", completion_line(&c)));
+            let words = self.protocol.completion_words(&c);
+            self.sink.line(now, name, format_args!("{words}"));
         }
         match node {
             Node::Root => {
                 self.remaining -= 1;
-                self.out.root_ended(&c.result);
+                self.out.root_finished(c.into_result().err().map(|e| e.to_string()));
             }
             Node::Rank(r) => {
                 // The rank starts its next operation itself; it is done once none is left.
@@ -574,7 +578,7 @@ impl World<'_> {
         };
         let (node, listener) = self.listener_owner[&l];
         let peer_rank = match (node, listener) {
-            (Node::Rank(r), Listener::Peers) => Some(r),
+            (Node::Rank(r), l) if l.is_peer() => Some(r),
             _ => None,
         };
         let nth = peer_rank.map_or(0, |r| self.names.accepts.get(&r).copied().unwrap_or(0));

@@ -4,14 +4,12 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use bootsim_core::report::error_text;
-use bootsim_core::{
-    BootstrapError, Completion, ConnId, DrainGiveUp, Event, Instant, RootEnd, RunRecord, SentMsg, TakenMsg,
-};
+use bootsim_core::seam::{Completed, Noted, Observed};
+use bootsim_core::{BootstrapError, ConnId, DrainGiveUp, Instant, RootEnd, RunRecord, SentMsg, TakenMsg};
 use sha2::{Digest, Sha256};
 
 use crate::kernel::{EventKind, Flow, KernelStats};
-use crate::oracle::{judge, Finding, Judge, Verdict};
+use crate::oracle::{judge, Finding, Verdict};
 use crate::workload::OpSpec;
 
 /// A participant of a run.
@@ -74,7 +72,7 @@ pub struct Outcome {
     /// The trace, if kept.
     pub trace: Option<Trace>,
     /// Set in a streaming outcome: the judge its messages and results went to as they came.
-    judge: Option<Judge>,
+    judge: Option<StreamJudge>,
     /// Why the engine stopped before the deadline with ranks unfinished (its work guard).
     pub gave_up: Option<String>,
 }
@@ -85,21 +83,21 @@ impl Outcome {
         Outcome { record: RunRecord::new(n), ..Outcome::default() }
     }
 
-    /// An outcome for `n` ranks that judges as the run goes (`specs`, payload seed `seed`)
-    /// and keeps only what is in flight: messages until taken, no operation's bytes once
-    /// judged (each `Ok` holds none). [`Outcome::verdict`] gives its verdict; explain, the
-    /// timeline and shrink need a full outcome ([`Outcome::new`]), as a traced run keeps.
-    pub fn streaming(n: usize, specs: &[OpSpec], seed: u64) -> Outcome {
+    /// An outcome for `n` ranks that judges as the run goes (the protocol's `judge`) and keeps
+    /// only what is in flight: messages until taken, no operation's bytes once judged (each
+    /// `Ok` holds none). [`Outcome::verdict`] gives its verdict; explain, the timeline and
+    /// shrink need a full outcome ([`Outcome::new`]), as a traced run keeps.
+    pub fn streaming(n: usize, judge: Box<dyn bootsim_core::seam::Judge<Report = (Verdict, Vec<Finding>)>>) -> Outcome {
         let mut out = Outcome::new(n);
         out.record.messages = bootsim_core::MessageLog::streaming();
-        out.judge = Some(Judge::new(specs, seed, n as u32));
+        out.judge = Some(StreamJudge(judge));
         out
     }
 
     /// The verdict and findings: the streaming judge's, else the record judged whole.
     pub fn verdict(&mut self, specs: &[OpSpec], seed: u64, n: u32) -> (Verdict, Vec<Finding>) {
         let (verdict, mut findings) = match self.judge.take() {
-            Some(j) => j.finish(&self.record),
+            Some(mut j) => j.0.finish(&self.record),
             None => judge(specs, seed, n, &self.record),
         };
         match &self.gave_up {
@@ -112,11 +110,12 @@ impl Outcome {
     }
 
     /// Records a completion of rank `r` (init first, then each operation in order).
-    pub fn completed(&mut self, r: u32, at: Instant, c: Completion) {
-        let index = c.op.0 as usize;
-        let mut result = c.result.map_err(|e| error_text(r, index, &e));
+    pub fn completed<C: Completed>(&mut self, r: u32, at: Instant, c: C) {
+        let op = c.op();
+        let index = op as usize;
+        let mut result = c.into_result().map_err(|e| C::error_text(r, op, &e));
         let rank = &mut self.record.ranks[r as usize];
-        if let Some(j) = &mut self.judge {
+        if let Some(StreamJudge(j)) = &mut self.judge {
             if index == 0 {
                 j.init_ended(r);
             } else {
@@ -140,9 +139,14 @@ impl Outcome {
 
     /// Records the root's result.
     pub fn root_ended(&mut self, result: &Result<Vec<u8>, BootstrapError>) {
-        self.record.root = match result {
-            Ok(_) => RootEnd::Done,
-            Err(e) => RootEnd::Failed(e.to_string()),
+        self.root_finished(result.as_ref().err().map(|e| e.to_string()));
+    }
+
+    /// Records the root's end: done, or failed with this error.
+    pub fn root_finished(&mut self, error: Option<String>) {
+        self.record.root = match error {
+            None => RootEnd::Done,
+            Some(e) => RootEnd::Failed(e),
         };
     }
 
@@ -163,36 +167,37 @@ impl Outcome {
         }
     }
 
-    /// Records a core event; `kconn` is the kernel connection of the event's connection.
-    pub fn record_event(&mut self, at: Instant, node: Node, e: Event, kconn: Option<u64>) {
+    /// Records a protocol event; `kconn` is the kernel connection of the event's connection.
+    pub fn record_event<E: Observed>(&mut self, at: Instant, node: Node, e: E, kconn: Option<u64>) {
+        let noted = e.noted();
         let Node::Rank(rank) = node else {
-            if let Event::StrayDropped { error, .. } = e {
-                self.strays.push((at, node, error.to_string()));
+            if let Noted::Stray { error } = noted {
+                self.strays.push((at, node, error));
             }
             return;
         };
         let log = &mut self.record.messages;
-        match e {
-            Event::MessageSent { to, tag, origin, size, .. } => {
+        match noted {
+            Noted::Sent { to, tag, origin, size } => {
                 log.sent(kconn, SentMsg { from: rank, to, tag, origin, size, at });
             }
-            Event::MessageTaken { from, tag, origin, size, expected_size, .. } => {
+            Noted::Taken { from, tag, origin, size, expected_size } => {
                 let (t, source) =
                     log.taken(kconn, TakenMsg { at, rank, from, tag, origin, size, expected_size, conn: None });
-                if let Some(j) = &mut self.judge {
+                if let Some(StreamJudge(j)) = &mut self.judge {
                     j.taken(&t, source.as_ref());
                 }
             }
-            Event::DrainGaveUp { to, tag, waited, unacked, .. } => {
+            Noted::DrainGaveUp { to, tag, waited, unacked } => {
                 let start = Instant::from_nanos(at.as_nanos().saturating_sub(waited.as_nanos() as u64));
                 self.drains.push(DrainNote { start, end: at, rank, to, kconn, gave_up: true, unacked });
                 self.record.drain_gave_up.push(DrainGiveUp { at, rank, to, tag, waited, unacked });
             }
-            Event::DrainCompleted { to, waited, .. } if !waited.is_zero() => {
+            Noted::DrainCompleted { to, waited } if !waited.is_zero() => {
                 let start = Instant::from_nanos(at.as_nanos().saturating_sub(waited.as_nanos() as u64));
                 self.drains.push(DrainNote { start, end: at, rank, to, kconn, gave_up: false, unacked: 0 });
             }
-            Event::StrayDropped { error, .. } => self.strays.push((at, node, error.to_string())),
+            Noted::Stray { error } => self.strays.push((at, node, error)),
             _ => {}
         }
     }
@@ -211,18 +216,17 @@ impl Outcome {
     }
 }
 
-/// The connection a core event is about, if any.
-pub fn event_conn(e: &Event) -> Option<ConnId> {
-    match e {
-        Event::MessageSent { conn, .. }
-        | Event::MessageTaken { conn, .. }
-        | Event::UnexpectedQueued { conn, .. }
-        | Event::ShortMessageAccepted { conn, .. }
-        | Event::DrainGaveUp { conn, .. }
-        | Event::DrainCompleted { conn, .. }
-        | Event::StrayDropped { conn, .. }
-        | Event::StalledDropped { conn, .. } => Some(*conn),
-        _ => None,
+/// The connection a protocol event is about, if any.
+pub fn event_conn<E: Observed>(e: &E) -> Option<ConnId> {
+    e.conn()
+}
+
+/// A streaming outcome's judge: the protocol's, fed as the run goes.
+struct StreamJudge(Box<dyn bootsim_core::seam::Judge<Report = (Verdict, Vec<Finding>)>>);
+
+impl fmt::Debug for StreamJudge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StreamJudge")
     }
 }
 
