@@ -23,6 +23,8 @@ pub enum Listener {
 }
 
 impl ListenerKey for Listener {
+    const ALL: &'static [Listener] = &[Listener::Rendezvous, Listener::Peer];
+
     fn port(self) -> u16 {
         match self {
             Listener::Rendezvous => ROOT_PORT,
