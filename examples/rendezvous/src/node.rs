@@ -8,6 +8,9 @@ use crate::root::Root;
 use crate::types::{Completion, Event, Listener};
 
 /// One of the protocol's nodes.
+// A world holds n ranks and one root: the enum is a rank's size (boxing ranks would cost n
+// allocations for one root's worth of bytes).
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Hash)]
 pub enum Node {
     /// The root.
