@@ -1,4 +1,5 @@
-//! An in-memory world for stepping a root and N ranks without sockets, in the style of
+//! An in-memory world for stepping a root and N ranks of any protocol on the seam
+//! ([`crate::seam::Node`]; NVSHMEM's by default) without sockets, in the style of
 //! quinn-proto's test `Pair`: zero latency, FIFO accept queues, and scripted holds that keep a
 //! connection out of its listener's accept queue (the kernel delaying its handshake) until the
 //! sender's next connection to the same listener is queued, or a fallback time passes.
@@ -7,13 +8,15 @@
 //! small enough to read: the simulator in `bootsim-sim` is the adversarial version.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
-use crate::ids::{ConnId, Listener, OpId};
-use crate::io::{Completion, Event, Limits, Output, OwnedInput};
+use crate::ids::{ConnId, Listener};
+use crate::io::Limits;
+use crate::nvshmem::NvshmemNode;
 use crate::rank::{Op, Rank, RankConfig};
 use crate::root::{Root, RootConfig};
+use crate::seam::{self, Completed, Effect, ListenerKey, NodeOutput, Nodes, Observation, OwnedInput, Protocol, Setup};
 use crate::time::Instant;
 use crate::uid::UniqueId;
 use crate::variant::Variant;
@@ -47,7 +50,6 @@ pub struct Hold {
 struct End {
     node: Node,
     conn: Option<ConnId>,
-    peer: usize,
 }
 
 #[derive(Debug)]
@@ -59,14 +61,16 @@ struct Link {
     queued: bool,
     hold_until: Option<Instant>,
     client_addr: SocketAddr,
+    /// The listener it dialed.
+    server_addr: SocketAddr,
 }
 
-/// The in-memory world.
-pub struct MemNet {
+/// The in-memory world, running nodes of type `N`.
+pub struct MemNet<N: seam::Node = NvshmemNode> {
     now: Instant,
-    root: Root,
-    ranks: Vec<Rank>,
-    listeners: BTreeMap<SocketAddr, (Node, Listener)>,
+    root: N,
+    ranks: Vec<N>,
+    listeners: BTreeMap<SocketAddr, (Node, N::Listener)>,
     accept_queue: BTreeMap<SocketAddr, VecDeque<usize>>,
     pending_accept: BTreeMap<SocketAddr, ConnId>,
     waiting_connects: BTreeMap<SocketAddr, Vec<(Node, ConnId)>>,
@@ -75,28 +79,38 @@ pub struct MemNet {
     drains: BTreeMap<(Node, ConnId), (Instant, Instant)>,
     holds: Vec<Hold>,
     dialed: BTreeMap<(u32, SocketAddr), u32>,
-    work: VecDeque<(Node, OwnedInput)>,
+    work: VecDeque<(Node, OwnedInput<N::Listener>)>,
     /// The buffer the state machines write frames into (`poll_output`), reused.
     tx: Vec<u8>,
     /// Every completion, in order.
-    pub completions: Vec<(Instant, Node, Completion)>,
+    pub completions: Vec<(Instant, Node, N::Completion)>,
     /// Every event, in order.
-    pub events: Vec<(Instant, Node, Event)>,
+    pub events: Vec<(Instant, Node, N::Event)>,
 }
 
-/// The address the memnet gives a listener.
-pub fn listener_addr(node: Node, listener: Listener) -> SocketAddr {
+/// The address the memnet gives a listener: its port on its node's host.
+pub fn listener_addr<L: ListenerKey>(node: Node, listener: L) -> SocketAddr {
     match node {
-        Node::Root => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), crate::ports::ROOT_PORT)),
         Node::Stranger => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 1)),
-        Node::Rank(r) => {
-            let port = crate::ports::sim_port(listener);
-            SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 1 + (r >> 16) as u8, (r >> 8) as u8, r as u8), port))
-        }
+        _ => SocketAddr::new(host_ip(node), listener.port()),
     }
 }
 
-impl MemNet {
+/// A node's host address (a stranger's is outside the session's network).
+fn host_ip(node: Node) -> IpAddr {
+    IpAddr::V4(match node {
+        Node::Root => Ipv4Addr::new(10, 0, 0, 1),
+        Node::Stranger => Ipv4Addr::new(192, 0, 2, 1),
+        Node::Rank(r) => Ipv4Addr::new(10, 1 + (r >> 16) as u8, (r >> 8) as u8, r as u8),
+    })
+}
+
+/// Rank `r`'s first rank-to-rank listener (where holds and strangers dial).
+fn peer_addr<L: ListenerKey>(r: u32) -> Option<SocketAddr> {
+    L::ALL.iter().find(|l| l.is_peer()).map(|&l| listener_addr(Node::Rank(r), l))
+}
+
+impl MemNet<NvshmemNode> {
     /// A root and `nranks` ranks of one variant, all starting init at time zero.
     pub fn new(nranks: u32, variant: Variant) -> MemNet {
         Self::with_limits(nranks, variant, Limits::default())
@@ -110,10 +124,54 @@ impl MemNet {
             magic: 0x5eed_0000_b007_51a1,
         };
         let now = Instant::ZERO;
-        let root = Root::new(RootConfig { uid, nranks: None, limits }, now);
-        let ranks = (0..nranks).map(|rank| Rank::new(RankConfig { rank, nranks, uid, variant, limits }, now)).collect();
+        let root = NvshmemNode::Root(Root::new(RootConfig { uid, nranks: None, limits }, now));
+        let ranks = (0..nranks)
+            .map(|rank| NvshmemNode::Rank(Rank::new(RankConfig { rank, nranks, uid, variant, limits }, now)))
+            .collect();
+        MemNet::from_nodes(Nodes { root, ranks })
+    }
+
+    /// Queues operations for rank `r`, started one after another once init is done.
+    pub fn queue_ops(&mut self, r: u32, ops: impl IntoIterator<Item = Op>) {
+        let now = self.now;
+        let rank = self.ranks[r as usize].rank_mut().expect("a rank");
+        for op in ops {
+            rank.push(now, op);
+        }
+        self.collect(Node::Rank(r));
+    }
+
+    /// As [`MemNet::inject`], to the root's rendezvous listener.
+    pub fn inject_root(&mut self, bytes: Vec<u8>, close: bool) {
+        self.inject_at(listener_addr(Node::Root, Listener::Rendezvous), bytes, close);
+    }
+
+    /// Rank `r`'s state machine.
+    pub fn rank(&self, r: u32) -> &Rank {
+        self.ranks[r as usize].rank().expect("a rank")
+    }
+}
+
+impl<N: seam::Node> MemNet<N> {
+    /// `protocol`'s root and `n` ranks of this variant and workload (the root's host is
+    /// 10.0.0.1), all starting at time zero.
+    pub fn of<P: Protocol<Node = N>>(
+        protocol: &P,
+        variant: &P::Variant,
+        workload: &P::Workload,
+        seed: u64,
+        n: u32,
+    ) -> Self {
+        let setup = Setup { variant, workload, seed, n, root_ip: host_ip(Node::Root) };
+        MemNet::from_nodes(protocol.nodes(&setup))
+    }
+
+    /// A world of these nodes (the root on 10.0.0.1, rank r on 10.1.r), all starting at time zero.
+    pub fn from_nodes(nodes: Nodes<N>) -> MemNet<N> {
+        let Nodes { root, ranks } = nodes;
+        let nranks = ranks.len() as u32;
         let mut net = MemNet {
-            now,
+            now: Instant::ZERO,
             root,
             ranks,
             listeners: BTreeMap::new(),
@@ -142,36 +200,24 @@ impl MemNet {
         self.holds.push(hold);
     }
 
-    /// Queues operations for rank `r`, started one after another once init is done.
-    pub fn queue_ops(&mut self, r: u32, ops: impl IntoIterator<Item = Op>) {
-        for op in ops {
-            self.ranks[r as usize].push(self.now, op);
-        }
-        self.collect(Node::Rank(r));
-    }
-
     /// Connects a stranger to rank `to`'s peer listener, sends `bytes`, and closes if `close`
     /// (otherwise the connection stays half-open). It queues behind what is already queued.
     pub fn inject(&mut self, to: u32, bytes: Vec<u8>, close: bool) {
-        self.inject_at(listener_addr(Node::Rank(to), Listener::Peers), bytes, close);
-    }
-
-    /// As [`MemNet::inject`], to the root's rendezvous listener.
-    pub fn inject_root(&mut self, bytes: Vec<u8>, close: bool) {
-        self.inject_at(listener_addr(Node::Root, Listener::Rendezvous), bytes, close);
+        let addr = peer_addr::<N::Listener>(to).expect("the protocol has a rank-to-rank listener");
+        self.inject_at(addr, bytes, close);
     }
 
     fn inject_at(&mut self, addr: SocketAddr, bytes: Vec<u8>, close: bool) {
         let conn = ConnId(1_000_000 + self.links.len() as u64);
         self.connect(Node::Stranger, conn, addr);
-        self.execute(Node::Stranger, Output::Write { conn, len: bytes.len() }, &bytes);
+        self.execute(Node::Stranger, seam::Output::Effect(Effect::Write { conn, len: bytes.len() }), &bytes);
         if close {
-            self.execute(Node::Stranger, Output::Close { conn }, &[]);
+            self.execute(Node::Stranger, seam::Output::Effect(Effect::Close { conn }), &[]);
         }
     }
 
-    /// Rank `r`'s state machine.
-    pub fn rank(&self, r: u32) -> &Rank {
+    /// Rank `r`'s node.
+    pub fn node(&self, r: u32) -> &N {
         &self.ranks[r as usize]
     }
 
@@ -181,8 +227,8 @@ impl MemNet {
     }
 
     /// Completions of rank `r`, in order, init excluded.
-    pub fn results(&self, r: u32) -> Vec<&Completion> {
-        self.completions.iter().filter(|(_, n, c)| *n == Node::Rank(r) && c.op != OpId(0)).map(|(_, _, c)| c).collect()
+    pub fn results(&self, r: u32) -> Vec<&N::Completion> {
+        self.completions.iter().filter(|(_, n, c)| *n == Node::Rank(r) && c.op() != 0).map(|(_, _, c)| c).collect()
     }
 
     /// Runs until nothing can happen any more, or until `limit` of simulated time.
@@ -202,7 +248,7 @@ impl MemNet {
     }
 
     fn next_timer(&self) -> Option<Instant> {
-        let ranks = self.ranks.iter().filter_map(Rank::poll_timeout);
+        let ranks = self.ranks.iter().filter_map(N::poll_timeout);
         let holds = self.links.iter().filter_map(|l| l.hold_until);
         let drains = self.drains.values().map(|&(_, deadline)| deadline);
         ranks.chain(self.root.poll_timeout()).chain(holds).chain(drains).min()
@@ -228,37 +274,42 @@ impl MemNet {
         }
     }
 
-    fn deliver(&mut self, node: Node, d: OwnedInput) {
+    fn deliver(&mut self, node: Node, d: OwnedInput<N::Listener>) {
         let now = self.now;
-        let input = d.as_input();
-        match node {
-            Node::Root => self.root.handle(now, input),
-            Node::Rank(r) => self.ranks[r as usize].handle(now, input),
-            Node::Stranger => return,
-        }
+        let Some(n) = self.node_mut(node) else { return };
+        n.handle(now, d.as_input());
         self.collect(node);
+    }
+
+    /// The node's state machine (a stranger has none).
+    fn node_mut(&mut self, node: Node) -> Option<&mut N> {
+        match node {
+            Node::Root => Some(&mut self.root),
+            Node::Rank(r) => Some(&mut self.ranks[r as usize]),
+            Node::Stranger => None,
+        }
     }
 
     /// Drains a node's outputs and carries them out.
     fn collect(&mut self, node: Node) {
         let mut tx = std::mem::take(&mut self.tx);
         loop {
-            let out = match node {
-                Node::Root => self.root.poll_output(&mut tx),
-                Node::Rank(r) => self.ranks[r as usize].poll_output(&mut tx),
-                Node::Stranger => None,
-            };
-            let Some(out) = out else { break };
+            let Some(out) = self.node_mut(node).and_then(|n| n.poll_output(&mut tx)) else { break };
             self.execute(node, out, &tx);
         }
         self.tx = tx;
     }
 
     /// Carries out one output; `tx` holds a write's bytes.
-    fn execute(&mut self, node: Node, out: Output, tx: &[u8]) {
+    fn execute(&mut self, node: Node, out: NodeOutput<N>, tx: &[u8]) {
         let now = self.now;
-        match out {
-            Output::Listen { listener } => {
+        let effect = match out {
+            seam::Output::Effect(e) => e,
+            seam::Output::Observe(Observation::Completed(c)) => return self.completions.push((now, node, c)),
+            seam::Output::Observe(Observation::Event(e)) => return self.events.push((now, node, e)),
+        };
+        match effect {
+            Effect::Listen { listener } => {
                 let addr = listener_addr(node, listener);
                 self.listeners.insert(addr, (node, listener));
                 self.work.push_back((node, OwnedInput::Listening { listener, addr }));
@@ -266,12 +317,12 @@ impl MemNet {
                     self.connect(client, conn, addr);
                 }
             }
-            Output::Accept { listener, conn } => {
+            Effect::Accept { listener, conn } => {
                 let addr = listener_addr(node, listener);
                 self.pending_accept.insert(addr, conn);
                 self.try_accept(addr);
             }
-            Output::CloseListener { listener } => {
+            Effect::CloseListener { listener } => {
                 let addr = listener_addr(node, listener);
                 self.listeners.remove(&addr);
                 self.pending_accept.remove(&addr);
@@ -279,8 +330,8 @@ impl MemNet {
                     self.close_end(i, 1);
                 }
             }
-            Output::Connect { conn, addr } => self.connect(node, conn, addr),
-            Output::Write { conn, .. } => {
+            Effect::Connect { conn, addr } => self.connect(node, conn, addr),
+            Effect::Write { conn, .. } => {
                 let Some(&(i, side)) = self.by_end.get(&(node, conn)) else { return };
                 let other = &self.links[i].ends[1 - side];
                 match other.conn {
@@ -288,7 +339,7 @@ impl MemNet {
                     None => self.links[i].early.extend_from_slice(tx),
                 }
             }
-            Output::Drain { conn, deadline } => {
+            Effect::Drain { conn, deadline } => {
                 let Some(&(i, _)) = self.by_end.get(&(node, conn)) else { return };
                 if self.links[i].queued {
                     self.work.push_back((node, OwnedInput::Drained { conn, waited: Duration::ZERO }));
@@ -296,12 +347,10 @@ impl MemNet {
                     self.drains.insert((node, conn), (now, deadline));
                 }
             }
-            Output::Close { conn } => {
+            Effect::Close { conn } => {
                 let Some((i, side)) = self.by_end.remove(&(node, conn)) else { return };
                 self.close_end(i, 1 - side);
             }
-            Output::Completed(c) => self.completions.push((now, node, c)),
-            Output::Event(e) => self.events.push((now, node, e)),
         }
     }
 
@@ -324,17 +373,16 @@ impl MemNet {
         let i = self.links.len();
         let client_addr = match client {
             Node::Root | Node::Stranger => SocketAddr::from(([10, 0, 0, 1], 40000u16.wrapping_add(i as u16))),
-            Node::Rank(_) => {
-                SocketAddr::new(listener_addr(client, Listener::Peers).ip(), 40000u16.wrapping_add(i as u16))
-            }
+            Node::Rank(_) => SocketAddr::new(host_ip(client), 40000u16.wrapping_add(i as u16)),
         };
         self.links.push(Link {
-            ends: [End { node: client, conn: Some(conn), peer: 1 }, End { node: server, conn: None, peer: 0 }],
+            ends: [End { node: client, conn: Some(conn) }, End { node: server, conn: None }],
             early: Vec::new(),
             early_eof: false,
             queued: false,
             hold_until: None,
             client_addr,
+            server_addr: addr,
         });
         self.by_end.insert((client, conn), (i, 0));
         self.work.push_back((client, OwnedInput::Connected { conn }));
@@ -345,9 +393,7 @@ impl MemNet {
                 *nth += 1;
                 self.holds
                     .iter()
-                    .find(|h| {
-                        h.from == from && listener_addr(Node::Rank(h.to), Listener::Peers) == addr && h.nth == this
-                    })
+                    .find(|h| h.from == from && peer_addr::<N::Listener>(h.to) == Some(addr) && h.nth == this)
                     .copied()
             }
             Node::Root | Node::Stranger => None,
@@ -371,12 +417,7 @@ impl MemNet {
     }
 
     fn server_addr(&self, i: usize) -> SocketAddr {
-        let end = &self.links[i].ends[1];
-        let (node, _) = (end.node, end.peer);
-        self.listeners
-            .iter()
-            .find(|(_, &(n, l))| n == node && l == Listener::Peers)
-            .map_or(listener_addr(node, Listener::Peers), |(a, _)| *a)
+        self.links[i].server_addr
     }
 
     fn release(&mut self, i: usize) {
