@@ -54,3 +54,8 @@ pub use protocol::{Rendezvous, Variant, Workload};
 pub use rank::{Rank, RankConfig};
 pub use root::Root;
 pub use types::{origin, Completion, Error, Event, Listener, PEER_PORT, ROOT_PORT};
+
+/// README.md's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;
