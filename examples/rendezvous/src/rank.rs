@@ -198,7 +198,7 @@ impl Rank {
             }
             Ok(Some(msg)) => {
                 self.reading.remove(&conn);
-                self.out.event(Event::Queued { conn, from: msg.from, tag: msg.tag });
+                self.out.event(Event::Arrived { conn, from: msg.from, tag: msg.tag });
                 self.unexpected.push(Arrived { conn, msg });
                 self.take();
             }

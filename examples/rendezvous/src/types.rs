@@ -144,8 +144,9 @@ pub enum Event {
         /// Payload bytes.
         size: usize,
     },
-    /// A complete message came on `conn` and no receive wanted it yet.
-    Queued {
+    /// A complete message came on `conn`; it waits in the unexpected list until a receive
+    /// takes it (at once, if one wants it).
+    Arrived {
         /// The connection.
         conn: ConnId,
         /// Its sender.
@@ -188,7 +189,7 @@ impl Observed for Event {
     fn conn(&self) -> Option<ConnId> {
         match self {
             Event::Sent { conn, .. }
-            | Event::Queued { conn, .. }
+            | Event::Arrived { conn, .. }
             | Event::Taken { conn, .. }
             | Event::Stray { conn, .. } => Some(*conn),
             Event::CheckedIn { .. } | Event::TableSent | Event::Ready => None,
@@ -217,7 +218,7 @@ impl fmt::Display for Event {
             Event::Sent { to, tag, round, size, .. } => {
                 write!(f, "sent exchange #{} to rank {to} tag {tag:#x} ({size} bytes)", round - 1)
             }
-            Event::Queued { from, tag, .. } => write!(f, "queued unexpected message from rank {from} tag {tag:#x}"),
+            Event::Arrived { from, tag, .. } => write!(f, "message from rank {from} tag {tag:#x} arrived"),
             Event::Taken { from, tag, round, size, .. } => {
                 write!(f, "exchange #{} took message from rank {from} tag {tag:#x} ({size} bytes)", round - 1)
             }

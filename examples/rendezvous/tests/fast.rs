@@ -100,3 +100,19 @@ fn a_seed_sweep_counts_the_bugs_hits_per_adversary_and_none_for_the_fix() {
     assert_eq!(hits[0], ("fifo", 0), "in-order handshakes never overtake");
     assert!(hits[1..].iter().all(|&(_, h)| h > 0), "every reordering adversary finds it: {hits:?}");
 }
+
+/// A deadline too short for the bootstrap: every unfinished node is a hang naming what it waits
+/// for, judged by the checks bootsim's oracle shares with every protocol.
+#[test]
+fn a_run_stopped_at_its_deadline_names_what_each_node_waits_for() {
+    let c = Case::parse("engine=fast ranks=3 adversary=rss seed=1 deadline_ms=20").unwrap();
+    let r = run(&Rendezvous, &Variant::RoundTag, &Workload::TWO_ROUNDS, &c, false);
+    let text: Vec<String> = r.findings.iter().map(ToString::to_string).collect();
+    assert_eq!(r.verdict, Verdict::Hang, "{text:?}");
+    assert_eq!(text.len(), 3, "one hang per rank: {text:?}");
+    for (rank, line) in text.iter().enumerate() {
+        assert!(line.starts_with(&format!("hang: rank {rank} waits for exchange #")), "{text:?}");
+    }
+    // A peer's later round waits in the unexpected list, and the hang shows it.
+    assert!(text.iter().any(|l| l.contains("; unexpected list: rank ")), "{text:?}");
+}
