@@ -19,6 +19,10 @@ impl ListenerKey for Listener {
     fn is_peer(self) -> bool {
         self == Listener::Peers
     }
+
+    fn is_root(self) -> bool {
+        self == Listener::Rendezvous
+    }
 }
 
 impl Completed for Completion {
@@ -189,6 +193,7 @@ mod tests {
     #[test]
     fn the_peer_listener_is_the_one_schedules_order_and_ports_are_the_simulated_ones() {
         assert!(Listener::Peers.is_peer() && !Listener::FromRoot.is_peer() && !Listener::Rendezvous.is_peer());
+        assert!(Listener::Rendezvous.is_root() && !Listener::Peers.is_root() && !Listener::FromRoot.is_root());
         assert_eq!(Listener::Rendezvous.port(), crate::ports::ROOT_PORT);
         assert_eq!(Listener::Peers.port(), crate::ports::PEERS_PORT);
     }

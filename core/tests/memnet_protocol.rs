@@ -37,6 +37,9 @@ impl ListenerKey for Port {
     fn is_peer(self) -> bool {
         self == Port::Peer
     }
+    fn is_root(self) -> bool {
+        self == Port::Root
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,6 +18,9 @@ pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display + 'sta
     fn port(self) -> u16;
     /// True for the listener where ranks dial one another (the one `accept=` schedules order).
     fn is_peer(self) -> bool;
+    /// True for the root's listeners (the root shares host 0 with rank 0, so a world tells
+    /// their listeners apart by this and the port).
+    fn is_root(self) -> bool;
 }
 
 /// The output type of node `N`.
