@@ -35,6 +35,10 @@ impl ListenerKey for Listener {
     fn is_peer(self) -> bool {
         self == Listener::Peer
     }
+
+    fn is_root(self) -> bool {
+        self == Listener::Rendezvous
+    }
 }
 
 impl fmt::Display for Listener {
