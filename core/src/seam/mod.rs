@@ -23,6 +23,8 @@
 //! Worlds are generic over the protocol (static dispatch: no boxed nodes in a hot loop).
 //! NVSHMEM's nodes implement it in [`crate::nvshmem`].
 
+#[cfg(any(test, feature = "testing"))]
+pub mod checkin;
 mod io;
 mod node;
 mod protocol;

@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use bootsim_core::seam::{Completed, Noted, Observed};
+use bootsim_core::seam::{Completed, Judge as SeamJudge, Noted, Observed};
 use bootsim_core::{BootstrapError, ConnId, DrainGiveUp, Instant, RootEnd, RunRecord, SentMsg, TakenMsg};
 use sha2::{Digest, Sha256};
 
 use crate::kernel::{EventKind, Flow, KernelStats};
-use crate::oracle::{judge, Finding, Verdict};
+use crate::oracle::{Finding, Judge, Verdict};
 use crate::workload::OpSpec;
 
 /// A participant of a run.
@@ -87,18 +87,31 @@ impl Outcome {
     /// only what is in flight: messages until taken, no operation's bytes once judged (each
     /// `Ok` holds none). [`Outcome::verdict`] gives its verdict; explain, the timeline and
     /// shrink need a full outcome ([`Outcome::new`]), as a traced run keeps.
-    pub fn streaming(n: usize, judge: Box<dyn bootsim_core::seam::Judge<Report = (Verdict, Vec<Finding>)>>) -> Outcome {
+    pub fn streaming(n: usize, judge: Box<dyn SeamJudge<Report = (Verdict, Vec<Finding>)>>) -> Outcome {
         let mut out = Outcome::new(n);
         out.record.messages = bootsim_core::MessageLog::streaming();
         out.judge = Some(StreamJudge(judge));
         out
     }
 
-    /// The verdict and findings: the streaming judge's, else the record judged whole.
+    /// The verdict and findings of an NVSHMEM run of `specs` (payload seed `seed`, `n` ranks):
+    /// [`Outcome::verdict_by`] NVSHMEM's judge.
     pub fn verdict(&mut self, specs: &[OpSpec], seed: u64, n: u32) -> (Verdict, Vec<Finding>) {
+        self.verdict_by(Judge::new(specs, seed, n))
+    }
+
+    /// The verdict and findings: the streaming judge's, else the record judged whole by `judge`
+    /// (the protocol's); a run the engine gave up on is an error whatever they say.
+    pub fn verdict_by(
+        &mut self,
+        mut judge: impl SeamJudge<Report = (Verdict, Vec<Finding>)>,
+    ) -> (Verdict, Vec<Finding>) {
         let (verdict, mut findings) = match self.judge.take() {
             Some(mut j) => j.0.finish(&self.record),
-            None => judge(specs, seed, n, &self.record),
+            None => {
+                judge.feed(&self.record);
+                judge.finish(&self.record)
+            }
         };
         match &self.gave_up {
             Some(why) => {
@@ -222,7 +235,7 @@ pub fn event_conn<E: Observed>(e: &E) -> Option<ConnId> {
 }
 
 /// A streaming outcome's judge: the protocol's, fed as the run goes.
-struct StreamJudge(Box<dyn bootsim_core::seam::Judge<Report = (Verdict, Vec<Finding>)>>);
+struct StreamJudge(Box<dyn SeamJudge<Report = (Verdict, Vec<Finding>)>>);
 
 impl fmt::Debug for StreamJudge {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,0 +1,118 @@
+//! The fast engine runs any protocol on the seam: the toy check-in protocol
+//! (`bootsim_core::seam::checkin`), not NVSHMEM's, through the kernel model under `rss`, traced
+//! in the protocol's own words and judged by the protocol's own judge.
+
+use bootsim_core::record::RootEnd;
+use bootsim_core::seam::checkin::{CheckIn, Done, Said, ToyNode};
+use bootsim_core::seam::{Judge, Nodes, Protocol, Setup};
+use bootsim_core::{RunRecord, SentMsg, TakenMsg};
+use bootsim_sim::engine::fast;
+use bootsim_sim::{Case, Finding, Verdict};
+
+/// The toy bound to the engines: its nodes and words, and a judge in the simulator's findings
+/// (every rank and the root must end).
+struct SimCheckIn;
+
+struct Ends;
+
+impl Judge for Ends {
+    type Report = (Verdict, Vec<Finding>);
+    fn taken(&mut self, _: &TakenMsg, _: Option<&SentMsg>) {}
+    fn completed(&mut self, _: u32, _: usize, _: &Result<Vec<u8>, String>) {}
+    fn init_ended(&mut self, _: u32) {}
+    fn finish(&mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
+        let ended = record.ranks.iter().filter(|r| r.finished_at.is_some()).count();
+        let mut findings = Vec::new();
+        if ended != record.ranks.len() || record.root != RootEnd::Done {
+            let error = format!("{ended} of {} ranks ended; root {:?}", record.ranks.len(), record.root);
+            findings.push(Finding::Error { rank: None, error });
+        }
+        (if findings.is_empty() { Verdict::Pass } else { Verdict::Error }, findings)
+    }
+}
+
+impl Protocol for SimCheckIn {
+    type Node = ToyNode;
+    type Variant = ();
+    type Workload = ();
+    type Judge = Ends;
+    fn name(&self) -> &'static str {
+        CheckIn.name()
+    }
+    fn nodes(&self, setup: &Setup<'_, (), ()>) -> Nodes<ToyNode> {
+        CheckIn.nodes(setup)
+    }
+    fn judge(&self, _: &Setup<'_, (), ()>) -> Ends {
+        Ends
+    }
+    fn event_words(&self, e: &Said, kconn: Option<u64>) -> String {
+        CheckIn.event_words(e, kconn)
+    }
+    fn completion_words(&self, c: &Done) -> String {
+        CheckIn.completion_words(c)
+    }
+}
+
+fn case(seed: u64) -> Case {
+    Case::parse(&format!("engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks=5 adversary=rss seed={seed}"))
+        .expect("a case")
+}
+
+#[test]
+fn the_fast_engine_runs_a_protocol_that_is_not_nvshmem_traced_and_judged_as_it_goes() {
+    let case = case(3);
+    let mut traced = fast::run(&SimCheckIn, &(), &(), &case, true);
+    let lines = &traced.trace.as_ref().expect("traced").lines;
+    let said = lines.iter().filter(|l| l.contains("said hello")).count();
+    assert_eq!(said, 5, "the root read each rank's hello, in the toy's words: {lines:#?}");
+    assert!(lines.iter().any(|l| l.contains("root done: Ok([0, 1, 2, 3, 4])")), "{lines:#?}");
+    assert_eq!(traced.record.root, RootEnd::Done);
+    assert!(traced.record.ranks.iter().all(|r| r.finished_at.is_some()));
+    let setup = Setup { variant: &(), workload: &(), seed: case.seed, n: case.ranks, root_ip: [10, 0, 0, 1].into() };
+    let (verdict, findings) = traced.verdict_by(SimCheckIn.judge(&setup));
+    assert_eq!((verdict, findings.len()), (Verdict::Pass, 0), "{findings:?}");
+
+    // Untraced, the protocol's own judge is fed as the run goes and gives the verdict.
+    let mut streamed = fast::run(&SimCheckIn, &(), &(), &case, false);
+    assert_eq!(streamed.verdict_by(SimCheckIn.judge(&setup)), (Verdict::Pass, Vec::new()));
+    assert_eq!(streamed.end, traced.end, "tracing changes nothing of the run");
+}
+
+#[test]
+fn a_rank_that_never_comes_is_the_protocols_judges_finding() {
+    // One rank short of the root's count: the root waits until the deadline.
+    let case = Case::parse(
+        "engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks=3 adversary=rss seed=1 deadline_ms=50",
+    )
+    .expect("a case");
+    struct Short;
+    impl Protocol for Short {
+        type Node = ToyNode;
+        type Variant = ();
+        type Workload = ();
+        type Judge = Ends;
+        fn name(&self) -> &'static str {
+            "short"
+        }
+        fn nodes(&self, setup: &Setup<'_, (), ()>) -> Nodes<ToyNode> {
+            let mut nodes = CheckIn.nodes(&Setup { n: setup.n + 1, ..*setup });
+            nodes.ranks.pop();
+            nodes
+        }
+        fn judge(&self, setup: &Setup<'_, (), ()>) -> Ends {
+            SimCheckIn.judge(setup)
+        }
+        fn event_words(&self, e: &Said, kconn: Option<u64>) -> String {
+            CheckIn.event_words(e, kconn)
+        }
+        fn completion_words(&self, c: &Done) -> String {
+            CheckIn.completion_words(c)
+        }
+    }
+    let setup = Setup { variant: &(), workload: &(), seed: case.seed, n: case.ranks, root_ip: [10, 0, 0, 1].into() };
+    let mut out = fast::run(&Short, &(), &(), &case, false);
+    let (verdict, findings) = out.verdict_by(Short.judge(&setup));
+    assert_eq!(verdict, Verdict::Error, "{findings:?}");
+    assert!(findings[0].to_string().contains("3 of 3 ranks ended"), "{findings:?}");
+    assert!(matches!(out.record.root, RootEnd::Waiting(ref w) if w == "the others"), "{:?}", out.record.root);
+}
