@@ -73,21 +73,7 @@ where
     P::Judge: Judge<Report = Report> + 'static,
 {
     let mut outcome = fast::run(protocol, variant, workload, case, trace);
-    let (verdict, findings) = if trace {
-        // A traced outcome keeps the whole record and no judge: judge it whole, the engine's
-        // own stop first, as a streaming outcome's verdict does.
-        let (verdict, mut findings) = judge(protocol, variant, workload, case, &outcome.record);
-        match &outcome.gave_up {
-            Some(why) => {
-                findings.insert(0, Finding::Error { rank: None, error: why.clone() });
-                (verdict.max(Verdict::Error), findings)
-            }
-            None => (verdict, findings),
-        }
-    } else {
-        // The streaming judge is the protocol's (the specs are NVSHMEM's, unused here).
-        outcome.verdict(&[], case.seed, case.ranks)
-    };
+    let (verdict, findings) = outcome.verdict_by(protocol.judge(&setup::<P>(variant, workload, case)));
     let finished = outcome.record.ranks.iter().filter_map(|r| r.finished_at).max();
     let bootstrap_time = finished.unwrap_or(outcome.end) - Instant::ZERO;
     Run { verdict, findings, bootstrap_time, trace: outcome.trace.take(), outcome }
