@@ -7,11 +7,15 @@ use bootsim_core::seam::checkin::{CheckIn, Done, Said, ToyNode};
 use bootsim_core::seam::{Judge, Nodes, Protocol, Setup};
 use bootsim_core::{RunRecord, SentMsg, TakenMsg};
 use bootsim_sim::engine::fast;
+use bootsim_sim::explore::{Faults, World};
 use bootsim_sim::{Case, Finding, Verdict};
 
 /// The toy bound to the engines: its nodes and words, and a judge in the simulator's findings
-/// (every rank and the root must end).
-struct SimCheckIn;
+/// (every rank and the root must end). `short`: the root waits for one rank more than there is.
+#[derive(Clone, Copy, Default)]
+struct SimCheckIn {
+    short: bool,
+}
 
 struct Ends;
 
@@ -40,7 +44,10 @@ impl Protocol for SimCheckIn {
         CheckIn.name()
     }
     fn nodes(&self, setup: &Setup<'_, (), ()>) -> Nodes<ToyNode> {
-        CheckIn.nodes(setup)
+        let short = u32::from(self.short);
+        let mut nodes = CheckIn.nodes(&Setup { n: setup.n + short, ..*setup });
+        nodes.ranks.truncate(setup.n as usize);
+        nodes
     }
     fn judge(&self, _: &Setup<'_, (), ()>) -> Ends {
         Ends
@@ -61,7 +68,7 @@ fn case(seed: u64) -> Case {
 #[test]
 fn the_fast_engine_runs_a_protocol_that_is_not_nvshmem_traced_and_judged_as_it_goes() {
     let case = case(3);
-    let mut traced = fast::run(&SimCheckIn, &(), &(), &case, true);
+    let mut traced = fast::run(&SimCheckIn::default(), &(), &(), &case, true);
     let lines = &traced.trace.as_ref().expect("traced").lines;
     let said = lines.iter().filter(|l| l.contains("said hello")).count();
     assert_eq!(said, 5, "the root read each rank's hello, in the toy's words: {lines:#?}");
@@ -69,12 +76,12 @@ fn the_fast_engine_runs_a_protocol_that_is_not_nvshmem_traced_and_judged_as_it_g
     assert_eq!(traced.record.root, RootEnd::Done);
     assert!(traced.record.ranks.iter().all(|r| r.finished_at.is_some()));
     let setup = Setup { variant: &(), workload: &(), seed: case.seed, n: case.ranks, root_ip: [10, 0, 0, 1].into() };
-    let (verdict, findings) = traced.verdict_by(SimCheckIn.judge(&setup));
+    let (verdict, findings) = traced.verdict_by(SimCheckIn::default().judge(&setup));
     assert_eq!((verdict, findings.len()), (Verdict::Pass, 0), "{findings:?}");
 
     // Untraced, the protocol's own judge is fed as the run goes and gives the verdict.
-    let mut streamed = fast::run(&SimCheckIn, &(), &(), &case, false);
-    assert_eq!(streamed.verdict_by(SimCheckIn.judge(&setup)), (Verdict::Pass, Vec::new()));
+    let mut streamed = fast::run(&SimCheckIn::default(), &(), &(), &case, false);
+    assert_eq!(streamed.verdict_by(SimCheckIn::default().judge(&setup)), (Verdict::Pass, Vec::new()));
     assert_eq!(streamed.end, traced.end, "tracing changes nothing of the run");
 }
 
@@ -85,34 +92,26 @@ fn a_rank_that_never_comes_is_the_protocols_judges_finding() {
         "engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks=3 adversary=rss seed=1 deadline_ms=50",
     )
     .expect("a case");
-    struct Short;
-    impl Protocol for Short {
-        type Node = ToyNode;
-        type Variant = ();
-        type Workload = ();
-        type Judge = Ends;
-        fn name(&self) -> &'static str {
-            "short"
-        }
-        fn nodes(&self, setup: &Setup<'_, (), ()>) -> Nodes<ToyNode> {
-            let mut nodes = CheckIn.nodes(&Setup { n: setup.n + 1, ..*setup });
-            nodes.ranks.pop();
-            nodes
-        }
-        fn judge(&self, setup: &Setup<'_, (), ()>) -> Ends {
-            SimCheckIn.judge(setup)
-        }
-        fn event_words(&self, e: &Said, kconn: Option<u64>) -> String {
-            CheckIn.event_words(e, kconn)
-        }
-        fn completion_words(&self, c: &Done) -> String {
-            CheckIn.completion_words(c)
-        }
-    }
+    let short = SimCheckIn { short: true };
     let setup = Setup { variant: &(), workload: &(), seed: case.seed, n: case.ranks, root_ip: [10, 0, 0, 1].into() };
-    let mut out = fast::run(&Short, &(), &(), &case, false);
-    let (verdict, findings) = out.verdict_by(Short.judge(&setup));
+    let mut out = fast::run(&short, &(), &(), &case, false);
+    let (verdict, findings) = out.verdict_by(short.judge(&setup));
     assert_eq!(verdict, Verdict::Error, "{findings:?}");
     assert!(findings[0].to_string().contains("3 of 3 ranks ended"), "{findings:?}");
     assert!(matches!(out.record.root, RootEnd::Waiting(ref w) if w == "the others"), "{:?}", out.record.root);
+}
+
+#[test]
+fn explore_runs_a_protocol_that_is_not_nvshmem() {
+    // The toy's only listener is the root's, taken in arrival order: one schedule, no choice.
+    let case = case(2);
+    let world = World::of(SimCheckIn::default(), (), (), &case, Faults::default());
+    assert!(world.choices().is_empty());
+    let mut out = world.outcome();
+    assert_eq!(out.record.root, RootEnd::Done);
+    assert!(out.record.ranks.iter().all(|r| r.finished_at.is_some()), "{:?}", out.record.ranks);
+    let setup = Setup { variant: &(), workload: &(), seed: case.seed, n: case.ranks, root_ip: [10, 0, 0, 1].into() };
+    assert_eq!(out.verdict_by(SimCheckIn::default().judge(&setup)), (Verdict::Pass, Vec::new()));
+    let again = World::of(SimCheckIn::default(), (), (), &case, Faults::default());
+    assert_eq!(world.fingerprint(), again.fingerprint(), "the same world, the same fingerprint");
 }

@@ -46,6 +46,23 @@ pub trait Protocol {
     fn name(&self) -> &'static str;
     /// The root and `setup.n` ranks at time zero, each with its workload queued.
     fn nodes(&self, setup: &Setup<'_, Self::Variant, Self::Workload>) -> Nodes<Self::Node>;
+    /// The root and ranks with no operation queued, for a world that queues them one at a time
+    /// with [`Protocol::queue`] (explore: states then do not carry the rest of the workload).
+    /// By default [`Protocol::nodes`], every operation queued (and `queue` adds none).
+    fn unqueued(&self, setup: &Setup<'_, Self::Variant, Self::Workload>) -> Nodes<Self::Node> {
+        self.nodes(setup)
+    }
+    /// Queues `rank`'s workload operation `index` (from 0) on its node; false past the last.
+    fn queue(
+        &self,
+        setup: &Setup<'_, Self::Variant, Self::Workload>,
+        node: &mut Self::Node,
+        rank: u32,
+        index: u32,
+    ) -> bool {
+        let _ = (setup, node, rank, index);
+        false
+    }
     /// A judge of this run, fed as it goes (or with a whole record).
     fn judge(&self, setup: &Setup<'_, Self::Variant, Self::Workload>) -> Self::Judge;
     /// An event's trace words; `kconn` is the world's number of its connection, if any.

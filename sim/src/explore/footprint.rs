@@ -26,14 +26,14 @@
 
 use std::cmp::Ordering;
 
-use bootsim_core::{ConnId, Listener};
+use bootsim_core::ConnId;
 
 use crate::engine::outcome::Node;
 
 /// A connection, named by its dialing end.
 pub(crate) type LinkId = (Node, ConnId);
-/// A listener: its owner and which.
-pub(crate) type Key = (Node, Listener);
+/// A listener: its owner and its port (one per listener of the protocol).
+pub(crate) type Key = (Node, u16);
 
 /// One resource of the world's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn steps_conflict_on_a_write_never_on_two_reads() {
-        let key = (Node::Rank(1), Listener::Peers);
+        let key = (Node::Rank(1), bootsim_core::ports::PEERS_PORT);
         let mut a = Footprint::default();
         a.write(Res::Node(Node::Rank(0)));
         a.read(Res::Open(key));

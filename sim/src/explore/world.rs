@@ -1,4 +1,5 @@
-//! The explorer's world: the root and N core ranks over zero-latency in-memory connections,
+//! The explorer's world: a protocol's root and N ranks (any [`Protocol`] of the seam whose
+//! nodes are `Clone + Hash`; NVSHMEM's by default) over zero-latency in-memory connections,
 //! where every step is deterministic except the choices an explorer makes: which connection a
 //! rank's peer listener accepts next and, with faults on, whether a drain gives up.
 //!
@@ -28,19 +29,21 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
-use bootsim_core::ports::{sim_port, ROOT_PORT};
-use bootsim_core::{
-    Completion, ConnId, Event, Instant, Limits, Listener, MsgOrigin, Op, Output, OwnedInput, Rank, RankConfig, Root,
-    RootConfig, UniqueId,
+use bootsim_core::seam::{
+    self, Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Noted, Observation, Observed, OwnedInput,
+    Protocol, Setup,
 };
+use bootsim_core::{ConnId, Instant, MsgOrigin};
 
 use super::footprint::{Footprint, Key, LinkId, Res};
 use super::schedule::ConnName;
 use crate::case::Case;
-use crate::engine::outcome::{event_conn, Node, Outcome};
-use crate::seed::derive;
+use crate::engine::outcome::{Node, Outcome};
+use crate::protocol::Nvshmem;
 use crate::words::host_addr;
-use crate::workload::{build_op, OpSpec};
+
+/// A protocol's listener key.
+type Listener<P> = <<P as Protocol>::Node as seam::Node>::Listener;
 
 /// What an explorer may decide at a quiescent state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -78,9 +81,9 @@ struct Link {
 
 /// What the oracle needs that the state machines forget: the run's history, shared between
 /// worlds (a persistent list, newest first).
-enum Entry {
-    Event(Node, Event, Option<u64>),
-    Completed(Node, Completion),
+enum Entry<N: seam::Node> {
+    Event(Node, N::Event, Option<u64>),
+    Completed(Node, N::Completion),
 }
 
 /// A `Hasher` that keeps the bytes it is fed, for one cryptographic digest of them (derived
@@ -110,22 +113,52 @@ struct Trail {
     prev: Option<Rc<Trail>>,
 }
 
-struct LogNode {
-    entry: Entry,
-    prev: Option<Rc<LogNode>>,
+struct LogNode<N: seam::Node> {
+    entry: Entry<N>,
+    prev: Option<Rc<LogNode<N>>>,
 }
 
-/// One state of the explored world.
+/// What every world of one exploration shares: the protocol and the case's variant, workload,
+/// seed and size.
+struct Run<P: Protocol> {
+    protocol: P,
+    variant: P::Variant,
+    workload: P::Workload,
+    seed: u64,
+    n: u32,
+}
+
+impl<P: Protocol> Run<P> {
+    fn setup(&self) -> Setup<'_, P::Variant, P::Workload> {
+        Setup {
+            variant: &self.variant,
+            workload: &self.workload,
+            seed: self.seed,
+            n: self.n,
+            root_ip: host_addr(0, 0).ip(),
+        }
+    }
+}
+
+/// One state of the explored world, running protocol `P`.
 #[derive(Clone)]
-pub struct World {
-    case: Rc<Case>,
-    specs: Rc<Vec<OpSpec>>,
+pub struct World<P: Protocol = Nvshmem>
+where
+    P::Node: Clone + Hash,
+    <P::Node as seam::Node>::Completion: Clone + Hash,
+    <P::Node as seam::Node>::Event: Clone,
+{
+    run: Rc<Run<P>>,
     addrs: Rc<BTreeMap<SocketAddr, Key>>,
+    /// The ports of the protocol's rank-to-rank listeners (accepted in any order).
+    peer_ports: Rc<Vec<u16>>,
     faults: Faults,
-    root: Root,
-    ranks: Vec<Rank>,
-    /// Per rank: the next workload operation to start, and whether it stopped on an error.
+    root: P::Node,
+    ranks: Vec<P::Node>,
+    /// Per rank: the next workload operation to start, whether the workload has none left,
+    /// and whether it stopped on an error.
     next_op: Vec<u32>,
+    exhausted: Vec<bool>,
     stopped: Vec<bool>,
     open: BTreeSet<Key>,
     pending_accept: BTreeMap<Key, ConnId>,
@@ -140,16 +173,17 @@ pub struct World {
     /// Connects to a listener not yet open (NVSHMEM retries "refused").
     waiting_connects: BTreeMap<Key, Vec<LinkId>>,
     dials: BTreeMap<(u32, u32), u32>,
-    /// Drains awaiting the explorer's decision (faults on); decided first, lowest first.
-    drains: BTreeSet<LinkId>,
+    /// Drains awaiting the explorer's decision (faults on), with their bound; decided first,
+    /// lowest first.
+    drains: BTreeMap<LinkId, Duration>,
     /// Per rank, a running hash of what the oracle judges that the rank's state forgets: its
     /// completions and, for every message it took, the message that was sent. (Drains that gave
     /// up are findings that never change a verdict: worlds differing only there are merged.)
     observed: Vec<u128>,
     /// Root completion, when it came.
-    root_done: Option<Completion>,
-    work: VecDeque<(Node, OwnedInput)>,
-    log: Option<Rc<LogNode>>,
+    root_done: Option<<P::Node as seam::Node>::Completion>,
+    work: VecDeque<(Node, OwnedInput<Listener<P>>)>,
+    log: Option<Rc<LogNode<P::Node>>>,
     /// Choices taken so far, newest first.
     trail: Option<Rc<Trail>>,
     choices: Vec<Choice>,
@@ -157,35 +191,46 @@ pub struct World {
     trace: Footprint,
 }
 
-impl World {
+impl World<Nvshmem> {
     /// The world of `case` (its variant, workload and ranks; the adversary does not apply), run
     /// until its first choice.
     pub fn new(case: &Case, faults: Faults) -> World {
+        World::of(Nvshmem, case.variant, case.workload.clone(), case, faults)
+    }
+}
+
+impl<P: Protocol + Clone> World<P>
+where
+    P::Node: Clone + Hash,
+    <P::Node as seam::Node>::Completion: Clone + Hash,
+    <P::Node as seam::Node>::Event: Clone,
+{
+    /// The world of `protocol` with this variant and workload over `case`'s ranks and seed,
+    /// run until its first choice.
+    pub fn of(protocol: P, variant: P::Variant, workload: P::Workload, case: &Case, faults: Faults) -> World<P> {
         let n = case.ranks;
-        let uid = UniqueId {
-            version: case.variant.uid_version(),
-            root: host_addr(0, ROOT_PORT),
-            magic: derive(case.seed, "magic", 0),
-        };
-        let limits = Limits::default();
+        let run = Rc::new(Run { protocol, variant, workload, seed: case.seed, n });
+        let Nodes { root, ranks } = run.protocol.unqueued(&run.setup());
         let mut addrs = BTreeMap::new();
-        addrs.insert(uid.root, (Node::Root, Listener::Rendezvous));
-        for r in 0..n {
-            for l in [Listener::Peers, Listener::FromRoot] {
-                addrs.insert(host_addr(r, sim_port(l)), (Node::Rank(r), l));
+        for &l in <Listener<P> as ListenerKey>::ALL {
+            if l.is_root() {
+                addrs.insert(host_addr(0, l.port()), (Node::Root, l.port()));
+            } else {
+                for r in 0..n {
+                    addrs.insert(host_addr(r, l.port()), (Node::Rank(r), l.port()));
+                }
             }
         }
-        let now = Instant::ZERO;
+        let peer_ports = <Listener<P> as ListenerKey>::ALL.iter().filter(|l| l.is_peer()).map(|l| l.port()).collect();
         let mut w = World {
-            case: Rc::new(case.clone()),
-            specs: Rc::new(case.workload.ops(case.seed)),
+            run,
             addrs: Rc::new(addrs),
+            peer_ports: Rc::new(peer_ports),
             faults,
-            root: Root::new(RootConfig { uid, nranks: None, limits }, now),
-            ranks: (0..n)
-                .map(|rank| Rank::new(RankConfig { rank, nranks: n, uid, variant: case.variant, limits }, now))
-                .collect(),
+            root,
+            ranks,
             next_op: vec![0; n as usize],
+            exhausted: vec![false; n as usize],
             stopped: vec![false; n as usize],
             open: BTreeSet::new(),
             pending_accept: BTreeMap::new(),
@@ -196,7 +241,7 @@ impl World {
             know: BTreeMap::new(),
             waiting_connects: BTreeMap::new(),
             dials: BTreeMap::new(),
-            drains: BTreeSet::new(),
+            drains: BTreeMap::new(),
             observed: vec![0; n as usize],
             root_done: None,
             work: VecDeque::new(),
@@ -214,24 +259,38 @@ impl World {
         w
     }
 
+    /// Whether `key` is a rank-to-rank listener (accepted in any order).
+    fn is_peer(&self, key: Key) -> bool {
+        matches!(key.0, Node::Rank(_)) && self.peer_ports.contains(&key.1)
+    }
+
+    /// The node's state machine.
+    fn node(&mut self, node: Node) -> &mut P::Node {
+        match node {
+            Node::Root => &mut self.root,
+            Node::Rank(r) => &mut self.ranks[r as usize],
+        }
+    }
+
     /// The choices open here, in a fixed order; none means the run is over.
     pub fn choices(&self) -> &[Choice] {
         &self.choices
     }
 
     /// The world after `choice` (one of [`World::choices`]), run until its next choice.
-    pub fn step(&self, choice: Choice) -> World {
+    pub fn step(&self, choice: Choice) -> World<P> {
         self.step_traced(choice).0
     }
 
     /// [`World::step`], and the resources the step read and wrote (see [`super::footprint`]).
-    pub fn step_traced(&self, choice: Choice) -> (World, Footprint) {
+    pub fn step_traced(&self, choice: Choice) -> (World<P>, Footprint) {
         let mut w = self.clone();
         w.trail = Some(Rc::new(Trail { choice, prev: w.trail.take() }));
         match choice {
             Choice::Accept { at, conn } => {
-                let key = (Node::Rank(at), Listener::Peers);
                 let link = w.link_named(conn).expect("a chosen connection exists");
+                let key = w.links[&link].listener;
+                debug_assert_eq!(key.0, Node::Rank(at), "a rank's peer listener");
                 w.trace.write(Res::Entry(link));
                 if let Some(q) = w.inflight.get_mut(&key) {
                     // The guard: what it had to follow is no longer in flight.
@@ -257,9 +316,8 @@ impl World {
             Choice::Drain { conn, gives_up } => {
                 w.trace.global();
                 let link = w.link_named(conn).expect("a draining connection exists");
-                w.drains.remove(&link);
+                let bound = w.drains.remove(&link).unwrap_or_default();
                 let (node, c) = link;
-                let bound = w.case.variant.drain.unwrap_or_default();
                 if gives_up {
                     w.work.push_back((node, OwnedInput::DrainTimedOut { conn: c, waited: bound, unacked: 1 }));
                 } else {
@@ -285,6 +343,7 @@ impl World {
         self.root.hash(h);
         self.ranks.hash(h);
         self.next_op.hash(h);
+        self.exhausted.hash(h);
         self.stopped.hash(h);
         self.open.hash(h);
         self.pending_accept.hash(h);
@@ -314,12 +373,13 @@ impl World {
             match e {
                 Entry::Event(node, ev, kconn) => out.record_event(Instant::ZERO, *node, ev.clone(), *kconn),
                 Entry::Completed(Node::Rank(r), c) => out.completed(*r, Instant::ZERO, c.clone()),
-                Entry::Completed(Node::Root, c) => out.root_ended(&c.result),
+                Entry::Completed(Node::Root, c) => {
+                    out.root_finished(c.result().err().map(|e| e.to_string()));
+                }
             }
         }
         for (r, rank) in self.ranks.iter().enumerate() {
-            let left = self.specs.len() - self.next_op[r] as usize;
-            if self.stopped[r] || (left == 0 && !rank.is_busy() && rank.is_ready()) {
+            if self.stopped[r] || (self.exhausted[r] && rank.is_finished()) {
                 out.rank_ended(r as u32, Instant::ZERO);
             }
             out.rank_stopped(r as u32, rank.waiting_for(), rank.unexpected());
@@ -341,7 +401,7 @@ impl World {
         owner << 40 | conn.0
     }
 
-    fn log(&mut self, entry: Entry) {
+    fn log(&mut self, entry: Entry<P::Node>) {
         self.log = Some(Rc::new(LogNode { entry, prev: self.log.take() }));
     }
 
@@ -350,21 +410,21 @@ impl World {
         while let Some((node, input)) = self.work.pop_front() {
             let i = input.as_input();
             self.trace.write(Res::Node(node));
-            match node {
-                Node::Root => self.root.handle(Instant::ZERO, i),
-                Node::Rank(r) => self.ranks[r as usize].handle(Instant::ZERO, i),
-            }
+            self.node(node).handle(Instant::ZERO, i);
             self.collect(node);
         }
         let mut choices = Vec::new();
-        if let Some(conn) = self.drains.iter().find_map(|l| self.links.get(l).and_then(|l| l.name)) {
+        if let Some(conn) = self.drains.keys().find_map(|l| self.links.get(l).and_then(|l| l.name)) {
             choices.push(Choice::Drain { conn, gives_up: false });
             choices.push(Choice::Drain { conn, gives_up: true });
             self.choices = choices;
             return;
         }
         for &key in self.pending_accept.keys() {
-            let (Node::Rank(at), Listener::Peers) = key else { continue };
+            let Node::Rank(at) = key.0 else { continue };
+            if !self.is_peer(key) {
+                continue;
+            }
             let Some(inflight) = self.inflight.get(&key) else { continue };
             for (l, after) in inflight {
                 if after.iter().all(|a| !inflight.contains_key(a)) {
@@ -380,25 +440,22 @@ impl World {
     fn collect(&mut self, node: Node) {
         let mut tx = Vec::new();
         loop {
-            let out = match node {
-                Node::Root => self.root.poll_output(&mut tx),
-                Node::Rank(r) => self.ranks[r as usize].poll_output(&mut tx),
-            };
-            let Some(out) = out else { return };
+            let Some(out) = self.node(node).poll_output(&mut tx) else { return };
             self.execute(node, out, &tx);
         }
     }
 
     fn start_next(&mut self, r: u32) {
         let ri = r as usize;
-        let Some(&spec) = self.specs.get(self.next_op[ri] as usize) else { return };
         let index = self.next_op[ri];
-        self.next_op[ri] += 1;
-        let n = self.ranks.len() as u32;
-        let op: Op = build_op(spec, self.case.seed, index, r, n);
-        // Pushed one at a time (the rank's queue stays empty, so states do not carry the rest
+        // Queued one at a time (the rank's queue stays empty, so states do not carry the rest
         // of the workload); one that cannot start completes with its error like any other.
-        self.ranks[ri].push(Instant::ZERO, op);
+        let run = Rc::clone(&self.run);
+        if !run.protocol.queue(&run.setup(), &mut self.ranks[ri], r, index) {
+            self.exhausted[ri] = true;
+            return;
+        }
+        self.next_op[ri] += 1;
         self.collect(Node::Rank(r));
     }
 
@@ -418,16 +475,21 @@ impl World {
     }
 
     /// Carries out one output; `tx` holds a write's bytes.
-    fn execute(&mut self, node: Node, out: Output, tx: &[u8]) {
+    fn execute(&mut self, node: Node, out: NodeOutput<P::Node>, tx: &[u8]) {
         self.trace.write(Res::Node(node));
-        match out {
-            Output::Listen { listener } => {
-                let key = (node, listener);
+        let effect = match out {
+            seam::Output::Effect(e) => e,
+            seam::Output::Observe(Observation::Completed(c)) => return self.completed(node, c),
+            seam::Output::Observe(Observation::Event(e)) => return self.observed(node, e),
+        };
+        match effect {
+            Effect::Listen { listener } => {
+                let port = listener.port();
+                let key = (node, port);
                 let host = match node {
                     Node::Root => 0,
                     Node::Rank(r) => r,
                 };
-                let port = if listener == Listener::Rendezvous { ROOT_PORT } else { sim_port(listener) };
                 self.trace.write(Res::Open(key));
                 self.trace.write(Res::Queue(key));
                 self.open.insert(key);
@@ -436,14 +498,14 @@ impl World {
                     self.connect(link, key);
                 }
             }
-            Output::Accept { listener, conn } => {
-                let key = (node, listener);
+            Effect::Accept { listener, conn } => {
+                let key = (node, listener.port());
                 self.trace.write(Res::Pending(key));
                 self.pending_accept.insert(key, conn);
                 self.accept_fifo(key);
             }
-            Output::CloseListener { listener } => {
-                let key = (node, listener);
+            Effect::CloseListener { listener } => {
+                let key = (node, listener.port());
                 for r in [Res::Open(key), Res::Pending(key), Res::Queue(key)] {
                     self.trace.write(r);
                 }
@@ -465,14 +527,14 @@ impl World {
                     }
                 }
             }
-            Output::Connect { conn, addr } => {
+            Effect::Connect { conn, addr } => {
                 let Some(&key) = self.addrs.get(&addr) else {
                     let reason = format!("no route to {addr}");
                     self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason }));
                     return;
                 };
                 let name = match (node, key) {
-                    (Node::Rank(from), (Node::Rank(to), Listener::Peers)) => {
+                    (Node::Rank(from), (Node::Rank(to), _)) if self.is_peer(key) => {
                         let k = self.dials.entry((from, to)).or_insert(0);
                         *k += 1;
                         Some(ConnName { from, to, k: *k - 1 })
@@ -501,7 +563,7 @@ impl World {
                     self.waiting_connects.entry(key).or_default().push((node, conn));
                 }
             }
-            Output::Write { conn, .. } => {
+            Effect::Write { conn, .. } => {
                 let bytes = tx.to_vec();
                 let Some(link) = self.link_of(node, conn) else { return };
                 self.trace.write(Res::Link(link));
@@ -525,50 +587,52 @@ impl World {
                     self.learn(link.0, &known);
                 }
             }
-            Output::Drain { conn, .. } => {
+            Effect::Drain { conn, deadline } => {
                 let link = (node, conn);
                 if self.faults.drain_timeout && self.links.get(&link).is_some_and(|l| l.name.is_some()) {
-                    // A drain awaiting its outcome pre-empts every accept.
+                    // A drain awaiting its outcome pre-empts every accept; time never moves, so
+                    // its deadline is its bound.
                     self.trace.global();
-                    self.drains.insert(link);
+                    self.drains.insert(link, deadline - Instant::ZERO);
                 } else {
                     self.drained(link);
                 }
             }
-            Output::Close { conn } => self.close(node, conn),
-            Output::Completed(c) => self.completed(node, c),
-            Output::Event(e) => {
-                let link = event_conn(&e).and_then(|c| self.link_of(node, c));
-                if let Some(link) = link {
-                    self.trace.write(Res::Link(link));
-                }
-                match (&e, link) {
-                    (Event::MessageSent { origin, .. }, Some(link)) => {
-                        self.links.get_mut(&link).expect("linked").sent.push(*origin);
-                    }
-                    (Event::MessageTaken { origin, from, .. }, Some(link)) => {
-                        let l = self.links.get_mut(&link).expect("linked");
-                        let sent = l.sent.get(l.taken).copied();
-                        l.taken += 1;
-                        if let Node::Rank(r) = node {
-                            self.observe(r, &(origin, from, sent));
-                        }
-                    }
-                    _ => {}
-                }
-                self.log(Entry::Event(node, e, link.map(Self::kconn)));
-            }
+            Effect::Close { conn } => self.close(node, conn),
         }
     }
 
-    fn completed(&mut self, node: Node, c: Completion) {
+    /// Records a protocol event: the messages on each link, what the rank took, the log.
+    fn observed(&mut self, node: Node, e: <P::Node as seam::Node>::Event) {
+        let link = e.conn().and_then(|c| self.link_of(node, c));
+        if let Some(link) = link {
+            self.trace.write(Res::Link(link));
+        }
+        match (e.noted(), link) {
+            (Noted::Sent { origin, .. }, Some(link)) => {
+                self.links.get_mut(&link).expect("linked").sent.push(origin);
+            }
+            (Noted::Taken { origin, from, .. }, Some(link)) => {
+                let l = self.links.get_mut(&link).expect("linked");
+                let sent = l.sent.get(l.taken).copied();
+                l.taken += 1;
+                if let Node::Rank(r) = node {
+                    self.observe(r, &(&origin, &from, sent));
+                }
+            }
+            _ => {}
+        }
+        self.log(Entry::Event(node, e, link.map(Self::kconn)));
+    }
+
+    fn completed(&mut self, node: Node, c: <P::Node as seam::Node>::Completion) {
         match node {
             Node::Root => {
                 self.root_done = Some(c.clone());
                 self.log(Entry::Completed(node, c));
             }
             Node::Rank(r) => {
-                let ok = c.result.is_ok();
+                let ok = c.result().is_ok();
                 self.observe(r, &c);
                 self.log(Entry::Completed(node, c));
                 if ok {
@@ -586,7 +650,7 @@ impl World {
     fn connect(&mut self, link: LinkId, key: Key) {
         self.trace.write(Res::Node(link.0));
         self.work.push_back((link.0, OwnedInput::Connected { conn: link.1 }));
-        if key.1 == Listener::Peers {
+        if self.is_peer(key) {
             self.trace.write(Res::Entry(link));
             for &d in self.know.get(&link.0).into_iter().flatten() {
                 self.trace.read(Res::Entry(d));
@@ -645,7 +709,7 @@ impl World {
 
     /// FIFO listeners take their queue's head as soon as an accept is outstanding.
     fn accept_fifo(&mut self, key: Key) {
-        if key.1 == Listener::Peers || !self.pending_accept.contains_key(&key) {
+        if self.is_peer(key) || !self.pending_accept.contains_key(&key) {
             return;
         }
         self.trace.write(Res::Pending(key));
@@ -717,7 +781,7 @@ impl World {
                 self.server_end.remove(&(l.listener.0, s));
             }
             self.links.remove(&link);
-            if self.drains.remove(&link) {
+            if self.drains.remove(&link).is_some() {
                 self.trace.global();
             }
         }

@@ -32,7 +32,19 @@ impl Protocol for Nvshmem {
     }
 
     fn nodes(&self, setup: &Setup<'_, Variant, Workload>) -> Nodes<NvshmemNode> {
-        let &Setup { variant, workload, seed, n, root_ip } = setup;
+        let mut nodes = self.unqueued(setup);
+        let spec = setup.workload.ops(setup.seed);
+        for (rank, node) in nodes.ranks.iter_mut().enumerate() {
+            let r = node.rank_mut().expect("a rank");
+            for (i, s) in spec.iter().enumerate() {
+                r.push(Instant::ZERO, build_op(*s, setup.seed, i as u32, rank as u32, setup.n));
+            }
+        }
+        nodes
+    }
+
+    fn unqueued(&self, setup: &Setup<'_, Variant, Workload>) -> Nodes<NvshmemNode> {
+        let &Setup { variant, seed, n, root_ip, .. } = setup;
         let uid = UniqueId {
             version: variant.uid_version(),
             root: SocketAddr::new(root_ip, ROOT_PORT),
@@ -40,18 +52,20 @@ impl Protocol for Nvshmem {
         };
         let limits = Limits::default();
         let now = Instant::ZERO;
-        let spec = workload.ops(seed);
         let root = NvshmemNode::Root(Root::new(RootConfig { uid, nranks: None, limits }, now));
         let ranks = (0..n)
             .map(|rank| {
-                let mut r = Rank::new(RankConfig { rank, nranks: n, uid, variant: *variant, limits }, now);
-                for (i, s) in spec.iter().enumerate() {
-                    r.push(now, build_op(*s, seed, i as u32, rank, n));
-                }
-                NvshmemNode::Rank(r)
+                NvshmemNode::Rank(Rank::new(RankConfig { rank, nranks: n, uid, variant: *variant, limits }, now))
             })
             .collect();
         Nodes { root, ranks }
+    }
+
+    fn queue(&self, setup: &Setup<'_, Variant, Workload>, node: &mut NvshmemNode, rank: u32, index: u32) -> bool {
+        let Some(&spec) = setup.workload.ops(setup.seed).get(index as usize) else { return false };
+        let Some(r) = node.rank_mut() else { return false };
+        r.push(Instant::ZERO, build_op(spec, setup.seed, index, rank, setup.n));
+        true
     }
 
     fn judge(&self, setup: &Setup<'_, Variant, Workload>) -> oracle::Judge {
