@@ -8,7 +8,7 @@ use bootsim_core::seam::Judge as SeamJudge;
 use bootsim_core::{RunRecord, SentMsg, TakenMsg};
 use bootsim_sim::oracle::{self, Finding, Verdict};
 
-use crate::payload::{expected, provenance};
+use crate::payload::{expected, provenance, receives_from};
 use crate::protocol::Workload;
 
 /// A judge of one run of a [`Workload`] over `n` ranks with payload seed `seed`.
@@ -21,8 +21,9 @@ pub struct Judge {
     shared: oracle::Judge,
     /// Per (rank, round, peer): the message that round's receive took from the peer, if known.
     took: BTreeMap<(u32, u32, u32), SentMsg>,
-    /// Wrong bytes, in the order operations completed.
-    corruptions: Vec<Finding>,
+    /// Wrong bytes per rank, in operation order (so the findings' order does not depend on
+    /// how a world interleaved the ranks).
+    corruptions: BTreeMap<u32, Vec<Finding>>,
 }
 
 impl Judge {
@@ -34,7 +35,7 @@ impl Judge {
             n,
             shared: oracle::Judge::new(&[], seed, n),
             took: BTreeMap::new(),
-            corruptions: Vec::new(),
+            corruptions: BTreeMap::new(),
         }
     }
 
@@ -65,15 +66,14 @@ impl SeamJudge for Judge {
         let round = index as u32 + 1;
         let Ok(got) = result else { return };
         let (len, n) = (self.workload.len, self.n);
-        let want = expected(self.seed, rank, n, round, len);
+        let want = expected(self.seed, self.workload.peers, rank, n, round, len);
         if *got != want && round <= self.workload.rounds {
-            let peers = (0..n).filter(|&p| p != rank);
-            for (i, peer) in peers.enumerate() {
+            for (i, peer) in receives_from(self.workload.peers, rank, n).into_iter().enumerate() {
                 let (want, chunk) =
                     (&want[i * len..(i + 1) * len], got.get(i * len..(i + 1) * len).unwrap_or_default());
                 if chunk != want {
                     let source = self.source(rank, round, peer, chunk);
-                    self.corruptions.push(Finding::Corruption {
+                    self.corruptions.entry(rank).or_default().push(Finding::Corruption {
                         rank,
                         op: format!("exchange #{index}"),
                         peer,
@@ -95,7 +95,7 @@ impl SeamJudge for Judge {
     fn finish(&mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
         let shared = std::mem::replace(&mut self.shared, oracle::Judge::new(&[], self.seed, self.n));
         let (_, mut findings) = shared.finish(record);
-        findings.append(&mut self.corruptions);
+        findings.extend(std::mem::take(&mut self.corruptions).into_values().flatten());
         // The shared checks know no workload: a rank that stopped early without an error is ours to name.
         let rounds = self.workload.rounds as usize;
         for rank in record.ranks.iter().filter(|r| !r.failed() && r.ops.len() < rounds) {
@@ -122,7 +122,7 @@ mod tests {
         let mut j = Judge::new(w, seed, n);
         for r in 0..n {
             for k in 1..=2 {
-                let got = expected(seed, r, n, k, w.len);
+                let got = expected(seed, w.peers, r, n, k, w.len);
                 j.completed(r, k as usize - 1, &Ok(got.clone()));
                 record.ranks[r as usize].ops.push(Ok(got));
             }

@@ -9,13 +9,14 @@
 //!    table of addresses and closes.
 //! 2. **Exchange rounds** (the [`Workload`]). In round `k` every rank sends each peer one
 //!    message on a connection of its own (connect, write, close) and receives one from each.
-//!    A receiver accepts whatever its peer listener has queued and matches messages to its
-//!    receives by (peer, tag), first complete first taken. Payloads are derived from
+//!    A receiver accepts whatever its peer listener has queued, reads the connections one at a
+//!    time in the order it accepted them, and matches messages to its receives by (peer, tag). Payloads are derived from
 //!    (seed, from, to, round), so the [`Judge`] knows every correct result.
 //!
 //! The bug: with one tag for every round, a peer that is already in round 2 can send a
 //! message whose connection overtakes its round-1 message's (the kernel completes handshakes
-//! out of order). The receiver's round 1 then takes round 2's bytes: a silent corruption.
+//! out of order, and the receiver accepts it first). The receiver's round 1 then takes round 2's
+//! bytes: a silent corruption.
 //! Putting the round in the tag makes (peer, tag) name exactly one message.
 //!
 //! # How this example maps onto the seam
@@ -31,8 +32,9 @@
 //! | [`Judge`](bootsim_core::seam::Judge): the verdict | [`Judge`]: round bytes against [`payload()`]s, the shared checks from bootsim's oracle |
 //!
 //! Nothing of this crate is known to any engine: the fast engine runs it as `fast::run(&Rendezvous,
-//! &variant, &workload, &case, trace)` (see `tests/fast.rs`), and `tests/memory.rs` steps it in
-//! memory. See README.md for what each test shows and how to test your own protocol.
+//! &variant, &workload, &case, trace)` (see `tests/fast.rs`), `tests/memory.rs` steps it in
+//! core's in-memory world and `tests/explore.rs` in the explorer's. See README.md for what each
+//! test shows and how to test your own protocol.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -50,7 +52,7 @@ pub mod wire;
 pub use judge::Judge;
 pub use node::Node;
 pub use payload::payload;
-pub use protocol::{Rendezvous, Variant, Workload};
+pub use protocol::{Peers, Rendezvous, Variant, Workload};
 pub use rank::{Rank, RankConfig};
 pub use root::Root;
 pub use types::{origin, Completion, Error, Event, Listener, PEER_PORT, ROOT_PORT};

@@ -3,6 +3,24 @@
 
 use bootsim_sim::seed::derive;
 
+use crate::protocol::Peers;
+
+/// The ranks rank `r` of `n` sends to in each round, in order.
+pub fn sends_to(peers: Peers, r: u32, n: u32) -> Vec<u32> {
+    match peers {
+        Peers::All => (0..n).filter(|&p| p != r).collect(),
+        Peers::Ring => Some((r + 1) % n.max(1)).filter(|&p| p != r).into_iter().collect(),
+    }
+}
+
+/// The ranks rank `r` of `n` receives from in each round, in rank order (its result's order).
+pub fn receives_from(peers: Peers, r: u32, n: u32) -> Vec<u32> {
+    match peers {
+        Peers::All => sends_to(peers, r, n),
+        Peers::Ring => Some((r + n.max(1) - 1) % n.max(1)).filter(|&p| p != r).into_iter().collect(),
+    }
+}
+
 /// The payload rank `from` sends rank `to` in round `round` (from 1): `len` bytes.
 pub fn payload(seed: u64, from: u32, to: u32, round: u32, len: usize) -> Vec<u8> {
     let stream = (u64::from(round) << 40) | (u64::from(from) << 20) | u64::from(to);
@@ -12,9 +30,10 @@ pub fn payload(seed: u64, from: u32, to: u32, round: u32, len: usize) -> Vec<u8>
         .collect()
 }
 
-/// What rank `r` of `n` must receive in round `round`: every peer's payload, in rank order.
-pub fn expected(seed: u64, r: u32, n: u32, round: u32, len: usize) -> Vec<u8> {
-    (0..n).filter(|&p| p != r).flat_map(|p| payload(seed, p, r, round, len)).collect()
+/// What rank `r` of `n` must receive in round `round`: the payload of each rank it receives
+/// from, in rank order.
+pub fn expected(seed: u64, peers: Peers, r: u32, n: u32, round: u32, len: usize) -> Vec<u8> {
+    receives_from(peers, r, n).into_iter().flat_map(|p| payload(seed, p, r, round, len)).collect()
 }
 
 /// The (from, to, round) whose payload `chunk` is, among `rounds` rounds of `n` ranks.
@@ -37,7 +56,10 @@ mod tests {
         {
             assert_ne!(base, other);
         }
-        assert_eq!(expected(7, 1, 3, 1, 16)[..16], base[..]);
+        assert_eq!(expected(7, Peers::All, 1, 3, 1, 16)[..16], base[..]);
+        assert_eq!(expected(7, Peers::Ring, 1, 3, 1, 16), base);
+        assert_eq!((sends_to(Peers::Ring, 2, 3), receives_from(Peers::Ring, 0, 3)), (vec![0], vec![2]));
+        assert_eq!((sends_to(Peers::Ring, 0, 1), sends_to(Peers::All, 1, 3)), (vec![], vec![0, 2]));
         assert_eq!(provenance(7, 3, 2, &payload(7, 2, 0, 2, 16)), Some((2, 0, 2)));
         assert_eq!(provenance(7, 3, 2, &[0; 16]), None);
     }

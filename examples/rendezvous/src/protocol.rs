@@ -56,25 +56,46 @@ impl FromStr for Variant {
     }
 }
 
-/// What the ranks do after init: `rounds` exchange rounds of `len`-byte messages.
+/// Whom each rank exchanges with in a round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Peers {
+    /// Every other rank (an all-to-all).
+    All,
+    /// Its ring successor (sends) and predecessor (receives): one message each way.
+    Ring,
+}
+
+/// What the ranks do after init: `rounds` exchange rounds of `len`-byte messages with `peers`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Workload {
     /// Exchange rounds (0: init only).
     pub rounds: u32,
     /// Payload bytes per message.
     pub len: usize,
+    /// Whom each rank exchanges with.
+    pub peers: Peers,
 }
 
 impl Workload {
     /// Init only: check in, take the table.
-    pub const INIT: Workload = Workload { rounds: 0, len: 0 };
-    /// Two exchange rounds of 32 bytes: the smallest workload where a tag can be reused.
-    pub const TWO_ROUNDS: Workload = Workload { rounds: 2, len: 32 };
+    pub const INIT: Workload = Workload { rounds: 0, len: 0, peers: Peers::All };
+    /// Two all-to-all rounds of 32 bytes: the smallest workload where a tag can be reused.
+    pub const TWO_ROUNDS: Workload = Workload { rounds: 2, len: 32, peers: Peers::All };
+    /// Two ring rounds of 32 bytes: the same hazard with one message per rank and round (small
+    /// enough for the explorer at 4 ranks).
+    pub const RING: Workload = Workload { rounds: 2, len: 32, peers: Peers::Ring };
 }
 
 impl fmt::Display for Workload {
+    /// `two-rounds`, `ring`, or `{rounds}x{len}-{all|ring}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} rounds of {} bytes", self.rounds, self.len)
+        match *self {
+            Workload::TWO_ROUNDS => f.write_str("two-rounds"),
+            Workload::RING => f.write_str("ring"),
+            Workload { rounds, len, peers } => {
+                write!(f, "{rounds}x{len}-{}", if peers == Peers::All { "all" } else { "ring" })
+            }
+        }
     }
 }
 
@@ -92,7 +113,7 @@ impl Protocol for Rendezvous {
         let &Setup { variant, workload, seed, n, root_ip } = setup;
         let root = SocketAddr::new(root_ip, ROOT_PORT);
         let rank = |rank| {
-            let cfg = RankConfig { rank, n, root, variant: *variant, rounds: workload.rounds, len: workload.len, seed };
+            let cfg = RankConfig { rank, n, root, variant: *variant, workload: *workload, seed };
             Node::Rank(Rank::new(cfg))
         };
         Nodes { root: Node::Root(Root::new(n)), ranks: (0..n).map(rank).collect() }

@@ -1,9 +1,9 @@
 //! A rank: checks in at the root, takes the address table, then runs its exchange rounds. In
 //! each round it sends every peer one message on a connection of its own (connect, write,
 //! close) and receives one from every peer, matched by (peer, tag) among the connections its
-//! peer listener accepted, in the order their messages completed.
+//! peer listener accepted, read one at a time in the order they were accepted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use bootsim_core::codec::FrameReader;
@@ -12,7 +12,8 @@ use bootsim_core::ConnId;
 
 use crate::outbox::{Out, Outbox};
 use crate::payload::payload;
-use crate::protocol::Variant;
+use crate::payload::{receives_from, sends_to};
+use crate::protocol::{Variant, Workload};
 use crate::types::{Completion, Error, Event, Listener};
 use crate::wire::{read_table, CheckIn, Msg};
 
@@ -27,10 +28,8 @@ pub struct RankConfig {
     pub root: SocketAddr,
     /// How tags are chosen.
     pub variant: Variant,
-    /// Exchange rounds after init.
-    pub rounds: u32,
-    /// Payload bytes of each message.
-    pub len: usize,
+    /// Its exchange rounds after init.
+    pub workload: Workload,
     /// The case's seed (payloads).
     pub seed: u64,
 }
@@ -68,8 +67,10 @@ pub struct Rank {
     root_conn: ConnId,
     root_rx: FrameReader,
     table: Vec<SocketAddr>,
-    /// Accepted connections whose message has not fully come.
-    reading: BTreeMap<ConnId, FrameReader>,
+    /// Accepted connections whose message has not been read yet, in accept order: messages
+    /// are read one connection at a time, the head first (as a receiver that accepts, then
+    /// reads the header, does), so the accept order is the order they reach the receives.
+    reading: VecDeque<(ConnId, FrameReader)>,
     /// Complete messages not yet taken, in the order they completed (the unexpected list).
     unexpected: Vec<Arrived>,
     /// This round's connects not yet established: connection -> destination rank.
@@ -92,7 +93,7 @@ impl Rank {
             root_conn: ConnId(u64::MAX),
             root_rx: FrameReader::new(),
             table: Vec::new(),
-            reading: BTreeMap::new(),
+            reading: VecDeque::new(),
             unexpected: Vec::new(),
             sending: BTreeMap::new(),
             received: Vec::new(),
@@ -162,7 +163,7 @@ impl Rank {
                 self.fail(Error::Connect { whom, addr, reason });
             }
             Input::Accepted { conn, .. } => {
-                self.reading.insert(conn, FrameReader::new());
+                self.reading.push_back((conn, FrameReader::new()));
                 let next = self.conn();
                 self.out.effect(Effect::Accept { listener: Listener::Peer, conn: next });
             }
@@ -186,28 +187,39 @@ impl Rank {
             }
             return;
         }
-        let Some(rx) = self.reading.get_mut(&conn) else { return };
+        let Some((_, rx)) = self.reading.iter_mut().find(|(c, _)| *c == conn) else { return };
         rx.push(bytes);
         if eof {
             rx.push_eof();
         }
-        match Msg::read(rx) {
-            Ok(None) => {}
-            Ok(Some(msg)) if msg.from >= self.cfg.n || msg.from == self.cfg.rank => {
-                self.stray(conn, format!("message from rank {} in a world of {}", msg.from, self.cfg.n));
+        self.read_head();
+    }
+
+    /// Reads the messages of the connections at the head of the accept order, as they complete.
+    fn read_head(&mut self) {
+        while let Some((conn, rx)) = self.reading.front_mut() {
+            let conn = *conn;
+            match Msg::read(rx) {
+                Ok(None) => return,
+                Ok(Some(msg)) if msg.from >= self.cfg.n || msg.from == self.cfg.rank => {
+                    self.stray(conn, format!("message from rank {} in a world of {}", msg.from, self.cfg.n));
+                }
+                Ok(Some(msg)) => {
+                    self.reading.pop_front();
+                    self.out.event(Event::Arrived { conn, from: msg.from, tag: msg.tag });
+                    self.unexpected.push(Arrived { conn, msg });
+                    self.take();
+                }
+                Err(e) => self.stray(conn, format!("bad message: {e}")),
             }
-            Ok(Some(msg)) => {
-                self.reading.remove(&conn);
-                self.out.event(Event::Arrived { conn, from: msg.from, tag: msg.tag });
-                self.unexpected.push(Arrived { conn, msg });
-                self.take();
+            if self.phase == Phase::Failed {
+                return;
             }
-            Err(e) => self.stray(conn, format!("bad message: {e}")),
         }
     }
 
     fn stray(&mut self, conn: ConnId, error: String) {
-        self.reading.remove(&conn);
+        self.reading.retain(|(c, _)| *c != conn);
         self.out.event(Event::Stray { conn, error });
         self.out.effect(Effect::Close { conn });
     }
@@ -222,14 +234,13 @@ impl Rank {
 
     /// Starts round `k`, or ends the workload.
     fn start(&mut self, k: u32) {
-        if k > self.cfg.rounds {
+        if k > self.cfg.workload.rounds {
             self.phase = Phase::Done;
             return;
         }
         self.phase = Phase::Round(k);
         self.received = vec![None; self.cfg.n as usize];
-        let me = self.cfg.rank;
-        for to in (0..self.cfg.n).filter(|&p| p != me) {
+        for to in sends_to(self.cfg.workload.peers, self.cfg.rank, self.cfg.n) {
             let conn = self.conn();
             self.sending.insert(conn, to);
             self.out.effect(Effect::Connect { conn, addr: self.table[to as usize] });
@@ -242,31 +253,39 @@ impl Rank {
         let Phase::Round(round) = self.phase else { return };
         let Some(to) = self.sending.remove(&conn) else { return };
         let tag = Self::tag(self.cfg.variant, round);
-        let msg =
-            Msg { from: self.cfg.rank, tag, payload: payload(self.cfg.seed, self.cfg.rank, to, round, self.cfg.len) };
+        let msg = Msg {
+            from: self.cfg.rank,
+            tag,
+            payload: payload(self.cfg.seed, self.cfg.rank, to, round, self.cfg.workload.len),
+        };
         let mut bytes = Vec::new();
         msg.encode(&mut bytes);
         self.out.write(conn, bytes);
-        self.out.event(Event::Sent { conn, to, tag, round, size: self.cfg.len });
+        self.out.event(Event::Sent { conn, to, tag, round, size: self.cfg.workload.len });
         self.out.effect(Effect::Close { conn });
         self.try_complete();
+    }
+
+    /// The ranks each round receives from.
+    fn from(&self) -> Vec<u32> {
+        receives_from(self.cfg.workload.peers, self.cfg.rank, self.cfg.n)
     }
 
     /// Lets this round's receives take what they match, first come first taken.
     fn take(&mut self) {
         let Phase::Round(round) = self.phase else { return };
         let tag = Self::tag(self.cfg.variant, round);
-        for from in (0..self.cfg.n).filter(|&p| p != self.cfg.rank) {
+        for from in self.from() {
             if self.received[from as usize].is_some() {
                 continue;
             }
             let Some(i) = self.unexpected.iter().position(|a| a.msg.from == from && a.msg.tag == tag) else { continue };
             let Arrived { conn, msg } = self.unexpected.remove(i);
             let size = msg.payload.len();
-            self.out.event(Event::Taken { conn, from, tag, round, size, expected_size: self.cfg.len });
+            self.out.event(Event::Taken { conn, from, tag, round, size, expected_size: self.cfg.workload.len });
             self.out.effect(Effect::Close { conn });
-            if size != self.cfg.len {
-                return self.fail(Error::Size { from, tag, got: size, expected: self.cfg.len });
+            if size != self.cfg.workload.len {
+                return self.fail(Error::Size { from, tag, got: size, expected: self.cfg.workload.len });
             }
             self.received[from as usize] = Some(msg.payload);
         }
@@ -275,11 +294,11 @@ impl Rank {
 
     fn try_complete(&mut self) {
         let Phase::Round(round) = self.phase else { return };
-        let others = (0..self.cfg.n).filter(|&p| p != self.cfg.rank);
-        if !self.sending.is_empty() || others.clone().any(|p| self.received[p as usize].is_none()) {
+        let from = self.from();
+        if !self.sending.is_empty() || from.iter().any(|&p| self.received[p as usize].is_none()) {
             return;
         }
-        let bytes: Vec<u8> = others.flat_map(|p| self.received[p as usize].take().unwrap_or_default()).collect();
+        let bytes: Vec<u8> = from.iter().flat_map(|&p| self.received[p as usize].take().unwrap_or_default()).collect();
         self.out.completed(Completion { op: round, result: Ok(bytes) });
         self.start(round + 1);
     }
@@ -292,7 +311,7 @@ impl Rank {
     /// The first receive of this round still pending: (peer, tag).
     fn pending_recv(&self) -> Option<(u32, i32)> {
         let Phase::Round(round) = self.phase else { return None };
-        let from = (0..self.cfg.n).find(|&p| p != self.cfg.rank && self.received[p as usize].is_none())?;
+        let from = self.from().into_iter().find(|&p| self.received[p as usize].is_none())?;
         Some((from, Self::tag(self.cfg.variant, round)))
     }
 

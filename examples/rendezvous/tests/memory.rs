@@ -8,7 +8,7 @@ use std::time::Duration;
 use bootsim_core::memnet::{Hold, MemNet, Node as Who};
 use bootsim_core::seam::{Completed, Node as _};
 use bootsim_example_rendezvous::payload::{expected, payload};
-use bootsim_example_rendezvous::{Event, Node, Rendezvous, Variant, Workload};
+use bootsim_example_rendezvous::{Event, Node, Peers, Rendezvous, Variant, Workload};
 
 const SEED: u64 = 11;
 const LIMIT: Duration = Duration::from_secs(10);
@@ -36,7 +36,7 @@ fn both_variants_bootstrap_and_exchange_the_right_bytes_in_order() {
                     "{variant} n={n}: rank {r} waits for {:?}",
                     net.node(r).waiting_for()
                 );
-                let want: Vec<Vec<u8>> = (1..=2).map(|k| expected(SEED, r, n, k, 32)).collect();
+                let want: Vec<Vec<u8>> = (1..=2).map(|k| expected(SEED, Peers::All, r, n, k, 32)).collect();
                 assert_eq!(rounds(&net, r), want, "{variant} n={n} rank {r}");
                 assert!(net.node(r).unexpected().is_empty(), "{variant} n={n} rank {r} leaks");
             }
@@ -65,7 +65,7 @@ fn a_round_one_connection_overtaken_by_round_two_swaps_the_rounds_only_with_the_
     let mut fixed = world(Variant::RoundTag, 2);
     fixed.hold(held);
     fixed.run(LIMIT);
-    assert_eq!(rounds(&fixed, 0), [expected(SEED, 0, 2, 1, 32), expected(SEED, 0, 2, 2, 32)]);
+    assert_eq!(rounds(&fixed, 0), [expected(SEED, Peers::All, 0, 2, 1, 32), expected(SEED, Peers::All, 0, 2, 2, 32)]);
     assert!(fixed.node(0).is_finished() && fixed.node(1).is_finished());
 }
 
@@ -77,6 +77,10 @@ fn a_stranger_with_garbage_is_dropped_and_the_run_still_ends_right() {
         net.run(LIMIT);
         let strays = net.events.iter().filter(|(_, who, e)| *who == Who::Rank(0) && matches!(e, Event::Stray { .. }));
         assert_eq!(strays.count(), 1, "{garbage:?}: one stray dropped");
-        assert_eq!(rounds(&net, 0), [expected(SEED, 0, 2, 1, 32), expected(SEED, 0, 2, 2, 32)], "{garbage:?}");
+        assert_eq!(
+            rounds(&net, 0),
+            [expected(SEED, Peers::All, 0, 2, 1, 32), expected(SEED, Peers::All, 0, 2, 2, 32)],
+            "{garbage:?}"
+        );
     }
 }
