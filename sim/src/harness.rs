@@ -118,9 +118,10 @@ where
 /// defaults it parses back to are what other protocols ignore), so `Case::parse` of them gives
 /// the same world back.
 pub fn replay_line(protocol: &str, variant: impl Display, workload: impl Display, case: &Case) -> String {
-    const NVSHMEM_ONLY: [&str; 9] = ["protocol=", "variant=", "workload=", "drain_ms=", "first_tag=", "qps=", "k=", "len=", "ops="];
+    const NOT_WORLD: [&str; 9] =
+        ["protocol=", "variant=", "workload=", "drain_ms=", "first_tag=", "qps=", "k=", "len=", "ops="];
     let line = case.to_string();
-    let world: Vec<&str> = line.split(' ').filter(|w| !NVSHMEM_ONLY.iter().any(|k| w.starts_with(k))).collect();
+    let world: Vec<&str> = line.split(' ').filter(|w| !NOT_WORLD.iter().any(|k| w.starts_with(k))).collect();
     format!("protocol={protocol} variant={variant} workload={workload} {}", world.join(" "))
 }
 
