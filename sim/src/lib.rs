@@ -10,6 +10,7 @@ pub mod case;
 pub mod engine;
 pub mod explain;
 pub mod explore;
+pub mod harness;
 pub mod kernel;
 pub mod oracle;
 pub mod protocol;

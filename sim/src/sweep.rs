@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use std::time::Duration;
 
 use crate::case::Case;
-use crate::oracle::Verdict;
+use crate::oracle::{Finding, Verdict};
 use crate::run::run_case;
 
 /// One seed's result, small enough to keep for millions of runs.
@@ -67,10 +67,21 @@ impl SweepSummary {
 /// results in seed order whatever the pool does); `progress` is called after each run with
 /// (done, failures).
 pub fn sweep(case: &Case, seeds: &[u64], jobs: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> SweepSummary {
+    sweep_with(case, seeds, jobs, progress, &|seed| run_seed(case, seed))
+}
+
+/// As [`sweep`], each seed run by `run_seed` (another protocol's run: `crate::harness`).
+pub fn sweep_with(
+    case: &Case,
+    seeds: &[u64],
+    jobs: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    run_seed: &(dyn Fn(u64) -> SeedResult + Sync),
+) -> SweepSummary {
     let done = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
     let one = |&seed: &u64| {
-        let result = run_seed(case, seed);
+        let result = run_seed(seed);
         if !result.verdict.is_ok() {
             failed.fetch_add(1, Ordering::Relaxed);
         }
@@ -88,11 +99,14 @@ pub fn sweep(case: &Case, seeds: &[u64], jobs: usize, progress: &(dyn Fn(usize, 
 /// One seed's run, summarised.
 fn run_seed(case: &Case, seed: u64) -> SeedResult {
     let report = run_case(&case.with_seed(seed), false);
-    SeedResult {
-        seed,
-        verdict: report.verdict,
-        bootstrap_time: report.bootstrap_time,
-        first_finding: report.findings.iter().find(|f| f.verdict() == report.verdict).map(|f| f.to_string()),
+    SeedResult::of(seed, report.verdict, report.bootstrap_time, &report.findings)
+}
+
+impl SeedResult {
+    /// Summarises one seed's run: its verdict, time and first finding of that verdict.
+    pub fn of(seed: u64, verdict: Verdict, bootstrap_time: Duration, findings: &[Finding]) -> SeedResult {
+        let first_finding = findings.iter().find(|f| f.verdict() == verdict).map(|f| f.to_string());
+        SeedResult { seed, verdict, bootstrap_time, first_finding }
     }
 }
 

@@ -1,0 +1,118 @@
+//! The rendezvous protocol on bootsim's fast engine under the kernel adversaries: a proptest
+//! sweep over seeds, adversaries and world sizes finds the reused tag's corruption, its failing
+//! case replays to the same verdict and trace, and the fixed variant passes the same sweep.
+
+use std::cell::Cell;
+
+use bootsim_example_rendezvous::{Rendezvous, Variant, Workload};
+use bootsim_sim::harness::{replay_line, run, sweep};
+use bootsim_sim::{Case, Verdict};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+
+/// The adversary profiles the sweep draws from (the kernel model's, `fifo` included).
+const ADVERSARIES: [&str; 5] = ["fifo", "rss", "lossy", "overflow", "swarm"];
+
+/// A world: (seed, adversary, ranks).
+type World = (u64, &'static str, u32);
+
+/// The worlds a sweep draws.
+fn worlds() -> impl Strategy<Value = World> {
+    (any::<u64>(), proptest::sample::select(&ADVERSARIES[..]), 2u32..=4)
+}
+
+fn case((seed, adversary, ranks): World) -> Case {
+    Case::parse(&format!("engine=fast ranks={ranks} adversary={adversary} seed={seed}")).expect("a valid case")
+}
+
+/// A runner whose draws are the same on every machine and every run (no persisted failures).
+fn runner(cases: u32) -> TestRunner {
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]))
+}
+
+/// Runs `variant` on each world the runner draws; fails the property on any bad verdict.
+/// Also returns how many worlds ran until the first failure (shrinking runs more after it).
+fn sweep_variant(variant: Variant, cases: u32) -> (Result<(), TestError<World>>, Option<u32>) {
+    let (ran, first) = (Cell::new(0), Cell::new(None));
+    let result = runner(cases).run(&worlds(), |w| {
+        ran.set(ran.get() + 1);
+        let c = case(w);
+        let r = run(&Rendezvous, &variant, &Workload::TWO_ROUNDS, &c, false);
+        if r.verdict.is_ok() {
+            return Ok(());
+        }
+        first.set(first.get().or(Some(ran.get())));
+        let finding = r.findings.iter().find(|f| f.verdict() == r.verdict).expect("a finding of its verdict");
+        Err(TestCaseError::fail(format!("{finding}")))
+    });
+    (result, first.get())
+}
+
+#[test]
+fn a_proptest_sweep_finds_the_reused_tag_and_its_case_replays_identically() {
+    let (Err(TestError::Fail(why, world)), Some(first)) = sweep_variant(Variant::ReusedTag, 256) else {
+        panic!("256 drawn worlds never caught the reused tag");
+    };
+    let failing = case(world);
+    let line = replay_line("rendezvous", Variant::ReusedTag, "two-rounds", &failing);
+    println!("first failure at drawn world {first} of 256; failing case after shrinking: {line}\n  {why}");
+    let a = run(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &failing, true);
+    let b = run(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &failing, true);
+    let (ta, tb) = (a.trace.expect("traced"), b.trace.expect("traced"));
+    assert_eq!((a.verdict, &a.findings), (b.verdict, &b.findings));
+    assert_eq!(ta.digest, tb.digest);
+    assert_eq!(ta.lines, tb.lines);
+    // The traced replay judges the whole record and agrees with the streaming run the sweep judged.
+    let streamed = run(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &failing, false);
+    assert_eq!((streamed.verdict, &streamed.findings), (a.verdict, &a.findings));
+    assert_eq!(a.verdict, Verdict::Corruption, "{:?}", a.findings);
+    let text: Vec<String> = a.findings.iter().map(ToString::to_string).collect();
+    assert!(text.iter().any(|f| f.contains("took alltoall #1 step 1 from rank")), "a mismatch: {text:?}");
+    assert!(
+        text.iter().any(|f| f.starts_with("corruption: ") && f.contains("holds exchange #1's message from rank")),
+        "round 1 holds round 2's bytes: {text:?}"
+    );
+    assert!(ta.lines.iter().any(|l| l.contains("exchange #0 took message from rank")), "the trace shows the take");
+}
+
+#[test]
+fn the_round_tag_passes_the_same_sweep() {
+    let (result, _) = sweep_variant(Variant::RoundTag, 256);
+    if let Err(e) = result {
+        panic!("the fixed variant failed: {e}");
+    }
+}
+
+/// The figures the README quotes: seeds 0..100 of each adversary at 2 ranks.
+#[test]
+fn a_seed_sweep_counts_the_bugs_hits_per_adversary_and_none_for_the_fix() {
+    let mut hits = Vec::new();
+    for adversary in ADVERSARIES {
+        let c = case((0, adversary, 2));
+        let buggy = sweep(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &c, 0..100, 2);
+        let fixed = sweep(&Rendezvous, &Variant::RoundTag, &Workload::TWO_ROUNDS, &c, 0..100, 2);
+        assert_eq!(fixed.failures(), 0, "{adversary}: {:?}", fixed.first_failure());
+        assert_eq!(buggy.failures(), buggy.count(Verdict::Corruption), "{adversary}: only corruptions");
+        println!("{adversary}: reused-tag {} of 100 seeds corrupt, round-tag 0", buggy.failures());
+        hits.push((adversary, buggy.failures()));
+    }
+    assert_eq!(hits[0], ("fifo", 0), "in-order handshakes never overtake");
+    assert!(hits[1..].iter().all(|&(_, h)| h > 0), "every reordering adversary finds it: {hits:?}");
+}
+
+/// A deadline too short for the bootstrap: every unfinished node is a hang naming what it waits
+/// for, judged by the checks bootsim's oracle shares with every protocol.
+#[test]
+fn a_run_stopped_at_its_deadline_names_what_each_node_waits_for() {
+    let c = Case::parse("engine=fast ranks=3 adversary=rss seed=1 deadline_ms=20").unwrap();
+    let r = run(&Rendezvous, &Variant::RoundTag, &Workload::TWO_ROUNDS, &c, false);
+    let text: Vec<String> = r.findings.iter().map(ToString::to_string).collect();
+    assert_eq!(r.verdict, Verdict::Hang, "{text:?}");
+    assert_eq!(text.len(), 3, "one hang per rank: {text:?}");
+    for (rank, line) in text.iter().enumerate() {
+        assert!(line.starts_with(&format!("hang: rank {rank} waits for exchange #")), "{text:?}");
+    }
+    // A peer's later round waits in the unexpected list, and the hang shows it.
+    assert!(text.iter().any(|l| l.contains("; unexpected list: rank ")), "{text:?}");
+}
