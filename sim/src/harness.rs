@@ -1,5 +1,5 @@
 //! The library facade for testing any protocol of the seam ([`bootsim_core::seam::Protocol`])
-//! from a cargo test: run one case on the fast engine ([`run`]), sweep seeds ([`sweep`]), judge
+//! from a cargo test: run one case on either engine ([`run`]), sweep seeds ([`sweep`]), judge
 //! a record ([`judge`]), and say how to replay a run ([`replay_line`]).
 //!
 //! A [`Case`] gives the world (engine, ranks, adversary, seed, kernel knobs, deadline); the
@@ -32,8 +32,10 @@ use std::time::Duration;
 use bootsim_core::seam::{Judge, Protocol, Setup};
 use bootsim_core::{Instant, RunRecord};
 
-use crate::case::Case;
-use crate::engine::{fast, Outcome, Trace};
+use bootsim_driver::TaskNode;
+
+use crate::case::{Case, EngineKind};
+use crate::engine::{fast, turmoil, Outcome, Trace};
 use crate::oracle::{Finding, Verdict};
 use crate::sweep::{sweep_with, SeedResult, SweepSummary};
 use crate::words::host_addr;
@@ -65,14 +67,18 @@ fn setup<'a, P: Protocol>(
     Setup { variant, workload, seed: case.seed, n: case.ranks, root_ip: host_addr(0, 0).ip() }
 }
 
-/// Runs `case`'s world with `protocol`'s `variant` and `workload` on the fast engine, judged
-/// by the protocol's judge; `trace` keeps every trace line and the digest.
+/// Runs `case`'s world with `protocol`'s `variant` and `workload` on the case's engine (the
+/// fast engine, or `engine=turmoil`: the protocol's nodes through the async driver), judged by
+/// the protocol's judge; `trace` keeps every trace line and the digest.
 pub fn run<P>(protocol: &P, variant: &P::Variant, workload: &P::Workload, case: &Case, trace: bool) -> Run
 where
-    P: Protocol,
+    P: Protocol<Node: TaskNode>,
     P::Judge: Judge<Report = Report> + 'static,
 {
-    let mut outcome = fast::run(protocol, variant, workload, case, trace);
+    let mut outcome = match case.engine {
+        EngineKind::Fast => fast::run(protocol, variant, workload, case, trace),
+        EngineKind::Turmoil => turmoil::run(protocol, variant, workload, case, trace, None),
+    };
     let (verdict, findings) = outcome.verdict_by(protocol.judge(&setup::<P>(variant, workload, case)));
     let finished = outcome.record.ranks.iter().filter_map(|r| r.finished_at).max();
     let bootstrap_time = finished.unwrap_or(outcome.end) - Instant::ZERO;
@@ -100,7 +106,7 @@ pub fn sweep<P>(
     jobs: usize,
 ) -> SweepSummary
 where
-    P: Protocol + Sync,
+    P: Protocol<Node: TaskNode> + Sync,
     P::Variant: Sync,
     P::Workload: Sync,
     P::Judge: Judge<Report = Report> + 'static,
