@@ -69,8 +69,9 @@ pub enum BootstrapError {
     /// Root: the rank's root listener could not be reached.
     #[error("root: cannot connect to rank {to} at {addr}: {reason}")]
     RootConnect { to: u32, addr: SocketAddr, reason: String },
-    /// Root: nothing arrived within the configured timeout. `missing`: the ranks that have not
-    /// checked in (the culprits), when the world size is known.
+    /// Root: nothing arrived within the configured timeout. `missing`: the culprits: the ranks
+    /// that have not checked in (when the world size is known), or the checked-in rank it
+    /// cannot reach to send its successor.
     #[error("root: no progress for {}ms while {waiting}", after.as_millis())]
     RootTimeout { waiting: String, after: Duration, missing: Vec<u32> },
     /// Root: its listener could not be opened.

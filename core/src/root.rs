@@ -235,6 +235,9 @@ impl Root {
                 let waiting = self.waiting_for().unwrap_or_default();
                 let missing = match self.phase {
                     Phase::CheckingIn => self.missing(),
+                    // A rank that checked in and cannot be reached (it died since) holds up
+                    // every rank behind the root.
+                    Phase::Connecting { rank, .. } => vec![rank],
                     _ => Vec::new(),
                 };
                 self.fail(BootstrapError::RootTimeout { waiting, after: limit, missing });

@@ -148,3 +148,33 @@ fn a_connection_mid_check_in_does_not_hide_the_missing_rank() {
     let waiting = root.waiting_for().unwrap();
     assert!(waiting.contains("not yet checked in: rank 3"), "with a stranger mid-check-in: {waiting}");
 }
+
+#[test]
+fn a_root_that_cannot_reach_a_checked_in_rank_names_it_at_its_timeout() {
+    // Every rank checked in, and the root's connection back to rank 0 never completes (the
+    // rank died after checking in): at the root's op timeout its typed culprit is that rank, so
+    // a rank that hangs behind the root is blamed on it, not on the rank it waits for.
+    let uid = UniqueId { version: NVSHMEM_UID_VERSION, root: addr("10.0.0.1:5000"), magic: MAGIC };
+    let limits = Limits { op_timeout: Some(std::time::Duration::from_secs(2)), ..Limits::default() };
+    let mut root = Root::new(RootConfig { uid, nranks: None, limits }, Instant::ZERO);
+    root.handle(Instant::ZERO, Input::Listening { listener: bootsim_core::Listener::Rendezvous, addr: uid.root });
+    let mut out = drain(&mut root);
+    for r in 0..2 {
+        let mut more = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, r, 2));
+        out.append(&mut more);
+    }
+    let to = out.iter().find_map(|o| if let Output::Connect { addr, .. } = o { Some(*addr) } else { None });
+    assert!(to.is_some(), "the root dials a rank back: {out:?}");
+    let waiting = root.waiting_for().unwrap();
+    assert!(waiting.starts_with("connect to rank 0"), "{waiting}");
+    let late = root.poll_timeout().expect("an op timeout");
+    root.handle_timeout(late);
+    match error(&drain(&mut root)) {
+        Some(e @ BootstrapError::RootTimeout { .. }) => {
+            assert_eq!(e.culprit(0), Some(bootsim_core::Culprit::Rank(0)), "{e}");
+            let BootstrapError::RootTimeout { missing, .. } = e else { unreachable!() };
+            assert_eq!(missing, vec![0]);
+        }
+        other => panic!("expected the root's timeout, got {other:?}"),
+    }
+}
