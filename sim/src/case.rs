@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use bootsim_core::{Variant, PRESETS};
+use bootsim_nvshmem::{Variant, PRESETS};
 
 use crate::explore::schedule::Schedule;
 use crate::kernel::{KernelConfig, PROFILES};
@@ -412,10 +412,10 @@ impl Case {
                 }
                 "first_tag" => {
                     let first = num("a tag counter value")?;
-                    if !(1..=bootsim_core::MAX_CALL_TAG + 1).contains(&first) {
+                    if !(1..=bootsim_nvshmem::MAX_CALL_TAG + 1).contains(&first) {
                         return Err(err(format!(
                             "first_tag={first}: must be 1..={} (one past 2^31-1 starts exhausted)",
-                            bootsim_core::MAX_CALL_TAG + 1
+                            bootsim_nvshmem::MAX_CALL_TAG + 1
                         )));
                     }
                     case.first_tag = Some(first);

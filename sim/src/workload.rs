@@ -3,7 +3,8 @@
 //! Every payload is a pure function of (seed, sender, receiver, index), so the oracle knows
 //! every byte that should arrive and, for a wrong one, where it came from.
 
-use bootsim_core::{Instant, Op, OpKind, QpHandle, Rank};
+use bootsim_core::{Instant, OpKind};
+use bootsim_nvshmem::{Op, QpHandle, Rank};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 

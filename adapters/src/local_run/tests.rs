@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use bootsim_core::seam::{Nodes, Protocol, Setup};
-use bootsim_core::{Completion, Event, Variant};
+use bootsim_nvshmem::{Completion, Event, Variant};
 use bootsim_sim::oracle;
 use bootsim_sim::protocol::Nvshmem;
 use bootsim_sim::workload::Workload;

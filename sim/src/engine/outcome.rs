@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use bootsim_core::seam::{Completed, Judge as SeamJudge, Noted, Observed};
-use bootsim_core::{BootstrapError, ConnId, DrainGiveUp, Instant, RootEnd, RunRecord, SentMsg, TakenMsg};
+use bootsim_core::{ConnId, DrainGiveUp, Instant, RootEnd, RunRecord, SentMsg, TakenMsg};
+use bootsim_nvshmem::BootstrapError;
 use sha2::{Digest, Sha256};
 
 use crate::kernel::{EventKind, Flow, KernelStats};

@@ -3,7 +3,7 @@
 //! world records messages; else what the bytes themselves tell) and, for a QP handle, by what
 //! the verbs layer would do with it.
 
-use bootsim_core::QpHandle;
+use bootsim_nvshmem::QpHandle;
 
 use super::{provenance, verbs, Finding};
 use crate::workload::OpSpec;

@@ -1,7 +1,7 @@
 //! Verbs: what hardware would do with a wrong QP handle a rank received, so a finding says
 //! whether the run would fail loudly (EINVAL), cross-wire two QPs, or never reach RTS.
 
-use bootsim_core::QpHandle;
+use bootsim_nvshmem::QpHandle;
 
 use crate::workload::{qp_handle, OpSpec};
 

@@ -4,13 +4,12 @@
 
 use std::net::SocketAddr;
 
-use bootsim_core::nvshmem::NvshmemNode;
-use bootsim_core::ports::ROOT_PORT;
 use bootsim_core::seam::{self, Nodes, Protocol, Setup};
-use bootsim_core::{
-    Completion, Event, Instant, Limits, Rank, RankConfig, Root, RootConfig, RunRecord, SentMsg, TakenMsg,
-};
-use bootsim_core::{UniqueId, Variant};
+use bootsim_core::{Instant, RunRecord, SentMsg, TakenMsg};
+use bootsim_nvshmem::ports::ROOT_PORT;
+use bootsim_nvshmem::seam::NvshmemNode;
+use bootsim_nvshmem::{Completion, Event, Limits, Rank, RankConfig, Root, RootConfig};
+use bootsim_nvshmem::{UniqueId, Variant};
 
 use crate::oracle::{self, Finding, Verdict};
 use crate::seed::derive;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking, Rendezvous, SessionConfig};
-use bootsim_core::{Event, Variant};
+use bootsim_nvshmem::{Event, Variant};
 use bootsim_sim::workload::{build_op, Workload};
 
 /// One `bootsim smoke --local n` of `variant`: its wall time and the slowest rank's bootstrap

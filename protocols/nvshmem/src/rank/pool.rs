@@ -11,8 +11,9 @@ use std::net::SocketAddr;
 use super::conn::{Conn, Role};
 use super::exec::Progress;
 use super::{Rank, Wait};
-use crate::ids::{ConnId, Listener};
 use crate::io::{Event, Output};
+use crate::listener::Listener;
+use bootsim_core::ids::ConnId;
 
 impl Rank {
     /// Keeps one accept outstanding on each listener init still reads (under read-ahead).

@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::Op;
-use crate::ids::OpKind;
+use bootsim_core::ids::OpKind;
 
 /// How a queued operation is made when it starts.
 pub(crate) type Make = Arc<dyn Fn() -> Op + Send + Sync>;

@@ -5,8 +5,8 @@
 
 use std::collections::VecDeque;
 
-use crate::ids::ConnId;
 use crate::io::Output;
+use bootsim_core::ids::ConnId;
 
 /// Queued outputs and the bytes of their writes, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -56,7 +56,7 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::ConnId;
+    use bootsim_core::ids::ConnId;
 
     #[test]
     fn writes_come_out_in_order_with_their_own_bytes_and_the_buffer_is_reused() {
