@@ -6,8 +6,8 @@
 //! `PROPTEST_CASES=10000 cargo test --release --test properties`.
 //! Failures persist to `proptest-regressions/properties-<property>.txt` (commit them).
 
+use bootsim_nvshmem::workload::{format_ops, OpSpec};
 use bootsim_sim::kernel::{ScriptedStall, StallAt};
-use bootsim_sim::workload::{format_ops, OpSpec};
 use bootsim_sim::{run_case, Case, Verdict};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};

@@ -2,9 +2,9 @@
 
 use std::process::{Command, Output};
 
+use bootsim_nvshmem::workload::Workload;
 use bootsim_sim::shrink::shrink;
 use bootsim_sim::sweep::JsonLine;
-use bootsim_sim::workload::Workload;
 use bootsim_sim::{run_case, Case, Verdict};
 
 fn bootsim(args: &[&str]) -> Output {

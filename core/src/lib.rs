@@ -21,6 +21,7 @@ pub mod record;
 pub mod report;
 pub mod retry;
 pub mod seam;
+pub mod seed;
 pub mod time;
 
 pub use culprit::Culprit;

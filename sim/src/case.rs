@@ -7,7 +7,7 @@ use bootsim_nvshmem::{Variant, PRESETS};
 
 use crate::explore::schedule::Schedule;
 use crate::kernel::{KernelConfig, PROFILES};
-use crate::workload::{format_ops, parse_ops, OpSpec, Workload, WORKLOADS};
+use bootsim_nvshmem::workload::{format_ops, parse_ops, OpSpec, Workload, WORKLOADS};
 
 /// Which engine runs the case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -544,8 +544,9 @@ impl Case {
 
     /// The kernel configuration: the adversary profile (drawn from the seed for `swarm`), then the knobs.
     pub fn kernel_config(&self) -> KernelConfig {
-        let mut cfg = KernelConfig::profile_for_seed(&self.adversary, crate::seed::derive(self.seed, "swarm", 0))
-            .expect("validated at parse");
+        let mut cfg =
+            KernelConfig::profile_for_seed(&self.adversary, bootsim_core::seed::derive(self.seed, "swarm", 0))
+                .expect("validated at parse");
         for (k, v) in &self.knobs {
             cfg.set(k, v).expect("validated at parse");
         }

@@ -23,6 +23,7 @@ pub mod root;
 pub mod seam;
 pub mod uid;
 pub mod variant;
+pub mod workload;
 
 pub use error::BootstrapError;
 pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};

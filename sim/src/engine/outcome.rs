@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::kernel::{EventKind, Flow, KernelStats};
 use crate::oracle::{Finding, Judge, Verdict};
-use crate::workload::OpSpec;
+use bootsim_nvshmem::workload::OpSpec;
 
 /// A participant of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -13,7 +13,7 @@ use super::*;
 use crate::case::Case;
 use crate::engine::Outcome;
 use crate::run::run_case;
-use crate::workload::expected_result;
+use bootsim_nvshmem::workload::expected_result;
 
 fn ok_record(specs: &[OpSpec], seed: u64, r: u32, n: u32) -> RankRecord {
     let ops = specs

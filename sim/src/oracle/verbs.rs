@@ -3,7 +3,7 @@
 
 use bootsim_nvshmem::QpHandle;
 
-use crate::workload::{qp_handle, OpSpec};
+use bootsim_nvshmem::workload::{qp_handle, OpSpec};
 
 /// What `ibv_modify_qp` to RTR would do with a received handle on a RoCE NIC, for rank `r` of a
 /// run of `specs` over `n` ranks with payload seed `seed`.

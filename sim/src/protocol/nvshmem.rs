@@ -12,9 +12,9 @@ use bootsim_nvshmem::{Completion, Event, Limits, Rank, RankConfig, Root, RootCon
 use bootsim_nvshmem::{UniqueId, Variant};
 
 use crate::oracle::{self, Finding, Verdict};
-use crate::seed::derive;
 use crate::words::{completion_line, event_line};
-use crate::workload::{build_op, queue_op, Workload};
+use bootsim_core::seed::derive;
+use bootsim_nvshmem::workload::{build_op, queue_op, Workload};
 
 /// NVSHMEM's UID bootstrap (every preset variant).
 #[derive(Clone, Copy, Debug, Default)]

@@ -35,9 +35,9 @@ use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::os;
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking, Rendezvous, SessionConfig};
 use bootsim_core::{Culprit, RunRecord};
+use bootsim_nvshmem::workload::{build_op, Workload};
 use bootsim_nvshmem::{UniqueId, Variant};
 use bootsim_sim::oracle::judge;
-use bootsim_sim::workload::{build_op, Workload};
 
 pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;

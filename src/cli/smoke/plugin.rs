@@ -25,8 +25,8 @@ use bootsim_adapters::wire::{self, host_addr, Policy, Wire, WireReport};
 use bootsim_adapters::wire_run::rank_host;
 use bootsim_core::RankRecord;
 use bootsim_driver::rank_record;
+use bootsim_nvshmem::workload::{build_op, format_ops, OpSpec};
 use bootsim_nvshmem::Variant;
-use bootsim_sim::workload::{build_op, format_ops, OpSpec};
 use bootsim_sim::{Finding, Verdict};
 
 use super::consequence::{self, lost_the_root, root_addr, Ending};
