@@ -6,11 +6,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::error::BootstrapError;
-use crate::listener::Listener;
 use bootsim_core::codec::WireError;
 use bootsim_core::ids::{ConnId, MsgOrigin, OpId, OpKind};
 use bootsim_core::time::Instant;
+
+use crate::error::BootstrapError;
+use crate::listener::Listener;
 
 /// What happened in the outside world: the seam's [`bootsim_core::seam::Input`] over NVSHMEM's listeners.
 pub type Input<'a> = bootsim_core::seam::Input<'a, Listener>;

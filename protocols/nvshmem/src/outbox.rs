@@ -5,8 +5,9 @@
 
 use std::collections::VecDeque;
 
-use crate::io::Output;
 use bootsim_core::ids::ConnId;
+
+use crate::io::Output;
 
 /// Queued outputs and the bytes of their writes, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -55,8 +56,9 @@ impl Outbox {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use bootsim_core::ids::ConnId;
+
+    use super::*;
 
     #[test]
     fn writes_come_out_in_order_with_their_own_bytes_and_the_buffer_is_reused() {

@@ -3,16 +3,18 @@
 
 use std::collections::BTreeMap;
 
-use crate::outbox::Outbox;
 use std::net::SocketAddr;
+
+use crate::outbox::Outbox;
+
+use bootsim_core::codec::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
+use bootsim_core::ids::{ConnId, OpId, OpKind};
+use bootsim_core::time::Instant;
 
 use crate::error::BootstrapError;
 use crate::io::{Completion, Event, Input, Limits, Output};
 use crate::listener::Listener;
 use crate::uid::UniqueId;
-use bootsim_core::codec::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
-use bootsim_core::ids::{ConnId, OpId, OpKind};
-use bootsim_core::time::Instant;
 
 /// The largest world a root accepts (a check-in claiming more is refused before any allocation).
 pub const MAX_RANKS: u32 = 65536;

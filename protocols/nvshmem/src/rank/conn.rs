@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use crate::variant::Transport;
 use bootsim_core::codec::{FrameReader, WireError};
 use bootsim_core::ids::ConnId;
 use bootsim_core::time::Instant;
+
+use crate::variant::Transport;
 
 /// What a connection is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

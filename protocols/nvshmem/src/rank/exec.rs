@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use bootsim_core::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
+use bootsim_core::ids::{ConnId, MsgOrigin, OpKind};
+
 use super::conn::{Conn, Role};
 use super::peers::PeerAddrs;
 use super::plan::{Source, Step};
@@ -10,8 +13,6 @@ use crate::error::BootstrapError;
 use crate::io::{Completion, Event, Output};
 use crate::listener::Listener;
 use crate::variant::{SizePolicy, Transport};
-use bootsim_core::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
-use bootsim_core::ids::{ConnId, MsgOrigin, OpKind};
 
 /// How a step attempt ended.
 pub(super) enum Progress {

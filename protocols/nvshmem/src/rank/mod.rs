@@ -11,15 +11,16 @@ mod queued;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
+use bootsim_core::codec::{WireError, SOCKADDR_LEN};
+use bootsim_core::ids::{ConnId, OpId, OpKind};
+use bootsim_core::time::Instant;
+
 use crate::error::BootstrapError;
 use crate::io::{Completion, Event, Input, Limits, Output};
 use crate::listener::Listener;
 use crate::outbox::Outbox;
 use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
-use bootsim_core::codec::{WireError, SOCKADDR_LEN};
-use bootsim_core::ids::{ConnId, OpId, OpKind};
-use bootsim_core::time::Instant;
 
 use conn::{ConnTable, Role};
 use peers::{PeerAddrs, PeerVec};
