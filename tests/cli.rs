@@ -83,7 +83,7 @@ fn compare_prints_the_headline_table() {
     let o = bootsim(&["compare", "--seeds", "50"]);
     assert_eq!(o.status.code(), Some(0));
     let out = stdout(&o);
-    for v in bootsim_core::PRESETS {
+    for v in bootsim_nvshmem::PRESETS {
         assert!(out.lines().any(|l| l.starts_with(&format!("| {v} "))), "{v} missing: {out}");
     }
     let row = |v: &str| {
@@ -124,7 +124,7 @@ fn run_help_lists_every_case_key_and_its_example_fails_as_it_says() {
     for key in ["engine", "variant", "drain_ms", "first_tag", "workload", "ranks", "adversary", "seed", "deadline_ms"] {
         assert!(help.lines().any(|l| l.trim_start().starts_with(key)), "{key} missing from run --help:\n{help}");
     }
-    for preset in bootsim_core::PRESETS {
+    for preset in bootsim_nvshmem::PRESETS {
         assert!(help.contains(preset), "{preset} missing from run --help");
     }
     assert!(help.contains("rx_queues") && help.contains("[default: fast]"), "{help}");

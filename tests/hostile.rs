@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bootsim_core::codec::{encode_frame, ExtInfo, Preamble};
-use bootsim_core::NVSHMEM_UID_VERSION;
+use bootsim_nvshmem::NVSHMEM_UID_VERSION;
 use sha2::{Digest, Sha256};
 
 mod common;
@@ -349,7 +349,7 @@ fn the_structs_that_hold_the_magic_show_only_its_fingerprint_in_debug() {
     // message, a tracing field): the fingerprint, never the value, in any spelling.
     use bootsim_adapters::tokio_sockets::{real_limits, Rendezvous, SessionConfig};
     use bootsim_adapters::wire_run::WireRunConfig;
-    use bootsim_core::Variant;
+    use bootsim_nvshmem::Variant;
     let addr: SocketAddr = ([127, 0, 0, 1], 29500).into();
     let magic = secret_magic(addr);
     let variant = Variant::preset("nvshmem-3.7").unwrap();

@@ -6,8 +6,8 @@
 //! `PROPTEST_CASES=10000 cargo test --release --test properties`.
 //! Failures persist to `proptest-regressions/properties-<property>.txt` (commit them).
 
+use bootsim_nvshmem::workload::{format_ops, OpSpec};
 use bootsim_sim::kernel::{ScriptedStall, StallAt};
-use bootsim_sim::workload::{format_ops, OpSpec};
 use bootsim_sim::{run_case, Case, Verdict};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
@@ -39,7 +39,7 @@ fn workload() -> impl Strategy<Value = String> {
 }
 
 fn variant() -> impl Strategy<Value = &'static str> {
-    prop::sample::select(bootsim_core::PRESETS.to_vec())
+    prop::sample::select(bootsim_nvshmem::PRESETS.to_vec())
 }
 
 /// Forced stalls of the n-th packet on a queue of a host below `ranks` (rss has 8 queues).
@@ -143,7 +143,7 @@ proptest! {
 }
 
 fn variant_list() -> Vec<&'static str> {
-    bootsim_core::PRESETS.to_vec()
+    bootsim_nvshmem::PRESETS.to_vec()
 }
 
 /// The scripted adversary is strong enough to matter: the report's bug needs one forced stall.

@@ -166,7 +166,7 @@ fn the_glossary_explains_every_adversary_and_workload_and_the_words_readme_uses(
     for a in bootsim_sim::kernel::PROFILES {
         assert!(glossary.contains(&format!("- `{a}`: ")), "adversary {a} has no glossary entry");
     }
-    for w in bootsim_sim::workload::WORKLOADS {
+    for w in bootsim_nvshmem::workload::WORKLOADS {
         assert!(glossary.contains(&format!("- `{w}`: ")), "workload {w} has no glossary entry");
     }
     for word in [

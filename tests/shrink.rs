@@ -2,9 +2,9 @@
 
 use std::process::{Command, Output};
 
+use bootsim_nvshmem::workload::Workload;
 use bootsim_sim::shrink::shrink;
 use bootsim_sim::sweep::JsonLine;
-use bootsim_sim::workload::Workload;
 use bootsim_sim::{run_case, Case, Verdict};
 
 fn bootsim(args: &[&str]) -> Output {
@@ -153,6 +153,6 @@ fn merge_rejects_bad_input_with_exit_2_and_a_file_it_cannot_read_with_3() {
 fn compare_json_is_one_object_per_variant() {
     let o = bootsim(&["compare", "--seeds", "10", "--json"]);
     let rows: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(rows.len(), bootsim_core::PRESETS.len());
+    assert_eq!(rows.len(), bootsim_nvshmem::PRESETS.len());
     assert!(rows.iter().all(|r| r["runs"] == 10 && r["variant"].is_string()));
 }

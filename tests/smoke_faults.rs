@@ -8,7 +8,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use bootsim_core::PRESETS;
+use bootsim_nvshmem::PRESETS;
 
 mod common;
 use common::{bootsim, text, wait_until};

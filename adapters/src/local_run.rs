@@ -139,6 +139,3 @@ fn free_loopback(port: u16) -> io::Result<IpAddr> {
         |e| io::Error::new(e.kind(), format!("no free loopback address for the root's port {port}: {e}")),
     ))
 }
-
-#[cfg(test)]
-mod tests;

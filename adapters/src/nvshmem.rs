@@ -5,9 +5,10 @@
 
 use std::net::SocketAddr;
 
-use bootsim_core::nvshmem::NvshmemNode;
-use bootsim_core::{Instant, Op, Rank, RankConfig, Root, RootConfig};
+use bootsim_core::Instant;
 use bootsim_driver::{Backend, NodeRun};
+use bootsim_nvshmem::seam::NvshmemNode;
+use bootsim_nvshmem::{Op, Rank, RankConfig, Root, RootConfig};
 use tokio::sync::oneshot;
 
 /// What an NVSHMEM rank did under the driver: its completions (init first) and events.

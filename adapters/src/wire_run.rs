@@ -11,7 +11,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use bootsim_core::{Limits, Op, Variant};
+use bootsim_nvshmem::{Limits, Op, Variant};
 
 use crate::nvshmem::{DriverError, RankRun};
 use crate::tokio_sockets::{run_blocking, run_blocking_notify, Rendezvous, SessionConfig};

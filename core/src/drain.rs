@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use crate::ports::DRAIN_POLL;
+/// How often the drain before close reads SIOCOUTQ: 200 µs, as the proposed fix does.
+pub const DRAIN_POLL: Duration = Duration::from_micros(200);
 
 /// How a drain polls: the interval between two reads and the bound on the whole wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! An in-memory world for stepping a root and N ranks of any protocol on the seam
-//! ([`crate::seam::Node`]; NVSHMEM's by default) without sockets, in the style of
+//! ([`crate::seam::Node`]) without sockets, in the style of
 //! quinn-proto's test `Pair`: zero latency, FIFO accept queues, and scripted holds that keep a
 //! connection out of its listener's accept queue (the kernel delaying its handshake) until the
 //! sender's next connection to the same listener is queued, or a fallback time passes.
@@ -11,15 +11,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
-use crate::ids::{ConnId, Listener, OpKind};
-use crate::io::Limits;
-use crate::nvshmem::NvshmemNode;
-use crate::rank::{Op, Rank, RankConfig};
-use crate::root::{Root, RootConfig};
+use crate::ids::ConnId;
 use crate::seam::{self, Completed, Effect, ListenerKey, NodeOutput, Nodes, Observation, OwnedInput, Protocol, Setup};
 use crate::time::Instant;
-use crate::uid::UniqueId;
-use crate::variant::Variant;
 
 /// A participant: the root or a rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -66,7 +60,7 @@ struct Link {
 }
 
 /// The in-memory world, running nodes of type `N`.
-pub struct MemNet<N: seam::Node = NvshmemNode> {
+pub struct MemNet<N: seam::Node> {
     now: Instant,
     root: N,
     ranks: Vec<N>,
@@ -108,56 +102,6 @@ fn host_ip(node: Node) -> IpAddr {
 /// Rank `r`'s first rank-to-rank listener (where holds and strangers dial).
 fn peer_addr<L: ListenerKey>(r: u32) -> Option<SocketAddr> {
     L::ALL.iter().find(|l| l.is_peer()).map(|&l| listener_addr(Node::Rank(r), l))
-}
-
-impl MemNet<NvshmemNode> {
-    /// A root and `nranks` ranks of one variant, all starting init at time zero.
-    pub fn new(nranks: u32, variant: Variant) -> MemNet {
-        Self::with_limits(nranks, variant, Limits::default())
-    }
-
-    /// As [`MemNet::new`] with explicit limits for every rank and the root.
-    pub fn with_limits(nranks: u32, variant: Variant, limits: Limits) -> MemNet {
-        let uid = UniqueId {
-            version: variant.uid_version(),
-            root: listener_addr(Node::Root, Listener::Rendezvous),
-            magic: 0x5eed_0000_b007_51a1,
-        };
-        let now = Instant::ZERO;
-        let root = NvshmemNode::Root(Root::new(RootConfig { uid, nranks: None, limits }, now));
-        let ranks = (0..nranks)
-            .map(|rank| NvshmemNode::Rank(Rank::new(RankConfig { rank, nranks, uid, variant, limits }, now)))
-            .collect();
-        MemNet::from_nodes(Nodes { root, ranks })
-    }
-
-    /// Queues operations for rank `r`, started one after another once init is done.
-    pub fn queue_ops(&mut self, r: u32, ops: impl IntoIterator<Item = Op>) {
-        let now = self.now;
-        let rank = self.ranks[r as usize].rank_mut().expect("a rank");
-        for op in ops {
-            rank.push(now, op);
-        }
-        self.collect(Node::Rank(r));
-    }
-
-    /// [`MemNet::queue_ops`] of one operation of kind `kind` made when it starts
-    /// ([`Rank::push_with`]).
-    pub fn queue_with(&mut self, r: u32, kind: OpKind, make: impl Fn() -> Op + Send + Sync + 'static) {
-        let now = self.now;
-        self.ranks[r as usize].rank_mut().expect("a rank").push_with(now, kind, make);
-        self.collect(Node::Rank(r));
-    }
-
-    /// As [`MemNet::inject`], to the root's rendezvous listener.
-    pub fn inject_root(&mut self, bytes: Vec<u8>, close: bool) {
-        self.inject_at(listener_addr(Node::Root, Listener::Rendezvous), bytes, close);
-    }
-
-    /// Rank `r`'s state machine.
-    pub fn rank(&self, r: u32) -> &Rank {
-        self.ranks[r as usize].rank().expect("a rank")
-    }
 }
 
 impl<N: seam::Node> MemNet<N> {
@@ -213,6 +157,21 @@ impl<N: seam::Node> MemNet<N> {
     pub fn inject(&mut self, to: u32, bytes: Vec<u8>, close: bool) {
         let addr = peer_addr::<N::Listener>(to).expect("the protocol has a rank-to-rank listener");
         self.inject_at(addr, bytes, close);
+    }
+
+    /// As [`MemNet::inject`], to the root's listener.
+    pub fn inject_root(&mut self, bytes: Vec<u8>, close: bool) {
+        let root = N::Listener::ALL.iter().find(|l| l.is_root()).expect("the protocol has a root listener");
+        self.inject_at(listener_addr(Node::Root, *root), bytes, close);
+    }
+
+    /// Runs `f` on rank `r`'s node at the current time, then takes the outputs it made (a test
+    /// queueing operations on a rank, say).
+    pub fn with_rank<T>(&mut self, r: u32, f: impl FnOnce(&mut N, Instant) -> T) -> T {
+        let now = self.now;
+        let out = f(&mut self.ranks[r as usize], now);
+        self.collect(Node::Rank(r));
+        out
     }
 
     fn inject_at(&mut self, addr: SocketAddr, bytes: Vec<u8>, close: bool) {

@@ -3,11 +3,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use bootsim_core::{Variant, PRESETS};
+use bootsim_nvshmem::{Variant, PRESETS};
 
 use crate::explore::schedule::Schedule;
 use crate::kernel::{KernelConfig, PROFILES};
-use crate::workload::{format_ops, parse_ops, OpSpec, Workload, WORKLOADS};
+use bootsim_nvshmem::workload::{format_ops, parse_ops, OpSpec, Workload, WORKLOADS};
 
 /// Which engine runs the case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -412,10 +412,10 @@ impl Case {
                 }
                 "first_tag" => {
                     let first = num("a tag counter value")?;
-                    if !(1..=bootsim_core::MAX_CALL_TAG + 1).contains(&first) {
+                    if !(1..=bootsim_nvshmem::MAX_CALL_TAG + 1).contains(&first) {
                         return Err(err(format!(
                             "first_tag={first}: must be 1..={} (one past 2^31-1 starts exhausted)",
-                            bootsim_core::MAX_CALL_TAG + 1
+                            bootsim_nvshmem::MAX_CALL_TAG + 1
                         )));
                     }
                     case.first_tag = Some(first);
@@ -544,8 +544,9 @@ impl Case {
 
     /// The kernel configuration: the adversary profile (drawn from the seed for `swarm`), then the knobs.
     pub fn kernel_config(&self) -> KernelConfig {
-        let mut cfg = KernelConfig::profile_for_seed(&self.adversary, crate::seed::derive(self.seed, "swarm", 0))
-            .expect("validated at parse");
+        let mut cfg =
+            KernelConfig::profile_for_seed(&self.adversary, bootsim_core::seed::derive(self.seed, "swarm", 0))
+                .expect("validated at parse");
         for (k, v) in &self.knobs {
             cfg.set(k, v).expect("validated at parse");
         }

@@ -435,7 +435,7 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
                 _ => None,
             })?;
             let accepted = notes.iter().any(|(_, e)| matches!(e, EventKind::Accepted { .. }));
-            (flow.client.0 == r && flow.server_port != bootsim_core::ports::ROOT_PORT && !accepted)
+            (flow.client.0 == r && flow.server_port != bootsim_nvshmem::ports::ROOT_PORT && !accepted)
                 .then_some((k, syn, flow, notes))
         });
         if let Some((k, syn, flow, notes)) = pending {
@@ -471,7 +471,7 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
 /// Who a connection joins, as people name them: the root's check-in listener and its
 /// connections to a rank's root listener are the root's, the rest are ranks'.
 fn endpoints(flow: &crate::kernel::Flow) -> (String, String) {
-    use bootsim_core::ports::{FROM_ROOT_PORT, ROOT_PORT};
+    use bootsim_nvshmem::ports::{FROM_ROOT_PORT, ROOT_PORT};
     let client = if flow.server_port == FROM_ROOT_PORT { "the root".into() } else { format!("rank {}", flow.client.0) };
     let server = if flow.server_port == ROOT_PORT { "the root".into() } else { format!("rank {}", flow.server.0) };
     (client, server)

@@ -1,7 +1,7 @@
 //! bootsim-sim: the adversarial world around the sans-IO bootstrap core.
 //!
 //! A seeded model of the Linux kernel path from SYN to accept() ([`kernel`]), workloads with
-//! checkable payloads ([`workload`]), case strings ([`case`]), engines ([`engine`]), the
+//! checkable payloads ([`bootsim_nvshmem::workload`]), case strings ([`case`]), engines ([`engine`]), the
 //! oracles that judge a run ([`oracle`]) and the sweep runner ([`sweep`]).
 
 #![forbid(unsafe_code)]
@@ -15,12 +15,10 @@ pub mod kernel;
 pub mod oracle;
 pub mod protocol;
 pub mod run;
-pub mod seed;
 pub mod shrink;
 pub mod sweep;
 pub mod timeline;
 pub mod words;
-pub mod workload;
 
 pub use case::{Case, CaseError};
 pub use explain::explain;

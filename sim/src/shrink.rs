@@ -15,7 +15,7 @@ use crate::case::Case;
 use crate::kernel::{ScriptedStall, StallAt};
 use crate::oracle::Verdict;
 use crate::run::run_case;
-use crate::workload::{OpSpec, Workload};
+use bootsim_nvshmem::workload::{OpSpec, Workload};
 
 /// Other seeds tried (`0..SEED_TRIES`) when a smaller structure loses the verdict under the
 /// case's own seed, while the adversary is still random.

@@ -10,7 +10,8 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
-use bootsim_core::{Completion, ConnId, Event, Instant, MsgOrigin, OpName};
+use bootsim_core::{ConnId, Instant, MsgOrigin, OpName};
+use bootsim_nvshmem::{Completion, Event};
 
 use crate::kernel::{Dir, EventKind, Flow, HostId, Overflow, Seg, SockId};
 
@@ -272,7 +273,8 @@ fn strip_rank(text: &str) -> &str {
 mod tests {
     #[test]
     fn a_failed_operation_names_its_rank_and_kind_once() {
-        use bootsim_core::{BootstrapError, Completion, OpId, OpKind};
+        use bootsim_core::{OpId, OpKind};
+        use bootsim_nvshmem::{BootstrapError, Completion};
         let error = BootstrapError::Timeout {
             rank: 0,
             op: OpKind::Barrier,

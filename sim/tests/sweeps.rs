@@ -77,7 +77,7 @@ fn nvshmem_3_8_never_takes_one_message_for_another() {
 
 #[test]
 fn no_variant_fails_under_fifo() {
-    for variant in bootsim_core::PRESETS {
+    for variant in bootsim_nvshmem::PRESETS {
         for (workload, ranks) in [("deepep", 2), ("nvshmem-init", 4), ("churn", 3)] {
             let c = case(&format!("engine=fast variant={variant} workload={workload} ranks={ranks} adversary=fifo"));
             let s = sweep(&c, &seeds(10), 2, &|_, _| {});

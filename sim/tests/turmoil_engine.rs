@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use bootsim_core::PRESETS;
+use bootsim_nvshmem::PRESETS;
 use bootsim_sim::engine::turmoil;
 use bootsim_sim::oracle::judge;
 use bootsim_sim::protocol::Nvshmem;

@@ -438,7 +438,7 @@ fn detect_section(quick: bool, seeds: u64, report: &mut Report) -> anyhow::Resul
 }
 
 fn real_section(n: u32, reps: u32, report: &mut Report) -> anyhow::Result<()> {
-    let variants = bootsim_core::PRESETS;
+    let variants = bootsim_nvshmem::PRESETS;
     let base = variants.iter().position(|v| *v == "nvshmem-3.7").context("nvshmem-3.7 is a preset")?;
     // walls[v][rep]: wall time of `smoke --local n`, slowest[v][rep]: the slowest rank's own time.
     let mut walls = vec![Vec::new(); variants.len()];

@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::plugin::conformance::{by_pair, differences, transcript, ConnTranscript};
 use bootsim_adapters::wire::{wire_available, Policy};
-use bootsim_core::Variant;
-use bootsim_sim::workload::parse_ops;
+use bootsim_nvshmem::workload::parse_ops;
+use bootsim_nvshmem::Variant;
 
 use super::smoke::plugin::Session;
 use super::smoke::plugin_smoke::locate_plugin;

@@ -9,9 +9,10 @@ use std::time::Duration;
 use anyhow::anyhow;
 use bootsim_adapters::plugin::AFTER_PEER_FAILED;
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
-use bootsim_core::{RankRecord, Variant};
+use bootsim_core::RankRecord;
 use bootsim_driver::rank_record;
-use bootsim_sim::workload::{build_op, parse_ops};
+use bootsim_nvshmem::workload::{build_op, parse_ops};
+use bootsim_nvshmem::Variant;
 use serde::{Deserialize, Serialize};
 
 /// Arguments of `bootsim core-rank`.

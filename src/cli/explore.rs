@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant as WallClock;
 
 use anyhow::{bail, Context};
-use bootsim_core::PRESETS;
+use bootsim_nvshmem::PRESETS;
 use bootsim_sim::case::{shorten, NcclCase};
 use bootsim_sim::explore::hazard::{cell, pairs, Cell};
 use bootsim_sim::explore::search::MAX_RANKS;

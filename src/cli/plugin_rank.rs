@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use bootsim_adapters::plugin::{run_rank, PluginRankConfig, UidSource};
-use bootsim_sim::workload::{build_op, parse_ops};
+use bootsim_nvshmem::workload::{build_op, parse_ops};
 
 /// Arguments of `bootsim plugin-rank`.
 #[derive(clap::Args, Debug)]

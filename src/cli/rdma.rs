@@ -2,7 +2,7 @@
 //! delivered and send a canary over each (issue 7). Needs `--features rdma` and a NIC.
 
 use bootsim_adapters::nvshmem::{DriverError, RankRun};
-use bootsim_core::Op;
+use bootsim_nvshmem::Op;
 
 /// The RDMA options of `bootsim smoke`.
 #[derive(clap::Args, Debug, Clone)]

@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// Upstream's poll interval between two `SIOCOUTQ` reads.
-pub const DEFAULT_POLL_INTERVAL: Duration = bootsim_core::ports::DRAIN_POLL;
+pub const DEFAULT_POLL_INTERVAL: Duration = bootsim_core::drain::DRAIN_POLL;
 
 /// Upstream's default drain bound (`NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS=1000`).
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_millis(1000);

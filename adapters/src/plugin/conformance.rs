@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use bootsim_core::codec::{ExtInfo, Preamble, SOCKADDR_LEN};
-use bootsim_core::NVSHMEM_UID_VERSION;
+use bootsim_nvshmem::NVSHMEM_UID_VERSION;
 
 use crate::wire::CapturedStream;
 

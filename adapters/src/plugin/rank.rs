@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use bootsim_core::Op;
+use bootsim_nvshmem::Op;
 use serde::{Deserialize, Serialize};
 
 use super::library::{Plugin, PluginRank, UID_LEN};

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use bootsim_core::Op;
+use bootsim_nvshmem::Op;
 
 use super::device::{open, QpConfig, RdmaError, DEFAULT_CANARY_DEADLINE};
 use super::exchange::{ExtraRecord, QpLayout};

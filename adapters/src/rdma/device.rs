@@ -39,7 +39,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use bootsim_core::QpHandle;
+use bootsim_nvshmem::QpHandle;
 use ibverbs::{CompletionQueue, MemoryRegion, PreparedQueuePair, ProtectionDomain, QueuePair};
 
 use super::canary::{self, Canary, Side};

@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use bootsim_core::QpHandle;
+use bootsim_nvshmem::QpHandle;
 
 /// Position of one QP in the layout: peer rank and index among the K QPs for that peer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -96,7 +96,7 @@ pub fn gid_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
     }
 }
 
-use bootsim_core::GidDisplay;
+use bootsim_nvshmem::GidDisplay;
 
 /// Why no GID could be selected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! Issue 7's RDMA check: do the QP handles the bootstrap delivered actually connect?
 //!
-//! NVSHMEM's transports alltoall one 24-byte [`QpHandle`](bootsim_core::QpHandle) per QP and
+//! NVSHMEM's transports alltoall one 24-byte [`QpHandle`](bootsim_nvshmem::QpHandle) per QP and
 //! peer, then move each RC QP through INIT → RTR → RTS with the received handle. When the
 //! bootstrap hands the alltoall a barrier's payload (PR NVIDIA/nvshmem#97), the handle is zeroed
 //! and the RTR `ibv_modify_qp` fails with EINVAL; a handle from the wrong message or peer

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 
-use bootsim_core::QpHandle;
+use bootsim_nvshmem::QpHandle;
 
 use super::canary::{Canary, Side};
 use super::exchange::{QpLayout, QpSlot};
-use bootsim_core::GidDisplay;
+use bootsim_nvshmem::GidDisplay;
 
 /// `IBV_WC_WR_FLUSH_ERR`: the completion status of work requests flushed because their QP went
 /// to the error state (a consequence of another error, never a cause).

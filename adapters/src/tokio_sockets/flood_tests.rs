@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bootsim_core::{Listener, Op, RankConfig, RootConfig, UniqueId, Variant};
+use bootsim_nvshmem::{Listener, Op, RankConfig, RootConfig, UniqueId, Variant};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;

@@ -12,7 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use bootsim_core::seam::ListenerKey;
-use bootsim_core::Limits;
+use bootsim_nvshmem::Limits;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 

@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bootsim_core::{BootstrapError, Limits, Op, RankConfig, RootConfig, UniqueId, Variant};
+use bootsim_nvshmem::{BootstrapError, Limits, Op, RankConfig, RootConfig, UniqueId, Variant};
 use tokio::sync::oneshot;
 
 use super::TokioNet;

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bootsim_core::codec::WireError;
-use bootsim_core::{Event, Limits, Listener, OpKind, RankConfig, RootConfig, Transport, UniqueId, Variant, PRESETS};
-use bootsim_sim::workload::{build_op, expected_result, Workload};
+use bootsim_core::OpKind;
+use bootsim_nvshmem::workload::{build_op, expected_result, Workload};
+use bootsim_nvshmem::{Event, Limits, Listener, RankConfig, RootConfig, Transport, UniqueId, Variant, PRESETS};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};

@@ -1,5 +1,6 @@
-//! The wire format of NVSHMEM's UID bootstrap, byte for byte: host byte order (little-endian),
-//! raw structs, every message an `i32` length then its bytes.
+//! The wire format NVSHMEM's UID bootstrap and NCCL's share (NVSHMEM's descends from NCCL's),
+//! byte for byte: host byte order (little-endian), raw structs, every message an `i32` length
+//! then its bytes. Both protocol crates frame with it; the interposer peeks headers with it.
 
 mod error;
 mod frame;

@@ -21,7 +21,7 @@
 //!   its unexpected list, and whether it finished; the protocol's [`Judge`] concludes.
 //!
 //! Worlds are generic over the protocol (static dispatch: no boxed nodes in a hot loop).
-//! NVSHMEM's nodes implement it in [`crate::nvshmem`].
+//! NVSHMEM's nodes implement it in the `bootsim-nvshmem` crate, NCCL's in `bootsim-nccl`.
 
 #[cfg(any(test, feature = "testing"))]
 pub mod checkin;

@@ -5,9 +5,9 @@ use std::hash::Hash;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::error::Culprit;
 use crate::ids::{ConnId, MsgOrigin};
 use crate::time::Instant;
+use crate::Culprit;
 
 use super::io::{Input, Output};
 

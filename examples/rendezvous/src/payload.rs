@@ -1,7 +1,7 @@
 //! Message payloads, derived from (seed, from, to, round): the judge knows every correct result
 //! without seeing a message, and a wrong chunk tells where it came from.
 
-use bootsim_sim::seed::derive;
+use bootsim_core::seed::derive;
 
 use crate::protocol::Peers;
 

@@ -1,7 +1,7 @@
 //! NCCL's bootstrap on bootsim's protocol seam ([`bootsim_core::seam`]): the root and the ranks
-//! as one [`Node`] type, a thin adapter over [`Rank`] and [`Root`] (their writes own their
+//! as one [`Node`](seam::Node) type, a thin adapter over [`Rank`] and [`Root`] (their writes own their
 //! bytes; the adapter copies them into the world's buffer), their listeners as a
-//! [`ListenerKey`] that knows which one peers dial in each version, and the non-overtaking
+//! [`ListenerKey`](seam::ListenerKey) that knows which one peers dial in each version, and the non-overtaking
 //! [`Oracle`] as the seam's streaming [`Judge`].
 
 use std::fmt;

@@ -23,8 +23,8 @@ use crate::case::Case;
 use crate::explore::schedule::ConnName;
 use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::oracle::{Finding, Verdict};
-use crate::seed::derive;
 use crate::words::{host_addr, kernel_line, ConnRef};
+use bootsim_core::seed::derive;
 
 /// A protocol's listener key.
 type Key<P> = <<P as Protocol>::Node as bootsim_core::seam::Node>::Listener;

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use bootsim_core::seam::{Completed, Judge as SeamJudge, Noted, Observed};
-use bootsim_core::{BootstrapError, ConnId, DrainGiveUp, Instant, RootEnd, RunRecord, SentMsg, TakenMsg};
+use bootsim_core::{ConnId, DrainGiveUp, Instant, RootEnd, RunRecord, SentMsg, TakenMsg};
+use bootsim_nvshmem::BootstrapError;
 use sha2::{Digest, Sha256};
 
 use crate::kernel::{EventKind, Flow, KernelStats};
 use crate::oracle::{Finding, Judge, Verdict};
-use crate::workload::OpSpec;
+use bootsim_nvshmem::workload::OpSpec;
 
 /// A participant of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn steps_conflict_on_a_write_never_on_two_reads() {
-        let key = (Node::Rank(1), bootsim_core::ports::PEERS_PORT);
+        let key = (Node::Rank(1), bootsim_nvshmem::ports::PEERS_PORT);
         let mut a = Footprint::default();
         a.write(Res::Node(Node::Rank(0)));
         a.read(Res::Open(key));

@@ -6,7 +6,7 @@ use super::walk::walk;
 use super::world::Faults;
 use crate::case::Case;
 use crate::oracle::Verdict;
-use crate::workload::{OpSpec, Workload};
+use bootsim_nvshmem::workload::{OpSpec, Workload};
 
 /// The pairs the map explores, by name, as workload operations.
 pub fn pairs() -> Vec<(&'static str, Vec<OpSpec>)> {

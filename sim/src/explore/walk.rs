@@ -10,7 +10,7 @@ use super::search::{replay_base, with_schedule, Counterexample};
 use super::world::{Faults, World};
 use crate::case::Case;
 use crate::oracle::{judge, Verdict};
-use crate::seed::derive;
+use bootsim_core::seed::derive;
 
 /// Takes `walks` random complete schedules of `case`; returns the worst violation reached (the
 /// first walk that reached it), stopping early at a corruption.

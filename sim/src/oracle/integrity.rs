@@ -3,10 +3,10 @@
 //! world records messages; else what the bytes themselves tell) and, for a QP handle, by what
 //! the verbs layer would do with it.
 
-use bootsim_core::QpHandle;
+use bootsim_nvshmem::QpHandle;
 
 use super::{provenance, verbs, Finding};
-use crate::workload::OpSpec;
+use bootsim_nvshmem::workload::OpSpec;
 
 /// Checks the result of rank `r`'s operation `index` (of `specs` over `n` ranks, payload seed
 /// `seed`) against `expected`, the bytes its workload implies (`workload::expected_result`;
@@ -69,7 +69,7 @@ mod tests {
 
     use super::super::describe_sent;
     use super::*;
-    use crate::workload::{alltoall_chunk, expected_result};
+    use bootsim_nvshmem::workload::{alltoall_chunk, expected_result};
 
     #[test]
     fn a_wrong_chunk_is_named_by_the_message_taken_else_by_its_bytes() {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use bootsim_core::{MsgOrigin, OpId, RunRecord, SentMsg, TakenMsg};
 
 use super::{describe, describe_sent, drain, errors, integrity, leaks, liveness, mismatches, Finding, Verdict};
-use crate::workload::{expected_result, OpSpec};
+use bootsim_nvshmem::workload::{expected_result, OpSpec};
 
 /// A take of one rank not yet judged with its operation: the receiving step, the peer it
 /// asked for and the message it was. 32 bytes: a world in an alltoall holds one per message.
@@ -187,7 +187,7 @@ mod tests {
 
     use super::{describe_sent, Judge, PendingTake};
     use crate::oracle::Verdict;
-    use crate::workload::{expected_result, OpSpec};
+    use bootsim_nvshmem::workload::{expected_result, OpSpec};
 
     #[test]
     fn an_allgathers_expected_bytes_are_made_once_shared_by_every_rank_and_dropped_after_the_last() {

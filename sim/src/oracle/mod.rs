@@ -8,7 +8,7 @@
 use bootsim_core::seam::Judge as _;
 use bootsim_core::{MsgOrigin, RunRecord};
 
-use crate::workload::OpSpec;
+use bootsim_nvshmem::workload::OpSpec;
 
 mod drain;
 mod errors;

@@ -3,7 +3,7 @@
 //! operation's payload names it. For worlds that do not record connections (the real NVSHMEM
 //! plugin).
 
-use crate::workload::{allgather_slice, alltoall_chunk, barrier_word, OpSpec};
+use bootsim_nvshmem::workload::{allgather_slice, alltoall_chunk, barrier_word, OpSpec};
 
 /// A description of `chunk`'s origin, if its bytes tell it.
 pub(crate) fn of_chunk(specs: &[OpSpec], seed: u64, n: u32, chunk: &[u8]) -> Option<String> {

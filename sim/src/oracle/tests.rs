@@ -1,9 +1,10 @@
 //! The one judge across worlds: the same ends judged the same whether a simulated engine or a
 //! real world recorded them, and what each world leaves out changes nothing else.
 
-use bootsim_core::nvshmem::NvshmemNode;
-use bootsim_core::{BootstrapError, Completion, Instant, OpId, OpKind, RankRecord, RunRecord};
+use bootsim_core::{Instant, OpId, OpKind, RankRecord, RunRecord};
 use bootsim_driver::{rank_record, NodeRun};
+use bootsim_nvshmem::seam::NvshmemNode;
+use bootsim_nvshmem::{BootstrapError, Completion};
 
 type RankRun = NodeRun<NvshmemNode>;
 type DriverError = bootsim_driver::DriverError<NvshmemNode>;
@@ -12,7 +13,7 @@ use super::*;
 use crate::case::Case;
 use crate::engine::Outcome;
 use crate::run::run_case;
-use crate::workload::expected_result;
+use bootsim_nvshmem::workload::expected_result;
 
 fn ok_record(specs: &[OpSpec], seed: u64, r: u32, n: u32) -> RankRecord {
     let ops = specs

@@ -1,9 +1,9 @@
 //! Verbs: what hardware would do with a wrong QP handle a rank received, so a finding says
 //! whether the run would fail loudly (EINVAL), cross-wire two QPs, or never reach RTS.
 
-use bootsim_core::QpHandle;
+use bootsim_nvshmem::QpHandle;
 
-use crate::workload::{qp_handle, OpSpec};
+use bootsim_nvshmem::workload::{qp_handle, OpSpec};
 
 /// What `ibv_modify_qp` to RTR would do with a received handle on a RoCE NIC, for rank `r` of a
 /// run of `specs` over `n` ranks with payload seed `seed`.

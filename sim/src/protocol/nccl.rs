@@ -13,8 +13,8 @@ use bootsim_nccl::{Listener, Mismatch, Observation, Oracle, Variant, Workload};
 
 use crate::case::{Case, NcclCase};
 use crate::oracle::{conclude, Finding, Verdict};
-use crate::seed::derive;
 use crate::words::{host_addr, ConnRef};
+use bootsim_core::seed::derive;
 
 /// NCCL's TCP bootstrap (variants `nccl-2.8`, `nccl-2.19`, `nccl-2.21`, `nccl-2.30`).
 #[derive(Clone, Copy, Debug, Default)]

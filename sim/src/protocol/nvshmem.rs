@@ -4,18 +4,17 @@
 
 use std::net::SocketAddr;
 
-use bootsim_core::nvshmem::NvshmemNode;
-use bootsim_core::ports::ROOT_PORT;
 use bootsim_core::seam::{self, Nodes, Protocol, Setup};
-use bootsim_core::{
-    Completion, Event, Instant, Limits, Rank, RankConfig, Root, RootConfig, RunRecord, SentMsg, TakenMsg,
-};
-use bootsim_core::{UniqueId, Variant};
+use bootsim_core::{Instant, RunRecord, SentMsg, TakenMsg};
+use bootsim_nvshmem::ports::ROOT_PORT;
+use bootsim_nvshmem::seam::NvshmemNode;
+use bootsim_nvshmem::{Completion, Event, Limits, Rank, RankConfig, Root, RootConfig};
+use bootsim_nvshmem::{UniqueId, Variant};
 
 use crate::oracle::{self, Finding, Verdict};
-use crate::seed::derive;
 use crate::words::{completion_line, event_line};
-use crate::workload::{build_op, queue_op, Workload};
+use bootsim_core::seed::derive;
+use bootsim_nvshmem::workload::{build_op, queue_op, Workload};
 
 /// NVSHMEM's UID bootstrap (every preset variant).
 #[derive(Clone, Copy, Debug, Default)]

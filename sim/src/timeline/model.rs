@@ -14,7 +14,7 @@ use crate::words::{seg_name, step_name};
 pub const MAX_LANES: u32 = 8;
 
 /// The listening port of the root's rendezvous and of a rank's from-root listener (fast engine).
-use bootsim_core::ports::{FROM_ROOT_PORT, ROOT_PORT};
+use bootsim_nvshmem::ports::{FROM_ROOT_PORT, ROOT_PORT};
 
 /// A connection's part in the violation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

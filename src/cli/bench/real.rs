@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking, Rendezvous, SessionConfig};
-use bootsim_core::{Event, Variant};
-use bootsim_sim::workload::{build_op, Workload};
+use bootsim_nvshmem::workload::{build_op, Workload};
+use bootsim_nvshmem::{Event, Variant};
 
 /// One `bootsim smoke --local n` of `variant`: its wall time and the slowest rank's bootstrap
 /// time as the ranks print it (`ok: ... verified in X ms`).

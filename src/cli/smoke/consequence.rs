@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use bootsim_adapters::plugin::Held;
-use bootsim_core::{RankRecord, UniqueId};
+use bootsim_core::RankRecord;
+use bootsim_nvshmem::UniqueId;
 
 /// How one rank ended, as far as causes go.
 #[derive(Clone, Debug)]

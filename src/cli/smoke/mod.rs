@@ -34,9 +34,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use bootsim_adapters::os;
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking, Rendezvous, SessionConfig};
-use bootsim_core::{Culprit, RunRecord, UniqueId, Variant};
+use bootsim_core::{Culprit, RunRecord};
+use bootsim_nvshmem::workload::{build_op, Workload};
+use bootsim_nvshmem::{UniqueId, Variant};
 use bootsim_sim::oracle::judge;
-use bootsim_sim::workload::{build_op, Workload};
 
 pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;
@@ -153,7 +154,7 @@ pub struct SmokeArgs {
 
 /// Every variant smoke can run: NVSHMEM's presets, then NCCL's versions.
 fn smoke_variants() -> Vec<&'static str> {
-    bootsim_core::PRESETS.iter().copied().chain(bootsim_nccl::ALL.iter().map(|v| v.name())).collect()
+    bootsim_nvshmem::PRESETS.iter().copied().chain(bootsim_nccl::ALL.iter().map(|v| v.name())).collect()
 }
 
 /// NCCL's variant and workload when `--variant` or `--workload` names one of NCCL's
@@ -185,7 +186,7 @@ impl SmokeArgs {
 pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     let preset = |name: &str| {
         Variant::preset(name)
-            .ok_or_else(|| anyhow!("unknown variant {name:?}; presets: {}", bootsim_core::PRESETS.join(", ")))
+            .ok_or_else(|| anyhow!("unknown variant {name:?}; presets: {}", bootsim_nvshmem::PRESETS.join(", ")))
     };
     if let Some(nc) = nccl_case(&args)? {
         let Some(n) = args.local.filter(|_| args.in_process) else {
@@ -230,8 +231,8 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             .map(|l| (l.rank, l.size))
             .ok_or_else(|| anyhow!("no --rank/--ranks and no launcher variables (SLURM_PROCID, RANK, ...)"))?,
     };
-    if nranks > bootsim_core::root::MAX_RANKS {
-        bail!("--ranks {nranks}: at most {} ranks", bootsim_core::root::MAX_RANKS);
+    if nranks > bootsim_nvshmem::root::MAX_RANKS {
+        bail!("--ranks {nranks}: at most {} ranks", bootsim_nvshmem::root::MAX_RANKS);
     }
     if rank >= nranks {
         bail!("rank {rank} is outside a world of {nranks} ranks");
@@ -316,7 +317,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             // The RDMA check is this iteration's workload: its own bootstrap sessions (handle
             // exchange, then a barrier) use the next rendezvous points (port + 1000 + 2i + s, or
             // PATH.rdma.i.s).
-            let mut session = |ops: Vec<bootsim_core::Op>, sub: u32| {
+            let mut session = |ops: Vec<bootsim_nvshmem::Op>, sub: u32| {
                 let mut cfg = cfg.clone();
                 let mut remove = None;
                 cfg.rendezvous = match &cfg.rendezvous {
@@ -357,7 +358,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             Some(p) => {
                 let uid = match &cfg.rendezvous {
                     Rendezvous::Session(addr) => UidArg::Given(
-                        UniqueId { version: bootsim_core::NVSHMEM_UID_VERSION, root: *addr, magic }.encode(),
+                        UniqueId { version: bootsim_nvshmem::NVSHMEM_UID_VERSION, root: *addr, magic }.encode(),
                     ),
                     Rendezvous::UidFile(path) if rank == 0 => UidArg::Create(path.clone()),
                     Rendezvous::UidFile(path) => UidArg::Read(path.clone()),

@@ -23,9 +23,10 @@ use bootsim_adapters::plugin::{supervise_with, Held, PluginSpec, AFTER_PEER_FAIL
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
 use bootsim_adapters::wire::{self, host_addr, Policy, Wire, WireReport};
 use bootsim_adapters::wire_run::rank_host;
-use bootsim_core::{RankRecord, Variant};
+use bootsim_core::RankRecord;
 use bootsim_driver::rank_record;
-use bootsim_sim::workload::{build_op, format_ops, OpSpec};
+use bootsim_nvshmem::workload::{build_op, format_ops, OpSpec};
+use bootsim_nvshmem::Variant;
 use bootsim_sim::{Finding, Verdict};
 
 use super::consequence::{self, lost_the_root, root_addr, Ending};

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
 use bootsim_adapters::plugin::{locate, PluginSpec};
-use bootsim_core::Variant;
-use bootsim_sim::workload::Workload;
+use bootsim_nvshmem::workload::Workload;
+use bootsim_nvshmem::Variant;
 use bootsim_sim::Verdict;
 
 use super::plugin::Session;

@@ -9,10 +9,10 @@ use bootsim_adapters::nvshmem::{DriverError, RankRun};
 use bootsim_adapters::tokio_sockets::real_limits;
 use bootsim_adapters::wire::{self, FlowInfo, Policy, ReleaseReason, WireDecision, WireEvent, WireReport};
 use bootsim_adapters::wire_run::{self, host_rank, WireRunConfig, ROOT_PORT};
-use bootsim_core::{Event, Variant};
 use bootsim_driver::{rank_record, run_of};
+use bootsim_nvshmem::workload::{build_op, Workload};
+use bootsim_nvshmem::{Event, Variant};
 use bootsim_sim::kernel::{EventKind, HostId, Kernel, KernelConfig, ListenerId};
-use bootsim_sim::workload::{build_op, Workload};
 use bootsim_sim::Verdict;
 
 use super::report::print_iteration;

@@ -17,7 +17,7 @@ use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use super::gate::{sim_now, GateHandle, Handshake};
 use crate::kernel::{ListenerId, SockId};
 
-use bootsim_core::ports::DRAIN_POLL;
+use bootsim_core::drain::DRAIN_POLL;
 /// How often blocked accepts (and connects) look at the model's queues.
 const ACCEPT_POLL: Duration = Duration::from_micros(100);
 /// Host `h`'s address in the simulation (turmoil hosts are named `h0`, `h1`, ...).

@@ -18,8 +18,8 @@ use super::outcome::{Node, Outcome};
 use super::work_guard::WorkGuard;
 use crate::case::Case;
 use crate::kernel::{Kernel, SockId};
-use crate::seed::derive;
 use backend::TurmoilNet;
+use bootsim_core::seed::derive;
 use gate::{sim_now, GateHandle};
 use watch::RankWatch;
 

@@ -3,9 +3,8 @@
 use std::net::SocketAddr;
 
 use bootsim_core::codec::{encode_frame, ExtInfo, Preamble, WireError};
-use bootsim_core::{
-    BootstrapError, ConnId, Event, Input, Instant, Limits, Output, Root, RootConfig, UniqueId, NVSHMEM_UID_VERSION,
-};
+use bootsim_core::{ConnId, Instant};
+use bootsim_nvshmem::{BootstrapError, Event, Input, Limits, Output, Root, RootConfig, UniqueId, NVSHMEM_UID_VERSION};
 
 const MAGIC: u64 = 0xabcdef;
 
@@ -18,7 +17,7 @@ fn new_root() -> (Root, Vec<Output>) {
     let mut root = Root::new(RootConfig { uid, nranks: None, limits: Limits::default() }, Instant::ZERO);
     root.handle(
         Instant::ZERO,
-        Input::Listening { listener: bootsim_core::Listener::Rendezvous, addr: addr("10.0.0.1:5000") },
+        Input::Listening { listener: bootsim_nvshmem::Listener::Rendezvous, addr: addr("10.0.0.1:5000") },
     );
     let out = drain(&mut root);
     (root, out)
@@ -132,7 +131,7 @@ fn a_connection_mid_check_in_does_not_hide_the_missing_rank() {
     let uid = UniqueId { version: NVSHMEM_UID_VERSION, root: addr("10.0.0.1:5000"), magic: MAGIC };
     let limits = Limits { read_ahead: Some(8), ..Limits::default() };
     let mut root = Root::new(RootConfig { uid, nranks: Some(4), limits }, Instant::ZERO);
-    root.handle(Instant::ZERO, Input::Listening { listener: bootsim_core::Listener::Rendezvous, addr: uid.root });
+    root.handle(Instant::ZERO, Input::Listening { listener: bootsim_nvshmem::Listener::Rendezvous, addr: uid.root });
     let mut out = drain(&mut root);
     for r in 0..3 {
         let conn = accepted(&out);
@@ -157,7 +156,7 @@ fn a_root_that_cannot_reach_a_checked_in_rank_names_it_at_its_timeout() {
     let uid = UniqueId { version: NVSHMEM_UID_VERSION, root: addr("10.0.0.1:5000"), magic: MAGIC };
     let limits = Limits { op_timeout: Some(std::time::Duration::from_secs(2)), ..Limits::default() };
     let mut root = Root::new(RootConfig { uid, nranks: None, limits }, Instant::ZERO);
-    root.handle(Instant::ZERO, Input::Listening { listener: bootsim_core::Listener::Rendezvous, addr: uid.root });
+    root.handle(Instant::ZERO, Input::Listening { listener: bootsim_nvshmem::Listener::Rendezvous, addr: uid.root });
     let mut out = drain(&mut root);
     for r in 0..2 {
         let mut more = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, r, 2));

@@ -5,7 +5,8 @@
 
 use std::collections::VecDeque;
 
-use crate::ids::ConnId;
+use bootsim_core::ids::ConnId;
+
 use crate::io::Output;
 
 /// Queued outputs and the bytes of their writes, in order.
@@ -55,8 +56,9 @@ impl Outbox {
 
 #[cfg(test)]
 mod tests {
+    use bootsim_core::ids::ConnId;
+
     use super::*;
-    use crate::ids::ConnId;
 
     #[test]
     fn writes_come_out_in_order_with_their_own_bytes_and_the_buffer_is_reused() {

@@ -8,11 +8,13 @@
 
 use std::net::SocketAddr;
 
+use bootsim_core::ids::ConnId;
+
 use super::conn::{Conn, Role};
 use super::exec::Progress;
 use super::{Rank, Wait};
-use crate::ids::{ConnId, Listener};
 use crate::io::{Event, Output};
+use crate::listener::Listener;
 
 impl Rank {
     /// Keeps one accept outstanding on each listener init still reads (under read-ahead).

@@ -7,9 +7,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::codec::{encode_frame, encode_sockaddr, Preamble};
-use bootsim_core::{
-    BootstrapError, ConnId, Input, Instant, Limits, Listener, Output, Rank, RankConfig, UniqueId, Variant,
-};
+use bootsim_core::{ConnId, Instant};
+use bootsim_nvshmem::{BootstrapError, Input, Limits, Listener, Output, Rank, RankConfig, UniqueId, Variant};
 
 const MAGIC: u64 = 0x5eed_0000_b007_51a1;
 const OP: Duration = Duration::from_secs(10);

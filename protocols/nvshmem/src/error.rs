@@ -3,8 +3,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::codec::WireError;
-use crate::ids::OpKind;
+use bootsim_core::codec::WireError;
+use bootsim_core::ids::OpKind;
+pub use bootsim_core::Culprit;
 
 /// Why an operation (or the root) failed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -80,43 +81,6 @@ pub enum BootstrapError {
     /// Root: a rank's unique-ID version differs from the root's.
     #[error("root: a rank at {from} speaks unique ID version {theirs}, the root {ours}")]
     RootVersionMismatch { from: String, theirs: i32, ours: i32 },
-}
-
-/// The peer a failed rank lost: the one that stopped, died, refused it or never came. A rank
-/// that fails because of it gave up; the culprit's own failure is the cause.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Culprit {
-    /// A rank of the session.
-    Rank(u32),
-    /// The root (run by rank 0's process in every bootsim session).
-    Root,
-}
-
-impl Culprit {
-    /// The rank it is, counting the root as rank 0's.
-    pub fn rank(self) -> u32 {
-        match self {
-            Culprit::Rank(r) => r,
-            Culprit::Root => 0,
-        }
-    }
-
-    /// The peer a rank's own words name: `rank N` or `the root`, the names the rank's steps give
-    /// their peers (`from`, `to`, a wait's description); the first one that is not `me`.
-    pub fn named(words: &str, me: u32) -> Option<Culprit> {
-        let mut it = words.split(|c: char| !c.is_ascii_alphanumeric()).peekable();
-        while let Some(w) = it.next() {
-            let found = match (w, it.peek()) {
-                ("rank", Some(n)) => n.parse().ok().map(Culprit::Rank),
-                ("the", Some(&"root")) => Some(Culprit::Root),
-                _ => None,
-            };
-            if let Some(c) = found.filter(|c| *c != Culprit::Rank(me)) {
-                return Some(c);
-            }
-        }
-        None
-    }
 }
 
 impl BootstrapError {

@@ -11,12 +11,14 @@ mod queued;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
-use crate::codec::{WireError, SOCKADDR_LEN};
+use bootsim_core::codec::{WireError, SOCKADDR_LEN};
+use bootsim_core::ids::{ConnId, OpId, OpKind};
+use bootsim_core::time::Instant;
+
 use crate::error::BootstrapError;
-use crate::ids::{ConnId, Listener, OpId, OpKind};
 use crate::io::{Completion, Event, Input, Limits, Output};
+use crate::listener::Listener;
 use crate::outbox::Outbox;
-use crate::time::Instant;
 use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
 
@@ -83,7 +85,7 @@ struct Running {
 /// What a rank is blocked in ([`Rank::waiting`]); its `Display` is [`Rank::waiting_for`]'s text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Waiting {
-    op: crate::OpName,
+    op: bootsim_core::OpName,
     step: Option<Step>,
     wait: Wait,
 }
@@ -257,7 +259,7 @@ impl Rank {
     /// it with the last one it reported).
     pub fn waiting(&self) -> Option<Waiting> {
         let op = self.op.as_ref()?;
-        Some(Waiting { op: crate::OpName(op.kind, op.id), step: op.steps.front().cloned(), wait: op.wait })
+        Some(Waiting { op: bootsim_core::OpName(op.kind, op.id), step: op.steps.front().cloned(), wait: op.wait })
     }
 
     /// 3.8's `reserve_tags`: the call's one tag, or the exhaustion error (the counter unmoved).

@@ -6,16 +6,18 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::codec::WireError;
-use crate::error::BootstrapError;
-use crate::ids::{ConnId, Listener, MsgOrigin, OpId, OpKind};
-use crate::time::Instant;
+use bootsim_core::codec::WireError;
+use bootsim_core::ids::{ConnId, MsgOrigin, OpId, OpKind};
+use bootsim_core::time::Instant;
 
-/// What happened in the outside world: the seam's [`crate::seam::Input`] over NVSHMEM's listeners.
-pub type Input<'a> = crate::seam::Input<'a, Listener>;
+use crate::error::BootstrapError;
+use crate::listener::Listener;
+
+/// What happened in the outside world: the seam's [`bootsim_core::seam::Input`] over NVSHMEM's listeners.
+pub type Input<'a> = bootsim_core::seam::Input<'a, Listener>;
 
 /// An [`Input`] that owns its bytes, for drivers that queue inputs before feeding them.
-pub type OwnedInput = crate::seam::OwnedInput<Listener>;
+pub type OwnedInput = bootsim_core::seam::OwnedInput<Listener>;
 
 /// What the state machine asks the driver to do, or tells it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

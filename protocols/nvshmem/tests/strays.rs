@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use bootsim_core::codec::{encode_frame, Preamble, WireError};
-use bootsim_core::memnet::{MemNet, Node};
-use bootsim_core::{Event, Limits, Op, Variant, PRESETS};
+use bootsim_nvshmem::memnet::{MemNet, Node, NvshmemNet};
+use bootsim_nvshmem::{Event, Limits, Op, Variant, PRESETS};
 
 /// Strangers: they do not know the session's magic.
 fn strangers() -> Vec<(Vec<u8>, bool)> {

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use bootsim_core::memnet::MemNet;
-use bootsim_core::{BootstrapError, Completion, Op, OpId, OpKind, Variant};
+use bootsim_core::{OpId, OpKind};
+use bootsim_nvshmem::memnet::{MemNet, NvshmemNet};
+use bootsim_nvshmem::{BootstrapError, Completion, Op, Variant};
 
 #[test]
 fn an_operation_that_cannot_start_fails_under_its_own_number_and_the_rest_never_start() {

@@ -1,15 +1,16 @@
-//! The generic local world over NVSHMEM's protocol binding (the only one on the seam here).
+//! The generic local world (`bootsim_adapters::local_run`) over NVSHMEM's protocol binding; here
+//! rather than in the adapters crate because the binding and its judge live in `bootsim-sim`.
 
 use std::time::Duration;
 
 use bootsim_core::seam::{Nodes, Protocol, Setup};
-use bootsim_core::{Completion, Event, Variant};
+use bootsim_nvshmem::workload::Workload;
+use bootsim_nvshmem::{Completion, Event, Variant};
 use bootsim_sim::oracle;
 use bootsim_sim::protocol::Nvshmem;
-use bootsim_sim::workload::Workload;
 use bootsim_sim::{Finding, Verdict};
 
-use super::run_local;
+use bootsim_adapters::local_run::run_local;
 
 #[test]
 fn nvshmems_nodes_pass_on_loopback_and_every_rank_is_judged() {

@@ -5,8 +5,9 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+use bootsim_core::ids::OpKind;
+
 use super::Op;
-use crate::ids::OpKind;
 
 /// How a queued operation is made when it starts.
 pub(crate) type Make = Arc<dyn Fn() -> Op + Send + Sync>;

@@ -3,9 +3,10 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use crate::codec::{FrameReader, WireError};
-use crate::ids::ConnId;
-use crate::time::Instant;
+use bootsim_core::codec::{FrameReader, WireError};
+use bootsim_core::ids::ConnId;
+use bootsim_core::time::Instant;
+
 use crate::variant::Transport;
 
 /// What a connection is for.
@@ -27,10 +28,10 @@ pub(crate) enum Role {
 
 impl Role {
     /// The listener an accepted connection of this role came from (`None`: dialed).
-    pub fn listener(self) -> Option<crate::ids::Listener> {
+    pub fn listener(self) -> Option<crate::listener::Listener> {
         match self {
-            Role::FromRoot => Some(crate::ids::Listener::FromRoot),
-            Role::RingRecv | Role::MessageIn => Some(crate::ids::Listener::Peers),
+            Role::FromRoot => Some(crate::listener::Listener::FromRoot),
+            Role::RingRecv | Role::MessageIn => Some(crate::listener::Listener::Peers),
             Role::ToRoot | Role::RingSend | Role::MessageOut => None,
         }
     }

@@ -3,13 +3,16 @@
 
 use std::net::SocketAddr;
 
-use crate::error::{BootstrapError, Culprit};
-use crate::ids::{ConnId, Listener};
+use bootsim_core::ids::ConnId;
+use bootsim_core::seam::{self, Completed, Effect, ListenerKey, Node, NodeOutput, Noted, Observation, Observed};
+use bootsim_core::time::Instant;
+use bootsim_core::Culprit;
+
+use crate::error::BootstrapError;
 use crate::io::{Completion, Event, Input, Output};
+use crate::listener::Listener;
 use crate::rank::Rank;
 use crate::root::Root;
-use crate::seam::{self, Completed, Effect, ListenerKey, Node, NodeOutput, Noted, Observation, Observed};
-use crate::time::Instant;
 
 impl ListenerKey for Listener {
     const ALL: &'static [Listener] = &[Listener::Peers, Listener::FromRoot, Listener::Rendezvous];
@@ -203,8 +206,9 @@ impl Node for NvshmemNode {
 
 #[cfg(test)]
 mod tests {
+    use bootsim_core::ids::{OpId, OpKind};
+
     use super::*;
-    use crate::ids::{OpId, OpKind};
 
     #[test]
     fn outputs_are_sorted_into_effects_and_observations_unchanged() {

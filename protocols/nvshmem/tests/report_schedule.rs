@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use bootsim_core::memnet::{Hold, MemNet};
-use bootsim_core::{BootstrapError, Event, Op, OpKind, Variant};
+use bootsim_core::OpKind;
+use bootsim_nvshmem::memnet::{Hold, MemNet, NvshmemNet};
+use bootsim_nvshmem::{BootstrapError, Event, Op, Variant};
 
 const CHUNK: usize = 576;
 const BARRIER_WORD: [u8; 4] = [0xb4, 0x44, 0x1e, 0x00];

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use crate::codec::{decode_sockaddr, encode_sockaddr, WireError, SOCKADDR_LEN};
+use bootsim_core::codec::{decode_sockaddr, encode_sockaddr, WireError, SOCKADDR_LEN};
 
 /// `NVSHMEMX_UNIQUEID_INITIALIZER`'s version, `(1 << 16) + 128`: every NVSHMEM-compatible variant.
 pub const NVSHMEM_UID_VERSION: i32 = (1 << 16) + 128;
@@ -24,7 +24,7 @@ impl std::fmt::Debug for UniqueId {
         f.debug_struct("UniqueId")
             .field("version", &self.version)
             .field("root", &self.root)
-            .field("magic", &crate::codec::RedactedMagic(self.magic))
+            .field("magic", &bootsim_core::codec::RedactedMagic(self.magic))
             .finish()
     }
 }

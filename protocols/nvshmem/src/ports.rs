@@ -1,9 +1,7 @@
-//! Where simulated worlds put each listener, and the drain's poll interval: constants every
-//! world shares (real sockets use ephemeral ports and poll the drain at the same interval).
+//! Where simulated worlds put each of NVSHMEM's listeners: constants every world shares (real
+//! sockets use ephemeral ports).
 
-use std::time::Duration;
-
-use crate::ids::Listener;
+use crate::listener::Listener;
 
 /// The root's rendezvous listener in simulated worlds.
 pub const ROOT_PORT: u16 = 5000;
@@ -20,6 +18,3 @@ pub fn sim_port(listener: Listener) -> u16 {
         Listener::FromRoot => FROM_ROOT_PORT,
     }
 }
-
-/// How often the drain before close reads SIOCOUTQ: 200 µs, as the proposed fix does.
-pub const DRAIN_POLL: Duration = Duration::from_micros(200);

@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use bootsim_core::memnet::{MemNet, Node};
-use bootsim_core::{Event, Instant, Limits, Op, Variant};
+use bootsim_core::Instant;
+use bootsim_nvshmem::memnet::{MemNet, Node, NvshmemNet};
+use bootsim_nvshmem::{Event, Limits, Op, Variant};
 
 const HEADER: Duration = Duration::from_millis(500);
 const STRANGERS: usize = 20;

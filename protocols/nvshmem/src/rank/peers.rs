@@ -115,8 +115,9 @@ impl Hash for PeerAddrs {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use std::hash::DefaultHasher;
+
+    use super::*;
 
     fn bytes_of(x: &impl Hash) -> u64 {
         let mut h = DefaultHasher::new();

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use bootsim_core::memnet::MemNet;
-use bootsim_core::{Op, OpKind, Variant, PRESETS};
+use bootsim_core::OpKind;
+use bootsim_nvshmem::memnet::{MemNet, NvshmemNet};
+use bootsim_nvshmem::{Op, Variant, PRESETS};
 
 fn chunk(from: u32, to: u32, len: usize) -> Vec<u8> {
     (0..len).map(|i| (from as usize * 31 + to as usize * 7 + i) as u8).collect()

@@ -3,14 +3,17 @@
 
 use std::collections::BTreeMap;
 
-use crate::outbox::Outbox;
 use std::net::SocketAddr;
 
-use crate::codec::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
+use crate::outbox::Outbox;
+
+use bootsim_core::codec::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
+use bootsim_core::ids::{ConnId, OpId, OpKind};
+use bootsim_core::time::Instant;
+
 use crate::error::BootstrapError;
-use crate::ids::{ConnId, Listener, OpId, OpKind};
 use crate::io::{Completion, Event, Input, Limits, Output};
-use crate::time::Instant;
+use crate::listener::Listener;
 use crate::uid::UniqueId;
 
 /// The largest world a root accepts (a check-in claiming more is refused before any allocation).

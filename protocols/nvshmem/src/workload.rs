@@ -3,11 +3,12 @@
 //! Every payload is a pure function of (seed, sender, receiver, index), so the oracle knows
 //! every byte that should arrive and, for a wrong one, where it came from.
 
-use bootsim_core::{Instant, Op, OpKind, QpHandle, Rank};
+use bootsim_core::seed::derive;
+use bootsim_core::{Instant, OpKind};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
-use crate::seed::derive;
+use crate::{Op, QpHandle, Rank};
 
 /// One collective of a workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

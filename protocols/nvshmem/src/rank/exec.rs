@@ -2,14 +2,16 @@
 
 use std::time::Duration;
 
+use bootsim_core::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
+use bootsim_core::ids::{ConnId, MsgOrigin, OpKind};
+
 use super::conn::{Conn, Role};
 use super::peers::PeerAddrs;
 use super::plan::{Source, Step};
 use super::{Rank, Running, Wait};
-use crate::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
 use crate::error::BootstrapError;
-use crate::ids::{ConnId, Listener, MsgOrigin, OpKind};
 use crate::io::{Completion, Event, Output};
+use crate::listener::Listener;
 use crate::variant::{SizePolicy, Transport};
 
 /// How a step attempt ended.
@@ -237,7 +239,7 @@ impl Rank {
         };
         let slot = self.cfg.rank as usize * SOCKADDR_LEN;
         let op = self.op.as_mut().expect("init running");
-        op.result[slot..slot + SOCKADDR_LEN].copy_from_slice(&crate::codec::encode_sockaddr(&peers));
+        op.result[slot..slot + SOCKADDR_LEN].copy_from_slice(&bootsim_core::codec::encode_sockaddr(&peers));
         Ok(Progress::StepDone)
     }
 

@@ -1,0 +1,36 @@
+//! bootsim-nvshmem: NVSHMEM's UID bootstrap (and its variants) as pure, sans-IO state machines,
+//! one protocol on bootsim-core's seam.
+//!
+//! Nothing here performs I/O, reads a clock, spawns a thread, draws a random number or
+//! iterates a hash map: time comes in as [`Instant`](bootsim_core::Instant) values and every
+//! effect goes out as an [`Output`] the driver carries out. A [`Rank`] and the [`Root`] share
+//! one contract: feed [`Input`]s with `handle`, drain `poll_output`, sleep until
+//! `poll_timeout`, call `handle_timeout`. [`NvshmemNode`] is both as one seam node.
+
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod io;
+pub mod listener;
+#[cfg(any(test, feature = "testing"))]
+pub mod memnet;
+mod outbox;
+pub mod ports;
+pub mod qp_handle;
+pub mod rank;
+pub mod report;
+pub mod root;
+pub mod seam;
+pub mod uid;
+pub mod variant;
+pub mod workload;
+
+pub use error::BootstrapError;
+pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};
+pub use listener::Listener;
+pub use qp_handle::{GidDisplay, QpHandle};
+pub use rank::{Op, Rank, RankConfig, Waiting};
+pub use root::{Root, RootConfig};
+pub use seam::NvshmemNode;
+pub use uid::{UniqueId, NVSHMEM_UID_VERSION};
+pub use variant::{SizePolicy, TagScheme, Transport, Variant, MAX_CALL_TAG, PRESETS};
