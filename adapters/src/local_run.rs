@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use bootsim_core::seam::{Judge, ListenerKey, Node, Nodes, Protocol, Setup};
-use bootsim_core::{RankRecord, RunRecord};
+use bootsim_core::{RankRecord, RootEnd, RunRecord};
 use bootsim_driver::{rank_record, run_rank_watched, run_root_notify, ErrorOf, Kept, RunResult, TaskNode};
 use tokio::sync::oneshot;
 
@@ -21,7 +21,8 @@ use crate::tokio_sockets::TokioNet;
 /// A local run's result.
 pub struct LocalRun<P: Protocol> {
     /// Every rank's end as the real worlds record it (a rank stopped at the deadline:
-    /// `unfinished`, with what it waited for).
+    /// `unfinished`, with what it waited for; one whose node panicked: that error), and the
+    /// root's end.
     pub record: RunRecord,
     /// What the protocol's judge concluded from the record.
     pub report: <P::Judge as Judge>::Report,
@@ -56,31 +57,43 @@ where
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let net = TokioNet { rendezvous_port: port, ..TokioNet::new(ip) };
     let kept: Vec<Kept<P::Node>> = ranks.iter().map(|_| Kept::default()).collect();
-    let ends = rt.block_on(run_nodes(net, root, ranks, &kept, deadline));
+    let Ran { ranks: ends, panicked, root } = rt.block_on(run_nodes(net, root, ranks, &kept, deadline));
     drop(rt);
     let records = ends.iter().zip(&kept).zip(0u32..).map(|((end, kept), r)| match end {
         Some(result) => rank_record(r, result),
-        None => stopped(r, kept),
+        None => stopped(r, kept, panicked.iter().find(|(k, _)| *k == r).map(|(_, why)| why.as_str())),
     });
-    let record = RunRecord::of_ranks(records.collect());
+    let mut record = RunRecord::of_ranks(records.collect());
+    record.root = root;
     let mut judge = protocol.judge(&setup);
     judge.feed(&record);
     let report = judge.finish(&record);
     Ok(LocalRun { record, report, ranks: ends, ip, elapsed: started.elapsed() })
 }
 
+/// How the nodes of a local run ended.
+struct Ran<N: TaskNode> {
+    /// Every rank's end, `None` for one still running at the deadline (its task is dropped
+    /// with the runtime) or one whose node panicked.
+    ranks: Vec<Option<RunResult<N>>>,
+    /// The ranks whose node panicked, with the panic's message.
+    panicked: Vec<(u32, String)>,
+    /// The root's end, as the judge's root checks read it.
+    root: RootEnd,
+}
+
 /// The root on its own task, then, once it listens, each rank on its own; every rank's end,
-/// `None` for one still running at the deadline (its task is dropped with the runtime).
+/// then the root's, all by the deadline.
 async fn run_nodes<N: TaskNode>(
     net: TokioNet,
     root: N,
     ranks: Vec<N>,
     kept: &[Kept<N>],
     deadline: Duration,
-) -> Vec<Option<RunResult<N>>> {
+) -> Ran<N> {
     let until = tokio::time::Instant::now() + deadline;
     let (tx, listening) = oneshot::channel();
-    let _root = tokio::spawn(run_root_notify(net.clone(), root, Some(tx)));
+    let root = tokio::spawn(run_root_notify(net.clone(), root, Some(tx)));
     // A root that failed to listen drops the sender: the ranks then report it missing.
     let _ = tokio::time::timeout_at(until, listening).await;
     let tasks: Vec<_> = (0u32..)
@@ -89,27 +102,55 @@ async fn run_nodes<N: TaskNode>(
         .map(|((r, node), kept)| tokio::spawn(run_rank_watched(net.clone(), r, node, kept.clone())))
         .collect();
     let mut ends = Vec::with_capacity(tasks.len());
-    for task in tasks {
+    let mut panicked = Vec::new();
+    for (r, task) in (0u32..).zip(tasks) {
         ends.push(match tokio::time::timeout_at(until, task).await {
             Ok(Ok(result)) => Some(result),
-            // Panicked (a bug of the node's) or still running: what it did is in its Kept.
-            Ok(Err(_)) | Err(_) => None,
+            // A bug of the node's: said as such, with what it did (its Kept).
+            Ok(Err(e)) => {
+                panicked.push((r, panic_text(e)));
+                None
+            }
+            // Still running: what it did and waits for is in its Kept.
+            Err(_) => None,
         });
     }
-    ends
+    let root = match tokio::time::timeout_at(until, root).await {
+        Ok(Ok(Ok(_))) => RootEnd::Done,
+        Ok(Ok(Err(e))) => RootEnd::Failed(e.to_string()),
+        Ok(Err(e)) => RootEnd::Failed(format!("the root's node panicked: {}", panic_text(e))),
+        Err(_) => RootEnd::Waiting("(still running at the deadline)".into()),
+    };
+    Ran { ranks: ends, panicked, root }
 }
 
-/// Rank `r` stopped at the deadline: what it did, and what it waited for.
-fn stopped<N: TaskNode>(r: u32, kept: &Kept<N>) -> RankRecord
+/// A task's panic message (or why it ended without one).
+fn panic_text(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(p) => p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Rank `r` stopped at the deadline (what it did, and what it waited for), or ended by a
+/// panic of its node (`panicked`: the message, an error of that rank's, not a hang).
+fn stopped<N: TaskNode>(r: u32, kept: &Kept<N>, panicked: Option<&str>) -> RankRecord
 where
     ErrorOf<N>: PartialEq,
 {
     let progress = kept.take();
     let mut record = rank_record(r, &Ok(progress.run));
     let (waiting, unexpected) = progress.wait.unwrap_or_default();
-    record.unfinished = Some(waiting.unwrap_or_else(|| "(still running at the deadline)".to_string()));
     record.unexpected = unexpected;
     record.finished_at = None;
+    match panicked {
+        Some(why) => record.init = Some(format!("rank {r}'s node panicked: {why}")),
+        None => record.unfinished = Some(waiting.unwrap_or_else(|| "(still running at the deadline)".to_string())),
+    }
     record
 }
 

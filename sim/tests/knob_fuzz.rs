@@ -148,3 +148,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_nccl_case_with_the_most_costly_knobs_ends_with_the_guards_error_too() {
+    // NCCL's few packets over a day of one-microsecond stalls: the loaded model walked the
+    // same busy periods again and again, which the guard did not count (it ran for hours);
+    // the walk's steps are the model's work too.
+    let s = "protocol=nccl ranks=2 deadline_ms=86400000 service=1ms syscall_cost=0 app_work=0 stall_gap=1us \
+             stall_skew=1000 adversary=cpu";
+    let text = run_bounded(Case::parse(s).unwrap()).unwrap();
+    let guard = text.iter().find(|f| f.contains("the simulation gave up")).unwrap_or_else(|| panic!("{text:?}"));
+    assert!(guard.contains("stall_gap=1us") && guard.contains("service=1ms"), "{guard}");
+}

@@ -238,25 +238,17 @@ impl<P: Protocol> World<'_, P> {
         loop {
             while let Some((node, d)) = self.work.pop_front() {
                 self.deliver(node, d);
-                guard.spent += 1;
-                if guard.spent.is_multiple_of(64) {
-                    if let Some(why) = guard.exhausted(self.now, self.case, self.kernel.work()) {
-                        self.out.gave_up = Some(why);
-                        return;
-                    }
+                if let Some(why) = guard.step(self.now, self.case, || self.kernel.work()) {
+                    self.out.gave_up = Some(why);
+                    return;
                 }
             }
             if self.remaining == 0 {
                 return;
             }
-            // The kernel's work is a sum over every RX queue: read it every 64 wake-ups, not on
-            // each (on each it cost a quarter of a 64-rank run's instructions).
-            guard.spent += 1;
-            if guard.spent.is_multiple_of(64) {
-                if let Some(why) = guard.exhausted(self.now, self.case, self.kernel.work()) {
-                    self.out.gave_up = Some(why);
-                    return;
-                }
+            if let Some(why) = guard.step(self.now, self.case, || self.kernel.work()) {
+                self.out.gave_up = Some(why);
+                return;
             }
             let next_kernel = self.kernel.poll_timeout();
             let next_timer = self.timers.peek().map(|Reverse((t, _, _))| *t);

@@ -158,6 +158,9 @@ pub(crate) struct Net {
     seq: u64,
     /// The heap whose top entry [`Net::pop_due`] handed out and has not yet removed.
     taken: Option<Lane>,
+    /// When that entry was due: nothing may be scheduled before it while it is handled, or
+    /// the entry removed after would not be the one handed out.
+    taken_at: Instant,
     /// Busy periods all RX queues generated so far (kept as they are made, not summed over
     /// every queue when asked: the engine asks often).
     periods: u64,
@@ -224,6 +227,7 @@ impl Net {
             timers: Wheel::default(),
             seq: 0,
             taken: None,
+            taken_at: Instant::ZERO,
             periods: hosts.iter().flat_map(|h| &h.servers).map(|q| q.periods).sum(),
             hosts,
             events: VecDeque::new(),
@@ -235,6 +239,7 @@ impl Net {
     /// Put `work` on the agenda at `at` (ties run in scheduling order).
     #[inline]
     pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
+        debug_assert!(self.taken.is_none() || at >= self.taken_at, "scheduled at {at}, before the entry handled");
         self.seq += 1;
         let entry = Scheduled::new(at, self.seq, work);
         if let Work::Timer { .. } = work {
@@ -291,10 +296,12 @@ impl Net {
         }
         let work = top.work;
         self.taken = Some(lane);
+        self.taken_at = at;
         Some((at, work))
     }
 
-    /// Busy periods the RX queues' stall model generated so far (its work).
+    /// Busy periods the RX queues' stall model generated, and the steps its walks took, so far
+    /// (its work).
     pub(crate) fn stall_periods(&self) -> u64 {
         self.periods
     }
@@ -396,9 +403,9 @@ impl Net {
     /// Run `f` on CPU `cpu`'s softirq server of `host`, counting the busy periods it generates.
     fn on_server<R>(&mut self, host: u32, cpu: u16, f: impl FnOnce(&mut RxQueue, &StallParams) -> R) -> R {
         let q = &mut self.hosts[host as usize].servers[usize::from(cpu)];
-        let before = q.periods;
+        let before = q.periods + q.walked;
         let r = f(q, &self.stall);
-        self.periods += q.periods - before;
+        self.periods += q.periods + q.walked - before;
         r
     }
 

@@ -95,8 +95,9 @@ impl Kernel {
         self.net.stats()
     }
 
-    /// The model's work so far: RX-queue busy periods generated (a walk over a long CPU cost
-    /// under frequent stalls makes millions), for an engine's work guard.
+    /// The model's work so far: RX-queue busy periods generated and the steps of its walks over
+    /// them (a walk over a long CPU cost under frequent stalls makes millions), for an
+    /// engine's work guard.
     pub fn work(&self) -> u64 {
         self.net.stall_periods()
     }

@@ -144,6 +144,9 @@ pub(crate) struct RxQueue {
     pub(crate) loaded: Option<Loaded>,
     /// Busy periods generated so far: the model's work, for the engine's work guard.
     pub(crate) periods: u64,
+    /// Steps the loaded model's walk took over periods already generated (a walk over a long
+    /// CPU cost revisits them): work too, which the periods alone do not count.
+    pub(crate) walked: u64,
 }
 
 impl RxQueue {
@@ -168,6 +171,7 @@ impl RxQueue {
             ahead: VecDeque::new(),
             loaded: None,
             periods: 0,
+            walked: 0,
         };
         if p.mean_gap.is_some() {
             q.restart(0, p);

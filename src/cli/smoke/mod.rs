@@ -86,8 +86,8 @@ pub struct SmokeArgs {
     variant: Option<String>,
     /// Workload (default parameters): deepep, nvshmem-init, qp-create, churn; with an NCCL
     /// variant (--in-process): nccl-init or nccl-p2p [default: nccl-init there].
-    #[arg(long, default_value = "deepep", value_parser = ["deepep", "nvshmem-init", "qp-create", "churn", "nccl-init", "nccl-p2p"])]
-    workload: String,
+    #[arg(long, value_parser = ["deepep", "nvshmem-init", "qp-create", "churn", "nccl-init", "nccl-p2p"])]
+    workload: Option<String>,
     /// Seed of the payloads (and of churn's sequence).
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -161,10 +161,17 @@ fn smoke_variants() -> Vec<&'static str> {
 /// (nccl-init with NVSHMEM's default workload).
 fn nccl_case(args: &SmokeArgs) -> anyhow::Result<Option<bootsim_sim::case::NcclCase>> {
     let variant = args.variant.as_deref().unwrap_or("");
-    if !variant.starts_with("nccl-") && !args.workload.starts_with("nccl-") {
+    let nccl_workload = args.workload.as_deref().filter(|w| w.starts_with("nccl-"));
+    if !variant.starts_with("nccl-") && nccl_workload.is_none() {
         return Ok(None);
     }
-    let workload = if args.workload.starts_with("nccl-") { args.workload.as_str() } else { "nccl-init" };
+    if let Some(w) = args.workload.as_deref().filter(|w| !w.starts_with("nccl-")) {
+        bail!("--workload {w} is NVSHMEM's; NCCL's are nccl-init and nccl-p2p");
+    }
+    if args.drain_ms.is_some() {
+        bail!("--drain-ms is NVSHMEM's drain bound; NCCL's bootstrap has no drain");
+    }
+    let workload = nccl_workload.unwrap_or("nccl-init");
     let mut text = format!("protocol=nccl workload={workload}");
     if !variant.is_empty() {
         text.push_str(&format!(" variant={variant}"));
@@ -177,6 +184,11 @@ fn nccl_case(args: &SmokeArgs) -> anyhow::Result<Option<bootsim_sim::case::NcclC
 }
 
 impl SmokeArgs {
+    /// The workload's name [default: deepep].
+    fn workload_name(&self) -> &str {
+        self.workload.as_deref().unwrap_or("deepep")
+    }
+
     fn variant_name(&self) -> &str {
         self.variant.as_deref().unwrap_or("nvshmem-3.7")
     }
@@ -184,6 +196,12 @@ impl SmokeArgs {
 
 /// Runs `bootsim smoke`.
 pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
+    if args.iterations == 0 {
+        bail!("--iterations must be at least 1");
+    }
+    if args.in_process && args.local.is_none() {
+        bail!("--in-process needs --local N (the root and N ranks as tasks of this process)");
+    }
     let preset = |name: &str| {
         Variant::preset(name)
             .ok_or_else(|| anyhow!("unknown variant {name:?}; presets: {}", bootsim_nvshmem::PRESETS.join(", ")))
@@ -206,10 +224,7 @@ pub fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     if let Some(ms) = args.drain_ms {
         variant = variant.with_drain_ms(ms);
     }
-    let workload = parse_workload(&args.workload)?;
-    if args.iterations == 0 {
-        bail!("--iterations must be at least 1");
-    }
+    let workload = parse_workload(args.workload_name())?;
     if let (Some(n), Some(plugin)) = (args.local, &args.plugin) {
         return plugin_smoke::run(&args, n, plugin, variant, &workload);
     }
@@ -465,7 +480,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
         let mut cmd = Command::new(&exe);
         cmd.arg("smoke").args(["--rank", &r.to_string(), "--ranks", &n.to_string()]);
         cmd.arg("--uid-file").arg(&uid).args(["--ip", "127.0.0.1", "--variant", args.variant_name()]);
-        cmd.args(["--workload", &args.workload, "--seed", &args.seed.to_string()]);
+        cmd.args(["--workload", args.workload_name(), "--seed", &args.seed.to_string()]);
         cmd.args(["--iterations", &args.iterations.to_string(), "--op-timeout-ms", &args.op_timeout_ms.to_string()]);
         if args.keep_going {
             cmd.arg("--keep-going");
@@ -539,7 +554,7 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     drop(dir);
     let ms = started.elapsed().as_millis();
     let head =
-        format!("smoke --local {n}: variant {} workload {} x{}", args.variant_name(), args.workload, args.iterations);
+        format!("smoke --local {n}: variant {} workload {} x{}", args.variant_name(), args.workload_name(), args.iterations);
     if failed.is_empty() {
         println!("{head}: pass: all {n} ranks ok in {ms} ms");
         Ok(ExitCode::SUCCESS)
