@@ -6,7 +6,7 @@ use std::time::Instant as WallClock;
 
 use anyhow::{bail, Context};
 use bootsim_core::PRESETS;
-use bootsim_sim::case::{shorten, NcclCase};
+use bootsim_sim::case::shorten;
 use bootsim_sim::explore::hazard::{cell, pairs, Cell};
 use bootsim_sim::explore::search::MAX_RANKS;
 use bootsim_sim::explore::{explore as explore_case, Bounds, Exploration, Faults};
@@ -75,16 +75,16 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     if !case.schedule.is_empty() {
         bail!("in '{}': explore chooses the schedule itself; remove accept= and drain_fail=", shorten(text));
     }
-    if let Some(nc) = &case.nccl {
-        return explore_nccl(&case, nc, &a, faults);
-    }
     if case.ranks > MAX_RANKS {
         bail!(
             "in '{}': explore models no timers, so at most ranks={MAX_RANKS} (NVSHMEM staggers larger worlds)",
             shorten(text)
         );
     }
-    if faults.drain_timeout && case.variant.drain.is_none() {
+    if faults.drain_timeout && case.nccl.is_some() {
+        bail!("--faults drain-timeout: NCCL does not drain before close");
+    }
+    if faults.drain_timeout && case.nccl.is_none() && case.variant.drain.is_none() {
         bail!("--faults drain-timeout: variant {} has no drain (drain, pr97, or drain_ms > 0)", case.variant_name);
     }
     let bounds = Bounds {
@@ -99,56 +99,6 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     print_exploration(&ex, faults);
     println!("time: {secs:.3} s");
     Ok(if ex.counterexample().is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
-}
-
-/// An NCCL case: sim's explorer runs NVSHMEM's world only so far, so NCCL's own explorer
-/// (`bootsim_nccl::world::explore`: its in-memory world, every accept order at every listener,
-/// zero latency) searches it. Its counterexample is a schedule of that world, told in words:
-/// it has no fast-engine `accept=` replay line.
-fn explore_nccl(case: &Case, nc: &NcclCase, a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
-    use bootsim_nccl::world::{explore, Bounds};
-    if faults.drain_timeout {
-        bail!("--faults drain-timeout: NCCL does not drain before close");
-    }
-    if a.all {
-        bail!("--all: NCCL's explorer stops at the first violation");
-    }
-    if case.ranks > NCCL_MAX_RANKS {
-        bail!("NCCL's explorer searches every accept order without symmetry reduction: at most ranks={NCCL_MAX_RANKS}");
-    }
-    let clock = WallClock::now();
-    let programs = nc.workload.programs(nc.variant, case.ranks);
-    let ex = explore(nc.variant, programs, Bounds { max_states: a.max_states, reduce: !a.no_reduction });
-    let secs = clock.elapsed().as_secs_f64();
-    println!("explore: {case}");
-    println!(
-        "model: NCCL's in-memory world (bootsim-nccl): every accept order at every listener, zero latency{}",
-        if a.no_reduction { "" } else { "; wanted-first and one-listener-at-a-time reductions" }
-    );
-    println!("states: {}  final states: {}  longest schedule: {} choices", ex.states, ex.terminals, ex.max_depth);
-    let code = match &ex.counterexample {
-        Some(cx) => {
-            println!("result: counterexample ({} accepts from the start)", cx.schedule.len());
-            for v in &cx.violations {
-                println!("  {v}");
-            }
-            println!("story:");
-            for line in &cx.story {
-                println!("  {line}");
-            }
-            ExitCode::from(1)
-        }
-        None if ex.complete => {
-            println!("result: no violation in any accept order (proved for ranks={})", case.ranks);
-            ExitCode::SUCCESS
-        }
-        None => {
-            println!("result: incomplete: no violation in the {} states explored (--max-states)", ex.states);
-            ExitCode::SUCCESS
-        }
-    };
-    println!("time: {secs:.3} s");
-    Ok(code)
 }
 
 /// NCCL's hazard map: every pair of its bootstrap operations back to back after
@@ -226,8 +176,10 @@ fn nccl_hazard_map(
 /// The largest NCCL world `explore` takes (docs/nccl-protocol.md section 13 proves n <= 4).
 const NCCL_MAX_RANKS: u32 = 5;
 
-fn model(faults: Faults) -> &'static str {
-    if faults.drain_timeout {
+fn model(nccl: bool, faults: Faults) -> &'static str {
+    if nccl {
+        "every accept order at every peer listener (NCCL does not drain before close)"
+    } else if faults.drain_timeout {
         "every accept order at every peer listener; every drain completes or gives up"
     } else {
         "every accept order at every peer listener; drains complete"
@@ -236,7 +188,7 @@ fn model(faults: Faults) -> &'static str {
 
 fn print_exploration(ex: &Exploration, faults: Faults) {
     println!("explore: {}", ex.case);
-    println!("model: {}", model(faults));
+    println!("model: {}", model(ex.case.nccl.is_some(), faults));
     println!(
         "states: {}  transitions: {}  final states: {}  longest schedule: {} choices",
         ex.states, ex.transitions, ex.finals, ex.depth
@@ -279,7 +231,8 @@ fn print_exploration(ex: &Exploration, faults: Faults) {
         (None, None) => {
             println!("result: no violation in any schedule (proved for this model)");
             if let Some(b) = ex.examples.get(&Verdict::Benign) {
-                println!("  benign swaps are reachable (barrier bytes are unused): bootsim replay '{}'", b.case);
+                let unused = if ex.case.nccl.is_some() { "flag bytes are unused" } else { "barrier bytes are unused" };
+                println!("  benign swaps are reachable ({unused}): bootsim replay '{}'", b.case);
             }
         }
         (None, Some(why)) => {
@@ -324,7 +277,7 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
         if faults.drain_timeout && Case::parse(&keys)?.variant.drain.is_none() {
             bail!("--faults drain-timeout: variant {v} has no drain");
         }
-        println!("hazard map: variant={v}; model: {}; worst verdict reachable", model(faults));
+        println!("hazard map: variant={v}; model: {}; worst verdict reachable", model(false, faults));
         let mut header = format!("{:<30}", "pair");
         for n in lo..=hi {
             header.push_str(&format!(" {:>12}", format!("n={n}")));

@@ -39,11 +39,49 @@ use super::footprint::{Footprint, Key, LinkId, Res};
 use super::schedule::ConnName;
 use crate::case::Case;
 use crate::engine::outcome::{Node, Outcome};
-use crate::protocol::Nvshmem;
+use crate::oracle::{Finding, Verdict};
+use crate::protocol::{Nccl, Nvshmem};
 use crate::words::host_addr;
 
 /// A protocol's listener key.
 type Listener<P> = <<P as Protocol>::Node as seam::Node>::Listener;
+
+/// A protocol the explorer searches: its nodes, completions and events are cloned and hashed
+/// with each state, and its judge (the one the fast engine uses) gives a verdict and findings.
+pub trait Explored:
+    Protocol<
+        Node: Clone + Hash + seam::Node<Completion: Clone + Hash, Event: Clone>,
+        Judge: seam::Judge<Report = (Verdict, Vec<Finding>)>,
+    > + Clone
+{
+}
+
+impl<P> Explored for P where
+    P: Protocol<
+            Node: Clone + Hash + seam::Node<Completion: Clone + Hash, Event: Clone>,
+            Judge: seam::Judge<Report = (Verdict, Vec<Finding>)>,
+        > + Clone
+{
+}
+
+/// Something done with the explorer's world of a case, whatever its protocol: [`start`] builds
+/// the world and hands it to [`WithWorld::run`].
+pub trait WithWorld {
+    /// What it gives.
+    type Out;
+    /// Does it with the case's world at its first choice.
+    fn run<P: Explored>(self, start: World<P>) -> Self::Out;
+}
+
+/// The world of `case` (its protocol, variant, workload and ranks; the adversary does not
+/// apply), run until its first choice, handed to `with`: the one place the explorer reads which
+/// protocol a case names.
+pub fn start<W: WithWorld>(case: &Case, faults: Faults, with: W) -> W::Out {
+    match &case.nccl {
+        Some(nc) => with.run(World::of(Nccl, nc.variant, nc.workload.clone(), case, faults)),
+        None => with.run(World::new(case, faults)),
+    }
+}
 
 /// What an explorer may decide at a quiescent state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -785,6 +823,17 @@ where
                 self.trace.global();
             }
         }
+    }
+
+    /// The run so far judged by the protocol's judge (a hang where ranks are unfinished).
+    pub fn judge(&self) -> (Verdict, Vec<Finding>)
+    where
+        P: Explored,
+    {
+        let record = self.outcome().record;
+        let mut judge = self.run.protocol.judge(&self.run.setup());
+        seam::Judge::feed(&mut judge, &record);
+        seam::Judge::finish(&mut judge, &record)
     }
 
     /// The choices taken to reach this world, oldest first.
