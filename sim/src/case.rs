@@ -107,6 +107,7 @@ impl NcclCase {
                     out.push_str(&format!(" distances={}", ds.join(",")));
                 }
             }
+            W::Pair(first, second) => out.push_str(&format!(" pair={},{}", first.name(), second.name())),
         }
         out
     }
@@ -154,7 +155,7 @@ pub const INIT_BYTES_PER_PEER: u128 = 28 + 32 + 48;
 pub const PAYLOAD_BUDGET: u128 = 4 << 30;
 
 const KEYS: &str =
-    "engine, protocol, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, gpus_per_node, channels, collnet, distances, deadline_ms, accept, drain_fail, or a kernel knob";
+    "engine, protocol, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, gpus_per_node, channels, collnet, distances, pair, deadline_ms, accept, drain_fail, or a kernel knob";
 
 /// The protocols a case can name (`protocol=`).
 pub const PROTOCOLS: [&str; 2] = ["nvshmem", "nccl"];
@@ -246,6 +247,11 @@ impl Case {
             ("channels", "nccl-init, nccl-p2p: channels per peer (128-byte connectInfo each)".into(), "2".into()),
             ("collnet", "nccl-init: on | off (CollNet's two setups over one graph)".into(), "off".into()),
             ("distances", "nccl-p2p: peer distances, one NULL-graph setup each, e.g. 1,1".into(), "every peer once".into()),
+            (
+                "pair",
+                format!("nccl-pair: two operations back to back after init, FIRST,SECOND of {}", nccl_ops()),
+                "ring-setup,barrier".into(),
+            ),
             ("qps", "QPs per peer (deepep 24, nvshmem-init 2)".into(), "the workload's".into()),
             ("k", "back-to-back alltoalls (qp-create)".into(), "4".into()),
             ("len", "operations (churn)".into(), "12".into()),
@@ -371,6 +377,13 @@ impl Case {
                             err(format!("distances=`{value}`: expected 1 to 1024 peer distances 1..=65535, e.g. 1,1,2"))
                         })?;
                     nccl.distances = Some(ds);
+                }
+                "pair" => {
+                    let ops = value
+                        .split_once(',')
+                        .and_then(|(a, b)| Some((bootsim_nccl::Op::by_name(a)?, bootsim_nccl::Op::by_name(b)?)))
+                        .ok_or_else(|| err(format!("pair=`{value}`: expected FIRST,SECOND of {}", nccl_ops())))?;
+                    nccl.pair = Some(ops);
                 }
                 "variant" => {
                     nccl.nvshmem_named.push("variant");
@@ -561,6 +574,7 @@ impl Case {
             let channels = match &nc.workload {
                 bootsim_nccl::Workload::Init(p) => p.channels,
                 bootsim_nccl::Workload::P2p { channels, .. } => *channels,
+                bootsim_nccl::Workload::Pair(..) => 1,
             };
             return n * n * (INIT_BYTES_PER_PEER + 1024 + 8 * 128 * u128::from(channels));
         }
@@ -677,6 +691,7 @@ struct NcclWords {
     channels: Option<u32>,
     collnet: Option<bool>,
     distances: Option<Vec<u32>>,
+    pair: Option<(bootsim_nccl::Op, bootsim_nccl::Op)>,
     /// NVSHMEM's `variant=` or `workload=` given.
     nvshmem_named: Vec<&'static str>,
 }
@@ -685,13 +700,18 @@ fn nccl_variants() -> String {
     bootsim_nccl::ALL.map(|v| v.name()).join(", ")
 }
 
+/// NCCL's operations a `pair=` names.
+fn nccl_ops() -> String {
+    bootsim_nccl::OPS.map(|o| o.name()).join(", ")
+}
+
 impl NcclWords {
     /// The NCCL case these words make, None for an NVSHMEM case; an error for a word of the
     /// other protocol (`seen`: every key given).
     fn case(&self, seen: &[&str], ranks: u32) -> Result<Option<NcclCase>, CaseError> {
         let err = |m: String| Err(CaseError(m));
         let named = self.variant.is_some() || self.workload.is_some();
-        let params = ["gpus_per_node", "channels", "collnet", "distances"];
+        let params = ["gpus_per_node", "channels", "collnet", "distances", "pair"];
         let nccl = match self.protocol {
             Some(true) => true,
             Some(false) if named => return err("an NCCL variant or workload needs protocol=nccl, not nvshmem".into()),
@@ -715,7 +735,20 @@ impl NcclWords {
         }
         let variant = self.variant.unwrap_or(NcclCase::DEFAULT_VARIANT);
         let init = bootsim_nccl::InitParams::default();
-        let workload = match self.workload.as_deref().unwrap_or("nccl-init") {
+        let workload_name = self.workload.as_deref().unwrap_or("nccl-init");
+        if self.pair.is_some() && workload_name != "nccl-pair" {
+            return err("`pair` applies to workload=nccl-pair only".into());
+        }
+        let workload = match workload_name {
+            "nccl-pair" => {
+                if let Some(key) =
+                    ["gpus_per_node", "channels", "collnet", "distances"].iter().find(|k| seen.contains(k))
+                {
+                    return err(format!("`{key}` does not apply to workload=nccl-pair (one node, one channel)"));
+                }
+                let (first, second) = self.pair.unwrap_or((bootsim_nccl::Op::RingSetup, bootsim_nccl::Op::Barrier));
+                bootsim_nccl::Workload::Pair(first, second)
+            }
             "nccl-init" => {
                 if self.distances.is_some() {
                     return err("`distances` applies to workload=nccl-p2p only".into());

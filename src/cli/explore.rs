@@ -7,7 +7,7 @@ use std::time::Instant as WallClock;
 use anyhow::{bail, Context};
 use bootsim_core::PRESETS;
 use bootsim_sim::case::shorten;
-use bootsim_sim::explore::hazard::{cell, pairs, Cell};
+use bootsim_sim::explore::hazard::{cell, explore_cell, pairs, Cell};
 use bootsim_sim::explore::search::MAX_RANKS;
 use bootsim_sim::explore::{explore as explore_case, Bounds, Exploration, Faults};
 use bootsim_sim::{run_case, Case, Verdict};
@@ -101,81 +101,6 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     Ok(if ex.counterexample().is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// NCCL's hazard map: every pair of its bootstrap operations back to back after
-/// `bootstrapInit` (every rank on one node, one channel), each cell the first violation NCCL's
-/// explorer finds in any accept order, or pass (proved).
-fn nccl_hazard_map(
-    a: &ExploreArgs,
-    variants: &[bootsim_nccl::Variant],
-    faults: Faults,
-    (lo, hi): (u32, u32),
-) -> anyhow::Result<ExitCode> {
-    use bootsim_nccl::world::{explore, Bounds, Violation};
-    use bootsim_nccl::{nccl_pair, OPS};
-    if faults.drain_timeout {
-        bail!("--faults drain-timeout: NCCL does not drain before close");
-    }
-    if hi > NCCL_MAX_RANKS {
-        bail!("--ranks {}: NCCL's explorer takes at most {NCCL_MAX_RANKS} ranks", a.ranks);
-    }
-    let clock = WallClock::now();
-    let (mut states, mut violated) = (0usize, false);
-    for &v in variants {
-        println!(
-            "hazard map: variant={v}; model: NCCL's in-memory world, every accept order, every rank on one node; first violation"
-        );
-        let mut header = format!("{:<34}", "pair");
-        for n in lo..=hi {
-            header.push_str(&format!(" {:>10}", format!("n={n}")));
-        }
-        println!("{header}");
-        let mut examples = Vec::new();
-        for first in OPS {
-            for second in OPS {
-                let name = format!("{}>{}", first.name(), second.name());
-                let mut row = format!("{name:<34}");
-                for n in lo..=hi {
-                    let programs = nccl_pair(v, n, first, second);
-                    let oracle = bootsim_nccl::Oracle::new(&programs);
-                    let bounds = Bounds { max_states: a.max_states, reduce: !a.no_reduction };
-                    let ex = explore(v, programs, bounds);
-                    states += ex.states;
-                    let found = ex.counterexample.as_ref().and_then(|cx| cx.violations.first());
-                    let cell = match found {
-                        None if ex.complete => "pass",
-                        None => "pass*",
-                        // A flag taken for another flag: NCCL never reads them.
-                        Some(Violation::Mismatch(m)) if m.flags_only(&oracle) => "benign",
-                        Some(Violation::Mismatch(_)) => "mismatch",
-                        Some(Violation::Hung { .. }) => "hang",
-                        Some(_) => "error",
-                    };
-                    if let (Some(what), false) = (found, cell == "benign") {
-                        violated = true;
-                        if examples.len() < 6 && !examples.iter().any(|(p, _): &(String, String)| *p == name) {
-                            examples.push((name.clone(), format!("n={n}: {what}")));
-                        }
-                    }
-                    row.push_str(&format!(" {cell:>10}"));
-                }
-                println!("{row}");
-            }
-        }
-        if !examples.is_empty() {
-            println!("first violations (the first {} pairs, smallest n):", examples.len());
-            for (pair, what) in examples {
-                println!("  {pair} {what}");
-            }
-        }
-        println!();
-    }
-    println!("states explored: {states}; time: {:.1} s", clock.elapsed().as_secs_f64());
-    Ok(if violated { ExitCode::from(1) } else { ExitCode::SUCCESS })
-}
-
-/// The largest NCCL world `explore` takes (docs/nccl-protocol.md section 13 proves n <= 4).
-const NCCL_MAX_RANKS: u32 = 5;
-
 fn model(nccl: bool, faults: Faults) -> &'static str {
     if nccl {
         "every accept order at every peer listener (NCCL does not drain before close)"
@@ -253,6 +178,9 @@ fn parse_ranks(s: &str) -> anyhow::Result<(u32, u32)> {
     Ok((lo, hi))
 }
 
+/// One row of a hazard map: its pair's name and the cell at each world size.
+type Row<'a> = (String, Box<dyn Fn(u32) -> anyhow::Result<Cell> + 'a>);
+
 fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
     let (lo, hi) = parse_ranks(&a.ranks)?;
     let nccl: Vec<bootsim_nccl::Variant> = a.variant.iter().filter_map(|v| v.parse().ok()).collect();
@@ -260,10 +188,12 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
         if nccl.len() != a.variant.len() {
             bail!("--variant: one protocol per map, NCCL's versions or NVSHMEM's presets, not both");
         }
-        return nccl_hazard_map(a, &nccl, faults, (lo, hi));
+        if faults.drain_timeout {
+            bail!("--faults drain-timeout: NCCL does not drain before close");
+        }
     }
     for v in &a.variant {
-        if !PRESETS.contains(&v.as_str()) {
+        if nccl.is_empty() && !PRESETS.contains(&v.as_str()) {
             bail!("--variant `{v}`: accepted: {}", PRESETS.join(", "));
         }
     }
@@ -274,10 +204,39 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
     let mut violated = false;
     for v in &a.variant {
         let keys = format!("variant={v}");
-        if faults.drain_timeout && Case::parse(&keys)?.variant.drain.is_none() {
-            bail!("--faults drain-timeout: variant {v} has no drain");
-        }
-        println!("hazard map: variant={v}; model: {}; worst verdict reachable", model(false, faults));
+        let rows: Vec<Row<'_>> = if nccl.is_empty() {
+            if faults.drain_timeout && Case::parse(&keys)?.variant.drain.is_none() {
+                bail!("--faults drain-timeout: variant {v} has no drain");
+            }
+            println!("hazard map: variant={v}; model: {}; worst verdict reachable", model(false, faults));
+            let keys = keys.clone();
+            pairs()
+                .into_iter()
+                .map(|(name, ops)| {
+                    let keys = keys.clone();
+                    let cell = move |n| Ok(cell(&keys, name, &ops, n, faults, bounds, a.walks)?);
+                    (name.to_string(), Box::new(cell) as Box<dyn Fn(u32) -> anyhow::Result<Cell>>)
+                })
+                .collect()
+        } else {
+            println!(
+                "hazard map: variant={v}; model: {}, every rank on one node, one channel; worst verdict reachable",
+                model(true, faults)
+            );
+            let ops = bootsim_nccl::OPS;
+            let pairs = ops.iter().flat_map(|&f| ops.iter().map(move |&s| (f, s)));
+            pairs
+                .map(|(first, second)| {
+                    let (f, s) = (first.name(), second.name());
+                    let keys = format!("{keys} workload=nccl-pair pair={f},{s}");
+                    let cell = move |n| {
+                        let case = Case::parse(&format!("{keys} ranks={n} adversary=fifo"))?;
+                        Ok(explore_cell(&case, "", faults, bounds, a.walks))
+                    };
+                    (format!("{f}>{s}"), Box::new(cell) as Box<dyn Fn(u32) -> anyhow::Result<Cell>>)
+                })
+                .collect()
+        };
         let mut header = format!("{:<30}", "pair");
         for n in lo..=hi {
             header.push_str(&format!(" {:>12}", format!("n={n}")));
@@ -285,12 +244,12 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
         println!("{header}");
         let mut examples = Vec::new();
         let mut incomplete = false;
-        for (name, ops) in pairs() {
+        for (name, cell) in rows {
             let mut row = format!("{name:<30}");
             let mut shown = false;
             for n in lo..=hi {
                 let started = WallClock::now();
-                let c: Cell = cell(&keys, name, &ops, n, faults, bounds, a.walks)?;
+                let c: Cell = cell(n)?;
                 let spent = &mut per_n[(n - lo) as usize];
                 spent.0 += c.exploration.states;
                 spent.1 += started.elapsed().as_secs_f64();

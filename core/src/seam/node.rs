@@ -59,6 +59,15 @@ pub trait Node {
     fn unexpected(&self) -> Vec<(i32, i32)> {
         Vec::new()
     }
+    /// Whether the accept pending on `listener` would keep a connection whose bytes so far are
+    /// `early` (all of them, in a zero-latency world), rather than only set it aside (as NCCL's
+    /// receive puts a message it does not match on its unexpected list, where taking it later
+    /// changes nothing). An explorer lets a listener take only connections it would keep, and
+    /// none while it has none of those. Default: every connection.
+    fn would_keep(&self, listener: Self::Listener, early: &[u8]) -> bool {
+        let _ = (listener, early);
+        true
+    }
     /// True once nothing more will happen without a new operation (every operation done, or
     /// one failed).
     fn is_finished(&self) -> bool;

@@ -191,6 +191,9 @@ where
     /// The ports of the protocol's rank-to-rank listeners (accepted in any order).
     peer_ports: Rc<Vec<u16>>,
     faults: Faults,
+    /// A peer listener takes only the connections its pending accept would keep
+    /// ([`seam::Node::would_keep`]; on unless [`World::reducing`] turned it off).
+    wanted_first: bool,
     root: P::Node,
     ranks: Vec<P::Node>,
     /// Per rank: the next workload operation to start, whether the workload has none left,
@@ -265,6 +268,7 @@ where
             addrs: Rc::new(addrs),
             peer_ports: Rc::new(peer_ports),
             faults,
+            wanted_first: true,
             root,
             ranks,
             next_op: vec![0; n as usize],
@@ -295,6 +299,22 @@ where
         w.settle();
         w.trace = Footprint::default();
         w
+    }
+
+    /// The world with the wanted-first reduction on or off (its choices listed again).
+    pub fn reducing(mut self, on: bool) -> World<P> {
+        self.wanted_first = on;
+        self.settle();
+        self.trace = Footprint::default();
+        self
+    }
+
+    /// The protocol's listener whose port `key` has.
+    fn listener_at(&self, key: Key) -> Listener<P> {
+        *<Listener<P> as ListenerKey>::ALL
+            .iter()
+            .find(|l| !l.is_root() && l.port() == key.1)
+            .expect("a listener of the protocol")
     }
 
     /// Whether `key` is a rank-to-rank listener (accepted in any order).
@@ -464,11 +484,19 @@ where
                 continue;
             }
             let Some(inflight) = self.inflight.get(&key) else { continue };
-            for (l, after) in inflight {
-                if after.iter().all(|a| !inflight.contains_key(a)) {
-                    let conn = self.links[l].name.expect("peer-listener connections are named");
-                    choices.push(Choice::Accept { at, conn });
-                }
+            let open: Vec<LinkId> = inflight
+                .iter()
+                .filter(|(_, after)| after.iter().all(|a| !inflight.contains_key(a)))
+                .map(|(l, _)| *l)
+                .collect();
+            // Wanted first: the connections the pending accept would keep, none while it has none
+            // of those (taking another only sets it aside, which taking it later also does).
+            let listener = self.listener_at(key);
+            let node = &self.ranks[at as usize];
+            let kept = |l: &LinkId| !self.wanted_first || node.would_keep(listener, &self.links[l].early);
+            for l in open.iter().filter(|l| kept(l)) {
+                let conn = self.links[l].name.expect("peer-listener connections are named");
+                choices.push(Choice::Accept { at, conn });
             }
         }
         choices.sort();
