@@ -25,6 +25,37 @@ pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display + 'sta
     fn is_root(self) -> bool;
 }
 
+/// The ports of a protocol's rank-to-rank listeners, as a world names connections to them for
+/// an `accept=` schedule. Keys of one port can differ in [`ListenerKey::is_peer`] (NCCL's ring
+/// listener is the peer one before 2.23 only): every port one of them names at first, then the
+/// key a node listens with decides ([`PeerPorts::listened`]; nodes listen before anyone dials).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerPorts(Vec<u16>);
+
+impl PeerPorts {
+    /// Every port a peer key of `L` has.
+    pub fn of<L: ListenerKey>() -> PeerPorts {
+        PeerPorts(L::ALL.iter().filter(|l| l.is_peer()).map(|l| l.port()).collect())
+    }
+
+    /// A node listened with `listener`: its port is a peer port exactly when the key is a peer's.
+    pub fn listened<L: ListenerKey>(&mut self, listener: L) {
+        let port = listener.port();
+        if listener.is_root() || self.contains(port) == listener.is_peer() {
+            return;
+        }
+        self.0.retain(|&p| p != port);
+        if listener.is_peer() {
+            self.0.push(port);
+        }
+    }
+
+    /// Whether connections to `port` are to a peer listener.
+    pub fn contains(&self, port: u16) -> bool {
+        self.0.contains(&port)
+    }
+}
+
 /// The output type of node `N`.
 pub type NodeOutput<N> = Output<<N as Node>::Listener, <N as Node>::Completion, <N as Node>::Event>;
 

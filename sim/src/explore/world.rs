@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use bootsim_core::seam::{
     self, Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Noted, Observation, Observed, OwnedInput,
-    Protocol, Setup,
+    PeerPorts, Protocol, Setup,
 };
 use bootsim_core::{ConnId, Instant, MsgOrigin};
 
@@ -189,7 +189,7 @@ where
     run: Rc<Run<P>>,
     addrs: Rc<BTreeMap<SocketAddr, Key>>,
     /// The ports of the protocol's rank-to-rank listeners (accepted in any order).
-    peer_ports: Rc<Vec<u16>>,
+    peer_ports: Rc<PeerPorts>,
     faults: Faults,
     /// A peer listener takes only the connections its pending accept would keep
     /// ([`seam::Node::would_keep`]; on unless [`World::reducing`] turned it off).
@@ -262,11 +262,10 @@ where
                 }
             }
         }
-        let peer_ports = <Listener<P> as ListenerKey>::ALL.iter().filter(|l| l.is_peer()).map(|l| l.port()).collect();
         let mut w = World {
             run,
             addrs: Rc::new(addrs),
-            peer_ports: Rc::new(peer_ports),
+            peer_ports: Rc::new(PeerPorts::of::<Listener<P>>()),
             faults,
             wanted_first: true,
             root,
@@ -309,17 +308,17 @@ where
         self
     }
 
-    /// The protocol's listener whose port `key` has.
+    /// The protocol's peer listener whose port `key` has.
     fn listener_at(&self, key: Key) -> Listener<P> {
         *<Listener<P> as ListenerKey>::ALL
             .iter()
-            .find(|l| !l.is_root() && l.port() == key.1)
-            .expect("a listener of the protocol")
+            .find(|l| l.is_peer() && l.port() == key.1)
+            .expect("a peer listener of the protocol")
     }
 
     /// Whether `key` is a rank-to-rank listener (accepted in any order).
     fn is_peer(&self, key: Key) -> bool {
-        matches!(key.0, Node::Rank(_)) && self.peer_ports.contains(&key.1)
+        matches!(key.0, Node::Rank(_)) && self.peer_ports.contains(key.1)
     }
 
     /// The node's state machine.
@@ -551,6 +550,7 @@ where
         match effect {
             Effect::Listen { listener } => {
                 let port = listener.port();
+                Rc::make_mut(&mut self.peer_ports).listened(listener);
                 let key = (node, port);
                 let host = match node {
                     Node::Root => 0,
