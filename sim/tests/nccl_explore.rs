@@ -91,6 +91,9 @@ fn nccl_2_19_and_2_8_break_on_every_shape_and_size() {
         for n in 2..=4 {
             for shape in SHAPES {
                 let ex = run(v, shape, n, Bounds::default());
+                if v == "nccl-2.8" && shape == SHAPES[1] && n == 4 {
+                    continue; // 197,646 states, over a minute: `the_slowest_2_8_counterexample`
+                }
                 if v == "nccl-2.8" && shape == SHAPES[3] && n == 2 {
                     assert!(ex.proves_pass(), "{v}: one setup only, nothing to overtake");
                     continue;
@@ -101,6 +104,17 @@ fn nccl_2_19_and_2_8_break_on_every_shape_and_size() {
             }
         }
     }
+}
+
+/// 2.8 with CollNet at n = 4: its first violation is 30 choices deep, 197,646 states of a
+/// breadth-first search (over a minute in a debug build, too long for `make test`):
+/// `cargo test -p bootsim-sim --test nccl_explore -- --ignored --nocapture`.
+#[test]
+#[ignore = "over a minute: 2.8's deepest first counterexample, run by hand for the note's figures"]
+fn the_slowest_2_8_counterexample() {
+    let ex = run("nccl-2.8", SHAPES[1], 4, Bounds::default());
+    assert!(ex.counterexample().is_some_and(|c| !c.verdict.is_ok()));
+    replays(&ex);
 }
 
 #[test]
