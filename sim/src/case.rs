@@ -865,6 +865,21 @@ mod tests {
     }
 
     #[test]
+    fn nccl_pair_cases_round_trip_and_refuse_what_does_not_apply() {
+        let text = "engine=fast protocol=nccl variant=nccl-2.21 workload=nccl-pair pair=barrier,intra-allgather ranks=2 adversary=fifo seed=0 accept=0:1.0/1:0.0";
+        let c = Case::parse(text).unwrap();
+        let want = bootsim_nccl::Workload::Pair(bootsim_nccl::Op::Barrier, bootsim_nccl::Op::IntraAllgather);
+        assert_eq!(c.nccl.as_ref().unwrap().workload, want);
+        assert_eq!(c.to_string(), text);
+        let e = |s: &str| Case::parse(s).unwrap_err().to_string();
+        assert!(e("workload=nccl-pair pair=barrier").contains("FIRST,SECOND of ring-setup"));
+        assert!(e("workload=nccl-pair pair=barrier,allreduce").contains("pair=`barrier,allreduce`"));
+        assert!(e("workload=nccl-init pair=barrier,barrier").contains("workload=nccl-pair only"));
+        assert!(e("workload=nccl-pair channels=2").contains("does not apply to workload=nccl-pair"));
+        assert!(e("workload=deepep pair=barrier,barrier").contains("protocol=nccl only"));
+    }
+
+    #[test]
     fn application_cpu_time_needs_the_fast_engine() {
         let e = Case::parse("engine=turmoil adversary=cpu").unwrap_err().to_string();
         assert!(e.contains("engine=fast only") && e.contains("syscall_cost=0 app_work=0"), "{e}");
