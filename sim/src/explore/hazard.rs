@@ -28,7 +28,7 @@ pub fn pairs() -> Vec<(&'static str, Vec<OpSpec>)> {
 #[derive(Clone, Debug)]
 pub struct Cell {
     /// The pair's name.
-    pub pair: &'static str,
+    pub pair: String,
     /// World size.
     pub ranks: u32,
     /// What exploring it found.
@@ -77,7 +77,7 @@ pub fn cell(
 /// The cell `pair` of `case` (any protocol's case whose workload is the pair, e.g. NCCL's
 /// `workload=nccl-pair pair=FIRST,SECOND`): explored, stopping only at a corruption, and walked
 /// when a bound stops it first.
-pub fn explore_cell(case: &Case, pair: &'static str, faults: Faults, bounds: Bounds, walks: u32) -> Cell {
+pub fn explore_cell(case: &Case, pair: &str, faults: Faults, bounds: Bounds, walks: u32) -> Cell {
     let bounds = Bounds { stop_at: Some(Verdict::Corruption), ..bounds };
     let exploration = explore(case, faults, bounds);
     let walked = match exploration.incomplete {
@@ -86,5 +86,5 @@ pub fn explore_cell(case: &Case, pair: &'static str, faults: Faults, bounds: Bou
         }
         _ => None,
     };
-    Cell { pair, ranks: case.ranks, exploration, walked }
+    Cell { pair: pair.to_string(), ranks: case.ranks, exploration, walked }
 }
