@@ -107,6 +107,7 @@ impl NcclCase {
                     out.push_str(&format!(" distances={}", ds.join(",")));
                 }
             }
+            W::Pair(first, second) => out.push_str(&format!(" pair={},{}", first.name(), second.name())),
         }
         out
     }
@@ -154,7 +155,7 @@ pub const INIT_BYTES_PER_PEER: u128 = 28 + 32 + 48;
 pub const PAYLOAD_BUDGET: u128 = 4 << 30;
 
 const KEYS: &str =
-    "engine, protocol, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, gpus_per_node, channels, collnet, distances, deadline_ms, accept, drain_fail, or a kernel knob";
+    "engine, protocol, variant, workload, ranks, adversary, seed, drain_ms, first_tag, qps, k, len, ops, gpus_per_node, channels, collnet, distances, pair, deadline_ms, accept, drain_fail, or a kernel knob";
 
 /// The protocols a case can name (`protocol=`).
 pub const PROTOCOLS: [&str; 2] = ["nvshmem", "nccl"];
@@ -246,6 +247,11 @@ impl Case {
             ("channels", "nccl-init, nccl-p2p: channels per peer (128-byte connectInfo each)".into(), "2".into()),
             ("collnet", "nccl-init: on | off (CollNet's two setups over one graph)".into(), "off".into()),
             ("distances", "nccl-p2p: peer distances, one NULL-graph setup each, e.g. 1,1".into(), "every peer once".into()),
+            (
+                "pair",
+                format!("nccl-pair: two operations back to back after init, FIRST,SECOND of {}", nccl_ops()),
+                "ring-setup,barrier".into(),
+            ),
             ("qps", "QPs per peer (deepep 24, nvshmem-init 2)".into(), "the workload's".into()),
             ("k", "back-to-back alltoalls (qp-create)".into(), "4".into()),
             ("len", "operations (churn)".into(), "12".into()),
@@ -371,6 +377,13 @@ impl Case {
                             err(format!("distances=`{value}`: expected 1 to 1024 peer distances 1..=65535, e.g. 1,1,2"))
                         })?;
                     nccl.distances = Some(ds);
+                }
+                "pair" => {
+                    let ops = value
+                        .split_once(',')
+                        .and_then(|(a, b)| Some((bootsim_nccl::Op::by_name(a)?, bootsim_nccl::Op::by_name(b)?)))
+                        .ok_or_else(|| err(format!("pair=`{value}`: expected FIRST,SECOND of {}", nccl_ops())))?;
+                    nccl.pair = Some(ops);
                 }
                 "variant" => {
                     nccl.nvshmem_named.push("variant");
@@ -562,6 +575,7 @@ impl Case {
             let channels = match &nc.workload {
                 bootsim_nccl::Workload::Init(p) => p.channels,
                 bootsim_nccl::Workload::P2p { channels, .. } => *channels,
+                bootsim_nccl::Workload::Pair(..) => 1,
             };
             return n * n * (INIT_BYTES_PER_PEER + 1024 + 8 * 128 * u128::from(channels));
         }
@@ -678,6 +692,7 @@ struct NcclWords {
     channels: Option<u32>,
     collnet: Option<bool>,
     distances: Option<Vec<u32>>,
+    pair: Option<(bootsim_nccl::Op, bootsim_nccl::Op)>,
     /// NVSHMEM's `variant=` or `workload=` given.
     nvshmem_named: Vec<&'static str>,
 }
@@ -686,13 +701,18 @@ fn nccl_variants() -> String {
     bootsim_nccl::ALL.map(|v| v.name()).join(", ")
 }
 
+/// NCCL's operations a `pair=` names.
+fn nccl_ops() -> String {
+    bootsim_nccl::OPS.map(|o| o.name()).join(", ")
+}
+
 impl NcclWords {
     /// The NCCL case these words make, None for an NVSHMEM case; an error for a word of the
     /// other protocol (`seen`: every key given).
     fn case(&self, seen: &[&str], ranks: u32) -> Result<Option<NcclCase>, CaseError> {
         let err = |m: String| Err(CaseError(m));
         let named = self.variant.is_some() || self.workload.is_some();
-        let params = ["gpus_per_node", "channels", "collnet", "distances"];
+        let params = ["gpus_per_node", "channels", "collnet", "distances", "pair"];
         let nccl = match self.protocol {
             Some(true) => true,
             Some(false) if named => return err("an NCCL variant or workload needs protocol=nccl, not nvshmem".into()),
@@ -716,7 +736,20 @@ impl NcclWords {
         }
         let variant = self.variant.unwrap_or(NcclCase::DEFAULT_VARIANT);
         let init = bootsim_nccl::InitParams::default();
-        let workload = match self.workload.as_deref().unwrap_or("nccl-init") {
+        let workload_name = self.workload.as_deref().unwrap_or("nccl-init");
+        if self.pair.is_some() && workload_name != "nccl-pair" {
+            return err("`pair` applies to workload=nccl-pair only".into());
+        }
+        let workload = match workload_name {
+            "nccl-pair" => {
+                if let Some(key) =
+                    ["gpus_per_node", "channels", "collnet", "distances"].iter().find(|k| seen.contains(k))
+                {
+                    return err(format!("`{key}` does not apply to workload=nccl-pair (one node, one channel)"));
+                }
+                let (first, second) = self.pair.unwrap_or((bootsim_nccl::Op::RingSetup, bootsim_nccl::Op::Barrier));
+                bootsim_nccl::Workload::Pair(first, second)
+            }
             "nccl-init" => {
                 if self.distances.is_some() {
                     return err("`distances` applies to workload=nccl-p2p only".into());
@@ -830,6 +863,21 @@ mod tests {
         assert_eq!(Case::parse(&c.to_string()).unwrap(), c);
         assert!(Case::parse("variant=nvshmem-3.7 first_tag=5").unwrap_err().to_string().contains("one tag per call"));
         assert!(Case::parse("variant=nvshmem-3.8 first_tag=0").is_err());
+    }
+
+    #[test]
+    fn nccl_pair_cases_round_trip_and_refuse_what_does_not_apply() {
+        let text = "engine=fast protocol=nccl variant=nccl-2.21 workload=nccl-pair pair=barrier,intra-allgather ranks=2 adversary=fifo seed=0 accept=0:1.0/1:0.0";
+        let c = Case::parse(text).unwrap();
+        let want = bootsim_nccl::Workload::Pair(bootsim_nccl::Op::Barrier, bootsim_nccl::Op::IntraAllgather);
+        assert_eq!(c.nccl.as_ref().unwrap().workload, want);
+        assert_eq!(c.to_string(), text);
+        let e = |s: &str| Case::parse(s).unwrap_err().to_string();
+        assert!(e("workload=nccl-pair pair=barrier").contains("FIRST,SECOND of ring-setup"));
+        assert!(e("workload=nccl-pair pair=barrier,allreduce").contains("pair=`barrier,allreduce`"));
+        assert!(e("workload=nccl-init pair=barrier,barrier").contains("workload=nccl-pair only"));
+        assert!(e("workload=nccl-pair channels=2").contains("does not apply to workload=nccl-pair"));
+        assert!(e("workload=deepep pair=barrier,barrier").contains("protocol=nccl only"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! sim's explorer world (`explore::World<P>`, generic over the seam) runs NCCL: random walks
 //! through its accept choices, each end judged by NCCL's judge. 2.19's walks reach #1176's
-//! "Message truncated ... instead of 4"; 2.21's never fail. (sim's search, `explore::explore`,
-//! is NVSHMEM's only so far; `bootsim explore` of an NCCL case runs bootsim-nccl's explorer.)
+//! "Message truncated ... instead of 4"; 2.21's never fail. (The search over it:
+//! `nccl_explore.rs`.)
 
 use bootsim_core::seam::{Judge as _, Protocol as _};
 use bootsim_sim::explore::{Faults, World};

@@ -6,8 +6,8 @@ use std::time::Instant as WallClock;
 
 use anyhow::{bail, Context};
 use bootsim_nvshmem::PRESETS;
-use bootsim_sim::case::{shorten, NcclCase};
-use bootsim_sim::explore::hazard::{cell, pairs, Cell};
+use bootsim_sim::case::shorten;
+use bootsim_sim::explore::hazard::{cell, explore_cell, pairs, Cell};
 use bootsim_sim::explore::search::MAX_RANKS;
 use bootsim_sim::explore::{explore as explore_case, Bounds, Exploration, Faults};
 use bootsim_sim::{run_case, Case, Verdict};
@@ -75,16 +75,16 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     if !case.schedule.is_empty() {
         bail!("in '{}': explore chooses the schedule itself; remove accept= and drain_fail=", shorten(text));
     }
-    if let Some(nc) = &case.nccl {
-        return explore_nccl(&case, nc, &a, faults);
-    }
     if case.ranks > MAX_RANKS {
         bail!(
             "in '{}': explore models no timers, so at most ranks={MAX_RANKS} (NVSHMEM staggers larger worlds)",
             shorten(text)
         );
     }
-    if faults.drain_timeout && case.variant.drain.is_none() {
+    if faults.drain_timeout && case.nccl.is_some() {
+        bail!("--faults drain-timeout: NCCL does not drain before close");
+    }
+    if faults.drain_timeout && case.nccl.is_none() && case.variant.drain.is_none() {
         bail!("--faults drain-timeout: variant {} has no drain (drain, pr97, or drain_ms > 0)", case.variant_name);
     }
     let bounds = Bounds {
@@ -101,133 +101,10 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     Ok(if ex.counterexample().is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// An NCCL case: sim's explorer runs NVSHMEM's world only so far, so NCCL's own explorer
-/// (`bootsim_nccl::world::explore`: its in-memory world, every accept order at every listener,
-/// zero latency) searches it. Its counterexample is a schedule of that world, told in words:
-/// it has no fast-engine `accept=` replay line.
-fn explore_nccl(case: &Case, nc: &NcclCase, a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
-    use bootsim_nccl::world::{explore, Bounds};
-    if faults.drain_timeout {
-        bail!("--faults drain-timeout: NCCL does not drain before close");
-    }
-    if a.all {
-        bail!("--all: NCCL's explorer stops at the first violation");
-    }
-    if case.ranks > NCCL_MAX_RANKS {
-        bail!("NCCL's explorer searches every accept order without symmetry reduction: at most ranks={NCCL_MAX_RANKS}");
-    }
-    let clock = WallClock::now();
-    let programs = nc.workload.programs(nc.variant, case.ranks);
-    let ex = explore(nc.variant, programs, Bounds { max_states: a.max_states, reduce: !a.no_reduction });
-    let secs = clock.elapsed().as_secs_f64();
-    println!("explore: {case}");
-    println!(
-        "model: NCCL's in-memory world (bootsim-nccl): every accept order at every listener, zero latency{}",
-        if a.no_reduction { "" } else { "; wanted-first and one-listener-at-a-time reductions" }
-    );
-    println!("states: {}  final states: {}  longest schedule: {} choices", ex.states, ex.terminals, ex.max_depth);
-    let code = match &ex.counterexample {
-        Some(cx) => {
-            println!("result: counterexample ({} accepts from the start)", cx.schedule.len());
-            for v in &cx.violations {
-                println!("  {v}");
-            }
-            println!("story:");
-            for line in &cx.story {
-                println!("  {line}");
-            }
-            ExitCode::from(1)
-        }
-        None if ex.complete => {
-            println!("result: no violation in any accept order (proved for ranks={})", case.ranks);
-            ExitCode::SUCCESS
-        }
-        None => {
-            println!("result: incomplete: no violation in the {} states explored (--max-states)", ex.states);
-            ExitCode::SUCCESS
-        }
-    };
-    println!("time: {secs:.3} s");
-    Ok(code)
-}
-
-/// NCCL's hazard map: every pair of its bootstrap operations back to back after
-/// `bootstrapInit` (every rank on one node, one channel), each cell the first violation NCCL's
-/// explorer finds in any accept order, or pass (proved).
-fn nccl_hazard_map(
-    a: &ExploreArgs,
-    variants: &[bootsim_nccl::Variant],
-    faults: Faults,
-    (lo, hi): (u32, u32),
-) -> anyhow::Result<ExitCode> {
-    use bootsim_nccl::world::{explore, Bounds, Violation};
-    use bootsim_nccl::{nccl_pair, OPS};
-    if faults.drain_timeout {
-        bail!("--faults drain-timeout: NCCL does not drain before close");
-    }
-    if hi > NCCL_MAX_RANKS {
-        bail!("--ranks {}: NCCL's explorer takes at most {NCCL_MAX_RANKS} ranks", a.ranks);
-    }
-    let clock = WallClock::now();
-    let (mut states, mut violated) = (0usize, false);
-    for &v in variants {
-        println!(
-            "hazard map: variant={v}; model: NCCL's in-memory world, every accept order, every rank on one node; first violation"
-        );
-        let mut header = format!("{:<34}", "pair");
-        for n in lo..=hi {
-            header.push_str(&format!(" {:>10}", format!("n={n}")));
-        }
-        println!("{header}");
-        let mut examples = Vec::new();
-        for first in OPS {
-            for second in OPS {
-                let name = format!("{}>{}", first.name(), second.name());
-                let mut row = format!("{name:<34}");
-                for n in lo..=hi {
-                    let programs = nccl_pair(v, n, first, second);
-                    let oracle = bootsim_nccl::Oracle::new(&programs);
-                    let bounds = Bounds { max_states: a.max_states, reduce: !a.no_reduction };
-                    let ex = explore(v, programs, bounds);
-                    states += ex.states;
-                    let found = ex.counterexample.as_ref().and_then(|cx| cx.violations.first());
-                    let cell = match found {
-                        None if ex.complete => "pass",
-                        None => "pass*",
-                        // A flag taken for another flag: NCCL never reads them.
-                        Some(Violation::Mismatch(m)) if m.flags_only(&oracle) => "benign",
-                        Some(Violation::Mismatch(_)) => "mismatch",
-                        Some(Violation::Hung { .. }) => "hang",
-                        Some(_) => "error",
-                    };
-                    if let (Some(what), false) = (found, cell == "benign") {
-                        violated = true;
-                        if examples.len() < 6 && !examples.iter().any(|(p, _): &(String, String)| *p == name) {
-                            examples.push((name.clone(), format!("n={n}: {what}")));
-                        }
-                    }
-                    row.push_str(&format!(" {cell:>10}"));
-                }
-                println!("{row}");
-            }
-        }
-        if !examples.is_empty() {
-            println!("first violations (the first {} pairs, smallest n):", examples.len());
-            for (pair, what) in examples {
-                println!("  {pair} {what}");
-            }
-        }
-        println!();
-    }
-    println!("states explored: {states}; time: {:.1} s", clock.elapsed().as_secs_f64());
-    Ok(if violated { ExitCode::from(1) } else { ExitCode::SUCCESS })
-}
-
-/// The largest NCCL world `explore` takes (docs/nccl-protocol.md section 13 proves n <= 4).
-const NCCL_MAX_RANKS: u32 = 5;
-
-fn model(faults: Faults) -> &'static str {
-    if faults.drain_timeout {
+fn model(nccl: bool, faults: Faults) -> &'static str {
+    if nccl {
+        "every accept order at every peer listener (NCCL does not drain before close)"
+    } else if faults.drain_timeout {
         "every accept order at every peer listener; every drain completes or gives up"
     } else {
         "every accept order at every peer listener; drains complete"
@@ -236,7 +113,7 @@ fn model(faults: Faults) -> &'static str {
 
 fn print_exploration(ex: &Exploration, faults: Faults) {
     println!("explore: {}", ex.case);
-    println!("model: {}", model(faults));
+    println!("model: {}", model(ex.case.nccl.is_some(), faults));
     println!(
         "states: {}  transitions: {}  final states: {}  longest schedule: {} choices",
         ex.states, ex.transitions, ex.finals, ex.depth
@@ -279,7 +156,8 @@ fn print_exploration(ex: &Exploration, faults: Faults) {
         (None, None) => {
             println!("result: no violation in any schedule (proved for this model)");
             if let Some(b) = ex.examples.get(&Verdict::Benign) {
-                println!("  benign swaps are reachable (barrier bytes are unused): bootsim replay '{}'", b.case);
+                let unused = if ex.case.nccl.is_some() { "flag bytes are unused" } else { "barrier bytes are unused" };
+                println!("  benign swaps are reachable ({unused}): bootsim replay '{}'", b.case);
             }
         }
         (None, Some(why)) => {
@@ -300,6 +178,9 @@ fn parse_ranks(s: &str) -> anyhow::Result<(u32, u32)> {
     Ok((lo, hi))
 }
 
+/// One row of a hazard map: its pair's name and the cell at each world size.
+type Row<'a> = (String, Box<dyn Fn(u32) -> anyhow::Result<Cell> + 'a>);
+
 fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
     let (lo, hi) = parse_ranks(&a.ranks)?;
     let nccl: Vec<bootsim_nccl::Variant> = a.variant.iter().filter_map(|v| v.parse().ok()).collect();
@@ -307,10 +188,12 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
         if nccl.len() != a.variant.len() {
             bail!("--variant: one protocol per map, NCCL's versions or NVSHMEM's presets, not both");
         }
-        return nccl_hazard_map(a, &nccl, faults, (lo, hi));
+        if faults.drain_timeout {
+            bail!("--faults drain-timeout: NCCL does not drain before close");
+        }
     }
     for v in &a.variant {
-        if !PRESETS.contains(&v.as_str()) {
+        if nccl.is_empty() && !PRESETS.contains(&v.as_str()) {
             bail!("--variant `{v}`: accepted: {}", PRESETS.join(", "));
         }
     }
@@ -321,10 +204,41 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
     let mut violated = false;
     for v in &a.variant {
         let keys = format!("variant={v}");
-        if faults.drain_timeout && Case::parse(&keys)?.variant.drain.is_none() {
-            bail!("--faults drain-timeout: variant {v} has no drain");
-        }
-        println!("hazard map: variant={v}; model: {}; worst verdict reachable", model(faults));
+        let rows: Vec<Row<'_>> = if nccl.is_empty() {
+            if faults.drain_timeout && Case::parse(&keys)?.variant.drain.is_none() {
+                bail!("--faults drain-timeout: variant {v} has no drain");
+            }
+            println!("hazard map: variant={v}; model: {}; worst verdict reachable", model(false, faults));
+            let keys = keys.clone();
+            pairs()
+                .into_iter()
+                .map(|(name, ops)| {
+                    let keys = keys.clone();
+                    let cell = move |n| Ok(cell(&keys, name, &ops, n, faults, bounds, a.walks)?);
+                    (name.to_string(), Box::new(cell) as Box<dyn Fn(u32) -> anyhow::Result<Cell>>)
+                })
+                .collect()
+        } else {
+            println!(
+                "hazard map: variant={v}; model: {}, every rank on one node, one channel; worst verdict reachable",
+                model(true, faults)
+            );
+            let ops = bootsim_nccl::OPS;
+            let pairs = ops.iter().flat_map(|&f| ops.iter().map(move |&s| (f, s)));
+            pairs
+                .map(|(first, second)| {
+                    let (f, s) = (first.name(), second.name());
+                    let keys = format!("{keys} workload=nccl-pair pair={f},{s}");
+                    let name = format!("{f}>{s}");
+                    let pair = name.clone();
+                    let cell = move |n| {
+                        let case = Case::parse(&format!("{keys} ranks={n} adversary=fifo"))?;
+                        Ok(explore_cell(&case, &pair, faults, bounds, a.walks))
+                    };
+                    (name, Box::new(cell) as Box<dyn Fn(u32) -> anyhow::Result<Cell>>)
+                })
+                .collect()
+        };
         let mut header = format!("{:<30}", "pair");
         for n in lo..=hi {
             header.push_str(&format!(" {:>12}", format!("n={n}")));
@@ -332,12 +246,12 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
         println!("{header}");
         let mut examples = Vec::new();
         let mut incomplete = false;
-        for (name, ops) in pairs() {
+        for (name, cell) in rows {
             let mut row = format!("{name:<30}");
             let mut shown = false;
             for n in lo..=hi {
                 let started = WallClock::now();
-                let c: Cell = cell(&keys, name, &ops, n, faults, bounds, a.walks)?;
+                let c: Cell = cell(n)?;
                 let spent = &mut per_n[(n - lo) as usize];
                 spent.0 += c.exploration.states;
                 spent.1 += started.elapsed().as_secs_f64();

@@ -30,5 +30,5 @@ mod node;
 mod protocol;
 
 pub use io::{Effect, Input, Observation, Output, OwnedInput};
-pub use node::{Completed, ListenerKey, Node, NodeOutput, Noted, Observed};
+pub use node::{Completed, ListenerKey, Node, NodeOutput, Noted, Observed, PeerPorts};
 pub use protocol::{Judge, Nodes, Protocol, Setup};

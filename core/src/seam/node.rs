@@ -25,6 +25,37 @@ pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display + 'sta
     fn is_root(self) -> bool;
 }
 
+/// The ports of a protocol's rank-to-rank listeners, as a world names connections to them for
+/// an `accept=` schedule. Keys of one port can differ in [`ListenerKey::is_peer`] (NCCL's ring
+/// listener is the peer one before 2.23 only): every port one of them names at first, then the
+/// key a node listens with decides ([`PeerPorts::listened`]; nodes listen before anyone dials).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerPorts(Vec<u16>);
+
+impl PeerPorts {
+    /// Every port a peer key of `L` has.
+    pub fn of<L: ListenerKey>() -> PeerPorts {
+        PeerPorts(L::ALL.iter().filter(|l| l.is_peer()).map(|l| l.port()).collect())
+    }
+
+    /// A node listened with `listener`: its port is a peer port exactly when the key is a peer's.
+    pub fn listened<L: ListenerKey>(&mut self, listener: L) {
+        let port = listener.port();
+        if listener.is_root() || self.contains(port) == listener.is_peer() {
+            return;
+        }
+        self.0.retain(|&p| p != port);
+        if listener.is_peer() {
+            self.0.push(port);
+        }
+    }
+
+    /// Whether connections to `port` are to a peer listener.
+    pub fn contains(&self, port: u16) -> bool {
+        self.0.contains(&port)
+    }
+}
+
 /// The output type of node `N`.
 pub type NodeOutput<N> = Output<<N as Node>::Listener, <N as Node>::Completion, <N as Node>::Event>;
 
@@ -58,6 +89,15 @@ pub trait Node {
     /// Its unexpected list, head first, as (peer, tag) (read when a run stops).
     fn unexpected(&self) -> Vec<(i32, i32)> {
         Vec::new()
+    }
+    /// Whether the accept pending on `listener` would keep a connection whose bytes so far are
+    /// `early` (all of them, in a zero-latency world), rather than only set it aside (as NCCL's
+    /// receive puts a message it does not match on its unexpected list, where taking it later
+    /// changes nothing). An explorer lets a listener take only connections it would keep, and
+    /// none while it has none of those. Default: every connection.
+    fn would_keep(&self, listener: Self::Listener, early: &[u8]) -> bool {
+        let _ = (listener, early);
+        true
     }
     /// True once nothing more will happen without a new operation (every operation done, or
     /// one failed).

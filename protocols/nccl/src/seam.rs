@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use bootsim_core::seam::{self, Completed, Effect as SeamEffect, Input as SeamInput, NodeOutput, Noted, Observed};
 use bootsim_core::{ConnId, Instant, MsgOrigin, OpId, OpKind, RunRecord, SentMsg, TakenMsg};
 
+use crate::codec::message_identity;
 use crate::error::{NcclError, RootError};
 use crate::io::{Effect, Input, Listener, Observation, Output};
 use crate::oracle::{Mismatch, Oracle};
@@ -230,6 +231,13 @@ impl seam::Node for NcclNode {
             NcclNode::Root(n) => n.handle(input),
             NcclNode::Rank(n) => n.handle(input),
         }
+    }
+
+    /// A receive's accept keeps only a message it matches (NCCL's rule, [`Rank::would_match`]);
+    /// the ring's and the root's accepts, and a connection whose header is not there, any.
+    fn would_keep(&self, _listener: Key, early: &[u8]) -> bool {
+        let NcclNode::Rank(rank) = self else { return true };
+        message_identity(rank.variant(), early).and_then(|h| rank.would_match(h)).unwrap_or(true)
     }
 
     fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<NodeOutput<Self>> {

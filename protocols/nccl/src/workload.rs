@@ -60,15 +60,17 @@ pub enum Workload {
     /// NULL-graph transport setups as `ncclSend`/`ncclRecv` to new peers trigger them; `None`
     /// distances: every peer once.
     P2p { channels: u32, distances: Option<Vec<u32>> },
+    /// The hazard map's cell: `bootstrapInit`, then two operations back to back ([`nccl_pair`]).
+    Pair(Op, Op),
 }
 
 /// A workload name that is not one of [`WORKLOADS`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown NCCL workload '{0}' (expected nccl-init or nccl-p2p)")]
+#[error("unknown NCCL workload '{0}' (expected nccl-init, nccl-p2p or nccl-pair)")]
 pub struct UnknownWorkload(pub String);
 
 /// The workloads' names.
-pub const WORKLOADS: [&str; 2] = ["nccl-init", "nccl-p2p"];
+pub const WORKLOADS: [&str; 3] = ["nccl-init", "nccl-p2p", "nccl-pair"];
 
 impl Workload {
     /// The workload called `name`, with its defaults (8 GPUs per node, 2 channels per peer,
@@ -77,6 +79,7 @@ impl Workload {
         match name {
             "nccl-init" => Ok(Workload::Init(InitParams::default())),
             "nccl-p2p" => Ok(Workload::P2p { channels: 2, distances: None }),
+            "nccl-pair" => Ok(Workload::Pair(Op::RingSetup, Op::Barrier)),
             other => Err(UnknownWorkload(other.to_string())),
         }
     }
@@ -86,6 +89,7 @@ impl Workload {
         match self {
             Workload::Init(_) => WORKLOADS[0],
             Workload::P2p { .. } => WORKLOADS[1],
+            Workload::Pair(..) => WORKLOADS[2],
         }
     }
 
@@ -97,6 +101,7 @@ impl Workload {
                 let distances = distances.clone().unwrap_or_else(|| P2pParams::every_peer(nranks).distances);
                 nccl_p2p(v, nranks, &P2pParams { channels: *channels, distances })
             }
+            Workload::Pair(first, second) => nccl_pair(v, nranks, *first, *second),
         }
     }
 }
@@ -470,6 +475,11 @@ pub const OPS: [Op; 6] =
     [Op::RingSetup, Op::TreeSetup, Op::CollNetSetups, Op::P2pSetup, Op::Barrier, Op::IntraAllgather];
 
 impl Op {
+    /// The operation called `name` (as [`Op::name`] gives it).
+    pub fn by_name(name: &str) -> Option<Op> {
+        OPS.into_iter().find(|o| o.name() == name)
+    }
+
     /// Its name in the hazard map.
     pub fn name(self) -> &'static str {
         match self {

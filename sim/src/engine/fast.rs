@@ -122,7 +122,7 @@ struct World<'a, P: Protocol> {
     root: P::Node,
     ranks: Vec<P::Node>,
     /// The ports of the protocol's rank-to-rank listeners (the ones `accept=` orders).
-    peer_ports: Vec<u16>,
+    peer_ports: bootsim_core::seam::PeerPorts,
     sock_of: FxHashMap<(Node, ConnId), SockId>,
     owner: FxHashMap<SockId, (Node, ConnId)>,
     listeners: FxHashMap<(Node, Key<P>), ListenerId>,
@@ -185,7 +185,7 @@ where
         kernel,
         root,
         ranks,
-        peer_ports: <Key<P> as ListenerKey>::ALL.iter().filter(|l| l.is_peer()).map(|l| l.port()).collect(),
+        peer_ports: bootsim_core::seam::PeerPorts::of::<Key<P>>(),
         sock_of: FxHashMap::default(),
         owner: FxHashMap::default(),
         listeners: FxHashMap::default(),
@@ -421,6 +421,7 @@ impl<P: Protocol> World<'_, P> {
         match effect {
             Effect::Listen { listener } => {
                 let port = listener.port();
+                self.peer_ports.listened(listener);
                 match self.kernel.listen(now, HostId(host), port) {
                     Ok(l) => {
                         self.listeners.insert((node, listener), l);
@@ -450,7 +451,7 @@ impl<P: Protocol> World<'_, P> {
                 // connection of the run was memory for nothing (1.1 M entries at 1024 ranks).
                 let named = !self.case.schedule.is_empty();
                 if let (true, Node::Rank(from), Some((to, port))) = (named, node, addr_host(addr)) {
-                    if self.peer_ports.contains(&port) && to < self.case.ranks {
+                    if self.peer_ports.contains(port) && to < self.case.ranks {
                         let k = self.names.dials.entry((from, to)).or_insert(0);
                         self.names.by_conn.insert((node, conn), ConnName { from, to, k: *k });
                         *k += 1;

@@ -28,7 +28,7 @@ pub fn pairs() -> Vec<(&'static str, Vec<OpSpec>)> {
 #[derive(Clone, Debug)]
 pub struct Cell {
     /// The pair's name.
-    pub pair: &'static str,
+    pub pair: String,
     /// World size.
     pub ranks: u32,
     /// What exploring it found.
@@ -71,13 +71,20 @@ pub fn cell(
 ) -> Result<Cell, crate::CaseError> {
     let mut case = Case::parse(&format!("{variant_keys} ranks={ranks} adversary=fifo"))?;
     case.workload = Workload::Custom(ops.to_vec());
+    Ok(explore_cell(&case, pair, faults, bounds, walks))
+}
+
+/// The cell `pair` of `case` (any protocol's case whose workload is the pair, e.g. NCCL's
+/// `workload=nccl-pair pair=FIRST,SECOND`): explored, stopping only at a corruption, and walked
+/// when a bound stops it first.
+pub fn explore_cell(case: &Case, pair: &str, faults: Faults, bounds: Bounds, walks: u32) -> Cell {
     let bounds = Bounds { stop_at: Some(Verdict::Corruption), ..bounds };
-    let exploration = explore(&case, faults, bounds);
+    let exploration = explore(case, faults, bounds);
     let walked = match exploration.incomplete {
         Some(_) if exploration.worst() != Verdict::Corruption => {
-            walk(&case, faults, walks).filter(|w| w.verdict > exploration.worst())
+            walk(case, faults, walks).filter(|w| w.verdict > exploration.worst())
         }
         _ => None,
     };
-    Ok(Cell { pair, ranks, exploration, walked })
+    Cell { pair: pair.to_string(), ranks: case.ranks, exploration, walked }
 }

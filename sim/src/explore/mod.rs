@@ -9,7 +9,7 @@ pub mod walk;
 pub mod world;
 
 pub use search::{explore, Bounds, Counterexample, Exploration};
-pub use world::{Choice, Faults, World};
+pub use world::{start, Choice, Explored, Faults, WithWorld, World};
 
 #[cfg(test)]
 mod tests;

@@ -14,9 +14,9 @@ use std::rc::Rc;
 
 use super::footprint::Footprint;
 use super::schedule::Schedule;
-use super::world::{Choice, Faults, World};
+use super::world::{start, Choice, Explored, Faults, WithWorld, World};
 use crate::case::{Case, EngineKind};
-use crate::oracle::{judge, Finding, Verdict};
+use crate::oracle::{Finding, Verdict};
 
 /// What to explore and when to stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +107,28 @@ pub const MAX_RANKS: u32 = 128;
 /// `case.ranks` must be at most [`MAX_RANKS`].
 pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
     let base = replay_base(case);
+    start(&base, faults, Search { base: &base, bounds })
+}
+
+/// The search of one case's world, whatever its protocol.
+struct Search<'a> {
+    /// The case as its counterexamples replay.
+    base: &'a Case,
+    bounds: Bounds,
+}
+
+impl WithWorld for Search<'_> {
+    type Out = Exploration;
+
+    fn run<P: Explored>(self, start: World<P>) -> Exploration {
+        search(self.base, start, self.bounds)
+    }
+}
+
+/// The breadth-first search from `start` (the world of `base`), each final state judged by its
+/// protocol's judge.
+fn search<P: Explored>(base: &Case, start: World<P>, bounds: Bounds) -> Exploration {
+    let start = if bounds.reduce { start } else { start.reducing(false) };
     let mut ex = Exploration {
         case: base.clone(),
         states: 1,
@@ -121,31 +143,29 @@ pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
         verdicts: BTreeMap::new(),
         examples: BTreeMap::new(),
     };
-    let start = World::new(&base, faults);
     let mut seen: HashSet<u128> = HashSet::from([start.fingerprint()]);
     // What each state queued with a sleep set was (or will be) expanded without.
     let mut asleep: HashMap<u128, Vec<Choice>> = HashMap::new();
-    let mut level: Vec<Queued> = vec![Queued { world: start, count: 1, sleep: Vec::new(), only: None }];
+    let mut level: Vec<Queued<P>> = vec![Queued { world: start, count: 1, sleep: Vec::new(), only: None }];
     let mut depth = 0;
     let mut late_merge = false;
     'search: while !level.is_empty() {
         ex.depth = depth;
-        let mut next: Vec<Queued> = Vec::new();
+        let mut next: Vec<Queued<P>> = Vec::new();
         let mut index: HashMap<u128, usize> = HashMap::new();
         for Queued { world, count, sleep, only } in level {
             if world.choices().is_empty() {
                 if only.is_some() {
                     continue; // judged when first reached
                 }
-                let (verdict, findings) =
-                    judge(&base.workload.ops(base.seed), base.seed, base.ranks, &world.outcome().record);
+                let (verdict, findings) = world.judge();
                 ex.finals += 1;
                 ex.schedules = ex.schedules.saturating_add(count);
                 let entry = ex.verdicts.entry(verdict).or_insert((0, 0));
                 entry.0 += 1;
                 entry.1 = entry.1.saturating_add(count);
                 if verdict != Verdict::Pass && !ex.examples.contains_key(&verdict) {
-                    let case = with_schedule(&base, &world.path());
+                    let case = with_schedule(base, &world.path());
                     ex.examples.insert(verdict, Counterexample { verdict, case, findings, depth });
                 }
                 if bounds.stop_at.is_some_and(|worst| verdict >= worst) {
@@ -226,8 +246,8 @@ pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
 type Sleep = Vec<(Choice, Rc<Footprint>)>;
 
 /// A state awaiting expansion.
-struct Queued {
-    world: World,
+struct Queued<P: Explored> {
+    world: World<P>,
     /// Schedules reaching it at this depth.
     count: u128,
     sleep: Sleep,

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use bootsim_core::seam::{
     self, Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Noted, Observation, Observed, OwnedInput,
-    Protocol, Setup,
+    PeerPorts, Protocol, Setup,
 };
 use bootsim_core::{ConnId, Instant, MsgOrigin};
 
@@ -39,11 +39,49 @@ use super::footprint::{Footprint, Key, LinkId, Res};
 use super::schedule::ConnName;
 use crate::case::Case;
 use crate::engine::outcome::{Node, Outcome};
-use crate::protocol::Nvshmem;
+use crate::oracle::{Finding, Verdict};
+use crate::protocol::{Nccl, Nvshmem};
 use crate::words::host_addr;
 
 /// A protocol's listener key.
 type Listener<P> = <<P as Protocol>::Node as seam::Node>::Listener;
+
+/// A protocol the explorer searches: its nodes, completions and events are cloned and hashed
+/// with each state, and its judge (the one the fast engine uses) gives a verdict and findings.
+pub trait Explored:
+    Protocol<
+        Node: Clone + Hash + seam::Node<Completion: Clone + Hash, Event: Clone>,
+        Judge: seam::Judge<Report = (Verdict, Vec<Finding>)>,
+    > + Clone
+{
+}
+
+impl<P> Explored for P where
+    P: Protocol<
+            Node: Clone + Hash + seam::Node<Completion: Clone + Hash, Event: Clone>,
+            Judge: seam::Judge<Report = (Verdict, Vec<Finding>)>,
+        > + Clone
+{
+}
+
+/// Something done with the explorer's world of a case, whatever its protocol: [`start`] builds
+/// the world and hands it to [`WithWorld::run`].
+pub trait WithWorld {
+    /// What it gives.
+    type Out;
+    /// Does it with the case's world at its first choice.
+    fn run<P: Explored>(self, start: World<P>) -> Self::Out;
+}
+
+/// The world of `case` (its protocol, variant, workload and ranks; the adversary does not
+/// apply), run until its first choice, handed to `with`: the one place the explorer reads which
+/// protocol a case names.
+pub fn start<W: WithWorld>(case: &Case, faults: Faults, with: W) -> W::Out {
+    match &case.nccl {
+        Some(nc) => with.run(World::of(Nccl, nc.variant, nc.workload.clone(), case, faults)),
+        None => with.run(World::new(case, faults)),
+    }
+}
 
 /// What an explorer may decide at a quiescent state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -151,8 +189,11 @@ where
     run: Rc<Run<P>>,
     addrs: Rc<BTreeMap<SocketAddr, Key>>,
     /// The ports of the protocol's rank-to-rank listeners (accepted in any order).
-    peer_ports: Rc<Vec<u16>>,
+    peer_ports: Rc<PeerPorts>,
     faults: Faults,
+    /// A peer listener takes only the connections its pending accept would keep
+    /// ([`seam::Node::would_keep`]; on unless [`World::reducing`] turned it off).
+    wanted_first: bool,
     root: P::Node,
     ranks: Vec<P::Node>,
     /// Per rank: the next workload operation to start, whether the workload has none left,
@@ -221,12 +262,12 @@ where
                 }
             }
         }
-        let peer_ports = <Listener<P> as ListenerKey>::ALL.iter().filter(|l| l.is_peer()).map(|l| l.port()).collect();
         let mut w = World {
             run,
             addrs: Rc::new(addrs),
-            peer_ports: Rc::new(peer_ports),
+            peer_ports: Rc::new(PeerPorts::of::<Listener<P>>()),
             faults,
+            wanted_first: true,
             root,
             ranks,
             next_op: vec![0; n as usize],
@@ -259,9 +300,25 @@ where
         w
     }
 
+    /// The world with the wanted-first reduction on or off (its choices listed again).
+    pub fn reducing(mut self, on: bool) -> World<P> {
+        self.wanted_first = on;
+        self.settle();
+        self.trace = Footprint::default();
+        self
+    }
+
+    /// The protocol's peer listener whose port `key` has.
+    fn listener_at(&self, key: Key) -> Listener<P> {
+        *<Listener<P> as ListenerKey>::ALL
+            .iter()
+            .find(|l| l.is_peer() && l.port() == key.1)
+            .expect("a peer listener of the protocol")
+    }
+
     /// Whether `key` is a rank-to-rank listener (accepted in any order).
     fn is_peer(&self, key: Key) -> bool {
-        matches!(key.0, Node::Rank(_)) && self.peer_ports.contains(&key.1)
+        matches!(key.0, Node::Rank(_)) && self.peer_ports.contains(key.1)
     }
 
     /// The node's state machine.
@@ -426,11 +483,19 @@ where
                 continue;
             }
             let Some(inflight) = self.inflight.get(&key) else { continue };
-            for (l, after) in inflight {
-                if after.iter().all(|a| !inflight.contains_key(a)) {
-                    let conn = self.links[l].name.expect("peer-listener connections are named");
-                    choices.push(Choice::Accept { at, conn });
-                }
+            let open: Vec<LinkId> = inflight
+                .iter()
+                .filter(|(_, after)| after.iter().all(|a| !inflight.contains_key(a)))
+                .map(|(l, _)| *l)
+                .collect();
+            // Wanted first: the connections the pending accept would keep, none while it has none
+            // of those (taking another only sets it aside, which taking it later also does).
+            let listener = self.listener_at(key);
+            let node = &self.ranks[at as usize];
+            let kept = |l: &LinkId| !self.wanted_first || node.would_keep(listener, &self.links[l].early);
+            for l in open.iter().filter(|l| kept(l)) {
+                let conn = self.links[l].name.expect("peer-listener connections are named");
+                choices.push(Choice::Accept { at, conn });
             }
         }
         choices.sort();
@@ -485,6 +550,7 @@ where
         match effect {
             Effect::Listen { listener } => {
                 let port = listener.port();
+                Rc::make_mut(&mut self.peer_ports).listened(listener);
                 let key = (node, port);
                 let host = match node {
                     Node::Root => 0,
@@ -785,6 +851,17 @@ where
                 self.trace.global();
             }
         }
+    }
+
+    /// The run so far judged by the protocol's judge (a hang where ranks are unfinished).
+    pub fn judge(&self) -> (Verdict, Vec<Finding>)
+    where
+        P: Explored,
+    {
+        let record = self.outcome().record;
+        let mut judge = self.run.protocol.judge(&self.run.setup());
+        seam::Judge::feed(&mut judge, &record);
+        seam::Judge::finish(&mut judge, &record)
     }
 
     /// The choices taken to reach this world, oldest first.

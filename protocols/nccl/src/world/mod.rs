@@ -21,10 +21,8 @@ use crate::rank::{Rank, RankConfig};
 use crate::root::{Root, RootConfig};
 use crate::variant::Variant;
 
-mod explore;
 mod oracle;
 pub use crate::oracle::Mismatch;
-pub use explore::{explore, replay, Bounds, Choice, Counterexample, Exploration, Violation};
 use oracle::Judge;
 
 /// Keep the `nth` message (from 0) from rank `from` to rank `to` whose header carries `tag` (0

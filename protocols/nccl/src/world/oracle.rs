@@ -3,7 +3,6 @@
 //! explorer that drops the log still judges every receive.
 
 use std::collections::BTreeMap;
-use std::hash::{Hash, Hasher};
 
 use bootsim_core::ConnId;
 
@@ -41,19 +40,6 @@ impl Judge {
             }
             _ => {}
         }
-    }
-
-    /// The sender and step of the message link `i` carries, once sent.
-    pub(super) fn sent_by(&self, i: usize) -> Option<(u32, usize)> {
-        self.sent_by.get(&i).copied()
-    }
-
-    /// Hashes what decides future verdicts, naming each link by `key` (`None`: a link that can
-    /// carry nothing more).
-    pub(super) fn hash_with<K: Hash + Ord>(&self, h: &mut impl Hasher, key: impl Fn(usize) -> Option<K>) {
-        let sent: BTreeMap<K, (u32, usize)> = self.sent_by.iter().filter_map(|(&l, &s)| Some((key(l)?, s))).collect();
-        sent.hash(h);
-        self.found.hash(h);
     }
 }
 
