@@ -113,6 +113,14 @@ const EXPECTED: &[(&str, Expect)] = &[
         Exit(0, "--in-process: protocol nvshmem variant nvshmem-3.7 workload nvshmem-init: pass"),
     ),
     (
+        "bootsim sweep --variant nccl-2.19,nccl-2.21 --workload nccl-init --ranks 16 --set collnet=on --seeds 20",
+        Exit(1, "nccl-2.21    runs=20 pass=20 benign=0 corruption=0 error=0 hang=0"),
+    ),
+    (
+        "bootsim explore --pairs --variant nccl-2.19,nccl-2.21 --ranks 2",
+        Exit(1, "barrier>intra-allgather n=2 hang: bootsim replay 'engine=fast protocol=nccl variant=nccl-2.21"),
+    ),
+    (
         "bootsim smoke --local 4 --in-process --variant nccl-2.19 --workload nccl-init",
         Exit(0, "--in-process: protocol nccl variant nccl-2.19 workload nccl-init: pass"),
     ),

@@ -84,13 +84,7 @@ struct Ran<N: TaskNode> {
 
 /// The root on its own task, then, once it listens, each rank on its own; every rank's end,
 /// then the root's, all by the deadline.
-async fn run_nodes<N: TaskNode>(
-    net: TokioNet,
-    root: N,
-    ranks: Vec<N>,
-    kept: &[Kept<N>],
-    deadline: Duration,
-) -> Ran<N> {
+async fn run_nodes<N: TaskNode>(net: TokioNet, root: N, ranks: Vec<N>, kept: &[Kept<N>], deadline: Duration) -> Ran<N> {
     let until = tokio::time::Instant::now() + deadline;
     let (tx, listening) = oneshot::channel();
     let root = tokio::spawn(run_root_notify(net.clone(), root, Some(tx)));

@@ -553,8 +553,12 @@ fn local(args: &SmokeArgs, n: u32) -> anyhow::Result<ExitCode> {
     }
     drop(dir);
     let ms = started.elapsed().as_millis();
-    let head =
-        format!("smoke --local {n}: variant {} workload {} x{}", args.variant_name(), args.workload_name(), args.iterations);
+    let head = format!(
+        "smoke --local {n}: variant {} workload {} x{}",
+        args.variant_name(),
+        args.workload_name(),
+        args.iterations
+    );
     if failed.is_empty() {
         println!("{head}: pass: all {n} ranks ok in {ms} ms");
         Ok(ExitCode::SUCCESS)
