@@ -171,3 +171,24 @@ fn in_process_ranks_run_every_nccl_version_on_both_workloads_and_nccl_needs_in_p
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--local N --in-process only"), "{}", text(&o));
 }
+
+#[test]
+fn smoke_refuses_what_it_would_otherwise_ignore() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--in-process", "--rank", "0", "--ranks", "1", "--session", "127.0.0.1:1"], "--in-process needs --local N"),
+        (
+            &["--local", "2", "--in-process", "--variant", "nccl-2.19", "--iterations", "0"],
+            "--iterations must be at least 1",
+        ),
+        (&["--local", "2", "--in-process", "--variant", "nccl-2.19", "--workload", "nvshmem-init"], "is NVSHMEM's"),
+        (
+            &["--local", "2", "--in-process", "--variant", "nccl-2.19", "--drain-ms", "5"],
+            "NCCL's bootstrap has no drain",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = bootsim().arg("smoke").args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(want), "{args:?}: expected {want:?} in {}", text(&o));
+    }
+}
