@@ -7,10 +7,10 @@
 //! `workload=` words are NVSHMEM's, and other protocols ignore them).
 //!
 //! ```
-//! use bootsim_core::Variant;
+//! use bootsim_nvshmem::Variant;
 //! use bootsim_sim::harness::{replay_line, run, sweep};
 //! use bootsim_sim::protocol::Nvshmem;
-//! use bootsim_sim::workload::Workload;
+//! use bootsim_nvshmem::workload::Workload;
 //! use bootsim_sim::{Case, Verdict};
 //!
 //! // NVSHMEM 3.4 under the `rss` adversary: a sweep of 50 seeds finds its corruption.
