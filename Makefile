@@ -61,7 +61,7 @@ real-nvshmem: fetch-nvshmem
 # The same table without root: the accept interposer in place of the wire, every rank a process.
 real-nvshmem-accept: fetch-nvshmem
 	$(CARGO) build --release --quiet
-	$(CARGO) run --release --quiet -- real-nvshmem --iterations $${ITERATIONS:-200} --accept 'release-on-next=500,select=pair:1>2:2'
+	$(CARGO) run --release --quiet -- real-nvshmem --iterations $${ITERATIONS:-200} --accept 'release-on-next=500ms,select=pair:1>2:2'
 
 fmt:
 	$(CARGO) fmt --all

@@ -148,6 +148,8 @@ fn durations_that_could_overflow_the_simulated_clock_are_refused_and_the_extreme
         "engine=fast service=5000000000s ranks=2 seed=1",
         "engine=fast stall_xm=4999999999s ranks=2",
         "engine=fast stall_cap=5000000000s",
+        // A bare number has no unit (it meant nanoseconds here, milliseconds in policies).
+        "engine=fast latency=20",
         "deadline_ms=18446744073709551615",
     ] {
         let o = bootsim(&["run", bad]);

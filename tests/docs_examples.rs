@@ -174,7 +174,7 @@ const EXPECTED: &[(&str, Expect)] = &[
     ("bootsim probe accept-order --connect 10.1.2.3:7000 -k 300 --drain", Exit(0, "sent 300 connections")),
     ("bootsim probe accept-order --connect 10.1.2.3:7000 -k 300 --drain 5000", Exit(0, "sent 300 connections")),
     (
-        "bootsim smoke --local 2 --plugin 3.4.5 --wire 'release-on-next=500,select=pair:1>2:2'",
+        "bootsim smoke --local 2 --plugin 3.4.5 --wire 'release-on-next=500ms,select=pair:1>2:2'",
         Wire(1, "corruption 1, error 0, hang 0: verdict corruption"),
     ),
     (
@@ -183,14 +183,14 @@ const EXPECTED: &[(&str, Expect)] = &[
     ),
     (
         "bootsim smoke --local 2 --plugin ./my-build/nvshmem_bootstrap_uid.so.3",
-        Exit(1, "--accept 'release-on-next=500,select=pair:1>2:2': workload deepep x1: pass 0, benign 0, corruption 0, error 1, hang 0: verdict error"),
+        Exit(1, "--accept 'release-on-next=500ms,select=pair:1>2:2': workload deepep x1: pass 0, benign 0, corruption 0, error 1, hang 0: verdict error"),
     ),
     ("bootsim conformance --plugin 3.7.1", Wire(0, "put the same bytes on the wire")),
     ("bootsim check --plugin 3.7.1", Exit(1, "the first cached version that is not: NVSHMEM 3.8.0")),
     ("bootsim check --plugin ./my-build/nvshmem_bootstrap_uid.so.3", Exit(1, "the first cached version that is not: NVSHMEM 3.8.0")),
     ("bootsim smoke --local 2 --plugin 3.4.5", Exit(1, "corruption 1, error 0, hang 0: verdict corruption")),
     (
-        "bootsim shuffle --policy 'release-on-next=500,select=nth:2' -- python3 scripts/accept-order-server.py 6",
+        "bootsim shuffle --policy 'release-on-next=500ms,select=nth:2' -- python3 scripts/accept-order-server.py 6",
         Exit(0, "0 1 3 2 4 5"),
     ),
     (
@@ -198,15 +198,15 @@ const EXPECTED: &[(&str, Expect)] = &[
         Exit(1, "alltoall #2: UID bootstrap message tag space exhausted (the next tag would be 0x80000000, past 2^31-1)"),
     ),
     (
-        "bootsim smoke --local 2 --workload deepep --variant nvshmem-3.4 --wire 'release-on-next=500,select=pair:1>2:2'",
+        "bootsim smoke --local 2 --workload deepep --variant nvshmem-3.4 --wire 'release-on-next=500ms,select=pair:1>2:2'",
         Wire(1, "FAIL: verdict corruption"),
     ),
     (
-        "bootsim smoke --local 2 --workload deepep --variant pr97 --wire 'hold=2500,select=pair:1>2:2'",
+        "bootsim smoke --local 2 --workload deepep --variant pr97 --wire 'hold=2500ms,select=pair:1>2:2'",
         Wire(0, "DRAIN GAVE UP after"),
     ),
     (
-        "bootsim smoke --local 2 --workload deepep --variant pr97 --drain-ms 200 --wire 'hold=600,select=pair:1>2:2'",
+        "bootsim smoke --local 2 --workload deepep --variant pr97 --drain-ms 200 --wire 'hold=600ms,select=pair:1>2:2'",
         Wire(0, "DRAIN GAVE UP after 2"),
     ),
     (

@@ -41,7 +41,7 @@ fn shuffle_reorders_any_program_deterministically_and_accounts_for_every_connect
     if !have("python3", &["-c", "pass"]) {
         return;
     }
-    let (out, err, code) = shuffle("release-on-next=500,select=nth:1");
+    let (out, err, code) = shuffle("release-on-next=500ms,select=nth:1");
     assert_eq!(out, "0 2 1 3 4 5", "{err}");
     assert_eq!(code, Some(0), "the program's exit status is ours");
     assert!(err.contains("6 connections in 1 processes: 1 held, 6 delivered, 0 unaccepted at exit"), "{err}");
@@ -58,9 +58,14 @@ fn shuffle_reorders_any_program_deterministically_and_accounts_for_every_connect
 
 #[test]
 fn shuffle_refuses_a_bad_policy_and_says_where_the_library_should_be() {
-    let o = bootsim(&["shuffle", "--policy", "hold=5,select=evn", "--", "true"]);
+    let o = bootsim(&["shuffle", "--policy", "hold=5ms,select=evn", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(common::text(&o).contains("bad policy part `evn`"), "{}", common::text(&o));
+    // One duration grammar: a bare number meant milliseconds here and nanoseconds in kernel
+    // knobs, so it is refused with the forms that work.
+    let o = bootsim(&["shuffle", "--policy", "hold=20", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::text(&o).contains("`20` has no unit: write 20ms"), "{}", common::text(&o));
     common::interposer();
     let o = common::bootsim()
         .args(["shuffle", "--policy", "none", "--", "true"])
@@ -140,7 +145,7 @@ fn real_nvshmem_makes_the_table_with_the_interposer_in_place_of_the_wire() {
         "bootsim nvshmem-3.8:qp-create:interposer=pass",
     ]
     .join(",");
-    let policy = "release-on-next=500,select=pair:1>2:2";
+    let policy = "release-on-next=500ms,select=pair:1>2:2";
     let (code, out) =
         without_net_admin(&["real-nvshmem", "--accept", policy, "--iterations", "2", "--expect", &expect]);
     assert_eq!(code, Some(0), "{out}");
@@ -203,7 +208,7 @@ fn killing_the_parent_leaves_no_process_and_no_folder() {
     common::interposer();
     // Three plugin ranks whose every connection is held 20 s (they block in init), and three
     // `smoke --local` rank processes with more iterations than the test waits for.
-    let plugin: &[&str] = &["smoke", "--local", "3", "--plugin", "3.8.0", "--accept", "hold=20000,select=all"];
+    let plugin: &[&str] = &["smoke", "--local", "3", "--plugin", "3.8.0", "--accept", "hold=20000ms,select=all"];
     let local: &[&str] = &["smoke", "--local", "3", "--iterations", "1000000"];
     for (args, signal, name) in [
         (plugin, libc::SIGINT, "SIGINT"),

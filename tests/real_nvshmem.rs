@@ -185,7 +185,7 @@ fn the_report_under_3_4_5_is_the_zeroed_handle_then_truncated() {
     if no_wire() {
         return;
     }
-    let policy = "release-on-next=500,select=pair:1>2:2";
+    let policy = "release-on-next=500ms,select=pair:1>2:2";
     let (code, out) = bootsim(&["smoke", "--local", "2", "--plugin", "3.4.5", "--wire", policy]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("rank 0/2 iter 0 [NVSHMEM 3.4.5]: ok"), "{out}");

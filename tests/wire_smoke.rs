@@ -13,7 +13,7 @@
 
 use std::process::{Command, Output};
 
-const HOLD_ALLTOALL: &str = "release-on-next=500,select=pair:1>2:2";
+const HOLD_ALLTOALL: &str = "release-on-next=500ms,select=pair:1>2:2";
 
 fn skip() -> bool {
     !bootsim_adapters::skip::wire_can_run()
@@ -144,7 +144,7 @@ fn persistent_has_no_next_connection_to_overtake() {
 }
 
 /// A hold of 2.5 s on the alltoall's connection against the default 1000 ms drain bound.
-const HOLD_PAST_DRAIN: &str = "hold=2500,select=pair:1>2:2";
+const HOLD_PAST_DRAIN: &str = "hold=2500ms,select=pair:1>2:2";
 
 #[test]
 fn a_hold_past_the_drain_bound_defeats_the_drain_visibly_and_pr97_survives_on_tags() {
@@ -201,7 +201,7 @@ fn the_kernel_model_policy_holds_connections_and_seq_survives_it() {
 #[test]
 fn bad_wire_policies_are_usage_errors() {
     // Parsed before the wire is needed: runs everywhere.
-    for bad in ["holdd=3", "hold=3,select=pair:1-2", "model=x", "model,frob=1"] {
+    for bad in ["holdd=3", "hold=3ms,select=pair:1-2", "model=x", "model,frob=1"] {
         let (code, out) = smoke("pr97", bad, "1000");
         assert_ne!(code, Some(0), "{bad}: {out}");
         assert!(out.contains("--wire"), "{bad}: {out}");
@@ -213,7 +213,7 @@ fn probe_release_on_next_swaps_every_pair_and_the_drain_keeps_the_order() {
     if skip() {
         return;
     }
-    let (code, out) = bootsim(&["probe", "accept-order", "--local", "-k", "10", "--wire", "release-on-next=500"]);
+    let (code, out) = bootsim(&["probe", "accept-order", "--local", "-k", "10", "--wire", "release-on-next=500ms"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("order [1,0,3,2,5,4,7,6,9,8], misplaced 10/10"), "{out}");
     assert!(out.contains("pair swaps 5 (exact)"), "{out}");
@@ -244,7 +244,8 @@ fn under_cpu_load_no_rank_dials_the_root_before_it_listens_so_pair_ordinals_hold
             })
         })
         .collect();
-    let args = ["smoke", "--local", "2", "--variant", "nvshmem-3.4", "--wire", "release-on-next=500,select=pair:2>1:2"];
+    let args =
+        ["smoke", "--local", "2", "--variant", "nvshmem-3.4", "--wire", "release-on-next=500ms,select=pair:2>1:2"];
     let (code, out) = bootsim(&[&args[..], &["--workload", "deepep", "--iterations", "20", "--keep-going"]].concat());
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for h in hogs {

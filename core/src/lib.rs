@@ -14,6 +14,7 @@ pub mod accept_policy;
 pub mod codec;
 pub mod culprit;
 pub mod drain;
+pub mod duration;
 pub mod ids;
 #[cfg(any(test, feature = "testing"))]
 pub mod memnet;

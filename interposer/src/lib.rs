@@ -2,7 +2,7 @@
 //! (`interposer/preload`, `libbootsim_preload.so`) and the CLI that reads its log.
 //!
 //! - [`policy`]: the interposer's policy string: the wire's grammar
-//!   ([`bootsim_core::accept_policy`]) plus `permute=SEED[:WINDOW[:WAIT]]` and `peek=MS`.
+//!   ([`bootsim_core::accept_policy`]) plus `permute=SEED[:WINDOW[:WAIT]]` and `peek=DUR`.
 //! - [`schedule`]: numbers arrivals, plans holds, releases and permutes them, and says which
 //!   connection the program gets next. No sockets, no clock: time comes in as a [`Duration`]
 //!   since start, so the same arrivals give the same order.

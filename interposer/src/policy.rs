@@ -4,11 +4,11 @@
 //! - `permute=SEED[:WINDOW[:WAIT]]`: hand connections over in a ChaCha-seeded permutation of
 //!   each window of WINDOW (default 4) consecutive arrivals; a window still short after WAIT
 //!   (default 50 ms) is permuted as it is.
-//! - `peek=MS`: how long to wait for a new connection's first bytes (NVSHMEM's header) before
+//! - `peek=DUR`: how long to wait for a new connection's first bytes (NVSHMEM's header) before
 //!   deciding without them (default 100 ms; only policies with `select=msg:` wait).
 //!
-//! Examples: `release-on-next=500,select=pair:1>2:2`, `hold=20,select=msg:0:1`, `permute=7:3`,
-//! `hold=5,select=odd,permute=7`.
+//! Examples: `release-on-next=500ms,select=pair:1>2:2`, `hold=20ms,select=msg:0:1`, `permute=7:3`,
+//! `hold=5ms,select=odd,permute=7`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -63,7 +63,7 @@ impl InterposerPolicy {
 impl FromStr for InterposerPolicy {
     type Err = PolicyParseError;
 
-    /// `[WIRE-POLICY][,permute=SEED[:WINDOW[:WAIT]]][,peek=MS]`; an empty string is `none`.
+    /// `[WIRE-POLICY][,permute=SEED[:WINDOW[:WAIT]]][,peek=DUR]`; an empty string is `none`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let mut rest = Vec::new();
         let mut out = InterposerPolicy::default();
@@ -125,10 +125,10 @@ mod tests {
     fn the_wire_grammar_and_the_interposers_parts() {
         for s in [
             "none",
-            "release-on-next=500,select=pair:1>2:2",
-            "hold=20,select=msg:0:1,peek=30",
-            "permute=7:3:20",
-            "hold=5,select=odd,permute=9:4:50",
+            "release-on-next=500ms,select=pair:1>2:2",
+            "hold=20ms,select=msg:0:1,peek=30ms",
+            "permute=7:3:20ms",
+            "hold=5ms,select=odd,permute=9:4:50ms",
         ] {
             let p: InterposerPolicy = s.parse().unwrap_or_else(|e| panic!("{s}: {e}"));
             assert_eq!(p.to_string().parse::<InterposerPolicy>().unwrap(), p, "{s}");
@@ -136,8 +136,8 @@ mod tests {
         assert!(!"none".parse::<InterposerPolicy>().unwrap().is_adversary());
         assert!(!"permute=1:1".parse::<InterposerPolicy>().unwrap().is_adversary());
         assert!("permute=1".parse::<InterposerPolicy>().unwrap().is_adversary());
-        assert_eq!("hold=20,select=msg:0:1".parse::<InterposerPolicy>().unwrap().peek_wait(), DEFAULT_PEEK);
-        assert_eq!("hold=20".parse::<InterposerPolicy>().unwrap().peek_wait(), Duration::ZERO);
+        assert_eq!("hold=20ms,select=msg:0:1".parse::<InterposerPolicy>().unwrap().peek_wait(), DEFAULT_PEEK);
+        assert_eq!("hold=20ms".parse::<InterposerPolicy>().unwrap().peek_wait(), Duration::ZERO);
     }
 
     #[test]
@@ -147,7 +147,7 @@ mod tests {
             ("permute=1:0", "permute=1:0"),
             ("permute=1:2:3:4", "permute=1:2:3:4"),
             ("peek=soon", "peek=soon"),
-            ("hold=5,select=evn", "evn"),
+            ("hold=5ms,select=evn", "evn"),
             ("frob", "frob"),
         ] {
             let e = s.parse::<InterposerPolicy>().expect_err(s);

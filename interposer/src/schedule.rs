@@ -336,7 +336,7 @@ mod tests {
     #[test]
     fn release_on_next_inverts_the_selected_pair_connection() {
         // The report's policy: the third connection host 1 > host 2 waits for the fourth.
-        let mut s = schedule("release-on-next=500,select=pair:1>2:2");
+        let mut s = schedule("release-on-next=500ms,select=pair:1>2:2");
         for _ in 0..2 {
             s.arrive(ms(0), arrival(1, 2));
         }
@@ -354,7 +354,7 @@ mod tests {
 
     #[test]
     fn a_hold_ends_at_its_deadline_and_nothing_is_lost() {
-        let mut s = schedule("hold=20,select=nth:0");
+        let mut s = schedule("hold=20ms,select=nth:0");
         s.arrive(ms(0), arrival(1, 2));
         s.arrive(ms(5), arrival(1, 2));
         assert_eq!(drain(&mut s, ms(5)), vec![1]);
@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn msg_selects_by_the_header() {
-        let mut s = schedule("hold=10,select=msg:0:1");
+        let mut s = schedule("hold=10ms,select=msg:0:1");
         let mut a = arrival(1, 2);
         a.msg = Some((0, 1));
         s.arrive(ms(0), a);
@@ -385,7 +385,7 @@ mod tests {
     #[test]
     fn permutation_is_seeded_and_windowed() {
         let order = |seed: u64| {
-            let mut s = schedule(&format!("permute={seed}:4:50"));
+            let mut s = schedule(&format!("permute={seed}:4:50ms"));
             for _ in 0..6 {
                 s.arrive(ms(0), arrival(1, 2));
             }
@@ -423,8 +423,8 @@ mod tests {
         fn every_connection_is_delivered_once(
             times in proptest::collection::vec((0u64..100, 1u8..4), 0..40),
             policy in proptest::sample::select(vec![
-                "none", "hold=30,select=odd", "release-on-next=40", "release-on-next=40,select=all",
-                "permute=3:5:10", "hold=7,permute=1:3:9", "release-on-next=25,select=pair:1>2:1,permute=2",
+                "none", "hold=30ms,select=odd", "release-on-next=40ms", "release-on-next=40ms,select=all",
+                "permute=3:5:10ms", "hold=7ms,permute=1:3:9ms", "release-on-next=25ms,select=pair:1>2:1,permute=2",
             ]),
         ) {
             let mut s = schedule(policy);

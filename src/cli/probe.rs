@@ -33,7 +33,7 @@ struct AcceptOrderArgs {
     /// Both ends here, each in its own network namespace behind the userspace wire (needs root).
     #[arg(long, conflicts_with_all = ["listen", "connect"])]
     local: bool,
-    /// The wire's packet policy for --local: none, hold=MS[,select=...], release-on-next[=MS].
+    /// The wire's packet policy for --local: none, hold=DUR[,select=...], release-on-next[=DUR].
     #[arg(long, default_value = "none", requires = "local")]
     wire: String,
     /// Receive the burst on this HOST:PORT (run it first, on the receiving host).

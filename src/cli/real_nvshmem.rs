@@ -20,7 +20,7 @@ use bootsim_adapters::wire::{wire_available, Policy};
 
 /// The reordering policy of the report: rank 0's alltoall connection to rank 1 (host 1 > host 2,
 /// its second connection) held until the next one on the pair completes (at most 500 ms).
-pub const REPORT_POLICY: &str = "release-on-next=500,select=pair:1>2:2";
+pub const REPORT_POLICY: &str = "release-on-next=500ms,select=pair:1>2:2";
 
 /// Arguments of `bootsim real-nvshmem`.
 #[derive(clap::Args, Debug)]

@@ -15,9 +15,9 @@ use bootsim_interposer::{InterposerPolicy, LogSummary, HOST_ENV, LIBRARY_ENV, LI
 /// Arguments of `bootsim shuffle`.
 #[derive(clap::Args, Debug)]
 pub struct ShuffleArgs {
-    /// The accept-order policy: the wire's (none, hold=MS[,select=S], release-on-next[=MS][,select=S];
+    /// The accept-order policy: the wire's (none, hold=DUR[,select=S], release-on-next[=DUR][,select=S];
     /// S: all, even, odd, every:K[:P], nth:N, conn:N, pair:SRC>DST[:N], msg:FROM:TAG), plus
-    /// permute=SEED[:WINDOW[:WAIT]] and peek=MS.
+    /// permute=SEED[:WINDOW[:WAIT]] and peek=DUR.
     #[arg(long, value_name = "POLICY")]
     policy: String,
     /// Append the decision log here (default: a temporary file, summarised and removed).

@@ -71,7 +71,7 @@ fn hold_beyond_drain_bound_times_out_and_reorders() {
     if !available() {
         return;
     }
-    let r = run(2, Some(100), "hold=300,select=nth:0");
+    let r = run(2, Some(100), "hold=300ms,select=nth:0");
     assert_eq!(r.order, vec![1, 0]);
     assert_eq!(r.drain.unwrap().timeouts, 1);
 }

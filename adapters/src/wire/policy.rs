@@ -5,9 +5,9 @@
 //! back, then released in order. Until then the server's kernel has no established child
 //! socket for it, so a later connection can be accepted first.
 //!
-//! String forms (see [`Policy::from_str`](std::str::FromStr)): `none`, `hold=20`,
-//! `hold=20,select=even`, `release-on-next`, `release-on-next=100,select=nth:0`. Durations
-//! are milliseconds, or carry a `us`, `ms` or `s` suffix.
+//! String forms (see [`Policy::from_str`](std::str::FromStr)): `none`, `hold=20ms`,
+//! `hold=20ms,select=even`, `release-on-next`, `release-on-next=100ms,select=nth:0`. Durations
+//! carry their unit (`us`, `ms`, `s`: [`bootsim_core::duration`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -127,10 +127,10 @@ mod tests {
 
     #[test]
     fn the_shared_grammar_round_trips_and_msg_is_refused() {
-        for s in ["none", "hold=20,select=even", "release-on-next=100,select=pair:1>2:2"] {
+        for s in ["none", "hold=20ms,select=even", "release-on-next=100ms,select=pair:1>2:2"] {
             assert_eq!(s.parse::<Policy>().unwrap().to_string(), s);
         }
-        let e = "hold=5,select=msg:0:1".parse::<Policy>().unwrap_err();
+        let e = "hold=5ms,select=msg:0:1".parse::<Policy>().unwrap_err();
         assert_eq!(e.part, "msg:0:1");
     }
 
@@ -139,7 +139,7 @@ mod tests {
         let mut p: Policy = "release-on-next".parse().unwrap();
         assert_eq!(p.plan(&flow(0, 0)), HoldPlan::UntilNext(DEFAULT_FALLBACK));
         assert_eq!(p.plan(&flow(1, 1)), HoldPlan::Pass);
-        let mut p: Policy = "hold=7".parse().unwrap();
+        let mut p: Policy = "hold=7ms".parse().unwrap();
         assert_eq!(p.plan(&flow(5, 5)), HoldPlan::For(Duration::from_millis(7)));
         let mut p = Policy::model(|f| Duration::from_millis(u64::from(f.conn)));
         assert_eq!(p.plan(&flow(0, 0)), HoldPlan::Pass);

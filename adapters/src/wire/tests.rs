@@ -70,7 +70,7 @@ fn held_connection_still_completes_and_is_logged() {
     if !available() {
         return;
     }
-    let wire = Wire::start(2, "hold=30".parse().unwrap()).unwrap();
+    let wire = Wire::start(2, "hold=30ms".parse().unwrap()).unwrap();
     let server = echo_server(&wire, 2, 1);
     let started = std::time::Instant::now();
     assert_eq!(echo_client(&wire, 1, 2).join().unwrap().unwrap(), 1);

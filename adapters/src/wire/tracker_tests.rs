@@ -76,7 +76,7 @@ fn release_on_next_swaps_pairs() {
 
 #[test]
 fn hold_releases_in_order_after_delay() {
-    let mut h = Harness::new("hold=20,select=nth:0");
+    let mut h = Harness::new("hold=20ms,select=nth:0");
     h.connect(100);
     h.client(100, 100, "AP");
     h.client(100, 100, "AF");
@@ -106,7 +106,7 @@ fn syn_retransmit_is_not_a_new_connection_but_port_reuse_is() {
 
 #[test]
 fn server_packets_and_strangers_pass_or_drop() {
-    let mut h = Harness::new("hold=10");
+    let mut h = Harness::new("hold=10ms");
     h.connect(100);
     h.take();
     h.t.on_packet(h.now, tcp(B, 7000, A, 100, 1, "SA", &[]), &mut h.out);

@@ -3,9 +3,9 @@
 //! accepts: the userspace wire (packets, in `bootsim-adapters`) and the accept interposer
 //! (`bootsim-interposer`, inside the program).
 //!
-//! String forms (see [`PolicySpec::from_str`](std::str::FromStr)): `none`, `hold=20`,
-//! `hold=20,select=even`, `release-on-next`, `release-on-next=100,select=nth:0`. Durations
-//! are milliseconds, or carry a `us`, `ms` or `s` suffix.
+//! String forms (see [`PolicySpec::from_str`](std::str::FromStr)): `none`, `hold=20ms`,
+//! `hold=20ms,select=even`, `release-on-next`, `release-on-next=100ms,select=nth:0`. Durations
+//! carry their unit (`us`, `ms`, `s`: [`crate::duration`]).
 
 mod select;
 
@@ -145,7 +145,7 @@ impl FromStr for PolicySpec {
                 delay: parse_duration(v).map_err(|why| PolicyParseError::new(head, why))?,
                 select: select(Select::All),
             }),
-            ("hold", None) => Err(PolicyParseError::new(head, "needs a delay, e.g. `hold=20`")),
+            ("hold", None) => Err(PolicyParseError::new(head, "needs a delay, e.g. `hold=20ms`")),
             ("release-on-next", v) => Ok(PolicySpec::ReleaseOnNext {
                 fallback: match v {
                     Some(v) => parse_duration(v).map_err(|why| PolicyParseError::new(head, why))?,
@@ -171,22 +171,22 @@ mod tests {
     fn parses_and_round_trips() {
         for s in [
             "none",
-            "hold=20",
-            "hold=20,select=even",
+            "hold=20ms",
+            "hold=20ms,select=even",
             "hold=500us,select=odd",
             "release-on-next",
-            "release-on-next=100",
+            "release-on-next=100ms",
             "release-on-next,select=nth:0",
             "hold=1s,select=every:3:1",
-            "hold=5,select=pair:1>2:4",
-            "hold=5,select=conn:0+3+7",
-            "release-on-next=500,select=msg:0:1",
+            "hold=5ms,select=pair:1>2:4",
+            "hold=5ms,select=conn:0+3+7",
+            "release-on-next=500ms,select=msg:0:1",
         ] {
             let p: PolicySpec = s.parse().unwrap_or_else(|e| panic!("{s}: {e}"));
             let back: PolicySpec = p.to_string().parse().unwrap();
             assert_eq!(back, p, "{s}");
         }
-        assert_eq!("hold=1s".parse::<PolicySpec>().unwrap().to_string(), "hold=1000");
+        assert_eq!("hold=1s".parse::<PolicySpec>().unwrap().to_string(), "hold=1s");
     }
 
     #[test]
@@ -196,9 +196,9 @@ mod tests {
             ("holdd=20", "holdd=20"),
             ("hold", "hold"),
             ("hold=abc", "hold=abc"),
-            ("hold=20,select=evn", "evn"),
-            ("hold=20,frob=1", "frob=1"),
-            ("hold=20,select=every:0", "every:0"),
+            ("hold=20ms,select=evn", "evn"),
+            ("hold=20ms,frob=1", "frob=1"),
+            ("hold=20ms,select=every:0", "every:0"),
             ("release-on-next=-3", "release-on-next=-3"),
             ("none,select=all", "none,select=all"),
             ("model", "model"),
@@ -214,9 +214,9 @@ mod tests {
         let p: PolicySpec = "release-on-next".parse().unwrap();
         assert_eq!(p.plan(&key(0, 0)), HoldPlan::UntilNext(DEFAULT_FALLBACK));
         assert_eq!(p.plan(&key(1, 1)), HoldPlan::Pass);
-        let p: PolicySpec = "hold=7".parse().unwrap();
+        let p: PolicySpec = "hold=7ms".parse().unwrap();
         assert_eq!(p.plan(&key(5, 5)), HoldPlan::For(Duration::from_millis(7)));
-        let p: PolicySpec = "hold=7,select=msg:1:2".parse().unwrap();
+        let p: PolicySpec = "hold=7ms,select=msg:1:2".parse().unwrap();
         assert_eq!(p.plan(&key(0, 0)), HoldPlan::Pass);
         assert_eq!(p.plan(&ConnKey { msg: Some((1, 2)), ..key(0, 0) }), HoldPlan::For(Duration::from_millis(7)));
         assert!(p.select().unwrap().reads_bytes());

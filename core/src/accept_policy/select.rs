@@ -169,32 +169,15 @@ impl FromStr for Select {
     }
 }
 
-/// Parses `20` (milliseconds), `20ms`, `500us` or `1s`; at most [`MAX_DELAY`].
+/// Parses a policy's duration (`20ms`, `500us`, `1s`: [`crate::duration`]'s grammar); at most
+/// [`MAX_DELAY`].
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (digits, unit): (&str, fn(u64) -> Duration) = if let Some(d) = s.strip_suffix("ms") {
-        (d, Duration::from_millis)
-    } else if let Some(d) = s.strip_suffix("us") {
-        (d, Duration::from_micros)
-    } else if let Some(d) = s.strip_suffix('s') {
-        (d, Duration::from_secs)
-    } else {
-        (s, Duration::from_millis)
-    };
-    let n: u64 = digits.trim().parse().map_err(|_| format!("`{s}` is not a duration (e.g. 20, 20ms, 500us, 1s)"))?;
-    let d = unit(n);
-    if d > MAX_DELAY {
-        return Err(format!("`{s}` is longer than the {} s limit", MAX_DELAY.as_secs()));
-    }
-    Ok(d)
+    crate::duration::parse(s, MAX_DELAY)
 }
 
-/// Formats a duration as [`parse_duration`] reads it: whole milliseconds bare, else microseconds.
+/// Formats a duration as [`parse_duration`] reads it.
 pub fn fmt_duration(d: Duration) -> String {
-    if d.subsec_nanos().is_multiple_of(1_000_000) {
-        d.as_millis().to_string()
-    } else {
-        format!("{}us", d.as_micros())
-    }
+    crate::duration::show(d)
 }
 
 #[cfg(test)]
@@ -203,7 +186,7 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("20"), Ok(Duration::from_millis(20)));
+        assert!(parse_duration("20").unwrap_err().contains("no unit"));
         assert_eq!(parse_duration("20ms"), Ok(Duration::from_millis(20)));
         assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
@@ -211,7 +194,7 @@ mod tests {
         assert!(parse_duration("99999999999999999999").is_err());
         assert!(parse_duration("7200s").is_err());
         assert_eq!(fmt_duration(Duration::from_micros(1500)), "1500us");
-        assert_eq!(fmt_duration(Duration::from_millis(3)), "3");
+        assert_eq!(fmt_duration(Duration::from_millis(3)), "3ms");
     }
 
     #[test]

@@ -58,7 +58,7 @@ fn main() {
     println!("{:<40} {:>12} {:>14}", "policy", "ns/accept", "overhead µs");
     println!("{:<40} {:>12.0} {:>14}", "(no interposer)", plain, "-");
     let mut worst: f64 = 0.0;
-    for p in ["none", "release-on-next=500,select=nth:1", "permute=7:4:50", "hold=5,select=msg:0:1,peek=0"] {
+    for p in ["none", "release-on-next=500ms,select=nth:1", "permute=7:4:50ms", "hold=5ms,select=msg:0:1,peek=0ms"] {
         let t = run(Some(p));
         let over = (t - plain) / 1000.0;
         worst = worst.max(over);

@@ -73,7 +73,7 @@ fn the_policy_decides_the_accept_order_and_the_log_accounts_for_every_connection
     assert!(log.complete(), "{}", log.headline());
 
     // The wire's release-on-next: the third connection waits for the fourth.
-    let (order, log) = run("release-on-next=500,select=nth:2", 6, false);
+    let (order, log) = run("release-on-next=500ms,select=nth:2", 6, false);
     assert_eq!(order, "0 1 3 2 4 5");
     assert_eq!((log.arrived, log.delivered, log.held), (6, 6, 1));
 
@@ -96,7 +96,7 @@ fn a_non_blocking_listener_gets_eagain_while_held_and_poll_or_epoll_wakes_at_the
     }
     for flags in [&["--nonblocking"][..], &["--nonblocking", "--epoll"]] {
         let t0 = std::time::Instant::now();
-        let (order, log) = run_with("hold=300,select=nth:0", 2, flags);
+        let (order, log) = run_with("hold=300ms,select=nth:0", 2, flags);
         // Connection 1 first; then nothing acceptable until the hold ends: EAGAIN, wait, 0.
         assert_eq!(order, "1 EAGAIN 0", "{flags:?}");
         assert!(log.complete() && log.delivered == 2, "{}", log.headline());
@@ -123,7 +123,7 @@ a, _ = s.accept()   # the only one passed; the two held ones are never accepted
     let st = Command::new("python3")
         .args(["-c", script])
         .env("LD_PRELOAD", &lib)
-        .env(POLICY_ENV, "hold=10000,select=nth:1+2")
+        .env(POLICY_ENV, "hold=10000ms,select=nth:1+2")
         .env(LOG_ENV, &log)
         .status()
         .unwrap();
@@ -142,7 +142,7 @@ fn a_bad_policy_stops_the_program_with_the_reason() {
     let out = Command::new("python3")
         .args(["-c", "print('ran')"])
         .env("LD_PRELOAD", library())
-        .env(POLICY_ENV, "hold=5,select=evn")
+        .env(POLICY_ENV, "hold=5ms,select=evn")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -226,7 +226,7 @@ fn the_nvshmem_selector_peeks_at_the_header_within_its_bounded_wait() {
     let o = Command::new(py)
         .args(["-c", NVSHMEM_PEERS])
         .env("LD_PRELOAD", library())
-        .env(POLICY_ENV, "hold=300,select=msg:1:7,peek=1000")
+        .env(POLICY_ENV, "hold=300ms,select=msg:1:7,peek=1000ms")
         .env(LOG_ENV, &log)
         .output()
         .unwrap();
@@ -266,7 +266,7 @@ t.join(); print(f"{dt:.3f}")
     let out = Command::new(python().unwrap())
         .args(["-c", script])
         .env("LD_PRELOAD", library())
-        .env(POLICY_ENV, "hold=100,select=msg:0:1,peek=3000")
+        .env(POLICY_ENV, "hold=100ms,select=msg:0:1,peek=3000ms")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::rng::{self, Purpose};
+use bootsim_core::duration::show;
 
 /// Every knob of the kernel model. `Default` is the `fifo` profile.
 #[derive(Clone, Debug, PartialEq)]
@@ -678,7 +679,6 @@ impl fmt::Display for KernelConfig {
     /// Every knob as `key=value` words, parseable by `apply_words` (`stalls` only when set and
     /// the load knobs only when one differs from off, so traces of older cases do not change).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = FmtDuration;
         write!(
             f,
             "rx_queues={} service={} latency={} jitter={} stall_gap={} stall_skew={} stall_xm={} \
@@ -686,24 +686,24 @@ impl fmt::Display for KernelConfig {
              backlog={} syn_rto={} syn_retries={} synack_retries={} rto_min={} rto_max={} \
              data_retries={} trace={}",
             self.rx_queues,
-            d.show(self.service),
-            d.show(self.latency),
-            d.show(self.jitter),
-            self.stall_gap.map_or_else(|| "off".to_string(), |g| d.show(g)),
+            show(self.service),
+            show(self.latency),
+            show(self.jitter),
+            self.stall_gap.map_or_else(|| "off".to_string(), show),
             self.stall_skew,
-            d.show(self.stall_xm),
+            show(self.stall_xm),
             self.stall_alpha,
-            d.show(self.stall_cap),
-            d.show(self.loss_good_spell),
-            d.show(self.loss_bad_spell),
+            show(self.stall_cap),
+            show(self.loss_good_spell),
+            show(self.loss_bad_spell),
             self.loss_good,
             self.loss_bad,
             self.backlog,
-            d.show(self.syn_rto),
+            show(self.syn_rto),
             self.syn_retries,
             self.synack_retries,
-            d.show(self.rto_min),
-            d.show(self.rto_max),
+            show(self.rto_min),
+            show(self.rto_max),
             self.data_retries,
             self.trace,
         )?;
@@ -713,16 +713,16 @@ impl fmt::Display for KernelConfig {
                 f,
                 " syn_cost={} ack_cost={} data_cost={} napi_budget={} napi_budget_time={} ksoftirqd_delay={} \
                  rx_ring={} flood_rate={} flood_flows={} flood_cost={}",
-                d.show(l.syn_cost),
-                d.show(l.ack_cost),
-                d.show(l.data_cost),
+                show(l.syn_cost),
+                show(l.ack_cost),
+                show(l.data_cost),
                 l.napi_budget,
-                l.napi_budget_time.map_or_else(|| "off".to_string(), |t| d.show(t)),
-                d.show(l.ksoftirqd_delay),
+                l.napi_budget_time.map_or_else(|| "off".to_string(), show),
+                show(l.ksoftirqd_delay),
                 l.rx_ring,
                 l.flood_rate,
                 l.flood_flows,
-                d.show(l.flood_cost),
+                show(l.flood_cost),
             )?;
         }
         let c = &l.cpu;
@@ -734,8 +734,8 @@ impl fmt::Display for KernelConfig {
                 if c.rps { "on" } else { "off" },
                 c.max_backlog,
                 c.app_cpu,
-                d.show(c.syscall_cost),
-                d.show(c.app_work),
+                show(c.syscall_cost),
+                show(c.app_work),
             )?;
         }
         if !self.stalls.is_empty() {
@@ -745,35 +745,9 @@ impl fmt::Display for KernelConfig {
     }
 }
 
-struct FmtDuration;
-
-impl FmtDuration {
-    /// The largest of s, ms, us, ns that shows `d` exactly.
-    fn show(&self, d: Duration) -> String {
-        let ns = d.as_nanos();
-        for (unit, scale) in [("s", 1_000_000_000u128), ("ms", 1_000_000), ("us", 1_000)] {
-            if ns.is_multiple_of(scale) {
-                return format!("{}{unit}", ns / scale);
-            }
-        }
-        format!("{ns}ns")
-    }
-}
-
-/// `500ns`, `2us` (or `2µs`), `1.5ms`, `1s`; a bare number is nanoseconds.
+/// A knob's duration in [`bootsim_core::duration`]'s grammar, at most [`MAX_KNOB_DURATION`].
 fn parse_duration(s: &str) -> Option<Duration> {
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let x: f64 = num.parse().ok()?;
-    let scale = match unit {
-        "" | "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return None,
-    };
-    let ns = x * scale;
-    (0.0..=MAX_KNOB_DURATION.as_nanos() as f64).contains(&ns).then(|| Duration::from_nanos(ns.round() as u64))
+    bootsim_core::duration::parse(s, MAX_KNOB_DURATION).ok()
 }
 
 /// The longest duration a knob takes: one hour of simulated time. Sums of such durations over a
@@ -886,7 +860,8 @@ mod tests {
         assert_eq!(parse_duration("2µs"), Some(Duration::from_micros(2)));
         assert_eq!(parse_duration("1.5ms"), Some(Duration::from_micros(1500)));
         assert_eq!(parse_duration("3s"), Some(Duration::from_secs(3)));
-        assert_eq!(parse_duration("7"), Some(Duration::from_nanos(7)));
+        assert_eq!(parse_duration("7"), None);
+        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
         assert_eq!(parse_duration("1h"), None);
         assert_eq!(parse_duration("-1ms"), None);
     }

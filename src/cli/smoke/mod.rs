@@ -117,7 +117,7 @@ pub struct SmokeArgs {
     #[arg(long, requires = "local", conflicts_with_all = ["wire", "plugin", "rdma"])]
     in_process: bool,
     /// With --local: each rank in its own network namespace behind the userspace wire with this
-    /// packet policy: none, hold=MS[,select=S], release-on-next[=MS][,select=S], model[=SEED]
+    /// packet policy: none, hold=DUR[,select=S], release-on-next[=DUR][,select=S], model[=SEED]
     /// (select: all, even, odd, every:K[:P], nth:N, conn:N, pair:SRC>DST[:N] with host = rank+1).
     #[arg(long, requires = "local", conflicts_with = "rdma", value_name = "POLICY")]
     wire: Option<String>,
@@ -140,7 +140,7 @@ pub struct SmokeArgs {
     tag_counter: Option<u64>,
     /// With --local --plugin and no --wire: the accept interposer's policy for every rank, each a
     /// process (no root needed; the wire's language, host = rank+1, plus permute=SEED[:WINDOW] and
-    /// select=msg:FROM:TAG) [default: the report's release-on-next=500,select=pair:1>2:2;
+    /// select=msg:FROM:TAG) [default: the report's release-on-next=500ms,select=pair:1>2:2;
     /// `none` is no adversary].
     #[arg(long, requires_all = ["plugin", "local"], conflicts_with = "wire", value_name = "POLICY")]
     accept: Option<String>,
