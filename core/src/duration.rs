@@ -34,7 +34,7 @@ pub fn show(d: Duration) -> String {
     if ns == 0 {
         return "0s".into();
     }
-    let (unit, scale) = UNITS.iter().find(|(_, scale)| ns % scale == 0).copied().unwrap_or(("ns", 1));
+    let (unit, scale) = UNITS.iter().find(|(_, scale)| ns.is_multiple_of(*scale)).copied().unwrap_or(("ns", 1));
     format!("{}{unit}", ns / scale)
 }
 
