@@ -12,6 +12,8 @@
 //! - [`skip`]: a test that cannot run its real part here fails under CI and is counted as
 //!   skipped elsewhere.
 
+#![warn(missing_docs)]
+
 pub mod local_run;
 pub mod nvshmem;
 pub mod os;

@@ -8,6 +8,7 @@
 //! contract: feed [`seam::Input`]s with `handle`, drain `poll_output`, sleep until
 //! `poll_timeout`, call `handle_timeout`.
 
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod accept_policy;

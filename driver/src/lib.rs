@@ -10,6 +10,8 @@
 //! `tokio::time`, converted to core [`Instant`]s from an epoch taken at driver start, so the
 //! same code runs under tokio's paused clock or a turmoil simulation.
 
+#![warn(missing_docs)]
+
 mod conn;
 mod dial;
 mod drain;

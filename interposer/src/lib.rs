@@ -11,6 +11,7 @@
 //!
 //! [`Duration`]: std::time::Duration
 
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod log;

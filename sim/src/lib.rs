@@ -4,6 +4,7 @@
 //! checkable payloads ([`bootsim_nvshmem::workload`]), case strings ([`case`]), engines ([`engine`]), the
 //! oracles that judge a run ([`oracle`]) and the sweep runner ([`sweep`]).
 
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod case;

@@ -7,6 +7,8 @@
 //! cannot meet (CI has no RDMA hardware) in `BOOTSIM_CI_LACKS` (comma-separated keys); only those
 //! skip under CI.
 
+#![warn(missing_docs)]
+
 use std::io::Write;
 
 /// The environment variable naming the file each skip is appended to.

@@ -26,33 +26,68 @@ pub use supervise::{classify_stderr, supervise, supervise_with, Held, PluginRank
 pub enum PluginError {
     /// The shared object could not be opened or lacks a symbol.
     #[error("cannot load the plugin {path}: {reason}")]
-    Load { path: String, reason: String },
+    Load {
+        /// The shared object's path.
+        path: String,
+        /// The loader's error.
+        reason: String,
+    },
     /// The handle lacks a function the workload needs.
     #[error("the plugin's handle has no {0}")]
     Missing(&'static str),
     /// A call returned non-zero and printed nothing we recognise.
     #[error("{call} returned {rc}")]
-    Call { call: &'static str, rc: i32 },
+    Call {
+        /// The plugin function called.
+        call: &'static str,
+        /// Its return code.
+        rc: i32,
+    },
     /// 3.7 and later: the message's size differs from the receive buffer's.
     #[error("message size mismatch: received {got} bytes, expected {expected} bytes (the plugin's words)")]
-    SizeMismatch { got: usize, expected: usize },
+    SizeMismatch {
+        /// The message's size, in bytes.
+        got: usize,
+        /// The receive buffer's size, in bytes.
+        expected: usize,
+    },
     /// 3.4/3.5: the message is longer than the receive buffer.
     #[error("message truncated: received {got} bytes instead of {expected} (the plugin's words)")]
-    Truncated { got: usize, expected: usize },
+    Truncated {
+        /// The message's size, in bytes.
+        got: usize,
+        /// The receive buffer's size, in bytes.
+        expected: usize,
+    },
     /// A connection with a peer failed under the plugin (reset or closed): that peer stopped,
     /// died or was stopped, and this rank gave up because of it.
     #[error("its connection with {} failed: {reason} (the plugin's words): that peer stopped or died", show_addr(.addr))]
-    PeerLost { addr: Option<std::net::SocketAddr>, reason: String },
+    PeerLost {
+        /// The peer's address, when the plugin printed one that parses.
+        addr: Option<std::net::SocketAddr>,
+        /// The plugin's words for the failure.
+        reason: String,
+    },
     /// 3.8: the per-call tag counter passed 2^31 - 1.
     #[error("UID bootstrap message tag space exhausted (the plugin's words)")]
     TagSpaceExhausted,
     /// The rank process exited on its own in the middle of the run (NVSHMEM calls `exit(-1)` on
     /// a unique-ID version mismatch).
     #[error("the rank process exited with status {code}{}", last_words(.stderr))]
-    Exited { code: i32, stderr: Option<String> },
+    Exited {
+        /// The process's exit status.
+        code: i32,
+        /// The last line the process wrote to stderr, if any.
+        stderr: Option<String>,
+    },
     /// The rank process died of a signal.
     #[error("the rank process was killed by signal {signal}{}", last_words(.stderr))]
-    Crashed { signal: i32, stderr: Option<String> },
+    Crashed {
+        /// The signal number.
+        signal: i32,
+        /// The last line the process wrote to stderr, if any.
+        stderr: Option<String>,
+    },
     /// Bad arguments to the plugin driver.
     #[error("{0}")]
     Usage(String),

@@ -46,11 +46,24 @@ pub struct PluginRankConfig {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum RankLine {
     /// A call begins: `init`, or workload operation `index` of `kind`.
-    Begin { what: String, index: Option<u32> },
+    Begin {
+        /// The call, as the trace names it ("init", "alltoall #2").
+        what: String,
+        /// The workload operation's index (`None`: init).
+        index: Option<u32>,
+    },
     /// It returned 0; `bytes` is the received buffer (empty for init and barrier).
-    Done { bytes: Vec<u8> },
+    Done {
+        /// The received buffer.
+        bytes: Vec<u8>,
+    },
     /// It failed.
-    Failed { error: String, rc: Option<i32> },
+    Failed {
+        /// The error, as text.
+        error: String,
+        /// The call's non-zero return code, when the plugin returned one.
+        rc: Option<i32>,
+    },
 }
 
 /// Runs the rank, writing records to `out`; returns the process exit code (0: every call

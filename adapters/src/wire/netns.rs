@@ -109,11 +109,15 @@ fn socket() -> io::Result<OwnedFd> {
 }
 
 // The interface ioctls: each reads (and the getters and TUNSETIFF write back) one `ifreq`.
-nix::ioctl_readwrite_bad!(tunsetiff, libc::TUNSETIFF, libc::ifreq);
-nix::ioctl_readwrite_bad!(siocgifflags, libc::SIOCGIFFLAGS, libc::ifreq);
-nix::ioctl_write_ptr_bad!(siocsifflags, libc::SIOCSIFFLAGS, libc::ifreq);
-nix::ioctl_write_ptr_bad!(siocsifaddr, libc::SIOCSIFADDR, libc::ifreq);
-nix::ioctl_write_ptr_bad!(siocsifnetmask, libc::SIOCSIFNETMASK, libc::ifreq);
+// nix's macros make them `pub`; the private module keeps them out of the crate's API.
+mod ioctl {
+    nix::ioctl_readwrite_bad!(tunsetiff, libc::TUNSETIFF, libc::ifreq);
+    nix::ioctl_readwrite_bad!(siocgifflags, libc::SIOCGIFFLAGS, libc::ifreq);
+    nix::ioctl_write_ptr_bad!(siocsifflags, libc::SIOCSIFFLAGS, libc::ifreq);
+    nix::ioctl_write_ptr_bad!(siocsifaddr, libc::SIOCSIFADDR, libc::ifreq);
+    nix::ioctl_write_ptr_bad!(siocsifnetmask, libc::SIOCSIFNETMASK, libc::ifreq);
+}
+use ioctl::{siocgifflags, siocsifaddr, siocsifflags, siocsifnetmask, tunsetiff};
 
 /// A setter of one `ifreq` (`siocsifaddr`, `siocsifnetmask`).
 type IfreqSetter = unsafe fn(libc::c_int, *const libc::ifreq) -> nix::Result<libc::c_int>;

@@ -7,34 +7,80 @@ pub enum WireError {
     /// kept: the expected one is the session's secret, and the received one may be another
     /// session's; only a short fingerprint of the received bytes, to tell strangers apart.
     #[error("bad magic (not this session's; received bytes fingerprint {got})")]
-    BadMagic { got: Fingerprint },
+    BadMagic {
+        /// Fingerprint of the 8 magic bytes received.
+        got: Fingerprint,
+    },
     /// The connection preamble's socket type was not 1 (bootstrap).
     #[error("bad socket type {got} (expected {expected})")]
-    BadType { expected: i32, got: i32 },
+    BadType {
+        /// The socket type a bootstrap connection carries (1).
+        expected: i32,
+        /// The socket type received.
+        got: i32,
+    },
     /// A frame length was negative.
     #[error("negative frame length {len}")]
-    NegativeLength { len: i32 },
+    NegativeLength {
+        /// The length received, in bytes.
+        len: i32,
+    },
     /// A frame length exceeded the configured maximum: refused before any allocation.
     #[error("frame length {len} exceeds the maximum of {max} bytes")]
-    TooLarge { len: usize, max: usize },
+    TooLarge {
+        /// The length received, in bytes.
+        len: usize,
+        /// The configured maximum, in bytes.
+        max: usize,
+    },
     /// A frame that must have a fixed size had another.
     #[error("{what} frame of {got} bytes (expected {expected})")]
-    WrongLength { what: &'static str, expected: usize, got: usize },
+    WrongLength {
+        /// Which frame it was.
+        what: &'static str,
+        /// Its fixed size, in bytes.
+        expected: usize,
+        /// The size received, in bytes.
+        got: usize,
+    },
     /// A socket address with an address family other than AF_INET or AF_INET6.
     #[error("unknown address family {family}")]
-    BadAddressFamily { family: u16 },
+    BadAddressFamily {
+        /// The address family received.
+        family: u16,
+    },
     /// A header named a rank outside the world.
     #[error("header names rank {rank}, outside a world of {nranks}")]
-    RankOutOfRange { rank: i32, nranks: u32 },
+    RankOutOfRange {
+        /// The rank the header named.
+        rank: i32,
+        /// The number of ranks in the world.
+        nranks: u32,
+    },
     /// A sequenced header repeated a sequence number already taken or queued.
     #[error("duplicate sequence number {seq} from rank {rank}")]
-    DuplicateSequence { rank: u32, seq: u64 },
+    DuplicateSequence {
+        /// The sending rank.
+        rank: u32,
+        /// The repeated sequence number.
+        seq: u64,
+    },
     /// A second persistent stream from a rank that already has one.
     #[error("second persistent stream from rank {rank}")]
-    DuplicateStream { rank: u32 },
+    DuplicateStream {
+        /// The rank that opened a second stream.
+        rank: u32,
+    },
     /// The peer closed the connection in the middle of an item.
     #[error("connection closed after {have} of {needed} bytes of {what}")]
-    Truncated { what: &'static str, needed: usize, have: usize },
+    Truncated {
+        /// The item being read.
+        what: &'static str,
+        /// The item's size, in bytes.
+        needed: usize,
+        /// The bytes of it received before the close.
+        have: usize,
+    },
 }
 
 /// A 16-bit fingerprint of 8 received bytes: enough to tell two strangers apart in a log, too

@@ -11,46 +11,132 @@ use crate::time::Instant;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input<'a, L> {
     /// A listener is open at `addr` (the address peers must dial).
-    Listening { listener: L, addr: SocketAddr },
+    Listening {
+        /// The listener's key.
+        listener: L,
+        /// The address peers must dial.
+        addr: SocketAddr,
+    },
     /// A listener could not be opened.
-    ListenFailed { listener: L, reason: String },
+    ListenFailed {
+        /// The listener's key.
+        listener: L,
+        /// Why, as the world reports it.
+        reason: String,
+    },
     /// The connection requested by [`Effect::Accept`] was taken from the accept queue.
-    Accepted { conn: ConnId, from: SocketAddr },
+    Accepted {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The dialling peer's address.
+        from: SocketAddr,
+    },
     /// The connection requested by [`Effect::Connect`] is established.
-    Connected { conn: ConnId },
+    Connected {
+        /// The node's name for the connection.
+        conn: ConnId,
+    },
     /// Connecting failed for good (after the driver's retries on "refused").
-    ConnectFailed { conn: ConnId, reason: String },
+    ConnectFailed {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// Why, as the world reports it.
+        reason: String,
+    },
     /// Bytes arrived on a connection, in order, in any chunking.
-    Received { conn: ConnId, bytes: &'a [u8] },
+    Received {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The bytes, in arrival order.
+        bytes: &'a [u8],
+    },
     /// The peer closed its side (EOF), or the connection was reset.
-    PeerClosed { conn: ConnId },
+    PeerClosed {
+        /// The node's name for the connection.
+        conn: ConnId,
+    },
     /// The send queue of a connection in [`Effect::Drain`] reached zero unacknowledged bytes.
-    Drained { conn: ConnId, waited: Duration },
+    Drained {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// How long the drain waited.
+        waited: Duration,
+    },
     /// The drain deadline passed with bytes still unacknowledged.
-    DrainTimedOut { conn: ConnId, waited: Duration, unacked: usize },
+    DrainTimedOut {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// How long the drain waited.
+        waited: Duration,
+        /// Bytes still unacknowledged at the deadline.
+        unacked: usize,
+    },
 }
 
 /// An [`Input`] that owns its bytes, for worlds that queue inputs before feeding them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OwnedInput<L> {
     /// See [`Input::Listening`].
-    Listening { listener: L, addr: SocketAddr },
+    Listening {
+        /// The listener's key.
+        listener: L,
+        /// The address peers must dial.
+        addr: SocketAddr,
+    },
     /// See [`Input::ListenFailed`].
-    ListenFailed { listener: L, reason: String },
+    ListenFailed {
+        /// The listener's key.
+        listener: L,
+        /// Why, as the world reports it.
+        reason: String,
+    },
     /// See [`Input::Accepted`].
-    Accepted { conn: ConnId, from: SocketAddr },
+    Accepted {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The dialling peer's address.
+        from: SocketAddr,
+    },
     /// See [`Input::Connected`].
-    Connected { conn: ConnId },
+    Connected {
+        /// The node's name for the connection.
+        conn: ConnId,
+    },
     /// See [`Input::ConnectFailed`].
-    ConnectFailed { conn: ConnId, reason: String },
+    ConnectFailed {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// Why, as the world reports it.
+        reason: String,
+    },
     /// See [`Input::Received`].
-    Received { conn: ConnId, bytes: Vec<u8> },
+    Received {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The bytes, in arrival order.
+        bytes: Vec<u8>,
+    },
     /// See [`Input::PeerClosed`].
-    PeerClosed { conn: ConnId },
+    PeerClosed {
+        /// The node's name for the connection.
+        conn: ConnId,
+    },
     /// See [`Input::Drained`].
-    Drained { conn: ConnId, waited: Duration },
+    Drained {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// How long the drain waited.
+        waited: Duration,
+    },
     /// See [`Input::DrainTimedOut`].
-    DrainTimedOut { conn: ConnId, waited: Duration, unacked: usize },
+    DrainTimedOut {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// How long the drain waited.
+        waited: Duration,
+        /// Bytes still unacknowledged at the deadline.
+        unacked: usize,
+    },
 }
 
 impl<L: Copy> OwnedInput<L> {
@@ -78,23 +164,52 @@ impl<L: Copy> OwnedInput<L> {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Effect<L> {
     /// Open a listener; answer with [`Input::Listening`] (or [`Input::ListenFailed`]).
-    Listen { listener: L },
+    Listen {
+        /// The listener's key.
+        listener: L,
+    },
     /// Take the next connection from the listener's accept queue, name it `conn`, answer with
     /// [`Input::Accepted`]. At most one is outstanding per listener.
-    Accept { listener: L, conn: ConnId },
+    Accept {
+        /// The listener's key.
+        listener: L,
+        /// The name the node gives the accepted connection.
+        conn: ConnId,
+    },
     /// Close a listener (connections still queued are reset).
-    CloseListener { listener: L },
+    CloseListener {
+        /// The listener's key.
+        listener: L,
+    },
     /// Connect (the world retries "refused" with core's `ConnectRetry`); answer with
     /// [`Input::Connected`] or [`Input::ConnectFailed`].
-    Connect { conn: ConnId, addr: SocketAddr },
+    Connect {
+        /// The name the node gives the new connection.
+        conn: ConnId,
+        /// The address to dial.
+        addr: SocketAddr,
+    },
     /// Queue `len` bytes for sending after any queued before on this connection; the bytes
     /// are in the buffer the world passed to [`crate::seam::Node::poll_output`].
-    Write { conn: ConnId, len: usize },
+    Write {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// How many bytes (all of `tx`, the buffer `poll_output` filled).
+        len: usize,
+    },
     /// Wait until every byte written on `conn` is acknowledged (SIOCOUTQ reads 0) or until
     /// `deadline`; answer with [`Input::Drained`] or [`Input::DrainTimedOut`].
-    Drain { conn: ConnId, deadline: Instant },
+    Drain {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// When to give up waiting.
+        deadline: Instant,
+    },
     /// Shut down and close the connection after the bytes already queued.
-    Close { conn: ConnId },
+    Close {
+        /// The node's name for the connection.
+        conn: ConnId,
+    },
 }
 
 /// What a node reports for the judge and the trace; the world only records and renders it.

@@ -158,15 +158,52 @@ pub trait Observed {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Noted {
     /// A point-to-point message was handed to the event's connection.
-    Sent { to: u32, tag: i32, origin: MsgOrigin, size: usize },
+    Sent {
+        /// The receiving rank.
+        to: u32,
+        /// The message's tag.
+        tag: i32,
+        /// The operation (and step) the message belongs to.
+        origin: MsgOrigin,
+        /// The message's payload size, in bytes.
+        size: usize,
+    },
     /// A receive took the message on the event's connection (perhaps not the one meant).
-    Taken { from: u32, tag: i32, origin: MsgOrigin, size: usize, expected_size: usize },
+    Taken {
+        /// The sending rank.
+        from: u32,
+        /// The message's tag.
+        tag: i32,
+        /// The receiving operation (and step) that took it.
+        origin: MsgOrigin,
+        /// The payload size taken, in bytes.
+        size: usize,
+        /// The payload size the receive expected, in bytes.
+        expected_size: usize,
+    },
     /// A drain before close gave up at its bound (fail-open).
-    DrainGaveUp { to: u32, tag: i32, waited: Duration, unacked: usize },
+    DrainGaveUp {
+        /// The peer the drained connection leads to.
+        to: u32,
+        /// The tag of the message sent on it.
+        tag: i32,
+        /// How long the drain waited.
+        waited: Duration,
+        /// Bytes still unacknowledged when it gave up.
+        unacked: usize,
+    },
     /// A drain before close completed after `waited`.
-    DrainCompleted { to: u32, waited: Duration },
+    DrainCompleted {
+        /// The peer the drained connection leads to.
+        to: u32,
+        /// How long the drain waited.
+        waited: Duration,
+    },
     /// A connection that is not part of the session was dropped, for this reason.
-    Stray { error: String },
+    Stray {
+        /// Why it was dropped.
+        error: String,
+    },
     /// Nothing the record keeps (a trace line only).
     Other,
 }

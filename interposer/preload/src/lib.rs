@@ -15,6 +15,8 @@
 //! everything is held; `SOCK_NONBLOCK`/`SOCK_CLOEXEC` and the peer address are as without it.
 //! At exit, connections never accepted are logged `unaccepted` and closed.
 
+#![warn(missing_docs)]
+
 mod hooks;
 mod real;
 mod sock;

@@ -49,56 +49,151 @@ pub type Input<'a> = bootsim_core::seam::Input<'a, Listener>;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Effect {
     /// Open a listener; answer with [`Input::Listening`].
-    Listen { listener: Listener },
+    Listen {
+        /// The listener's key.
+        listener: Listener,
+    },
     /// Take the next connection from the accept queue and name it `conn`; answer with
     /// [`Input::Accepted`]. At most one is outstanding per listener.
-    Accept { listener: Listener, conn: ConnId },
+    Accept {
+        /// The listener's key.
+        listener: Listener,
+        /// The name the node gives the accepted connection.
+        conn: ConnId,
+    },
     /// Close a listener (connections still queued are reset).
-    CloseListener { listener: Listener },
+    CloseListener {
+        /// The listener's key.
+        listener: Listener,
+    },
     /// Connect, retrying "refused" as NCCL does; answer with [`Input::Connected`].
-    Connect { conn: ConnId, addr: SocketAddr },
+    Connect {
+        /// The name the node gives the new connection.
+        conn: ConnId,
+        /// The address to dial.
+        addr: SocketAddr,
+    },
     /// Queue bytes for sending after any queued before on this connection.
-    Write { conn: ConnId, bytes: Vec<u8> },
+    Write {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The bytes to send.
+        bytes: Vec<u8>,
+    },
     /// Close the connection after the bytes already queued.
-    Close { conn: ConnId },
+    Close {
+        /// The node's name for the connection.
+        conn: ConnId,
+    },
 }
 
 /// What a node reports, for the judge, explanations and traces.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Observation {
     /// A rank started step `step` of its program.
-    Started { step: usize, call: Call },
+    Started {
+        /// The step, an index into the rank's program.
+        step: usize,
+        /// The NCCL call the step belongs to.
+        call: Call,
+    },
     /// A step ended: the bytes it produced (a receive's message, an allgather's whole buffer) or
     /// the error that ended the rank's bootstrap.
-    Completed { step: usize, call: Call, result: Result<Vec<u8>, NcclError> },
+    Completed {
+        /// The step, an index into the rank's program.
+        step: usize,
+        /// The NCCL call the step belongs to.
+        call: Call,
+        /// The bytes produced, or the error.
+        result: Result<Vec<u8>, NcclError>,
+    },
     /// A point-to-point message was written on `conn` (one connection per message): the `nth`
     /// this rank sends to `to` with the intended tag `logical_tag` (see
     /// [`crate::program::nth_of_kind`]); `flag` for a sync or barrier flag.
-    Sent { conn: ConnId, step: usize, to: u32, tag: i32, logical_tag: i32, nth: u32, flag: bool, size: usize },
+    Sent {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The step, an index into the rank's program.
+        step: usize,
+        /// The receiving rank.
+        to: u32,
+        /// The tag the message carries.
+        tag: i32,
+        /// The intended tag (see the variant's doc).
+        logical_tag: i32,
+        /// Which send to `to` with `logical_tag` it is, from 0 (see [`crate::program::nth_of_kind`]).
+        nth: u32,
+        /// Whether it is a sync or barrier flag.
+        flag: bool,
+        /// The payload's size, in bytes.
+        size: usize,
+    },
     /// A receive took the message on `conn`, whichever message it was; the receive is the `nth`
     /// from its peer with the intended tag `logical_tag`; `flag` for a sync or barrier flag.
     Taken {
+        /// The node's name for the connection.
         conn: ConnId,
+        /// The step, an index into the rank's program.
         step: usize,
+        /// The sending rank its header names.
         from: i32,
+        /// The tag the message carries.
         tag: i32,
+        /// The intended tag (see the variant's doc).
         logical_tag: i32,
+        /// Which receive from `from` with `logical_tag` it is, from 0.
         nth: u32,
+        /// Whether it is a sync or barrier flag.
         flag: bool,
+        /// The payload's size, in bytes.
         size: usize,
+        /// The receive buffer's size, in bytes.
         expected: usize,
     },
     /// A connection whose header did not match was appended to the unexpected list.
-    Queued { conn: ConnId, from: i32, tag: i32, waiting_for: (Option<u32>, i32), list_len: usize },
+    Queued {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The sending rank its header names.
+        from: i32,
+        /// The tag its header carries.
+        tag: i32,
+        /// The (peer, tag) the receive waits for (peer `None`: any).
+        waiting_for: (Option<u32>, i32),
+        /// The unexpected list's length with it.
+        list_len: usize,
+    },
     /// A connection that is not of this session (bad magic, early close, wrong type where NCCL
     /// discards it) was closed and the next one accepted.
-    Discarded { conn: ConnId, from: SocketAddr, why: String },
+    Discarded {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The address it came from.
+        from: SocketAddr,
+        /// Why it was discarded.
+        why: String,
+    },
     /// The root took a check-in.
-    CheckedIn { rank: u32, count: u32, nranks: u32 },
+    CheckedIn {
+        /// The rank that checked in.
+        rank: u32,
+        /// Check-ins taken so far, this one included.
+        count: u32,
+        /// The number of ranks in the world.
+        nranks: u32,
+    },
     /// The root sent rank `to` its successor's address.
-    SuccessorSent { to: u32, successor: u32 },
+    SuccessorSent {
+        /// The rank it answered.
+        to: u32,
+        /// The rank whose address it sent (`to`'s ring successor).
+        successor: u32,
+    },
     /// The root finished (every rank answered) or gave up.
-    RootDone { result: Result<(), RootError> },
+    RootDone {
+        /// Whether every rank was answered, or why the root gave up.
+        result: Result<(), RootError>,
+    },
 }
 
 /// One output of a node, effects and observations in the order the node made them.

@@ -8,6 +8,7 @@
 //! ([`Rank::waiting_for`] names what each rank waits for). Facts and source lines:
 //! docs/nccl-protocol.md.
 
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod codec;

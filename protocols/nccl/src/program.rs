@@ -13,14 +13,44 @@ pub enum Step {
     /// `bootstrapAllGather` of `size` bytes per rank over the ring sockets. With `addresses`, this
     /// rank's slice starts with its point-to-point listener's address and, once gathered, the
     /// slices tell every later `bootstrapSend` where to connect.
-    RingAllgather { size: usize, addresses: bool },
+    RingAllgather {
+        /// Bytes per rank.
+        size: usize,
+        /// Whether this rank's slice carries its point-to-point listener's address.
+        addresses: bool,
+    },
     /// `bootstrapSend(peer, tag, data, size)`: one new connection for one message.
-    Send { peer: u32, tag: i32, logical_tag: i32, size: usize },
+    Send {
+        /// The receiving rank.
+        peer: u32,
+        /// The tag this release puts on the wire.
+        tag: i32,
+        /// The intended tag: 2.21's, also for releases whose messages carry another or none.
+        logical_tag: i32,
+        /// The message's size, in bytes.
+        size: usize,
+    },
     /// `bootstrapRecv(peer, tag, data, size)` (`peer` None: 2.23's wildcard).
-    Recv { peer: Option<u32>, tag: i32, logical_tag: i32, size: usize },
+    Recv {
+        /// The sending rank (`None`: any).
+        peer: Option<u32>,
+        /// The tag this release matches on.
+        tag: i32,
+        /// The intended tag: 2.21's, also for releases whose messages carry another or none.
+        logical_tag: i32,
+        /// The receive buffer's size, in bytes.
+        size: usize,
+    },
     /// 2.21's `bootstrapIntraNodeAllGather`: connect to the next of `ranks` and accept the
     /// previous, both tagged `tag`, then a ring allgather over those two sockets, then close.
-    IntraRingAllgather { ranks: Vec<u32>, size: usize, tag: i32 },
+    IntraRingAllgather {
+        /// The ranks of the node, in ring order.
+        ranks: Vec<u32>,
+        /// Bytes per rank.
+        size: usize,
+        /// The tag of both connections.
+        tag: i32,
+    },
 }
 
 /// A step and the NCCL call it belongs to.
@@ -74,11 +104,28 @@ pub enum CallKind {
     /// `bootstrapAllGather` of the named data.
     AllGather(&'static str),
     /// `ncclTransportP2pSetup`'s connectInfo exchange with the peers at distance `i`.
-    SetupExchange { graph: Graph, conn_index: u8, i: u32 },
+    SetupExchange {
+        /// The topology graph being connected.
+        graph: Graph,
+        /// NCCL's `connIndex`.
+        conn_index: u8,
+        /// The distance to the peers.
+        i: u32,
+    },
     /// `ncclTransportP2pSetup`'s sync with the peers at distance `i`.
-    SetupSync { graph: Graph, conn_index: u8, i: u32 },
+    SetupSync {
+        /// The topology graph being connected.
+        graph: Graph,
+        /// NCCL's `connIndex`.
+        conn_index: u8,
+        /// The distance to the peers.
+        i: u32,
+    },
     /// `bootstrapBarrier` / `bootstrapIntraNodeBarrier` with one tag for every round.
-    Barrier { tag: i32 },
+    Barrier {
+        /// The tag of every round.
+        tag: i32,
+    },
     /// `bootstrapIntraNodeAllGather` of the named data.
     IntraNodeAllGather(&'static str),
     /// An application's own `bootstrapSend`/`bootstrapRecv`.

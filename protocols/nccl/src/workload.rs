@@ -59,7 +59,12 @@ pub enum Workload {
     Init(InitParams),
     /// NULL-graph transport setups as `ncclSend`/`ncclRecv` to new peers trigger them; `None`
     /// distances: every peer once.
-    P2p { channels: u32, distances: Option<Vec<u32>> },
+    P2p {
+        /// Channels connected per peer by each setup (`p2pnChannelsPerPeer`).
+        channels: u32,
+        /// The distances of the setups, in order (`None`: every peer once).
+        distances: Option<Vec<u32>>,
+    },
     /// The hazard map's cell: `bootstrapInit`, then two operations back to back ([`nccl_pair`]).
     Pair(Op, Op),
 }

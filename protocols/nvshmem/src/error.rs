@@ -12,75 +12,225 @@ pub use bootsim_core::Culprit;
 pub enum BootstrapError {
     /// Strict size check: the message's size differs from the receive buffer's.
     #[error("rank {rank}: {op} recv from rank {peer} tag {tag:#x}: message size mismatch: received {got} bytes instead of {expected}")]
-    SizeMismatch { rank: u32, peer: u32, op: OpKind, tag: i32, expected: usize, got: usize },
+    SizeMismatch {
+        /// The rank that failed.
+        rank: u32,
+        /// The rank the receive was from.
+        peer: u32,
+        /// The operation that failed.
+        op: OpKind,
+        /// The receive's tag.
+        tag: i32,
+        /// The receive buffer's size, in bytes.
+        expected: usize,
+        /// The message's size, in bytes.
+        got: usize,
+    },
     /// Lenient size check: the message was longer than the receive buffer.
     #[error("rank {rank}: {op} recv from rank {peer} tag {tag:#x}: message truncated: received {got} bytes instead of {expected}")]
-    Truncated { rank: u32, peer: u32, op: OpKind, tag: i32, expected: usize, got: usize },
+    Truncated {
+        /// The rank that failed.
+        rank: u32,
+        /// The rank the receive was from.
+        peer: u32,
+        /// The operation that failed.
+        op: OpKind,
+        /// The receive's tag.
+        tag: i32,
+        /// The receive buffer's size, in bytes.
+        expected: usize,
+        /// The message's size, in bytes.
+        got: usize,
+    },
     /// Sequenced or persistent transports: the next message in order is not the one expected.
     #[error("rank {rank}: {op} recv from rank {peer}: message #{seq} has tag {got_tag:#x} and {got_size} bytes, expected tag {expected_tag:#x} and {expected_size} bytes")]
     OutOfStep {
+        /// The rank that failed.
         rank: u32,
+        /// The rank the receive was from.
         peer: u32,
+        /// The operation that failed.
         op: OpKind,
+        /// The message's position in the peer's order.
         seq: u64,
+        /// The tag expected.
         expected_tag: i32,
+        /// The message's tag.
         got_tag: i32,
+        /// The size expected, in bytes.
         expected_size: usize,
+        /// The message's size, in bytes.
         got_size: usize,
     },
     /// 3.8: the per-call tag counter has passed 2^31 - 1.
     #[error(
         "rank {rank}: {op}: UID bootstrap message tag space exhausted (the next tag would be {next:#x}, past 2^31-1)"
     )]
-    TagSpaceExhausted { rank: u32, op: OpKind, next: u64 },
+    TagSpaceExhausted {
+        /// The rank that failed.
+        rank: u32,
+        /// The operation that failed.
+        op: OpKind,
+        /// The tag the counter would have handed out next.
+        next: u64,
+    },
     /// The unexpected list grew past its bound (a peer that knows the magic floods this rank).
     #[error("rank {rank}: {op}: the unexpected list holds {count} connections and {bytes} bytes, over its bound ({what}); the last from rank {from} tag {tag:#x}")]
-    UnexpectedOverflow { rank: u32, op: OpKind, from: i32, tag: i32, count: usize, bytes: usize, what: String },
+    UnexpectedOverflow {
+        /// The rank that failed.
+        rank: u32,
+        /// The operation that failed.
+        op: OpKind,
+        /// The rank its newest entry came from, as its header says.
+        from: i32,
+        /// Its newest entry's tag.
+        tag: i32,
+        /// Connections the list holds.
+        count: usize,
+        /// Bytes those connections buffer together.
+        bytes: usize,
+        /// The bound it passed ("at most 64 connections").
+        what: String,
+    },
     /// The root closed the check-in without answering: it refused this rank (a root drops a
     /// connection whose session magic is not its own) or it stopped.
     #[error("rank {rank}: init: the root at {root} refused the check-in: it closed the connection without answering, as a root does to a rank whose session magic is not its own (check the shared secret, the job id and the session address), or it stopped")]
-    CheckInRefused { rank: u32, root: SocketAddr },
+    CheckInRefused {
+        /// The rank that failed.
+        rank: u32,
+        /// The root's address.
+        root: SocketAddr,
+    },
     /// The root answered with another unique-ID version (a mixed build).
     #[error("rank {rank}: unique ID version {ours} but the root speaks {root}")]
-    VersionMismatch { rank: u32, ours: i32, root: i32 },
+    VersionMismatch {
+        /// The rank that failed.
+        rank: u32,
+        /// This rank's unique-ID version.
+        ours: i32,
+        /// The root's unique-ID version.
+        root: i32,
+    },
     /// A connection of the session carried bytes that do not decode.
     #[error("rank {rank}: {op}: {}", wire_text(from, error))]
-    Wire { rank: u32, op: OpKind, from: String, error: WireError },
+    Wire {
+        /// The rank that failed.
+        rank: u32,
+        /// The operation that failed.
+        op: OpKind,
+        /// Who sent the bytes ("rank 2", "the root", an address).
+        from: String,
+        /// What did not decode.
+        error: WireError,
+    },
     /// Connecting failed after the driver's retries.
     #[error("rank {rank}: {op}: cannot connect to {to} at {addr}: {reason}")]
-    Connect { rank: u32, op: OpKind, to: String, addr: SocketAddr, reason: String },
+    Connect {
+        /// The rank that failed.
+        rank: u32,
+        /// The operation that failed.
+        op: OpKind,
+        /// Who it dialled ("rank 2", "the root").
+        to: String,
+        /// The address it dialled.
+        addr: SocketAddr,
+        /// The last error, as the world reports it.
+        reason: String,
+    },
     /// A listener could not be opened.
     #[error("rank {rank}: cannot listen: {reason}")]
-    Listen { rank: u32, reason: String },
+    Listen {
+        /// The rank that failed.
+        rank: u32,
+        /// The error, as the world reports it.
+        reason: String,
+    },
     /// Nothing arrived within the configured timeout.
     #[error("rank {rank}: {op}: no progress for {}ms while {waiting}", after.as_millis())]
-    Timeout { rank: u32, op: OpKind, waiting: String, after: Duration },
+    Timeout {
+        /// The rank that failed.
+        rank: u32,
+        /// The operation that failed.
+        op: OpKind,
+        /// What the node was waiting for.
+        waiting: String,
+        /// How long it went without progress.
+        after: Duration,
+    },
     /// The application asked for something the protocol cannot do.
     #[error("rank {rank}: invalid {op}: {reason}")]
-    InvalidOp { rank: u32, op: OpKind, reason: String },
+    InvalidOp {
+        /// The rank that failed.
+        rank: u32,
+        /// The operation that failed.
+        op: OpKind,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Root: a rank checked in twice.
     #[error("root: rank {rank} of {nranks} ranks has already checked in")]
-    DuplicateRank { rank: i32, nranks: u32 },
+    DuplicateRank {
+        /// The rank that checked in twice.
+        rank: i32,
+        /// The number of ranks in the world.
+        nranks: u32,
+    },
     /// Root: a rank disagrees about the world size.
     #[error("root: rank {rank} says nranks={theirs}, but the world has {ours} ranks")]
-    NranksMismatch { rank: i32, theirs: i32, ours: u32 },
+    NranksMismatch {
+        /// The rank that disagrees.
+        rank: i32,
+        /// The world size the rank sent.
+        theirs: i32,
+        /// The root's world size.
+        ours: u32,
+    },
     /// Root: a rank number outside the world.
     #[error("root: invalid rank {rank} for {nranks} ranks")]
-    RankOutOfRange { rank: i32, nranks: i32 },
+    RankOutOfRange {
+        /// The rank number received.
+        rank: i32,
+        /// The number of ranks in the world.
+        nranks: i32,
+    },
     /// Root: the rank's root listener could not be reached.
     #[error("root: cannot connect to rank {to} at {addr}: {reason}")]
-    RootConnect { to: u32, addr: SocketAddr, reason: String },
+    RootConnect {
+        /// The rank whose root listener it dialled.
+        to: u32,
+        /// The address it dialled.
+        addr: SocketAddr,
+        /// The last error, as the world reports it.
+        reason: String,
+    },
     /// Root: nothing arrived within the configured timeout. `missing`: the culprits: the ranks
     /// that have not checked in (when the world size is known), or the checked-in rank it
     /// cannot reach to send its successor.
     #[error("root: no progress for {}ms while {waiting}", after.as_millis())]
-    RootTimeout { waiting: String, after: Duration, missing: Vec<u32> },
+    RootTimeout {
+        /// What the root was waiting for.
+        waiting: String,
+        /// How long it went without progress.
+        after: Duration,
+        /// The ranks that have not checked in, or the one the root cannot reach.
+        missing: Vec<u32>,
+    },
     /// Root: its listener could not be opened.
     #[error("root: cannot listen: {reason}")]
-    RootListen { reason: String },
+    RootListen {
+        /// The error, as the world reports it.
+        reason: String,
+    },
     /// Root: a rank's unique-ID version differs from the root's.
     #[error("root: a rank at {from} speaks unique ID version {theirs}, the root {ours}")]
-    RootVersionMismatch { from: String, theirs: i32, ours: i32 },
+    RootVersionMismatch {
+        /// The rank's address.
+        from: String,
+        /// The rank's unique-ID version.
+        theirs: i32,
+        /// The root's unique-ID version.
+        ours: i32,
+    },
 }
 
 impl BootstrapError {

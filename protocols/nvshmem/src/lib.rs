@@ -7,9 +7,12 @@
 //! one contract: feed [`Input`]s with `handle`, drain `poll_output`, sleep until
 //! `poll_timeout`, call `handle_timeout`. [`NvshmemNode`] is both as one seam node.
 
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod error;
+// Undocumented until NVSHMEM's second output enum is removed here: removed by the nvout branch.
+#[allow(missing_docs)]
 pub mod io;
 pub mod listener;
 #[cfg(any(test, feature = "testing"))]

@@ -36,13 +36,25 @@ impl OpSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Workload {
     /// The report's case: allgather(28), alltoall of `qps` handles per peer, barrier.
-    Deepep { qps: u32 },
+    Deepep {
+        /// QP handles per peer in the alltoall.
+        qps: u32,
+    },
     /// The sequence of collectives NVSHMEM's init makes (IBGDA transport, `qps` RC QPs per peer).
-    NvshmemInit { qps: u32 },
+    NvshmemInit {
+        /// RC QPs per peer.
+        qps: u32,
+    },
     /// `nvshmemx_qp_create(k)`: k back-to-back alltoalls of one handle per peer, then a barrier.
-    QpCreate { k: u32 },
+    QpCreate {
+        /// How many alltoalls.
+        k: u32,
+    },
     /// A seeded random sequence of `len` collectives and sizes.
-    Churn { len: u32 },
+    Churn {
+        /// How many collectives.
+        len: u32,
+    },
     /// An explicit list, e.g. `allgather:8,alltoall:576,barrier`.
     Custom(Vec<OpSpec>),
 }

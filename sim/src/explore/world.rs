@@ -87,9 +87,19 @@ pub fn start<W: WithWorld>(case: &Case, faults: Faults, with: W) -> W::Out {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Choice {
     /// Rank `at`'s outstanding accept on its peer listener takes this connection.
-    Accept { at: u32, conn: ConnName },
+    Accept {
+        /// The accepting rank.
+        at: u32,
+        /// The connection, as schedules name it.
+        conn: ConnName,
+    },
     /// A drain of this connection completes (`gives_up: false`) or gives up at its deadline.
-    Drain { conn: ConnName, gives_up: bool },
+    Drain {
+        /// The connection, as schedules name it.
+        conn: ConnName,
+        /// Whether the drain gives up at its deadline instead of completing.
+        gives_up: bool,
+    },
 }
 
 /// Which faults the explorer may choose.

@@ -47,15 +47,38 @@ pub struct RankConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     /// Ring allgather of `mine`; the result holds `nranks` slices of its length.
-    Allgather { mine: Vec<u8> },
+    Allgather {
+        /// This rank's contribution.
+        mine: Vec<u8>,
+    },
     /// Alltoall: `chunks` holds `nranks` equal chunks, chunk p for rank p; the result likewise.
-    Alltoall { chunks: Vec<u8> },
+    Alltoall {
+        /// This rank's `nranks` chunks, concatenated.
+        chunks: Vec<u8>,
+    },
     /// Dissemination barrier; `word` stands in for the 4 uninitialised bytes NVSHMEM sends.
-    Barrier { word: [u8; 4] },
+    Barrier {
+        /// The 4 bytes sent in each round.
+        word: [u8; 4],
+    },
     /// One point-to-point send.
-    Send { peer: u32, tag: i32, data: Vec<u8> },
+    Send {
+        /// The receiving rank.
+        peer: u32,
+        /// The message tag.
+        tag: i32,
+        /// The payload.
+        data: Vec<u8>,
+    },
     /// One point-to-point receive of `size` bytes.
-    Recv { peer: u32, tag: i32, size: usize },
+    Recv {
+        /// The sending rank.
+        peer: u32,
+        /// The message tag.
+        tag: i32,
+        /// The payload size expected, in bytes.
+        size: usize,
+    },
 }
 
 impl Op {
