@@ -2,7 +2,9 @@
 //! ([`crate::seam::Node`]) without sockets, in the style of
 //! quinn-proto's test `Pair`: zero latency, FIFO accept queues, and scripted holds that keep a
 //! connection out of its listener's accept queue (the kernel delaying its handshake) until the
-//! sender's next connection to the same listener is queued, or a fallback time passes.
+//! sender's next connection to the same listener is queued, or a fallback time passes (or, as
+//! a scripted accept order, peer listeners taking their newest connection first). It keeps
+//! every observation and the message log ([`MessageLog`]) a protocol's judge reads.
 //!
 //! It is deterministic (ordered maps, FIFO work queue, time only moves to the next timer) and
 //! small enough to read: the simulator in `bootsim-sim` is the adversarial version.
@@ -12,7 +14,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 use crate::ids::ConnId;
-use crate::seam::{self, Completed, Effect, ListenerKey, NodeOutput, Nodes, Observation, OwnedInput, Protocol, Setup};
+use crate::record::{MessageLog, SentMsg, TakenMsg};
+use crate::seam::{
+    self, Completed, Effect, ListenerKey, NodeOutput, Nodes, Noted, Observation, Observed, OwnedInput, Protocol, Setup,
+};
 use crate::time::Instant;
 
 /// A participant: the root or a rank.
@@ -57,6 +62,9 @@ struct Link {
     client_addr: SocketAddr,
     /// The listener it dialed.
     server_addr: SocketAddr,
+    /// For a rank's connection to another rank's peer listener: that rank, and which of the
+    /// dialer's connections to that listener it is (what a [`Hold`] names).
+    peer_dial: Option<(u32, u32)>,
 }
 
 /// The in-memory world, running nodes of type `N`.
@@ -68,11 +76,15 @@ pub struct MemNet<N: seam::Node> {
     accept_queue: BTreeMap<SocketAddr, VecDeque<usize>>,
     pending_accept: BTreeMap<SocketAddr, ConnId>,
     waiting_connects: BTreeMap<SocketAddr, Vec<(Node, ConnId)>>,
+    /// Strangers waiting for a listener to open: their bytes, and whether they close.
+    injections: BTreeMap<SocketAddr, Vec<(Vec<u8>, bool)>>,
     links: Vec<Link>,
     by_end: BTreeMap<(Node, ConnId), (usize, usize)>,
     drains: BTreeMap<(Node, ConnId), (Instant, Instant)>,
     holds: Vec<Hold>,
     dialed: BTreeMap<(u32, SocketAddr), u32>,
+    /// Peer listeners take their newest queued connection first ([`MemNet::accept_newest_first`]).
+    newest_first: bool,
     work: VecDeque<(Node, OwnedInput<N::Listener>)>,
     /// The buffer the state machines write frames into (`poll_output`), reused.
     tx: Vec<u8>,
@@ -80,6 +92,8 @@ pub struct MemNet<N: seam::Node> {
     pub completions: Vec<(Instant, Node, N::Completion)>,
     /// Every event, in order.
     pub events: Vec<(Instant, Node, N::Event)>,
+    /// The ranks' messages, sent and taken, joined by connection ([`Observed::noted`]).
+    pub messages: MessageLog,
 }
 
 /// The address the memnet gives a listener: its port on its node's host.
@@ -130,15 +144,18 @@ impl<N: seam::Node> MemNet<N> {
             accept_queue: BTreeMap::new(),
             pending_accept: BTreeMap::new(),
             waiting_connects: BTreeMap::new(),
+            injections: BTreeMap::new(),
             links: Vec::new(),
             by_end: BTreeMap::new(),
             drains: BTreeMap::new(),
             holds: Vec::new(),
             dialed: BTreeMap::new(),
+            newest_first: false,
             work: VecDeque::new(),
             tx: Vec::new(),
             completions: Vec::new(),
             events: Vec::new(),
+            messages: MessageLog::default(),
         };
         net.collect(Node::Root);
         for r in 0..nranks {
@@ -152,11 +169,35 @@ impl<N: seam::Node> MemNet<N> {
         self.holds.push(hold);
     }
 
+    /// From now on every peer listener accepts its newest queued connection first (a scripted
+    /// accept order: handshakes completing in reverse).
+    pub fn accept_newest_first(&mut self) {
+        self.newest_first = true;
+    }
+
+    /// Every connection a rank has dialed to another rank's peer listener so far, in dial order:
+    /// its connection id and the hold (released after `fallback`) that would keep it queued out.
+    pub fn peer_dials(&self, fallback: Duration) -> Vec<(ConnId, Hold)> {
+        self.links
+            .iter()
+            .filter_map(|l| match (l.ends[0].node, l.ends[0].conn, l.peer_dial) {
+                (Node::Rank(from), Some(conn), Some((to, nth))) => Some((conn, Hold { from, to, nth, fallback })),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Connects a stranger to rank `to`'s peer listener, sends `bytes`, and closes if `close`
     /// (otherwise the connection stays half-open). It queues behind what is already queued.
     pub fn inject(&mut self, to: u32, bytes: Vec<u8>, close: bool) {
         let addr = peer_addr::<N::Listener>(to).expect("the protocol has a rank-to-rank listener");
         self.inject_at(addr, bytes, close);
+    }
+
+    /// As [`MemNet::inject`], to rank `to`'s `listener` (which may open later: the stranger
+    /// connects, ahead of anyone else waiting, once it does).
+    pub fn inject_to(&mut self, to: u32, listener: N::Listener, bytes: Vec<u8>, close: bool) {
+        self.inject_at(listener_addr(Node::Rank(to), listener), bytes, close);
     }
 
     /// As [`MemNet::inject`], to the root's listener.
@@ -175,9 +216,14 @@ impl<N: seam::Node> MemNet<N> {
     }
 
     fn inject_at(&mut self, addr: SocketAddr, bytes: Vec<u8>, close: bool) {
+        if !self.listeners.contains_key(&addr) {
+            return self.injections.entry(addr).or_default().push((bytes, close));
+        }
         let conn = ConnId(1_000_000 + self.links.len() as u64);
         self.connect(Node::Stranger, conn, addr);
-        self.execute(Node::Stranger, seam::Output::Effect(Effect::Write { conn, len: bytes.len() }), &bytes);
+        if !bytes.is_empty() {
+            self.execute(Node::Stranger, seam::Output::Effect(Effect::Write { conn, len: bytes.len() }), &bytes);
+        }
         if close {
             self.execute(Node::Stranger, seam::Output::Effect(Effect::Close { conn }), &[]);
         }
@@ -186,6 +232,11 @@ impl<N: seam::Node> MemNet<N> {
     /// Rank `r`'s node.
     pub fn node(&self, r: u32) -> &N {
         &self.ranks[r as usize]
+    }
+
+    /// The root's node.
+    pub fn root(&self) -> &N {
+        &self.root
     }
 
     /// Current time.
@@ -273,13 +324,19 @@ impl<N: seam::Node> MemNet<N> {
         let effect = match out {
             seam::Output::Effect(e) => e,
             seam::Output::Observe(Observation::Completed(c)) => return self.completions.push((now, node, c)),
-            seam::Output::Observe(Observation::Event(e)) => return self.events.push((now, node, e)),
+            seam::Output::Observe(Observation::Event(e)) => {
+                self.note(node, &e);
+                return self.events.push((now, node, e));
+            }
         };
         match effect {
             Effect::Listen { listener } => {
                 let addr = listener_addr(node, listener);
                 self.listeners.insert(addr, (node, listener));
                 self.work.push_back((node, OwnedInput::Listening { listener, addr }));
+                for (bytes, close) in self.injections.remove(&addr).unwrap_or_default() {
+                    self.inject_at(addr, bytes, close);
+                }
                 for (client, conn) in self.waiting_connects.remove(&addr).unwrap_or_default() {
                     self.connect(client, conn, addr);
                 }
@@ -321,6 +378,23 @@ impl<N: seam::Node> MemNet<N> {
         }
     }
 
+    /// Adds a rank's sent or taken message to the log, joined by the link of its connection.
+    fn note(&mut self, node: Node, e: &N::Event) {
+        let Node::Rank(rank) = node else { return };
+        let link = e.conn().and_then(|c| self.by_end.get(&(node, c))).map(|&(i, _)| i as u64);
+        let at = self.now;
+        match e.noted() {
+            Noted::Sent { to, tag, origin, size } => {
+                self.messages.sent(link, SentMsg { from: rank, to, tag, origin, size, at })
+            }
+            Noted::Taken { from, tag, origin, size, expected_size } => {
+                let taken = TakenMsg { at, rank, from, tag, origin, size, expected_size, conn: None };
+                self.messages.taken(link, taken);
+            }
+            _ => {}
+        }
+    }
+
     /// Tells the end on `side` of link `i` that its peer closed.
     fn close_end(&mut self, i: usize, side: usize) {
         let end = &self.links[i].ends[side];
@@ -336,11 +410,16 @@ impl<N: seam::Node> MemNet<N> {
             self.waiting_connects.entry(addr).or_default().push((client, conn));
             return;
         }
-        let (server, _) = self.listeners[&addr];
+        let (server, key) = self.listeners[&addr];
         let i = self.links.len();
-        let client_addr = match client {
-            Node::Root | Node::Stranger => SocketAddr::from(([10, 0, 0, 1], 40000u16.wrapping_add(i as u16))),
-            Node::Rank(_) => SocketAddr::new(host_ip(client), 40000u16.wrapping_add(i as u16)),
+        let client_addr = SocketAddr::new(host_ip(client), 40000u16.wrapping_add(i as u16));
+        let peer_dial = match (client, server) {
+            (Node::Rank(from), Node::Rank(to)) if key.is_peer() => {
+                let nth = self.dialed.entry((from, addr)).or_insert(0);
+                *nth += 1;
+                Some((to, *nth - 1))
+            }
+            _ => None,
         };
         self.links.push(Link {
             ends: [End { node: client, conn: Some(conn) }, End { node: server, conn: None }],
@@ -350,20 +429,15 @@ impl<N: seam::Node> MemNet<N> {
             hold_until: None,
             client_addr,
             server_addr: addr,
+            peer_dial,
         });
         self.by_end.insert((client, conn), (i, 0));
         self.work.push_back((client, OwnedInput::Connected { conn }));
-        let held = match client {
-            Node::Rank(from) => {
-                let nth = self.dialed.entry((from, addr)).or_insert(0);
-                let this = *nth;
-                *nth += 1;
-                self.holds
-                    .iter()
-                    .find(|h| h.from == from && peer_addr::<N::Listener>(h.to) == Some(addr) && h.nth == this)
-                    .copied()
+        let held = match (client, peer_dial) {
+            (Node::Rank(from), Some((to, nth))) => {
+                self.holds.iter().find(|h| (h.from, h.to, h.nth) == (from, to, nth)).copied()
             }
-            Node::Root | Node::Stranger => None,
+            _ => None,
         };
         if let Some(h) = held {
             self.links[i].hold_until = Some(self.now + h.fallback);
@@ -408,7 +482,9 @@ impl<N: seam::Node> MemNet<N> {
 
     fn try_accept(&mut self, addr: SocketAddr) {
         let Some(&conn) = self.pending_accept.get(&addr) else { return };
-        let Some(i) = self.accept_queue.get_mut(&addr).and_then(VecDeque::pop_front) else { return };
+        let newest = self.newest_first && self.listeners.get(&addr).is_some_and(|(_, l)| l.is_peer());
+        let queue = self.accept_queue.get_mut(&addr);
+        let Some(i) = queue.and_then(|q| if newest { q.pop_back() } else { q.pop_front() }) else { return };
         self.pending_accept.remove(&addr);
         let (server, _) = self.listeners[&addr];
         let link = &mut self.links[i];

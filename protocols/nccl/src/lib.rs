@@ -14,6 +14,8 @@
 pub mod codec;
 pub mod error;
 pub mod io;
+#[cfg(any(test, feature = "testing"))]
+pub mod memnet;
 pub mod oracle;
 pub mod program;
 pub mod rank;
@@ -21,8 +23,6 @@ pub mod root;
 pub mod seam;
 pub mod variant;
 pub mod workload;
-#[cfg(any(test, feature = "testing"))]
-pub mod world;
 
 pub use error::{NcclError, RootError};
 pub use io::{Effect, Input, Listener, Observation, Outbox, Output};

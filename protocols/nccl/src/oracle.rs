@@ -1,5 +1,5 @@
-//! The non-overtaking oracle, written once for every world that runs NCCL's ranks (this crate's
-//! in-memory test world; bootsim's engines and explorer through the protocol seam): every receive
+//! The non-overtaking oracle, written once for every world that runs NCCL's ranks (core's
+//! in-memory test world, bootsim's engines and explorer, all through the seam's judge): every receive
 //! must take the message its sender meant for it, the k-th send of (sender, receiver, intended
 //! tag) for the k-th such receive (MPI's non-overtaking order). The intended tag is the
 //! program's `logical_tag` (2.21's tags, also for 2.8, whose messages carry none).

@@ -3,19 +3,19 @@
 //! setup's 4-byte sync overtaken by the next setup's connectInfo) fails 2.19 with NCCL's message
 //! and passes 2.21; matching by peer alone (2.8) hands a receive a message of another tag.
 
+use bootsim_nccl::memnet::{NcclNet, Node, Outcome};
 use bootsim_nccl::program::payload;
-use bootsim_nccl::world::{Outcome, World};
 use bootsim_nccl::{nccl_init, nccl_p2p, CallKind, Graph, InitParams, NcclError, P2pParams, Planned, Step, Variant};
 
-fn run(v: Variant, programs: Vec<Vec<Planned>>) -> World {
-    let mut w = World::new(v, programs);
+fn run(v: Variant, programs: Vec<Vec<Planned>>) -> NcclNet {
+    let mut w = NcclNet::new(v, programs);
     w.run();
     w
 }
 
 /// Every rank done, the root done, every receive took its own message, and every allgather
 /// other than the address exchange holds each rank's bytes.
-fn assert_clean(w: &World, programs: &[Vec<Planned>], what: &str) {
+fn assert_clean(w: &NcclNet, programs: &[Vec<Planned>], what: &str) {
     for r in 0..programs.len() as u32 {
         assert_eq!(w.outcome(r), Outcome::Done, "{what}: rank {r}");
     }
@@ -66,7 +66,7 @@ fn first_sync_send(prog: &[Planned]) -> usize {
 #[test]
 fn issue_1176_rank_0s_sync_overtaken_by_its_next_connect_info_truncates_on_2_19() {
     let progs = two_p2p_setups(Variant::Nccl219);
-    let mut w = World::new(Variant::Nccl219, progs.clone());
+    let mut w = NcclNet::new(Variant::Nccl219, progs.clone());
     w.hold_step(0, first_sync_send(&progs[0]));
     w.run();
     let Outcome::Failed(e) = w.outcome(1) else { panic!("rank 1 must fail, got {:?}", w.outcome(1)) };
@@ -81,12 +81,12 @@ fn issue_1176_rank_0s_sync_overtaken_by_its_next_connect_info_truncates_on_2_19(
 fn issue_1176_the_same_order_passes_on_2_21_and_2_30() {
     for v in [Variant::Nccl221, Variant::Nccl230] {
         let progs = two_p2p_setups(v);
-        let mut w = World::new(v, progs.clone());
+        let mut w = NcclNet::new(v, progs.clone());
         w.hold_step(0, first_sync_send(&progs[0]));
         w.run();
         assert_clean(&w, &progs, &format!("{v} with rank 0's first sync held"));
         // The overtaking happened: rank 1 queued the connectInfo as unexpected while it waited.
-        let queued = w.log.iter().any(|(_, o)| matches!(o, bootsim_nccl::Observation::Queued { .. }));
+        let queued = w.net.events.iter().any(|(_, _, o)| matches!(o, bootsim_nccl::Observation::Queued { .. }));
         assert!(queued, "{v}: the held sync must have been overtaken");
     }
 }
@@ -103,9 +103,9 @@ fn ring_exchange_send(prog: &[Planned]) -> usize {
 
 /// `nccl-init` with 2 ranks on one node and one channel, run with rank 0's ring connectInfo held
 /// until its next connection to rank 1 is queued.
-fn ring_exchange_held(v: Variant) -> (World, Vec<Vec<Planned>>) {
+fn ring_exchange_held(v: Variant) -> (NcclNet, Vec<Vec<Planned>>) {
     let progs = nccl_init(v, 2, InitParams { ranks_per_node: 8, channels: 1, collnet: false });
-    let mut w = World::new(v, progs.clone());
+    let mut w = NcclNet::new(v, progs.clone());
     w.hold_step(0, ring_exchange_send(&progs[0]));
     w.run();
     (w, progs)
@@ -137,11 +137,8 @@ fn issue_1176_within_one_setup_on_2_19_the_sync_overtakes_its_own_exchange() {
     let text = e.to_string();
     assert!(text.contains("Message truncated : received 256 bytes instead of 4"), "{text}");
     assert!(text.contains("ring graph") && text.contains("transport.cc:204"), "{text}");
-    let short = w.log.iter().any(|(n, o)| {
-        matches!(
-            (n, o),
-            (bootsim_nccl::world::Node::Rank(1), bootsim_nccl::Observation::Taken { size: 4, expected: 256, .. })
-        )
+    let short = w.net.events.iter().any(|(_, n, o)| {
+        matches!((n, o), (Node::Rank(1), bootsim_nccl::Observation::Taken { size: 4, expected: 256, .. }))
     });
     assert!(short, "the exchange receive took the 4-byte sync first");
     assert!(matches!(w.outcome(0), Outcome::Hung(_)), "rank 0 waits for rank 1 for good: {:?}", w.outcome(0));
@@ -155,9 +152,10 @@ fn the_root_answers_in_rank_order_up_to_2_21_and_early_from_2_30() {
         let w = run(v, progs.clone());
         assert_clean(&w, &progs, &format!("{v} init only"));
         let order: Vec<String> = w
-            .log
+            .net
+            .events
             .iter()
-            .filter_map(|(_, o)| match o {
+            .filter_map(|(_, _, o)| match o {
                 CheckedIn { rank, .. } => Some(format!("in{rank}")),
                 SuccessorSent { to, .. } => Some(format!("out{to}")),
                 _ => None,
@@ -177,12 +175,12 @@ fn strangers_on_a_ranks_listener_per_version() {
     let bad_magic = Preamble { magic: 0x1234, kind: 1 }.encode().to_vec();
     for v in [Variant::Nccl219, Variant::Nccl221, Variant::Nccl230] {
         let progs = nccl_p2p(v, 3, &P2pParams::every_peer(3));
-        let mut w = World::new(v, progs.clone());
+        let mut w = NcclNet::new(v, progs.clone());
         w.inject(1, bad_magic.clone());
         w.run();
         assert_clean(&w, &progs, &format!("{v} with a wrong-magic stranger"));
 
-        let mut w = World::new(v, progs.clone());
+        let mut w = NcclNet::new(v, progs.clone());
         w.inject(1, Vec::new());
         w.run();
         match (v, w.outcome(1)) {
@@ -201,7 +199,7 @@ fn an_idle_stranger_on_a_ranks_listener_hangs_every_version() {
     // no timeout: an idle client ahead of the peers blocks the rank for good (nccl#1871, #1808).
     for v in bootsim_nccl::ALL {
         let progs = nccl_p2p(v, 3, &P2pParams::every_peer(3));
-        let mut w = World::new(v, progs.clone());
+        let mut w = NcclNet::new(v, progs.clone());
         w.inject_idle(1);
         w.run();
         let Outcome::Hung(why) = w.outcome(1) else { panic!("{v}: rank 1 must hang, got {:?}", w.outcome(1)) };

@@ -1,12 +1,13 @@
 //! Every single overtaking, tried one at a time: for each workload, world size and variant, each
-//! point-to-point connection of an honest run is held in turn until its sender's next connection
-//! to the same listener is queued, and the run is judged. This is not a proof over every accept
-//! order (that is explore's, once the protocol seam exists) but it answers, per NCCL version,
-//! which single reordering of a sender's connections breaks it and how.
+//! rank-to-rank connection to a peer listener in an honest run (every point-to-point message,
+//! and before 2.23 the ring's connection too) is held in turn in core's in-memory world until
+//! its sender's next connection to the same listener is queued, and the run is judged. This is
+//! not a proof over every accept order (that is explore's, `sim/tests/nccl_explore.rs`) but it
+//! answers, per NCCL version, which single reordering of a sender's connections breaks it and how.
 
 use std::collections::BTreeMap;
 
-use bootsim_nccl::world::{Hold, Outcome, World};
+use bootsim_nccl::memnet::{Hold, NcclNet, Outcome};
 use bootsim_nccl::{nccl_init, nccl_p2p, InitParams, P2pParams, Planned, Variant};
 
 /// How one held connection ended the run.
@@ -22,7 +23,7 @@ enum Verdict {
     Hang(String),
 }
 
-fn judge(w: &World, n: u32) -> Verdict {
+fn judge(w: &NcclNet, n: u32) -> Verdict {
     for r in 0..n {
         match w.outcome(r) {
             Outcome::Done => {}
@@ -71,15 +72,15 @@ fn survey(v: Variant) -> BTreeMap<String, Vec<(Hold, Verdict)>> {
     let mut table = BTreeMap::new();
     for (name, progs) in workloads(v) {
         let n = progs.len() as u32;
-        let mut honest = World::new(v, progs.clone());
+        let mut honest = NcclNet::new(v, progs.clone());
         honest.run();
         assert_eq!(judge(&honest, n), Verdict::Clean, "{v} {name}: the honest order");
         let verdicts = honest
-            .messages()
-            .iter()
-            .map(|&hold| {
-                let mut w = World::new(v, progs.clone());
-                w.hold(hold);
+            .peer_dials()
+            .into_iter()
+            .map(|hold| {
+                let mut w = NcclNet::new(v, progs.clone());
+                w.net.hold(hold);
                 w.run();
                 (hold, judge(&w, n))
             })

@@ -1,14 +1,15 @@
 //! The contract between a state machine and its driver: inputs in, outputs out, time as a value.
 //!
 //! After every input (or [`crate::Rank::push`], or a timeout), the driver drains `poll_output`
-//! until it returns `None`, carries out each output in order, then sleeps until `poll_timeout`.
+//! until it returns `None`, carries out each effect in order, then sleeps until `poll_timeout`.
+//! Inputs and outputs are the seam's types (`bootsim_core::seam`) over NVSHMEM's listeners,
+//! completions and events.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::codec::WireError;
 use bootsim_core::ids::{ConnId, MsgOrigin, OpId, OpKind};
-use bootsim_core::time::Instant;
 
 use crate::error::BootstrapError;
 use crate::listener::Listener;
@@ -19,31 +20,17 @@ pub type Input<'a> = bootsim_core::seam::Input<'a, Listener>;
 /// An [`Input`] that owns its bytes, for drivers that queue inputs before feeding them.
 pub type OwnedInput = bootsim_core::seam::OwnedInput<Listener>;
 
-/// What the state machine asks the driver to do, or tells it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Output {
-    /// Open a listener on the bootstrap interface; answer with [`Input::Listening`].
-    Listen { listener: Listener },
-    /// Take the next connection from the listener's accept queue, name it `conn`, answer with
-    /// [`Input::Accepted`]. At most one is outstanding per listener.
-    Accept { listener: Listener, conn: ConnId },
-    /// Close a listener (connections still queued are reset).
-    CloseListener { listener: Listener },
-    /// Connect (retrying on "refused" as NVSHMEM does); answer with [`Input::Connected`].
-    Connect { conn: ConnId, addr: SocketAddr },
-    /// Queue `len` bytes for sending, after any bytes queued before on this connection; the
-    /// bytes are in the buffer the driver passed to `poll_output`.
-    Write { conn: ConnId, len: usize },
-    /// Wait until every byte written on `conn` is acknowledged by the peer's kernel (SIOCOUTQ
-    /// reads 0), or until `deadline`; answer with [`Input::Drained`] or [`Input::DrainTimedOut`].
-    Drain { conn: ConnId, deadline: Instant },
-    /// Shut down and close the connection after the bytes already queued.
-    Close { conn: ConnId },
-    /// An operation finished.
-    Completed(Completion),
-    /// Something worth a trace line.
-    Event(Event),
-}
+/// What a node asks the world to do: the seam's [`bootsim_core::seam::Effect`] over NVSHMEM's
+/// listeners.
+pub type Effect = bootsim_core::seam::Effect<Listener>;
+
+/// What a node reports for the judge and the trace: the seam's
+/// [`bootsim_core::seam::Observation`] of NVSHMEM's completions and events.
+pub type Observation = bootsim_core::seam::Observation<Completion, Event>;
+
+/// One output of a [`crate::Rank`] or the [`crate::Root`]: the seam's
+/// [`bootsim_core::seam::Output`], an [`Effect`] or an [`Observation`].
+pub type Output = bootsim_core::seam::Output<Listener, Completion, Event>;
 
 /// The end of an operation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -2,10 +2,11 @@
 //! one protocol on bootsim-core's seam.
 //!
 //! Nothing here performs I/O, reads a clock, spawns a thread, draws a random number or
-//! iterates a hash map: time comes in as [`Instant`](bootsim_core::Instant) values and every
-//! effect goes out as an [`Output`] the driver carries out. A [`Rank`] and the [`Root`] share
-//! one contract: feed [`Input`]s with `handle`, drain `poll_output`, sleep until
-//! `poll_timeout`, call `handle_timeout`. [`NvshmemNode`] is both as one seam node.
+//! iterates a hash map: time comes in as [`Instant`](bootsim_core::Instant) values, and every
+//! effect and observation goes out as the seam's own [`Output`], which the driver carries out
+//! or records. A [`Rank`] and the [`Root`] share one contract: feed [`Input`]s with `handle`,
+//! drain `poll_output`, sleep until `poll_timeout`, call `handle_timeout`. [`NvshmemNode`] is
+//! both as one seam node.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -29,7 +30,7 @@ pub mod variant;
 pub mod workload;
 
 pub use error::BootstrapError;
-pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};
+pub use io::{Completion, Effect, Event, Input, Limits, Observation, Output, OwnedInput};
 pub use listener::Listener;
 pub use qp_handle::{GidDisplay, QpHandle};
 pub use rank::{Op, Rank, RankConfig, Waiting};

@@ -12,7 +12,7 @@ use bootsim_core::ids::{ConnId, OpId, OpKind};
 use bootsim_core::time::Instant;
 
 use crate::error::BootstrapError;
-use crate::io::{Completion, Event, Input, Limits, Output};
+use crate::io::{Completion, Effect, Event, Input, Limits, Output};
 use crate::listener::Listener;
 use crate::uid::UniqueId;
 
@@ -86,7 +86,7 @@ impl Root {
             nranks: cfg.nranks,
             cfg,
             now,
-            out: Outbox::with(Output::Listen { listener: Listener::Rendezvous }),
+            out: Outbox::with(Effect::Listen { listener: Listener::Rendezvous }),
             phase: Phase::Listening,
             next_conn: 0,
             accepting: None,
@@ -183,7 +183,7 @@ impl Root {
             }
             (Input::Accepted { conn, .. }, _) => {
                 // Asked for before the last check-in completed: nobody needs it any more.
-                self.out.push_back(Output::Close { conn });
+                self.out.effect(Effect::Close { conn });
             }
             (Input::Received { conn, bytes }, Phase::CheckingIn) => {
                 if let Some(c) = self.checkins.get_mut(&conn) {
@@ -248,7 +248,7 @@ impl Root {
         }
     }
 
-    /// The next output for the driver. For an [`Output::Write`], the bytes to send replace
+    /// The next output for the driver. For an [`Effect::Write`], the bytes to send replace
     /// the contents of `tx`, a buffer the driver owns and reuses.
     pub fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<Output> {
         self.out.poll(tx)
@@ -275,7 +275,7 @@ impl Root {
             return;
         }
         let conn = self.conn();
-        self.out.push_back(Output::Accept { listener: Listener::Rendezvous, conn });
+        self.out.effect(Effect::Accept { listener: Listener::Rendezvous, conn });
         self.accepting = Some(conn);
     }
 
@@ -291,8 +291,8 @@ impl Root {
 
     fn drop_stalled(&mut self, conn: ConnId, after: std::time::Duration) {
         let Some(c) = self.checkins.remove(&conn) else { return };
-        self.out.push_back(Output::Close { conn });
-        self.out.push_back(Output::Event(Event::StalledDropped { conn, from: c.remote, after }));
+        self.out.effect(Effect::Close { conn });
+        self.out.event(Event::StalledDropped { conn, from: c.remote, after });
     }
 
     fn fail(&mut self, error: BootstrapError) {
@@ -304,15 +304,15 @@ impl Root {
             return;
         }
         self.phase = Phase::Done;
-        self.out.push_back(Output::CloseListener { listener: Listener::Rendezvous });
-        self.out.push_back(Output::Completed(Completion { op: OpId(0), kind: OpKind::Init, result }));
+        self.out.effect(Effect::CloseListener { listener: Listener::Rendezvous });
+        self.out.completed(Completion { op: OpId(0), kind: OpKind::Init, result });
     }
 
     /// A connection that is not a rank of this session: drop it, take the next (NVSHMEM does so on bad magic).
     fn drop_stray(&mut self, conn: ConnId, error: WireError) {
         let Some(c) = self.checkins.remove(&conn) else { return };
-        self.out.push_back(Output::Close { conn });
-        self.out.push_back(Output::Event(Event::StrayDropped { conn, from: c.remote, error }));
+        self.out.effect(Effect::Close { conn });
+        self.out.event(Event::StrayDropped { conn, from: c.remote, error });
         self.accept_next();
     }
 
@@ -337,7 +337,7 @@ impl Root {
                         self.out.write(conn, |b| encode_frame(b, &ours.to_le_bytes()));
                         if theirs != ours {
                             self.checkins.remove(&conn);
-                            self.out.push_back(Output::Close { conn });
+                            self.out.effect(Effect::Close { conn });
                             return self.fail(BootstrapError::RootVersionMismatch { from, theirs, ours });
                         }
                         self.progress();
@@ -349,7 +349,7 @@ impl Root {
                     Ok(Some(b)) => match ExtInfo::decode(&b) {
                         Ok(info) => {
                             self.checkins.remove(&conn);
-                            self.out.push_back(Output::Close { conn });
+                            self.out.effect(Effect::Close { conn });
                             self.progress();
                             if let Err(e) = self.check_in(info) {
                                 self.fail(e);
@@ -393,7 +393,7 @@ impl Root {
         self.listen_root[r] = Some(info.listen_root);
         self.listen[r] = Some(info.listen);
         self.count += 1;
-        self.out.push_back(Output::Event(Event::CheckedIn { rank: r as u32, count: self.count, nranks: n }));
+        self.out.event(Event::CheckedIn { rank: r as u32, count: self.count, nranks: n });
         if self.count < n {
             self.accept_next();
         } else {
@@ -412,7 +412,7 @@ impl Root {
     fn connect_to(&mut self, rank: u32) {
         let conn = self.conn();
         let addr = self.listen_root[rank as usize].expect("every rank checked in");
-        self.out.push_back(Output::Connect { conn, addr });
+        self.out.effect(Effect::Connect { conn, addr });
         self.phase = Phase::Connecting { rank, conn };
         self.progress();
     }
@@ -425,7 +425,7 @@ impl Root {
             b.extend_from_slice(&preamble);
             encode_frame(b, &encode_sockaddr(&next));
         });
-        self.out.push_back(Output::Close { conn });
+        self.out.effect(Effect::Close { conn });
         if rank + 1 < n {
             self.connect_to(rank + 1);
         } else {

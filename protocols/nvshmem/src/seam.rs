@@ -1,15 +1,16 @@
 //! NVSHMEM's UID bootstrap on the protocol seam: its listeners, completions and events read
-//! through the seam's traits, and its [`Root`] and [`Rank`] as one [`Node`] type.
+//! through the seam's traits, and its [`Root`] and [`Rank`] (which emit the seam's outputs
+//! themselves) as one [`Node`] type.
 
 use std::net::SocketAddr;
 
 use bootsim_core::ids::ConnId;
-use bootsim_core::seam::{self, Completed, Effect, ListenerKey, Node, NodeOutput, Noted, Observation, Observed};
+use bootsim_core::seam::{Completed, ListenerKey, Node, NodeOutput, Noted, Observed};
 use bootsim_core::time::Instant;
 use bootsim_core::Culprit;
 
 use crate::error::BootstrapError;
-use crate::io::{Completion, Event, Input, Output};
+use crate::io::{Completion, Event, Input};
 use crate::listener::Listener;
 use crate::rank::Rank;
 use crate::root::Root;
@@ -95,21 +96,6 @@ impl Observed for Event {
     }
 }
 
-/// NVSHMEM's output on the seam: the same values, sorted into effects and observations.
-pub fn seam_output(out: Output) -> NodeOutput<NvshmemNode> {
-    seam::Output::Effect(match out {
-        Output::Listen { listener } => Effect::Listen { listener },
-        Output::Accept { listener, conn } => Effect::Accept { listener, conn },
-        Output::CloseListener { listener } => Effect::CloseListener { listener },
-        Output::Connect { conn, addr } => Effect::Connect { conn, addr },
-        Output::Write { conn, len } => Effect::Write { conn, len },
-        Output::Drain { conn, deadline } => Effect::Drain { conn, deadline },
-        Output::Close { conn } => Effect::Close { conn },
-        Output::Completed(c) => return seam::Output::Observe(Observation::Completed(c)),
-        Output::Event(e) => return seam::Output::Observe(Observation::Event(e)),
-    })
-}
-
 /// One of NVSHMEM's nodes: the root or a rank.
 // A world holds n ranks and one root: the enum is a rank's size, boxing ranks would cost n
 // allocations and a pointer chase on every input.
@@ -153,11 +139,10 @@ impl Node for NvshmemNode {
     }
 
     fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<NodeOutput<Self>> {
-        let out = match self {
+        match self {
             NvshmemNode::Root(n) => n.poll_output(tx),
             NvshmemNode::Rank(n) => n.poll_output(tx),
-        };
-        out.map(seam_output)
+        }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -211,13 +196,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn outputs_are_sorted_into_effects_and_observations_unchanged() {
-        let write = seam_output(Output::Write { conn: ConnId(3), len: 9 });
-        assert_eq!(write, seam::Output::Effect(Effect::Write { conn: ConnId(3), len: 9 }));
+    fn a_completion_reads_its_op_and_result_through_the_seam() {
         let c = Completion { op: OpId(2), kind: OpKind::Barrier, result: Ok(vec![1, 2]) };
-        assert_eq!(seam_output(Output::Completed(c.clone())), seam::Output::Observe(Observation::Completed(c.clone())));
         assert_eq!((c.op(), c.result()), (2, Ok(&[1u8, 2][..])));
-        assert_eq!(seam_output(Output::Event(Event::Ready)), seam::Output::Observe(Observation::Event(Event::Ready)));
     }
 
     #[test]

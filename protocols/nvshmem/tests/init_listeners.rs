@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use bootsim_core::codec::{encode_frame, encode_sockaddr, Preamble};
 use bootsim_core::{ConnId, Instant};
-use bootsim_nvshmem::{BootstrapError, Input, Limits, Listener, Output, Rank, RankConfig, UniqueId, Variant};
+use bootsim_nvshmem::{
+    BootstrapError, Effect, Input, Limits, Listener, Observation, Output, Rank, RankConfig, UniqueId, Variant,
+};
 
 const MAGIC: u64 = 0x5eed_0000_b007_51a1;
 const OP: Duration = Duration::from_secs(10);
@@ -55,14 +57,14 @@ impl Driver {
         let mut tx = Vec::new();
         while let Some(out) = self.rank.poll_output(&mut tx) {
             match out {
-                Output::Accept { listener, conn } => {
+                Output::Effect(Effect::Accept { listener, conn }) => {
                     self.accepts.retain(|(l, _)| *l != listener);
                     self.accepts.push((listener, conn));
                 }
-                Output::CloseListener { listener } => self.accepts.retain(|(l, _)| *l != listener),
-                Output::Connect { conn, addr } => self.connects.push((conn, addr)),
-                Output::Close { conn } => self.closed.push(conn),
-                Output::Completed(c) => match c.result {
+                Output::Effect(Effect::CloseListener { listener }) => self.accepts.retain(|(l, _)| *l != listener),
+                Output::Effect(Effect::Connect { conn, addr }) => self.connects.push((conn, addr)),
+                Output::Effect(Effect::Close { conn }) => self.closed.push(conn),
+                Output::Observe(Observation::Completed(c)) => match c.result {
                     Err(e) => self.failed = Some(e),
                     Ok(_) => self.ready = true,
                 },

@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 
 use bootsim_core::codec::{encode_frame, ExtInfo, Preamble, WireError};
 use bootsim_core::{ConnId, Instant};
-use bootsim_nvshmem::{BootstrapError, Event, Input, Limits, Output, Root, RootConfig, UniqueId, NVSHMEM_UID_VERSION};
+use bootsim_nvshmem::{
+    BootstrapError, Effect, Event, Input, Limits, Observation, Output, Root, RootConfig, UniqueId, NVSHMEM_UID_VERSION,
+};
 
 const MAGIC: u64 = 0xabcdef;
 
@@ -36,7 +38,7 @@ fn drain_writes(root: &mut Root) -> Vec<(Output, Vec<u8>)> {
 fn accepted(out: &[Output]) -> ConnId {
     out.iter()
         .rev()
-        .find_map(|o| if let Output::Accept { conn, .. } = o { Some(*conn) } else { None })
+        .find_map(|o| if let Output::Effect(Effect::Accept { conn, .. }) = o { Some(*conn) } else { None })
         .expect("an accept")
 }
 
@@ -55,7 +57,8 @@ fn feed(root: &mut Root, conn: ConnId, bytes: &[u8]) -> Vec<Output> {
 }
 
 fn error(out: &[Output]) -> Option<BootstrapError> {
-    out.iter().find_map(|o| if let Output::Completed(c) = o { c.result.clone().err() } else { None })
+    out.iter()
+        .find_map(|o| if let Output::Observe(Observation::Completed(c)) = o { c.result.clone().err() } else { None })
 }
 
 #[test]
@@ -89,7 +92,7 @@ fn wrong_version_is_answered_then_an_error() {
     // The root still answers with its own version so the rank can fail cleanly too.
     let mut version = Vec::new();
     encode_frame(&mut version, &NVSHMEM_UID_VERSION.to_le_bytes());
-    assert!(written.contains(&(Output::Write { conn, len: version.len() }, version)), "{written:?}");
+    assert!(written.contains(&(Output::Effect(Effect::Write { conn, len: version.len() }), version)), "{written:?}");
     let out: Vec<Output> = written.into_iter().map(|(o, _)| o).collect();
     assert_eq!(
         error(&out),
@@ -106,13 +109,14 @@ fn a_stranger_is_dropped_and_the_next_check_in_taken() {
     let (mut root, out) = new_root();
     let stranger = accepted(&out);
     let out = feed(&mut root, stranger, b"GET / HTTP/1.1\r\n\r\n");
-    assert!(out.contains(&Output::Close { conn: stranger }));
-    assert!(out
-        .iter()
-        .any(|o| matches!(o, Output::Event(Event::StrayDropped { error: WireError::BadMagic { .. }, .. }))));
+    assert!(out.contains(&Output::Effect(Effect::Close { conn: stranger })));
+    assert!(out.iter().any(|o| matches!(
+        o,
+        Output::Observe(Observation::Event(Event::StrayDropped { error: WireError::BadMagic { .. }, .. }))
+    )));
     let out = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, 0, 1));
     // One rank: straight to the fan-out.
-    assert!(out.iter().any(|o| matches!(o, Output::Connect { .. })));
+    assert!(out.iter().any(|o| matches!(o, Output::Effect(Effect::Connect { .. }))));
     assert_eq!(root.checked_in(), 1);
 }
 
@@ -162,7 +166,8 @@ fn a_root_that_cannot_reach_a_checked_in_rank_names_it_at_its_timeout() {
         let mut more = feed(&mut root, accepted(&out), &check_in_bytes(MAGIC, NVSHMEM_UID_VERSION, r, 2));
         out.append(&mut more);
     }
-    let to = out.iter().find_map(|o| if let Output::Connect { addr, .. } = o { Some(*addr) } else { None });
+    let to =
+        out.iter().find_map(|o| if let Output::Effect(Effect::Connect { addr, .. }) = o { Some(*addr) } else { None });
     assert!(to.is_some(), "the root dials a rank back: {out:?}");
     let waiting = root.waiting_for().unwrap();
     assert!(waiting.starts_with("connect to rank 0"), "{waiting}");

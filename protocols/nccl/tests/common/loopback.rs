@@ -7,8 +7,8 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+use bootsim_core::memnet::Node;
 use bootsim_core::ConnId;
-use bootsim_nccl::world::Node;
 use bootsim_nccl::{Effect, Input, Listener, Observation, Planned, Rank, RankConfig, Root, RootConfig, Variant};
 
 /// One open connection of one node.

@@ -10,7 +10,7 @@ use super::peers::PeerAddrs;
 use super::plan::{Source, Step};
 use super::{Rank, Running, Wait};
 use crate::error::BootstrapError;
-use crate::io::{Completion, Event, Output};
+use crate::io::{Completion, Effect, Event};
 use crate::listener::Listener;
 use crate::variant::{SizePolicy, Transport};
 
@@ -99,10 +99,10 @@ impl Rank {
         if op.kind == OpKind::Init {
             self.ready = true;
             self.emit(Event::Ready);
-            self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Ok(Vec::new()) }));
+            self.out.completed(Completion { op: op.id, kind: op.kind, result: Ok(Vec::new()) });
             self.arm_eager_accept();
         } else {
-            self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Ok(op.result) }));
+            self.out.completed(Completion { op: op.id, kind: op.kind, result: Ok(op.result) });
         }
         self.start_queued();
     }
@@ -123,13 +123,13 @@ impl Rank {
     fn dial(&mut self, role: Role, addr: std::net::SocketAddr) -> ConnId {
         let conn = self.conns.allocate();
         self.conns.insert(conn, Conn::new(role, Some(addr), self.now));
-        self.out.push_back(Output::Connect { conn, addr });
+        self.out.effect(Effect::Connect { conn, addr });
         conn
     }
 
     fn accept(&mut self, listener: Listener) -> Progress {
         let conn = self.conns.allocate();
-        self.out.push_back(Output::Accept { listener, conn });
+        self.out.effect(Effect::Accept { listener, conn });
         self.set_wait(Wait::Accepting(conn));
         Progress::Moved
     }
@@ -175,7 +175,7 @@ impl Rank {
 
     fn close_conn(&mut self, conn: ConnId) {
         self.conns.remove(conn);
-        self.out.push_back(Output::Close { conn });
+        self.out.effect(Effect::Close { conn });
     }
 
     fn established(&self, conn: ConnId) -> bool {
@@ -228,8 +228,8 @@ impl Rank {
 
     fn step_listen(&mut self, wait: Wait) -> Result<Progress, BootstrapError> {
         if wait == Wait::Start {
-            self.out.push_back(Output::Listen { listener: Listener::Peers });
-            self.out.push_back(Output::Listen { listener: Listener::FromRoot });
+            self.out.effect(Effect::Listen { listener: Listener::Peers });
+            self.out.effect(Effect::Listen { listener: Listener::FromRoot });
             self.set_wait(Wait::Listening);
             return Ok(Progress::Moved);
         }
@@ -320,7 +320,7 @@ impl Rank {
                 self.successor = Some(addr);
                 self.close_conn(conn);
                 self.listeners.remove(&Listener::FromRoot);
-                self.out.push_back(Output::CloseListener { listener: Listener::FromRoot });
+                self.out.effect(Effect::CloseListener { listener: Listener::FromRoot });
                 self.root_accept = None;
                 self.drop_pool(Role::FromRoot);
                 Ok(Progress::StepDone)
@@ -506,7 +506,7 @@ impl Rank {
         self.emit(Event::MessageSent { conn, to: peer, tag, origin, size });
         if let Some(bound) = self.cfg.variant.drain {
             let deadline = self.now + bound;
-            self.out.push_back(Output::Drain { conn, deadline });
+            self.out.effect(Effect::Drain { conn, deadline });
             self.set_wait(Wait::Draining(conn));
             return Progress::Moved;
         }

@@ -16,7 +16,7 @@ use bootsim_core::ids::{ConnId, OpId, OpKind};
 use bootsim_core::time::Instant;
 
 use crate::error::BootstrapError;
-use crate::io::{Completion, Event, Input, Limits, Output};
+use crate::io::{Completion, Effect, Event, Input, Limits, Output};
 use crate::listener::Listener;
 use crate::outbox::Outbox;
 use crate::uid::UniqueId;
@@ -222,11 +222,11 @@ impl Rank {
         if rank.cfg.rank >= rank.cfg.nranks {
             let reason = format!("rank {} outside a world of {} ranks", rank.cfg.rank, rank.cfg.nranks);
             rank.failed = true;
-            rank.out.push_back(Output::Completed(Completion {
+            rank.out.completed(Completion {
                 op: OpId(0),
                 kind: OpKind::Init,
                 result: Err(BootstrapError::InvalidOp { rank: rank.cfg.rank, op: OpKind::Init, reason }),
-            }));
+            });
             return rank;
         }
         let result = vec![0u8; n * SOCKADDR_LEN];
@@ -341,7 +341,7 @@ impl Rank {
             let id = OpId(self.next_op);
             self.next_op += 1;
             self.queued.clear();
-            self.out.push_back(Output::Completed(Completion { op: id, kind, result: Err(error) }));
+            self.out.completed(Completion { op: id, kind, result: Err(error) });
         }
     }
 
@@ -517,7 +517,7 @@ impl Rank {
         self.advance();
     }
 
-    /// The next output for the driver, in order. For an [`Output::Write`], the bytes to send
+    /// The next output for the driver, in order. For an [`Effect::Write`], the bytes to send
     /// replace the contents of `tx`, a buffer the driver owns and reuses.
     pub fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<Output> {
         self.out.poll(tx)
@@ -531,11 +531,11 @@ impl Rank {
         let ids: Vec<ConnId> = self.conns.iter().map(|(id, _)| *id).collect();
         for id in ids {
             self.conns.remove(id);
-            self.out.push_back(Output::Close { conn: id });
+            self.out.effect(Effect::Close { conn: id });
         }
         self.unexpected.clear();
         if self.listeners.remove(&Listener::Peers).is_some() {
-            self.out.push_back(Output::CloseListener { listener: Listener::Peers });
+            self.out.effect(Effect::CloseListener { listener: Listener::Peers });
         }
         self.eager_accept = None;
         self.root_accept = None;
@@ -546,21 +546,21 @@ impl Rank {
     }
 
     fn emit(&mut self, event: Event) {
-        self.out.push_back(Output::Event(event));
+        self.out.event(event);
     }
 
     fn fail(&mut self, error: BootstrapError) {
         let Some(op) = self.op.take() else { return };
         if let Wait::Payload(c) | Wait::Header(c) | Wait::Reading(c) = op.wait {
             if Some(c) != self.ring_recv && self.conns.remove(c).is_some() {
-                self.out.push_back(Output::Close { conn: c });
+                self.out.effect(Effect::Close { conn: c });
             }
         }
         if op.kind == OpKind::Init {
             self.failed = true;
         }
         self.queued.clear();
-        self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Err(error) }));
+        self.out.completed(Completion { op: op.id, kind: op.kind, result: Err(error) });
     }
 
     fn on_accepted(&mut self, conn: ConnId, from: SocketAddr) {
@@ -593,7 +593,7 @@ impl Rank {
             }
         } else {
             // Not asked for (a driver bug or a cancelled accept): refuse it cleanly.
-            self.out.push_back(Output::Close { conn });
+            self.out.effect(Effect::Close { conn });
         }
     }
 
@@ -631,7 +631,7 @@ impl Rank {
         }
         let conn = self.conns.allocate();
         self.eager_accept = Some(conn);
-        self.out.push_back(Output::Accept { listener: Listener::Peers, conn });
+        self.out.effect(Effect::Accept { listener: Listener::Peers, conn });
     }
 
     /// Eager transports: parse an inbound header as soon as it is complete and index the connection.
@@ -692,7 +692,7 @@ impl Rank {
 
     fn drop_stray(&mut self, id: ConnId, from: Option<SocketAddr>, error: WireError) {
         self.conns.remove(id);
-        self.out.push_back(Output::Close { conn: id });
+        self.out.effect(Effect::Close { conn: id });
         let from = from.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         self.emit(Event::StrayDropped { conn: id, from, error });
     }
@@ -758,7 +758,7 @@ impl Rank {
         let oldest = waiting[0];
         let Some(c) = self.conns.remove(oldest) else { return };
         self.arrivals.retain(|&a| a != oldest);
-        self.out.push_back(Output::Close { conn: oldest });
+        self.out.effect(Effect::Close { conn: oldest });
         let from = c.remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         let after = self.now.saturating_since(c.opened);
         self.emit(Event::StalledDropped { conn: oldest, from, after });
@@ -784,7 +784,7 @@ impl Rank {
         for (id, from) in stalled {
             self.conns.remove(id);
             self.arrivals.retain(|&a| a != id);
-            self.out.push_back(Output::Close { conn: id });
+            self.out.effect(Effect::Close { conn: id });
             let from = from.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
             self.emit(Event::StalledDropped { conn: id, from, after: limit });
             // Not progress: a stranger that stalls and is dropped must not keep the operation

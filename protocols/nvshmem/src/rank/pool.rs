@@ -13,7 +13,7 @@ use bootsim_core::ids::ConnId;
 use super::conn::{Conn, Role};
 use super::exec::Progress;
 use super::{Rank, Wait};
-use crate::io::{Event, Output};
+use crate::io::{Effect, Event};
 use crate::listener::Listener;
 
 impl Rank {
@@ -25,7 +25,7 @@ impl Rank {
         if self.root_accept.is_none() && self.successor.is_none() && self.listeners.contains_key(&Listener::FromRoot) {
             let conn = self.conns.allocate();
             self.root_accept = Some(conn);
-            self.out.push_back(Output::Accept { listener: Listener::FromRoot, conn });
+            self.out.effect(Effect::Accept { listener: Listener::FromRoot, conn });
         }
         self.arm_eager_accept();
     }
@@ -98,7 +98,7 @@ impl Rank {
             .collect();
         for id in left {
             let Some(c) = self.conns.remove(id) else { continue };
-            self.out.push_back(Output::Close { conn: id });
+            self.out.effect(Effect::Close { conn: id });
             let from = c.remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
             let after = self.now.saturating_since(c.opened);
             self.emit(Event::StalledDropped { conn: id, from, after });
