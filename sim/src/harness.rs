@@ -138,7 +138,7 @@ where
 /// ```
 /// use bootsim_nvshmem::Variant;
 /// use bootsim_sim::explore::{Bounds, Faults};
-/// use bootsim_sim::harness::{explore, run};
+/// use bootsim_sim::harness::{explore, replay_line, run, world_of};
 /// use bootsim_sim::protocol::Nvshmem;
 /// use bootsim_sim::{Case, Verdict};
 ///
@@ -150,8 +150,9 @@ where
 /// let broken = explore(&Nvshmem, &Variant::NVSHMEM_3_4, &case.workload, &case, Faults::default(), Bounds::default());
 /// let cx = broken.counterexample().expect("a failing schedule");
 /// assert_eq!(cx.verdict, Verdict::Corruption);
-/// assert!(cx.case.to_string().contains(" accept=0:"), "{}", cx.case);
-/// assert_eq!(run(&Nvshmem, &Variant::NVSHMEM_3_4, &case.workload, &cx.case, false).verdict, Verdict::Corruption);
+/// let line = replay_line("nvshmem", "nvshmem-3.4", "deepep", &cx.case);
+/// assert!(line.ends_with("accept=0:1.0,1.1,1.2/1:0.0,0.2,0.1"), "{line}");
+/// assert_eq!(run(&Nvshmem, &Variant::NVSHMEM_3_4, &case.workload, &world_of(&line).unwrap(), false).verdict, Verdict::Corruption);
 /// ```
 pub fn explore<P>(
     protocol: &P,
