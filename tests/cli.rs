@@ -64,6 +64,34 @@ fn bad_input_exits_2_with_a_clear_message() {
     }
 }
 
+/// A line a protocol of the user's own printed (`harness::replay_line`) is not the CLI's to run:
+/// every command that takes a case refuses it as usage, naming the protocol and the known ones,
+/// and says how it replays (through the library, in the user's cargo test).
+#[test]
+fn a_custom_protocols_case_line_exits_2_and_says_how_to_replay_it() {
+    let world = bootsim_sim::Case::parse("engine=fast ranks=2 adversary=swarm seed=11 stall_gap=off").unwrap();
+    let line = bootsim_sim::harness::replay_line("rendezvous", "reused-tag", "two-rounds", &world);
+    assert!(line.starts_with("protocol=rendezvous variant=reused-tag workload=two-rounds engine=fast"), "{line}");
+    for args in [
+        vec!["replay", &line],
+        vec!["run", &line],
+        vec!["run", &line, "--json"],
+        vec!["shrink", &line],
+        vec!["explore", &line],
+    ] {
+        let o = bootsim(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(stdout(&o), "", "{args:?}: nothing run");
+        assert!(
+            err.contains("protocol=`rendezvous` is not one of bootsim's protocols (known: nvshmem, nccl)"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("replays in your own cargo test"), "{args:?}: {err}");
+        assert!(err.contains("bootsim_sim::harness::run(&YourProtocol, &variant, &workload, &bootsim_sim::harness::world_of(LINE)?, true)"), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn sweep_results_do_not_depend_on_jobs() {
     let run = |jobs: &str| {

@@ -368,3 +368,49 @@ fn every_documented_command_does_what_the_text_says() {
         assert!(text.contains(want), "{cmd}: expected {want:?} in:\n{text}");
     }
 }
+
+/// The ```rust blocks of `file` (relative to the repository), each as written.
+fn rust_blocks(file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(Path::new(ROOT).join(file)).unwrap();
+    let (mut out, mut block): (Vec<String>, Option<String>) = (Vec::new(), None);
+    for line in text.lines() {
+        match (&mut block, line.starts_with("```")) {
+            (None, true) if line.trim_end() == "```rust" => block = Some(String::new()),
+            (Some(b), true) => {
+                out.push(std::mem::take(b));
+                block = None;
+            }
+            (Some(b), false) => {
+                b.push_str(line);
+                b.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+/// The docs' Rust examples run as doctests of the worked example's crate: each is a block of
+/// examples/rendezvous/README.md, which that crate includes as doctests (`cargo test -p
+/// bootsim-example-rendezvous --doc`), so none can drift from what the library does.
+#[test]
+fn every_rust_example_in_the_docs_is_a_doctest_of_the_worked_example() {
+    let doctested = rust_blocks(Path::new("examples/rendezvous/README.md"));
+    let lib = std::fs::read_to_string(Path::new(ROOT).join("examples/rendezvous/src/lib.rs")).unwrap();
+    assert!(lib.contains("#[doc = include_str!(\"../README.md\")]"), "the example's README is its doctests");
+    let mut files: Vec<PathBuf> = ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"].iter().map(PathBuf::from).collect();
+    for e in std::fs::read_dir(Path::new(ROOT).join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|e| e == "md") {
+            files.push(p.strip_prefix(ROOT).unwrap().to_path_buf());
+        }
+    }
+    let mut shown = 0;
+    for f in &files {
+        for block in rust_blocks(f) {
+            shown += 1;
+            assert!(doctested.contains(&block), "{}: a Rust example that is no doctest:\n{block}", f.display());
+        }
+    }
+    assert!(shown >= 2, "README's \"Test your own protocol\" shows explore and shrink");
+}

@@ -180,6 +180,18 @@ pub fn variants_for(workload: &str) -> Vec<&'static str> {
     }
 }
 
+/// The error for a case of a protocol bootsim does not know, such as a line a protocol of the
+/// user's own printed with `harness::replay_line`: it names the protocol, lists the known ones,
+/// and says how such a line replays (the call is not quoted, so it is shown whole).
+fn unknown_protocol(name: &str) -> CaseError {
+    CaseError(format!(
+        "protocol=`{name}` is not one of bootsim's protocols (known: {}). A case line of a protocol \
+         of your own replays in your own cargo test, through the library: \
+         bootsim_sim::harness::run(&YourProtocol, &variant, &workload, &bootsim_sim::harness::world_of(LINE)?, true)",
+        PROTOCOLS.join(", ")
+    ))
+}
+
 /// The keys that configure NVSHMEM only.
 const NVSHMEM_KEYS: [&str; 7] = ["drain_ms", "first_tag", "qps", "k", "len", "ops", "drain_fail"];
 
@@ -309,6 +321,12 @@ impl Case {
     /// process's memory itself (`bench`'s scale points run under an address-space cap).
     pub fn parse_within(s: &str, budget: u128) -> Result<Case, CaseError> {
         let err = |m: String| CaseError(m);
+        // First, whatever the words' order: another protocol's words are not ours to judge.
+        if let Some(name) = s.split_whitespace().find_map(|w| w.strip_prefix("protocol=")) {
+            if !PROTOCOLS.contains(&name) {
+                return Err(unknown_protocol(name));
+            }
+        }
         let mut case = Case::default();
         let mut seen: Vec<&str> = Vec::new();
         let (mut workload, mut qps, mut k, mut len, mut ops) = (None, None, None, None, None);
@@ -338,12 +356,8 @@ impl Case {
                         _ => return Err(err(format!("engine=`{value}`: accepted: {}", EngineKind::NAMES.join(", ")))),
                     })
                 }
-                "protocol" => {
-                    if !PROTOCOLS.contains(&value) {
-                        return Err(err(format!("protocol=`{value}`: accepted: {}", PROTOCOLS.join(", "))));
-                    }
-                    nccl.protocol = Some(value == "nccl");
-                }
+                // One of PROTOCOLS: checked above.
+                "protocol" => nccl.protocol = Some(value == "nccl"),
                 "variant" if value.starts_with("nccl-") => {
                     nccl.variant = Some(value.parse().map_err(|_: bootsim_nccl::variant::UnknownVariant| {
                         err(format!("variant=`{value}`: accepted for protocol=nccl: {}", nccl_variants()))
@@ -916,7 +930,11 @@ mod tests {
     #[test]
     fn nccl_case_errors_name_the_key_and_the_other_protocol() {
         let e = |s: &str| Case::parse(s).unwrap_err().to_string();
-        assert!(e("protocol=mpi").contains("accepted: nvshmem, nccl"));
+        assert!(e("protocol=mpi").contains("protocol=`mpi` is not one of bootsim's protocols (known: nvshmem, nccl)"));
+        // Whatever comes first: the protocol is what is wrong, not its variant's name.
+        let line = "variant=round-tag protocol=rendezvous workload=two-rounds ranks=2";
+        assert!(e(line).starts_with("bad case string: protocol=`rendezvous` is not one of"), "{}", e(line));
+        assert!(e(line).contains("harness::world_of(LINE)"), "{}", e(line));
         assert!(
             e("variant=nccl-2.20").contains("accepted for protocol=nccl: nccl-2.8, nccl-2.19, nccl-2.21, nccl-2.30")
         );

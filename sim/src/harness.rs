@@ -1,6 +1,8 @@
 //! The library facade for testing any protocol of the seam ([`bootsim_core::seam::Protocol`])
 //! from a cargo test: run one case on either engine ([`run`]), sweep seeds ([`sweep`]), judge
-//! a record ([`judge`]), and say how to replay a run ([`replay_line`]).
+//! a record ([`judge`]), explore every accept order ([`explore`]), shrink a failing case
+//! ([`shrink`]), say how to replay a run ([`replay_line`]) and read such a line back
+//! ([`world_of`]).
 //!
 //! A [`Case`] gives the world (engine, ranks, adversary, seed, kernel knobs, deadline); the
 //! protocol, its variant and its workload are given beside it (a case string's `variant=` and
@@ -34,9 +36,12 @@ use bootsim_core::{Instant, RunRecord};
 
 use bootsim_driver::TaskNode;
 
-use crate::case::{Case, EngineKind};
+use crate::case::{Case, CaseError, EngineKind};
 use crate::engine::{fast, turmoil, Outcome, Trace};
+use crate::explore::search::{replay_base, search};
+use crate::explore::{Bounds, Exploration, Explored, Faults, World};
 use crate::oracle::{Finding, Verdict};
+use crate::shrink::{shrink_by, ShrinkError, Shrunk};
 use crate::sweep::{sweep_with, SeedResult, SweepSummary};
 use crate::words::host_addr;
 
@@ -118,17 +123,121 @@ where
     })
 }
 
+/// Explores every schedule of `protocol`'s world over `case`'s ranks and seed within `bounds`:
+/// each order in which a rank's peer listener may accept its in-flight connections (and, with
+/// `faults`, whether a drain gives up), in a zero-latency world where nothing else is left to
+/// chance, with sim's search (states merged by fingerprint, sleep sets over step footprints).
+/// Every final state is judged by the protocol's judge. The case's engine and adversary do not
+/// apply.
+///
+/// [`Exploration::proves_pass`] is the proof: every schedule explored and none fails. Otherwise
+/// [`Exploration::counterexample`] is the worst violation's shortest schedule, a case with an
+/// explicit `accept=` order the fast engine replays ([`run`]); [`replay_line`] of its case is
+/// the line to keep.
+///
+/// ```
+/// use bootsim_nvshmem::Variant;
+/// use bootsim_sim::explore::{Bounds, Faults};
+/// use bootsim_sim::harness::{explore, replay_line, run, world_of};
+/// use bootsim_sim::protocol::Nvshmem;
+/// use bootsim_sim::{Case, Verdict};
+///
+/// let case = Case::parse("workload=deepep ranks=2").unwrap();
+/// // The sequence-tagged fix: no accept order takes a message meant for another operation.
+/// let fixed = explore(&Nvshmem, &Variant::preset("seq").unwrap(), &case.workload, &case, Faults::default(), Bounds::default());
+/// assert!(fixed.proves_pass(), "{:?}", fixed.verdicts);
+/// // NVSHMEM 3.4: an accept order that corrupts, which the fast engine replays.
+/// let broken = explore(&Nvshmem, &Variant::NVSHMEM_3_4, &case.workload, &case, Faults::default(), Bounds::default());
+/// let cx = broken.counterexample().expect("a failing schedule");
+/// assert_eq!(cx.verdict, Verdict::Corruption);
+/// let line = replay_line("nvshmem", "nvshmem-3.4", "deepep", &cx.case);
+/// assert!(line.ends_with("accept=0:1.0,1.1,1.2/1:0.0,0.2,0.1"), "{line}");
+/// assert_eq!(run(&Nvshmem, &Variant::NVSHMEM_3_4, &case.workload, &world_of(&line).unwrap(), false).verdict, Verdict::Corruption);
+/// ```
+pub fn explore<P>(
+    protocol: &P,
+    variant: &P::Variant,
+    workload: &P::Workload,
+    case: &Case,
+    faults: Faults,
+    bounds: Bounds,
+) -> Exploration
+where
+    P: Explored,
+    P::Variant: Clone,
+    P::Workload: Clone,
+{
+    let base = replay_base(case);
+    let start = World::of(protocol.clone(), variant.clone(), workload.clone(), &base, faults);
+    search(&base, start, bounds)
+}
+
+/// Shrinks a failing `case` of `protocol` to a minimal one with the same verdict, with sim's
+/// shrinker: fewer ranks, another seed while the adversary is random, and the random RX-queue
+/// stalls replaced by the few forced ones (`stall_gap=off stalls=...`) that matter. The
+/// protocol's workload is kept as given. Deterministic: the same case always shrinks to the
+/// same one; [`replay_line`] of [`Shrunk::case`] is the line to keep. A case that does not fail
+/// is refused ([`ShrinkError::DoesNotFail`]).
+///
+/// ```
+/// use bootsim_nvshmem::Variant;
+/// use bootsim_nvshmem::workload::Workload;
+/// use bootsim_sim::harness::{replay_line, run, shrink, world_of};
+/// use bootsim_sim::protocol::Nvshmem;
+/// use bootsim_sim::{Case, Verdict};
+///
+/// // NVSHMEM 3.4's corruption under `rss` (seed 3): 59 random RX stalls, of which one matters.
+/// let (variant, workload) = (Variant::NVSHMEM_3_4, Workload::Deepep { qps: 24 });
+/// let case = Case::parse("engine=fast ranks=2 adversary=rss seed=3").unwrap();
+/// let s = shrink(&Nvshmem, &variant, &workload, &case).unwrap();
+/// assert_eq!(s.verdict, Verdict::Corruption);
+/// assert_eq!(s.case.kernel_config().stalls.len(), 1, "{}", s.case);
+/// let line = replay_line("nvshmem", "nvshmem-3.4", "deepep", &s.case);
+/// assert!(line.ends_with("seed=3 stall_gap=off stalls=0:1:p8:4246"), "{line}");
+/// assert_eq!(run(&Nvshmem, &variant, &workload, &world_of(&line).unwrap(), false).verdict, Verdict::Corruption);
+/// ```
+pub fn shrink<P>(protocol: &P, variant: &P::Variant, workload: &P::Workload, case: &Case) -> Result<Shrunk, ShrinkError>
+where
+    P: Protocol<Node: TaskNode>,
+    P::Judge: Judge<Report = Report> + 'static,
+{
+    shrink_by(case, false, &|c, trace| {
+        let r = run(protocol, variant, workload, c, trace);
+        (r.verdict, r.findings, r.outcome)
+    })
+}
+
+/// The words a replay line names apart from its world: the protocol's own types.
+const NAMED_APART: [&str; 3] = ["protocol=", "variant=", "workload="];
+/// NVSHMEM's words that go with its variant and workload, not the world.
+const NVSHMEM_WORDS: [&str; 6] = ["drain_ms=", "first_tag=", "qps=", "k=", "len=", "ops="];
+
 /// The words that reproduce a run of `case` with a protocol, variant and workload named
 /// apart: `protocol=.. variant=.. workload=.. engine=fast ranks=2 adversary=rss seed=3`. The
 /// case's world words are its case string without NVSHMEM's variant and workload words (the
-/// defaults it parses back to are what other protocols ignore), so `Case::parse` of them gives
+/// defaults it parses back to are what other protocols ignore), so [`world_of`] the line gives
 /// the same world back.
 pub fn replay_line(protocol: &str, variant: impl Display, workload: impl Display, case: &Case) -> String {
-    const NOT_WORLD: [&str; 9] =
-        ["protocol=", "variant=", "workload=", "drain_ms=", "first_tag=", "qps=", "k=", "len=", "ops="];
     let line = case.to_string();
-    let world: Vec<&str> = line.split(' ').filter(|w| !NOT_WORLD.iter().any(|k| w.starts_with(k))).collect();
+    let world: Vec<&str> =
+        line.split(' ').filter(|w| !NAMED_APART.iter().chain(&NVSHMEM_WORDS).any(|k| w.starts_with(k))).collect();
     format!("protocol={protocol} variant={variant} workload={workload} {}", world.join(" "))
+}
+
+/// The world of a replay line ([`replay_line`]'s words): the case its world words give, its
+/// `protocol=`, `variant=` and `workload=` words left to the caller, whose types they name.
+/// `run(&MyProtocol, &variant, &workload, &world_of(line)?, true)` in the caller's own cargo
+/// test replays the line (the `bootsim` CLI knows only its built-in protocols).
+///
+/// ```
+/// use bootsim_sim::harness::world_of;
+///
+/// let case = world_of("protocol=rendezvous variant=reused-tag workload=two-rounds engine=fast ranks=3 adversary=rss seed=9").unwrap();
+/// assert_eq!((case.ranks, case.adversary.as_str(), case.seed), (3, "rss", 9));
+/// ```
+pub fn world_of(line: &str) -> Result<Case, CaseError> {
+    let world: Vec<&str> = line.split_whitespace().filter(|w| !NAMED_APART.iter().any(|k| w.starts_with(k))).collect();
+    Case::parse(&world.join(" "))
 }
 
 #[cfg(test)]
@@ -143,7 +252,7 @@ mod tests {
         .unwrap();
         let line = replay_line("p", "v", "w", &case);
         assert_eq!(line, "protocol=p variant=v workload=w engine=fast ranks=3 adversary=lossy seed=9 deadline_ms=900");
-        let back = Case::parse(line.split_once("w ").unwrap().1).unwrap();
+        let back = world_of(&line).unwrap();
         assert_eq!(
             (back.ranks, back.seed, back.deadline, &back.adversary),
             (case.ranks, case.seed, case.deadline, &case.adversary)

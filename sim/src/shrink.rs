@@ -1,7 +1,8 @@
 //! Shrinking a failing case to a minimal one with the same verdict: fewer ranks, fewer and
-//! smaller operations (as `workload=custom ops=...`), and the random RX-queue stalls replaced
-//! by the few forced ones (`stall_gap=off stalls=...`) that matter. Deterministic: the same
-//! case always shrinks to the same result.
+//! smaller operations (NVSHMEM's, as `workload=custom ops=...`), and the random RX-queue stalls
+//! replaced by the few forced ones (`stall_gap=off stalls=...`) that matter. Deterministic: the
+//! same case always shrinks to the same result. The shrinker runs cases through a function it is
+//! given, so any protocol of the seam shrinks with it (`harness::shrink`).
 
 mod ddmin;
 mod entry;
@@ -12,8 +13,9 @@ pub use entry::{seed_entry, SeedEntry};
 pub use stalls::stalls_of;
 
 use crate::case::Case;
+use crate::engine::Outcome;
 use crate::kernel::{ScriptedStall, StallAt};
-use crate::oracle::Verdict;
+use crate::oracle::{Finding, Verdict};
 use crate::run::run_case;
 use bootsim_nvshmem::workload::{OpSpec, Workload};
 
@@ -51,16 +53,29 @@ pub enum ShrinkError {
     DoesNotFail(Verdict),
 }
 
-/// Shrinks a failing `case`, keeping its verdict.
+/// Shrinks a failing `case` (NVSHMEM's or NCCL's, as the case names it), keeping its verdict.
 pub fn shrink(case: &Case) -> Result<Shrunk, ShrinkError> {
-    let verdict = run_case(case, false).verdict;
+    shrink_by(case, true, &|c, trace| {
+        let r = run_case(c, trace);
+        (r.verdict, r.findings, r.outcome)
+    })
+}
+
+/// One run as a shrink judges it: its verdict, findings and outcome (its stalls, when traced).
+pub(crate) type Judged = (Verdict, Vec<Finding>, Outcome);
+
+/// Shrinks a failing `case`, keeping its verdict, with `run` running a case (traced or not):
+/// fewer ranks, another seed while the adversary is random, the few stalls that matter, and
+/// with `ops` the case's NVSHMEM workload as fewer and smaller operations.
+pub(crate) fn shrink_by(case: &Case, ops: bool, run: &dyn Fn(&Case, bool) -> Judged) -> Result<Shrunk, ShrinkError> {
+    let verdict = run(case, false).0;
     if verdict.is_ok() {
         return Err(ShrinkError::DoesNotFail(verdict));
     }
-    let mut s = Shrinker { verdict, runs: 1, log: Vec::new() };
+    let mut s = Shrinker { verdict, runs: 1, log: Vec::new(), run };
     let mut cur = case.clone();
     let custom = Case { workload: Workload::Custom(cur.workload.ops(cur.seed)), ..cur.clone() };
-    if custom != cur && s.keeps(&custom) {
+    if ops && custom != cur && s.keeps(&custom) {
         cur = custom;
     }
     cur = s.structure(cur);
@@ -75,26 +90,28 @@ pub fn shrink(case: &Case) -> Result<Shrunk, ShrinkError> {
             }
         }
     }
-    let last = run_case(&cur, false);
-    debug_assert_eq!(last.verdict, verdict);
-    let first_finding = last.findings.iter().find(|f| f.verdict() == verdict).map(|f| f.to_string());
+    let (last, findings, _) = run(&cur, false);
+    debug_assert_eq!(last, verdict);
+    let first_finding = findings.iter().find(|f| f.verdict() == verdict).map(|f| f.to_string());
     Ok(Shrunk { original: case.clone(), case: cur, verdict, first_finding, runs: s.runs + 1, stalls_seen, log: s.log })
 }
 
-struct Shrinker {
+struct Shrinker<'r> {
     verdict: Verdict,
     runs: usize,
     log: Vec<String>,
+    /// Runs a case (traced or not).
+    run: &'r dyn Fn(&Case, bool) -> Judged,
 }
 
-impl Shrinker {
+impl Shrinker<'_> {
     /// One run: does `c` keep the verdict?
     fn keeps(&mut self, c: &Case) -> bool {
         if self.runs >= RUN_BUDGET {
             return false;
         }
         self.runs += 1;
-        run_case(c, false).verdict == self.verdict
+        (self.run)(c, false).0 == self.verdict
     }
 
     /// `c`, or while stalls are random `c` under another seed, keeping the verdict.
@@ -180,9 +197,9 @@ impl Shrinker {
     /// The stalls a traced run of `cur` suffered, forced, with random stalls off; `None` when
     /// that does not keep the verdict (e.g. random loss shifts with timing).
     fn make_stalls_explicit(&mut self, cur: &Case) -> Option<(Case, usize)> {
-        let report = run_case(cur, true);
+        let (_, _, outcome) = (self.run)(cur, true);
         self.runs += 1;
-        let list = stalls_of(&report.outcome);
+        let list = stalls_of(&outcome);
         let t = with_stalls(&with_knob(cur, "stall_gap", "off"), &list);
         self.keeps(&t).then(|| {
             self.log.push(format!("random stalls -> {} explicit", list.len()));

@@ -33,8 +33,9 @@
 //!
 //! Nothing of this crate is known to any engine: the fast engine runs it as `fast::run(&Rendezvous,
 //! &variant, &workload, &case, trace)` (see `tests/fast.rs`), `tests/memory.rs` steps it in
-//! core's in-memory world and `tests/explore.rs` in the explorer's. See README.md for what each
-//! test shows and how to test your own protocol.
+//! core's in-memory world and `tests/explore.rs` explores every schedule of it
+//! (`bootsim_sim::harness::explore`). See README.md for what each test shows and how to test
+//! your own protocol.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

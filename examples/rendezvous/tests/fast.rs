@@ -5,7 +5,8 @@
 use std::cell::Cell;
 
 use bootsim_example_rendezvous::{Rendezvous, Variant, Workload};
-use bootsim_sim::harness::{replay_line, run, sweep};
+use bootsim_sim::harness::{replay_line, run, shrink, sweep, world_of};
+use bootsim_sim::shrink::ShrinkError;
 use bootsim_sim::{Case, Verdict};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -81,6 +82,31 @@ fn the_round_tag_passes_the_same_sweep() {
     let (result, _) = sweep_variant(Variant::RoundTag, 256);
     if let Err(e) = result {
         panic!("the fixed variant failed: {e}");
+    }
+}
+
+/// The first failing seed of a 4-rank world, shrunk by the facade: two ranks and the one or two
+/// forced stalls that matter, a line that replays to the same corruption, the same result
+/// every time; the fix has nothing to shrink.
+#[test]
+fn a_failing_case_shrinks_to_two_ranks_and_the_stalls_that_matter() {
+    let (variant, workload) = (Variant::ReusedTag, Workload::TWO_ROUNDS);
+    for adversary in ["rss", "lossy", "swarm"] {
+        let world = case((0, adversary, 4));
+        let first = sweep(&Rendezvous, &variant, &workload, &world, 0..50, 1);
+        let failing = world.with_seed(first.first_failure().expect("a corruption within 50 seeds").seed);
+        let s = shrink(&Rendezvous, &variant, &workload, &failing).expect("a failing case shrinks");
+        let line = replay_line("rendezvous", variant, workload, &s.case);
+        println!("{adversary}: {} runs, {:?}: {line}", s.runs, s.log);
+        assert_eq!(s.verdict, Verdict::Corruption);
+        assert_eq!(s.case.ranks, 2, "{line}");
+        let stalls = s.case.kernel_config().stalls.len();
+        assert!((1..=2).contains(&stalls) && s.case.kernel_config().stall_gap.is_none(), "{line}");
+        let replay = run(&Rendezvous, &variant, &workload, &world_of(&line).expect("the line parses"), false);
+        assert_eq!(replay.verdict, Verdict::Corruption, "{line}");
+        assert_eq!(shrink(&Rendezvous, &variant, &workload, &failing).unwrap().case, s.case, "deterministic");
+        let fixed = shrink(&Rendezvous, &Variant::RoundTag, &workload, &failing);
+        assert!(matches!(fixed, Err(ShrinkError::DoesNotFail(Verdict::Pass))), "{fixed:?}");
     }
 }
 

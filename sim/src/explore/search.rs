@@ -127,7 +127,7 @@ impl WithWorld for Search<'_> {
 
 /// The breadth-first search from `start` (the world of `base`), each final state judged by its
 /// protocol's judge.
-fn search<P: Explored>(base: &Case, start: World<P>, bounds: Bounds) -> Exploration {
+pub(crate) fn search<P: Explored>(base: &Case, start: World<P>, bounds: Bounds) -> Exploration {
     let start = if bounds.reduce { start } else { start.reducing(false) };
     let mut ex = Exploration {
         case: base.clone(),
