@@ -32,14 +32,22 @@ fn bench_quick_prints_every_section_in_80_columns_and_writes_json() {
     for line in out.lines() {
         assert!(line.chars().count() <= 80, "longer than 80 columns: {line}\n{out}");
     }
-    for title in ["1 throughput", "2 scale", "3 time to detect", "4 real sockets", "targets (issue #28)"] {
+    for title in [
+        "1 throughput",
+        "2 scale",
+        "2b scale: fast nccl-init",
+        "3 time to detect",
+        "4 real sockets",
+        "targets (issue #28)",
+    ] {
         assert!(out.lines().any(|l| l.starts_with(title)), "no {title} table in\n{out}");
     }
     // One line per row: every subject, every point, every variant on its own line.
     for row in ["bare turmoil 16 ", "fast deepep 2 ", "turmoil init 16 ", "nvshmem-3.7  deepep 2 ", "seq   "] {
         assert_eq!(out.lines().filter(|l| l.starts_with(row)).count(), 1, "{row} in\n{out}");
     }
-    assert!(out.lines().any(|l| l.trim_start().starts_with("64 ") && l.ends_with(" pass")), "{out}");
+    // Both scale series ran their 64-rank point to a pass.
+    assert_eq!(out.lines().filter(|l| l.trim_start().starts_with("64 ") && l.ends_with(" pass")).count(), 2, "{out}");
     assert!(out.lines().any(|l| l.trim_start().starts_with("4096  not run: --max-ranks")), "{out}");
     // Every target carries a verdict.
     for t in ["fast >= 50x turmoil, init 16 ", "ns per agenda event, 1024 ranks ", "median <= 10 seeds "] {
@@ -55,9 +63,18 @@ fn bench_quick_prints_every_section_in_80_columns_and_writes_json() {
     assert_eq!(p64["outcome"]["verdict"], "pass");
     let messages = p64["outcome"]["messages"].as_f64().unwrap();
     assert!(out.contains(&format!(" {messages} ")), "{messages} messages not in the text\n{out}");
+    // NCCL's init series: the same points and figures, its own child per point.
+    let n64 =
+        report["nccl_scale"].as_array().unwrap().iter().find(|p| p["ranks"] == 64).expect("an NCCL 64-rank point");
+    assert_eq!(n64["outcome"]["status"], "done");
+    assert_eq!(n64["outcome"]["verdict"], "pass");
+    let nccl_messages = n64["outcome"]["messages"].as_f64().unwrap();
+    assert_ne!(nccl_messages, messages, "the NCCL series ran NVSHMEM's case");
+    assert!(out.contains(&format!(" {nccl_messages} ")), "{nccl_messages} messages not in the text\n{out}");
     let md = ok(&bootsim(&["bench", "--markdown", json.to_str().unwrap()]));
     assert!(md.contains("| ranks | CPU-s | MiB | messages |"), "{md}");
     assert!(md.contains("| 64 | "), "{md}");
+    assert!(md.contains("**2b scale: fast nccl-init (nccl-2.30) seed=1, a child per point**"), "{md}");
 }
 
 #[test]

@@ -84,7 +84,7 @@ where
         EngineKind::Fast => fast::run(protocol, variant, workload, case, trace),
         EngineKind::Turmoil => turmoil::run(protocol, variant, workload, case, trace, None),
     };
-    let (verdict, findings) = outcome.verdict_by(protocol.judge(&setup::<P>(variant, workload, case)));
+    let (verdict, findings) = outcome.verdict_with(|| protocol.judge(&setup::<P>(variant, workload, case)));
     let finished = outcome.record.ranks.iter().filter_map(|r| r.finished_at).max();
     let bootstrap_time = finished.unwrap_or(outcome.end) - Instant::ZERO;
     Run { verdict, findings, bootstrap_time, trace: outcome.trace.take(), outcome }

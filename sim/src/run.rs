@@ -40,7 +40,7 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
                 EngineKind::Turmoil => crate::engine::turmoil::run(&Nccl, &nc.variant, &nc.workload, case, trace, None),
             };
             let setup = crate::protocol::nccl::setup(nc, case);
-            let judged = outcome.verdict_by(Nccl.judge(&setup));
+            let judged = outcome.verdict_with(|| Nccl.judge(&setup));
             (outcome, judged)
         }
         None => {
@@ -50,7 +50,8 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
                     crate::engine::turmoil::run(&Nvshmem, &case.variant, &case.workload, case, trace, None)
                 }
             };
-            let judged = outcome.verdict(&case.workload.ops(case.seed), case.seed, case.ranks);
+            let judged = outcome
+                .verdict_with(|| crate::oracle::Judge::new(&case.workload.ops(case.seed), case.seed, case.ranks));
             (outcome, judged)
         }
     };

@@ -41,10 +41,13 @@ pub struct BenchArgs {
     /// A smoke version of every section in a few seconds (short budgets, small worlds).
     #[arg(long)]
     quick: bool,
-    /// Internal: run one `nvshmem-init` world of this size and print its wall time (the scale
-    /// series runs each point in a child so that its peak memory is its own).
+    /// Internal: run one world of this size of `--scale-series` and print its wall time (the
+    /// scale series runs each point in a child so that its peak memory is its own).
     #[arg(long, hide = true)]
     scale_child: Option<u32>,
+    /// Internal: the series `--scale-child` runs a point of.
+    #[arg(long, hide = true, value_enum, default_value_t = Series::NvshmemInit)]
+    scale_series: Series,
     /// Also write the run's figures to FILE as JSON (`make bench` writes BENCHMARKS.json).
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
@@ -198,14 +201,38 @@ fn throughput_section(quick: bool, report: &mut Report) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The scale point the child runs: `nvshmem-init` at `ranks` on the fast engine.
-/// A scale point's case. Its simulated time grows with n (init's and 14 allgathers' ring steps
-/// run one after another: 128 s at 1024 ranks), past the default 300 s deadline at 4096 ranks,
-/// so the deadline is an hour: a point must measure the whole run.
-fn scale_case(ranks: u32) -> String {
-    format!(
-        "engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks={ranks} adversary=rss seed=1 deadline_ms=3600000"
-    )
+/// A scale series: the init workload of one protocol on the fast engine, `seed=1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Series {
+    /// NVSHMEM's `nvshmem-init` on `nvshmem-3.7`.
+    NvshmemInit,
+    /// NCCL's `nccl-init` (`ncclCommInitRank`'s bootstrap) on `nccl-2.30`.
+    NcclInit,
+}
+
+impl Series {
+    /// The variant and workload words of the series' case.
+    fn words(self) -> &'static str {
+        match self {
+            Series::NvshmemInit => "variant=nvshmem-3.7 workload=nvshmem-init",
+            Series::NcclInit => "variant=nccl-2.30 workload=nccl-init",
+        }
+    }
+
+    /// What `--scale-series` calls it.
+    fn arg(self) -> &'static str {
+        match self {
+            Series::NvshmemInit => "nvshmem-init",
+            Series::NcclInit => "nccl-init",
+        }
+    }
+
+    /// A scale point's case. Its simulated time grows with n (nvshmem-init's 14 allgathers'
+    /// ring steps run one after another: 128 s at 1024 ranks), past the default 300 s deadline
+    /// at 4096 ranks, so the deadline is an hour: a point must measure the whole run.
+    fn case(self, ranks: u32) -> String {
+        format!("engine=fast {} ranks={ranks} adversary=rss seed=1 deadline_ms=3600000", self.words())
+    }
 }
 
 /// The scale series: every point up to `--max-ranks` (`make bench-scale` goes to 4096).
@@ -221,10 +248,10 @@ fn process_cpu() -> Duration {
 
 /// `--scale-child N`: the median wall and CPU time of the point (repeated while cheap), and
 /// what one run did, as `key value` lines.
-fn scale_child(ranks: u32) -> anyhow::Result<ExitCode> {
+fn scale_child(series: Series, ranks: u32) -> anyhow::Result<ExitCode> {
     // The parent caps this process's address space (`scale_point`), so a point larger than the
     // case budget meant for interactive runs is measured, and fails alone if it cannot fit.
-    let s = scale_case(ranks);
+    let s = series.case(ranks);
     let c = Case::parse_within(&s, u128::MAX).with_context(|| format!("in '{}'", shorten(&s)))?;
     let (mut walls, mut cpus) = (Vec::new(), Vec::new());
     let start = Instant::now();
@@ -272,12 +299,13 @@ fn memory_bytes() -> Option<u64> {
 }
 
 /// Runs one scale point in a child `bootsim bench --scale-child N` under the memory cap.
-fn scale_point(ranks: u32) -> anyhow::Result<ScaleEnd> {
+fn scale_point(series: Series, ranks: u32) -> anyhow::Result<ScaleEnd> {
     let exe = std::env::current_exe().context("locating the bootsim binary")?;
     let cap = memory_cap_bytes();
     let mut cmd = Command::new(exe);
     // The child's stderr is ours: a child that fails says why before the bench stops.
-    cmd.args(["bench", "--scale-child", &ranks.to_string()]).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.args(["bench", "--scale-child", &ranks.to_string(), "--scale-series", series.arg()]);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
     if let Some(cap) = cap {
         use std::os::unix::process::CommandExt;
         // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits.
@@ -350,15 +378,17 @@ fn log_log_slope(points: &[(f64, f64)]) -> Option<f64> {
     (sxx > 0.0).then(|| sxy / sxx)
 }
 
-fn scale_section(max_ranks: u32, report: &mut Report) -> anyhow::Result<()> {
+/// One scale series up to `max_ranks`: its rows and growth exponents.
+fn scale_section(series: Series, max_ranks: u32) -> anyhow::Result<(Vec<ScaleRow>, Growth)> {
+    let mut rows = Vec::new();
     let (mut cpu_pts, mut mem_pts, mut msg_pts, mut pkt_pts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut stopped = false;
     for &n in SCALE_POINTS.iter().filter(|&&n| n <= max_ranks) {
         let outcome = if stopped {
             ScaleOutcome::NotRun { why: "a smaller point ran out of memory".into() }
         } else {
-            progress(&format!("scale: nvshmem-init at {n} ranks"));
-            match scale_point(n)? {
+            progress(&format!("scale: {} at {n} ranks", series.arg()));
+            match scale_point(series, n)? {
                 ScaleEnd::Done(p) => {
                     cpu_pts.push((n as f64, p.cpu_s));
                     mem_pts.push((n as f64, p.peak_mib));
@@ -372,24 +402,24 @@ fn scale_section(max_ranks: u32, report: &mut Report) -> anyhow::Result<()> {
                 }
             }
         };
-        report.scale.push(ScaleRow { ranks: n, outcome });
+        rows.push(ScaleRow { ranks: n, outcome });
     }
     for t in report::SCALE_TARGETS.iter().filter(|t| t.0 > max_ranks) {
         let why = "--max-ranks (make bench-scale runs it)".into();
-        report.scale.push(ScaleRow { ranks: t.0, outcome: ScaleOutcome::NotRun { why } });
+        rows.push(ScaleRow { ranks: t.0, outcome: ScaleOutcome::NotRun { why } });
     }
     // The smallest worlds are dominated by fixed costs; exponents are fitted on n >= 256 when
     // there are at least two such points, else on n >= 64.
     let from = if cpu_pts.iter().filter(|p| p.0 >= 256.0).count() >= 2 { 256 } else { 64 };
     let tail = |p: &[(f64, f64)]| p.iter().copied().filter(|q| q.0 >= from as f64).collect::<Vec<_>>();
-    report.growth = Some(Growth {
+    let growth = Growth {
         from_ranks: from,
         cpu: log_log_slope(&tail(&cpu_pts)),
         messages: log_log_slope(&tail(&msg_pts)),
         packets: log_log_slope(&tail(&pkt_pts)),
         memory: log_log_slope(&tail(&mem_pts)),
-    });
-    Ok(())
+    };
+    Ok((rows, growth))
 }
 
 /// Over `seeds` consecutive seeds: failures, and per failure the seeds and wall time since the
@@ -508,7 +538,7 @@ fn markdown(json: &std::path::Path, doc: Option<&std::path::Path>) -> anyhow::Re
 /// Runs every section and prints the report (and writes it with `--json`).
 pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = a.scale_child {
-        return scale_child(n);
+        return scale_child(a.scale_series, n);
     }
     if let Some(json) = &a.markdown {
         return markdown(json, a.update.as_deref());
@@ -520,11 +550,15 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         ratios: None,
         scale: Vec::new(),
         growth: None,
+        nccl_scale: Vec::new(),
+        nccl_growth: None,
         detect: Vec::new(),
         real: Vec::new(),
     };
     throughput_section(a.quick, &mut r)?;
-    scale_section(if a.quick { a.max_ranks.min(64) } else { a.max_ranks }, &mut r)?;
+    let max_ranks = if a.quick { a.max_ranks.min(64) } else { a.max_ranks };
+    (r.scale, r.growth) = scale_section(Series::NvshmemInit, max_ranks).map(|(s, g)| (s, Some(g)))?;
+    (r.nccl_scale, r.nccl_growth) = scale_section(Series::NcclInit, max_ranks).map(|(s, g)| (s, Some(g)))?;
     detect_section(a.quick, a.detect_seeds, &mut r)?;
     let (n, reps) = if a.quick { (a.real_ranks.min(8), 1) } else { (a.real_ranks, a.real_reps.max(1)) };
     real_section(n, reps, &mut r)?;

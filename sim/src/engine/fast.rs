@@ -165,6 +165,25 @@ struct AppCpu {
     started: BTreeSet<Timer>,
 }
 
+/// The size of the buffer sockets are read into (a read returns at most this much).
+const READ_BUF: usize = 64 << 10;
+
+thread_local! {
+    /// The read buffer of this thread's last run: zeroing a fresh 64 KiB per run was an eighth
+    /// of a 2-rank run's instructions. Only the bytes a read returns are ever looked at.
+    static SPARE_READ_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A read buffer of [`READ_BUF`] bytes: the last run's on this thread, else a new one.
+fn read_buf() -> Vec<u8> {
+    let buf = SPARE_READ_BUF.take();
+    if buf.len() == READ_BUF {
+        buf
+    } else {
+        vec![0u8; READ_BUF]
+    }
+}
+
 /// Runs a case of `protocol` (its `variant` and `workload`) on the fast engine; `trace` keeps
 /// the full trace (otherwise only counters, the run judged as it goes).
 pub fn run<P>(protocol: &P, variant: &P::Variant, workload: &P::Workload, case: &Case, trace: bool) -> Outcome
@@ -206,7 +225,7 @@ where
             Outcome::streaming(n as usize, Box::new(protocol.judge(&setup)))
         },
         sink: TraceSink::new(trace),
-        buf: vec![0u8; 64 << 10],
+        buf: read_buf(),
         tx: Vec::new(),
         spare: Vec::new(),
         remaining: n as usize + 1,
@@ -284,6 +303,7 @@ impl<P: Protocol> World<'_, P> {
         }
         self.out.root_stopped(self.root.waiting_for());
         self.out.trace = self.sink.finish();
+        SPARE_READ_BUF.set(std::mem::take(&mut self.buf));
         self.out
     }
 

@@ -176,6 +176,21 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+thread_local! {
+    /// The timer wheel of this thread's last kernel, cleared ([`Wheel::clear`]).
+    static SPARE_WHEEL: std::cell::Cell<Option<Wheel<Scheduled>>> = const { std::cell::Cell::new(None) };
+}
+
+impl Drop for Net {
+    /// Hands the timer wheel, cleared, to the next kernel on this thread.
+    fn drop(&mut self) {
+        let mut wheel = std::mem::replace(&mut self.timers, Wheel::placeholder());
+        wheel.clear();
+        // At thread exit the slot may be gone already: the wheel is then simply dropped.
+        let _ = SPARE_WHEEL.try_with(|w| w.set(Some(wheel)));
+    }
+}
+
 impl Net {
     pub(crate) fn new(cfg: KernelConfig, seed: u64, hosts: u32) -> Net {
         let stall = StallParams::new(&cfg);
@@ -224,7 +239,7 @@ impl Net {
             stall,
             loss,
             agenda: BinaryHeap::new(),
-            timers: Wheel::default(),
+            timers: SPARE_WHEEL.take().filter(Wheel::has_ring).unwrap_or_default(),
             seq: 0,
             taken: None,
             taken_at: Instant::ZERO,

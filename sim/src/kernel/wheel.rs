@@ -52,6 +52,38 @@ impl<T: Timed> Default for Wheel<T> {
 }
 
 impl<T: Timed> Wheel<T> {
+    /// A wheel without its ring, which must not be used: what is left in a kernel being
+    /// dropped after its wheel was taken to be reused ([`Wheel::clear`]).
+    pub(crate) fn placeholder() -> Self {
+        Wheel {
+            near: BinaryHeap::new(),
+            horizon: 0,
+            ring: Vec::new(),
+            full: [0; WORDS],
+            in_ring: 0,
+            overflow: BinaryHeap::new(),
+        }
+    }
+
+    /// Empties the wheel into the state `default` makes, keeping the ring's 4 096 slots
+    /// (making and dropping them was an eighth of a 2-rank run). Only the slots marked full
+    /// hold entries, and those give up their buffers, as a drained slot does.
+    pub(crate) fn clear(&mut self) {
+        for (w, bits) in self.full.iter_mut().enumerate() {
+            while *bits != 0 {
+                let slot = w * 64 + bits.trailing_zeros() as usize;
+                self.ring[slot] = Vec::new();
+                *bits &= *bits - 1;
+            }
+        }
+        (self.near, self.horizon, self.in_ring, self.overflow) = (BinaryHeap::new(), 0, 0, BinaryHeap::new());
+    }
+
+    /// Whether this is a whole wheel (not a [`Wheel::placeholder`]).
+    pub(crate) fn has_ring(&self) -> bool {
+        self.ring.len() == SLOTS
+    }
+
     /// The earliest entry.
     pub(crate) fn peek(&self) -> Option<&T> {
         self.near.peek().map(|Reverse(e)| e)
@@ -186,5 +218,22 @@ mod tests {
             assert_eq!(w.pop(), Some(e));
         }
         assert_eq!(w.pop(), None);
+    }
+
+    #[test]
+    fn a_cleared_wheel_is_a_new_one() {
+        let mut w = Wheel::default();
+        for (i, at) in [5u64, 1 << 22, 1 << 31, 1 << 36, 3 << 25].into_iter().enumerate() {
+            w.push(E(at, i as u64));
+        }
+        w.pop();
+        w.clear();
+        let new = Wheel::<E>::default();
+        assert!(w.has_ring() && w.ring.iter().all(|s| s.capacity() == 0));
+        assert_eq!((w.horizon, w.in_ring, w.full, w.near.len(), w.overflow.len()), (0, 0, new.full, 0, 0));
+        assert_eq!(w.peek(), None);
+        w.push(E(7, 9));
+        assert_eq!(w.pop(), Some(E(7, 9)));
+        assert!(!Wheel::<E>::placeholder().has_ring());
     }
 }

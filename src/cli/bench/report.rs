@@ -17,6 +17,13 @@ pub struct Report {
     pub scale: Vec<ScaleRow>,
     /// Section 2's growth exponents.
     pub growth: Option<Growth>,
+    /// Section 2 for NCCL's init (`nccl-init`), the same points (absent from reports written
+    /// before it was measured).
+    #[serde(default)]
+    pub nccl_scale: Vec<ScaleRow>,
+    /// Its growth exponents.
+    #[serde(default)]
+    pub nccl_growth: Option<Growth>,
     /// Section 3.
     pub detect: Vec<DetectRow>,
     /// Section 4.
@@ -292,54 +299,16 @@ impl Report {
                 ],
             });
         }
-        if !self.scale.is_empty() {
-            out.push(Table {
-                title: "2 scale: fast nvshmem-init seed=1, one child process per point".into(),
-                header: vec!["ranks", "CPU-s", "MiB", "messages", "ev/msg", "pkt/msg", "ev/frame", "ns/ev", "verdict"],
-                left: 0,
-                rows: self
-                    .scale
-                    .iter()
-                    .map(|r| match &r.outcome {
-                        ScaleOutcome::Done(p) => {
-                            let per_msg = |x: f64| f(x / p.messages.max(1.0), 1);
-                            vec![
-                                r.ranks.to_string(),
-                                f(p.cpu_s, 2),
-                                f(p.peak_mib, 1),
-                                f(p.messages, 0),
-                                per_msg(p.agenda_events),
-                                per_msg(p.packets),
-                                f(p.agenda_events / p.writes.max(1.0), 2),
-                                f(p.ns_per_event(), 0),
-                                p.verdict.clone(),
-                            ]
-                        }
-                        ScaleOutcome::OutOfMemory { cap_mib, peak_mib } => vec![
-                            r.ranks.to_string(),
-                            format!("out of memory under a {cap_mib:.0} MiB cap (peak {peak_mib:.0} MiB)"),
-                        ],
-                        ScaleOutcome::NotRun { why } => vec![r.ranks.to_string(), format!("not run: {why}")],
-                    })
-                    .collect(),
-            });
-        }
-        if let Some(g) = &self.growth {
-            let e = |k: Option<f64>| k.map_or("-".to_string(), |k| format!("{k:.2}"));
-            out.push(Table {
-                title: format!("2 scale: growth exponents (log-log fit over ranks >= {})", g.from_ranks),
-                header: vec!["quantity", "exponent"],
-                left: 1,
-                rows: vec![
-                    vec!["CPU".into(), e(g.cpu)],
-                    vec!["messages".into(), e(g.messages)],
-                    vec!["packets".into(), e(g.packets)],
-                    vec!["peak memory".into(), e(g.memory)],
-                    vec!["CPU - messages".into(), e(g.cpu.zip(g.messages).map(|(c, m)| c - m))],
-                    vec!["CPU - packets".into(), e(g.cpu.zip(g.packets).map(|(c, p)| c - p))],
-                ],
-            });
-        }
+        out.extend(scale_tables(
+            "2 scale: fast nvshmem-init seed=1, one child process per point",
+            &self.scale,
+            &self.growth,
+        ));
+        out.extend(scale_tables(
+            "2b scale: fast nccl-init (nccl-2.30) seed=1, a child per point",
+            &self.nccl_scale,
+            &self.nccl_growth,
+        ));
         if !self.detect.is_empty() {
             let o = |x: Option<u64>| x.map_or("-".to_string(), |v| v.to_string());
             out.push(Table {
@@ -396,6 +365,66 @@ impl Report {
         });
         out
     }
+}
+
+/// A scale series' tables: one row per point, then its growth exponents (none when the series
+/// was not measured).
+fn scale_tables(title: &str, rows: &[ScaleRow], growth: &Option<Growth>) -> Vec<Table> {
+    let mut out = Vec::new();
+    let f = |x: f64, d: usize| format!("{x:.d$}");
+    if rows.is_empty() {
+        return out;
+    }
+    out.push(Table {
+        title: title.into(),
+        header: vec!["ranks", "CPU-s", "MiB", "messages", "ev/msg", "pkt/msg", "ev/frame", "ns/ev", "verdict"],
+        left: 0,
+        rows: rows
+            .iter()
+            .map(|r| match &r.outcome {
+                ScaleOutcome::Done(p) => {
+                    let per_msg = |x: f64| f(x / p.messages.max(1.0), 1);
+                    vec![
+                        r.ranks.to_string(),
+                        f(p.cpu_s, 2),
+                        f(p.peak_mib, 1),
+                        f(p.messages, 0),
+                        per_msg(p.agenda_events),
+                        per_msg(p.packets),
+                        f(p.agenda_events / p.writes.max(1.0), 2),
+                        f(p.ns_per_event(), 0),
+                        p.verdict.clone(),
+                    ]
+                }
+                ScaleOutcome::OutOfMemory { cap_mib, peak_mib } => vec![
+                    r.ranks.to_string(),
+                    format!("out of memory under a {cap_mib:.0} MiB cap (peak {peak_mib:.0} MiB)"),
+                ],
+                ScaleOutcome::NotRun { why } => vec![r.ranks.to_string(), format!("not run: {why}")],
+            })
+            .collect(),
+    });
+    if let Some(g) = growth {
+        let e = |k: Option<f64>| k.map_or("-".to_string(), |k| format!("{k:.2}"));
+        out.push(Table {
+            title: format!(
+                "{}: growth exponents (log-log fit over ranks >= {})",
+                title.split(':').next().unwrap_or(title),
+                g.from_ranks
+            ),
+            header: vec!["quantity", "exponent"],
+            left: 1,
+            rows: vec![
+                vec!["CPU".into(), e(g.cpu)],
+                vec!["messages".into(), e(g.messages)],
+                vec!["packets".into(), e(g.packets)],
+                vec!["peak memory".into(), e(g.memory)],
+                vec!["CPU - messages".into(), e(g.cpu.zip(g.messages).map(|(c, m)| c - m))],
+                vec!["CPU - packets".into(), e(g.cpu.zip(g.packets).map(|(c, p)| c - p))],
+            ],
+        });
+    }
+    out
 }
 
 /// One table of the report: what both renderings (terminal, Markdown) print.

@@ -29,7 +29,9 @@ impl Rank {
         let bidirectional = self.cfg.variant.bidirectional_allgather();
         let rounds = if bidirectional { n / 2 } else { n.saturating_sub(1) };
         if g.round >= rounds {
-            let g = g.clone();
+            let State::Gathering(g) = std::mem::replace(&mut self.state, State::Idle) else {
+                unreachable!("matched above")
+            };
             if g.close {
                 self.out.effect(Effect::Close { conn: g.pair.next });
                 self.out.effect(Effect::Close { conn: g.pair.prev });
@@ -62,12 +64,12 @@ impl Rank {
     }
 
     pub(super) fn gather(&mut self) -> bool {
-        let State::Gathering(g) = &self.state else { return false };
-        let g = g.clone();
+        // The small fields only: the buffer stays where it is.
+        let State::Gathering(Gather { pair, size, want_prev, want_next, .. }) = self.state else { return false };
         let mut moved = false;
-        for (slot, conn, from_next) in [(g.want_prev, g.pair.prev, false), (g.want_next, g.pair.next, true)] {
+        for (slot, conn, from_next) in [(want_prev, pair.prev, false), (want_next, pair.next, true)] {
             let Some(slice) = slot else { continue };
-            let got = recv_frame(self.conns.get_mut(&conn).expect("ring socket open"), "allgather slice", g.size);
+            let got = recv_frame(self.conns.get_mut(&conn).expect("ring socket open"), "allgather slice", size);
             let Some(bytes) = self.received(conn, got, -1, -1, "an allgather slice") else {
                 if !matches!(self.state, State::Gathering(_)) {
                     return true;

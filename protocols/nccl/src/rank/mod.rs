@@ -512,17 +512,19 @@ impl Rank {
     fn progress(&mut self) {
         loop {
             let before = self.step;
-            let moved = match self.state.clone() {
+            // Matched by reference, fields copied out: an allgather's state holds its whole
+            // buffer (n slices), and cloning it per input made a run cubic in n.
+            let moved = match &self.state {
                 State::InitListening => self.init_listening(),
-                State::InitSuccessor { conn, accepted: true } => self.init_successor(conn),
-                State::InitRing { next, next_up, prev, prev_up } => self.init_ring(next, next_up, prev, prev_up),
+                &State::InitSuccessor { conn, accepted: true } => self.init_successor(conn),
+                &State::InitRing { next, next_up, prev, prev_up } => self.init_ring(next, next_up, prev, prev_up),
                 State::InitP2pListen if self.listeners.contains_key(&Listener::P2p) => {
                     self.complete(Ok(Vec::new()));
                     true
                 }
                 State::Gathering(_) => self.gather(),
-                State::Header { want, conn } => self.header(want, conn),
-                State::Payload { want, conn, header } => self.payload(want, conn, header),
+                &State::Header { want, conn } => self.header(want, conn),
+                &State::Payload { want, conn, header } => self.payload(want, conn, header),
                 _ => false,
             };
             if !moved && self.step == before {
