@@ -172,10 +172,36 @@ pub(crate) struct Net {
     /// path touches its server, not its host's record first).
     servers: Vec<RxQueue>,
     pub(crate) events: VecDeque<KernelEvent>,
+    /// Send buffers of drained streams, kept for the next stream's first write (a connection
+    /// per message otherwise grew a fresh buffer from nothing, frame by frame).
+    pub(crate) spare_bufs: SpareBufs,
     /// Something a driver could act on happened since it was last cleared: an application
     /// event, or a child joined an accept queue (a scheduled accept may be waiting for it).
     pub(crate) observable: bool,
     pub(crate) stats: KernelStats,
+}
+
+/// Drained send buffers for reuse: at most [`SpareBufs::KEEP`], each of at most
+/// [`SpareBufs::MAX_BYTES`] capacity, so the pool holds 4 MiB at worst.
+#[derive(Debug, Default)]
+pub(crate) struct SpareBufs(Vec<Vec<u8>>);
+
+impl SpareBufs {
+    const KEEP: usize = 64;
+    const MAX_BYTES: usize = 64 << 10;
+
+    /// An empty buffer, with room if one was kept.
+    pub(crate) fn take(&mut self) -> Vec<u8> {
+        self.0.pop().unwrap_or_default()
+    }
+
+    /// Keep `buf`'s room for a later [`SpareBufs::take`] (or free it).
+    pub(crate) fn give(&mut self, mut buf: Vec<u8>) {
+        if self.0.len() < Self::KEEP && (1..=Self::MAX_BYTES).contains(&buf.capacity()) {
+            buf.clear();
+            self.0.push(buf);
+        }
+    }
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -237,6 +263,7 @@ impl Net {
             cpus,
             servers,
             events: VecDeque::new(),
+            spare_bufs: SpareBufs::default(),
             observable: false,
             stats: KernelStats::default(),
         }

@@ -236,8 +236,9 @@ impl Kernel {
 
     /// Copy readable bytes into `buf`.
     pub fn read(&mut self, s: SockId, buf: &mut [u8]) -> ReadOutcome {
-        match self.conn_mut(s.conn()) {
-            Some(c) => c.read(s.side(), buf),
+        let c = usize::try_from(s.conn()).ok().and_then(|i| self.conns.get_mut(i)).and_then(|c| c.as_deref_mut());
+        match c {
+            Some(c) => c.read(s.side(), buf, &mut self.net.spare_bufs),
             None => ReadOutcome::Reset,
         }
     }
