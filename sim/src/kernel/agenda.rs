@@ -223,21 +223,21 @@ impl Net {
                 let next_port = EPHEMERAL.0 + rng::below(&mut setup, span) as u16;
                 let flood = flood_flows_per_cpu(&cfg, &rss, &cpus, seed, h);
                 servers.extend((0..cpus.count()).map(|q| {
-                            let (mut script, mut kicks) = (Vec::new(), Vec::new());
-                            // A scripted stall of a queue takes its CPU.
-                            for s in cfg.stalls.iter().filter(|s| s.host == h && cpus.of_queue(s.queue) == q) {
-                                match s.at {
-                                    StallAt::Time(t) => script.push((t, t.saturating_add(s.dur))),
-                                    StallAt::Packet(n) => kicks.push((n, s.dur)),
-                                }
-                            }
-                            let mut rx = RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall)
-                                .with_script(script, kicks);
-                            if cfg.load.queue_model_on() {
-                                let flows = flood[usize::from(q)];
-                                rx.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
-                            }
-                            rx
+                    let (mut script, mut kicks) = (Vec::new(), Vec::new());
+                    // A scripted stall of a queue takes its CPU.
+                    for s in cfg.stalls.iter().filter(|s| s.host == h && cpus.of_queue(s.queue) == q) {
+                        match s.at {
+                            StallAt::Time(t) => script.push((t, t.saturating_add(s.dur))),
+                            StallAt::Packet(n) => kicks.push((n, s.dur)),
+                        }
+                    }
+                    let mut rx =
+                        RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall).with_script(script, kicks);
+                    if cfg.load.queue_model_on() {
+                        let flows = flood[usize::from(q)];
+                        rx.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
+                    }
+                    rx
                 }));
                 Host {
                     rss,

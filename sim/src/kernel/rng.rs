@@ -142,7 +142,8 @@ mod tests {
     #[test]
     fn fast_draws_are_libms_bit_for_bit() {
         let mut r = stream(5, Purpose::Stall, 0, 0);
-        let cases = [(50_000.0, 0.8, 30_000_000), (5_000.0, 2.5, 20_000_000), (200_000.0, 1.2, 1 << 40), (9e3, 0.25, 1 << 50)];
+        let cases =
+            [(50_000.0, 0.8, 30_000_000), (5_000.0, 2.5, 20_000_000), (200_000.0, 1.2, 1 << 40), (9e3, 0.25, 1 << 50)];
         for (xm, alpha, cap) in cases {
             let (mut a, mut b) = (r.clone(), r.clone());
             for _ in 0..300_000 {
