@@ -192,7 +192,10 @@ where
     P::Judge: bootsim_core::seam::Judge<Report = (Verdict, Vec<Finding>)> + 'static,
 {
     let n = case.ranks;
-    let cfg = case.kernel_config();
+    let mut cfg = case.kernel_config();
+    // The kernel's trace-only records (stalls, enqueues, retransmissions) serve the trace
+    // alone: an untraced run drops them unread, so the kernel need not make them.
+    cfg.trace &= trace;
     let kernel = Kernel::new(cfg, derive(case.seed, "kernel", 0), n);
     let now = Instant::ZERO;
     let setup = Setup { variant, workload, seed: case.seed, n, root_ip: host_addr(0, 0).ip() };

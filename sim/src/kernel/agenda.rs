@@ -60,23 +60,23 @@ fn tcp_cost(cfg: &KernelConfig, seg: Seg) -> Duration {
 /// First and last Linux ephemeral port (`ip_local_port_range` default).
 const EPHEMERAL: (u16, u16) = (32768, 60999);
 
-/// One host's NIC and softirq state.
+/// One host's NIC state (its softirq servers are [`Net::servers`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Host {
     pub(crate) rss: Rss,
     next_port: u16,
-    /// Which CPU polls which RX queue, and RPS.
-    pub(crate) cpus: Cpus,
-    /// One softirq server per CPU, shared by the RX queues it polls and its backlog.
-    servers: Vec<RxQueue>,
     loss: GilbertElliott,
     jitter: ChaCha8Rng,
 }
 
-/// A packet in flight: which connection, which way, what.
+/// A packet in flight: which connection, which way, what, and where it lands: the receiving
+/// host and that host's RX queue for the flow (fixed per connection and direction, carried so
+/// the NIC path need not look the connection up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Pkt {
     pub(crate) conn: u64,
+    pub(crate) host: u32,
+    pub(crate) queue: u16,
     pub(crate) dir: Dir,
     pub(crate) seg: Seg,
 }
@@ -165,11 +165,43 @@ pub(crate) struct Net {
     /// every queue when asked: the engine asks often).
     periods: u64,
     pub(crate) hosts: Vec<Host>,
+    /// Which CPU polls which RX queue, and RPS: the same layout on every host.
+    cpus: Cpus,
+    /// One softirq server per CPU of each host, shared by the RX queues it polls and its
+    /// backlog: host `h`'s CPU `c` at `h * cpus.count() + c`, one dense table (a packet's
+    /// path touches its server, not its host's record first).
+    servers: Vec<RxQueue>,
     pub(crate) events: VecDeque<KernelEvent>,
+    /// Send buffers of drained streams, kept for the next stream's first write (a connection
+    /// per message otherwise grew a fresh buffer from nothing, frame by frame).
+    pub(crate) spare_bufs: SpareBufs,
     /// Something a driver could act on happened since it was last cleared: an application
     /// event, or a child joined an accept queue (a scheduled accept may be waiting for it).
     pub(crate) observable: bool,
     pub(crate) stats: KernelStats,
+}
+
+/// Drained send buffers for reuse: at most [`SpareBufs::KEEP`], each of at most
+/// [`SpareBufs::MAX_BYTES`] capacity, so the pool holds 4 MiB at worst.
+#[derive(Debug, Default)]
+pub(crate) struct SpareBufs(Vec<Vec<u8>>);
+
+impl SpareBufs {
+    const KEEP: usize = 64;
+    const MAX_BYTES: usize = 64 << 10;
+
+    /// An empty buffer, with room if one was kept.
+    pub(crate) fn take(&mut self) -> Vec<u8> {
+        self.0.pop().unwrap_or_default()
+    }
+
+    /// Keep `buf`'s room for a later [`SpareBufs::take`] (or free it).
+    pub(crate) fn give(&mut self, mut buf: Vec<u8>) {
+        if self.0.len() < Self::KEEP && (1..=Self::MAX_BYTES).contains(&buf.capacity()) {
+            buf.clear();
+            self.0.push(buf);
+        }
+    }
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -196,37 +228,35 @@ impl Net {
         let stall = StallParams::new(&cfg);
         let loss = LossParams::new(&cfg);
         let queues = cfg.rx_queues.clamp(1, 128);
+        let cpus = Cpus::new(&cfg, queues);
+        let mut servers = Vec::with_capacity(hosts as usize * usize::from(cpus.count()));
         let hosts: Vec<Host> = (0..hosts)
             .map(|h| {
                 let mut setup = rng::stream(seed, Purpose::Setup, h, 0);
                 let rss = Rss::new(&mut setup, queues);
                 let span = u64::from(EPHEMERAL.1 - EPHEMERAL.0) + 1;
                 let next_port = EPHEMERAL.0 + rng::below(&mut setup, span) as u16;
-                let cpus = Cpus::new(&cfg, queues);
                 let flood = flood_flows_per_cpu(&cfg, &rss, &cpus, seed, h);
+                servers.extend((0..cpus.count()).map(|q| {
+                    let (mut script, mut kicks) = (Vec::new(), Vec::new());
+                    // A scripted stall of a queue takes its CPU.
+                    for s in cfg.stalls.iter().filter(|s| s.host == h && cpus.of_queue(s.queue) == q) {
+                        match s.at {
+                            StallAt::Time(t) => script.push((t, t.saturating_add(s.dur))),
+                            StallAt::Packet(n) => kicks.push((n, s.dur)),
+                        }
+                    }
+                    let mut rx =
+                        RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall).with_script(script, kicks);
+                    if cfg.load.queue_model_on() {
+                        let flows = flood[usize::from(q)];
+                        rx.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
+                    }
+                    rx
+                }));
                 Host {
                     rss,
                     next_port,
-                    servers: (0..cpus.count())
-                        .map(|q| {
-                            let (mut script, mut kicks) = (Vec::new(), Vec::new());
-                            // A scripted stall of a queue takes its CPU.
-                            for s in cfg.stalls.iter().filter(|s| s.host == h && cpus.of_queue(s.queue) == q) {
-                                match s.at {
-                                    StallAt::Time(t) => script.push((t, t.saturating_add(s.dur))),
-                                    StallAt::Packet(n) => kicks.push((n, s.dur)),
-                                }
-                            }
-                            let mut rx = RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall)
-                                .with_script(script, kicks);
-                            if cfg.load.queue_model_on() {
-                                let flows = flood[usize::from(q)];
-                                rx.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
-                            }
-                            rx
-                        })
-                        .collect(),
-                    cpus,
                     loss: GilbertElliott::new(rng::stream(seed, Purpose::Loss, h, 0)),
                     jitter: rng::stream(seed, Purpose::Jitter, h, 0),
                 }
@@ -243,9 +273,12 @@ impl Net {
             seq: 0,
             taken: None,
             taken_at: Instant::ZERO,
-            periods: hosts.iter().flat_map(|h| &h.servers).map(|q| q.periods).sum(),
+            periods: servers.iter().map(|q| q.periods).sum(),
             hosts,
+            cpus,
+            servers,
             events: VecDeque::new(),
+            spare_bufs: SpareBufs::default(),
             observable: false,
             stats: KernelStats::default(),
         }
@@ -323,7 +356,7 @@ impl Net {
 
     /// Counters so far, with the queues' deferred polls.
     pub(crate) fn stats(&self) -> KernelStats {
-        let napi_deferrals = self.hosts.iter().flat_map(|h| &h.servers).map(RxQueue::deferrals).sum();
+        let napi_deferrals = self.servers.iter().map(RxQueue::deferrals).sum();
         KernelStats { napi_deferrals, ..self.stats }
     }
 
@@ -335,8 +368,13 @@ impl Net {
 
     /// Report a trace event, if tracing is on.
     pub(crate) fn trace(&mut self, at: Instant, kind: EventKind) {
+        self.trace_with(at, || kind);
+    }
+
+    /// Report the trace event `kind` makes, if tracing is on (made only then).
+    fn trace_with(&mut self, at: Instant, kind: impl FnOnce() -> EventKind) {
         if self.cfg.trace {
-            self.events.push_back(KernelEvent { at, kind });
+            self.events.push_back(KernelEvent { at, kind: kind() });
         }
     }
 
@@ -362,62 +400,63 @@ impl Net {
         self.schedule(at, Work::Arrive(pkt));
     }
 
-    /// The packet reaches `host`'s NIC at `at`: it is lost, or waits for RX queue `queue`'s
+    /// The packet reaches its host's NIC at `at`: it is lost, or waits for its RX queue's
     /// softirq and is delivered to TCP when processed (with RPS: steered to a CPU's backlog).
-    pub(crate) fn arrive(&mut self, at: Instant, pkt: Pkt, host: u32, queue: u16, flow: Flow) {
-        let h = &mut self.hosts[host as usize];
-        if h.loss.lose(&self.loss, at) {
+    /// `flow` is the packet's connection's, asked for only by a trace record or RPS's hash.
+    pub(crate) fn arrive(&mut self, at: Instant, pkt: Pkt, flow: impl Fn() -> Flow) {
+        let (host, queue) = (pkt.host, pkt.queue);
+        if self.hosts[host as usize].loss.lose(&self.loss, at) {
             self.stats.lost += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
-            self.trace(at, EventKind::PacketLost { host: HostId(host), queue, flow, dir, seg });
+            self.trace_with(at, || EventKind::PacketLost { host: HostId(host), queue, flow: flow(), dir, seg });
             return;
         }
-        let cpu = h.cpus.of_queue(queue);
-        let cost = if h.cpus.rps { self.cfg.service } else { cost(&self.cfg, pkt.seg) };
-        let rps = h.cpus.rps;
+        let cpu = self.cpus.of_queue(queue);
+        let rps = self.cpus.rps;
+        let cost = if rps { self.cfg.service } else { cost(&self.cfg, pkt.seg) };
         let Some(admitted) = self.on_server(host, cpu, |q, p| q.offer(at, cost, p, Via::Ring)) else {
             self.stats.ring_drops += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
-            self.trace(at, EventKind::RingDrop { host: HostId(host), queue, flow, dir, seg });
+            self.trace_with(at, || EventKind::RingDrop { host: HostId(host), queue, flow: flow(), dir, seg });
             return;
         };
         let next = if rps {
-            let h = &self.hosts[host as usize];
+            let (h, flow) = (&self.hosts[host as usize], flow());
             let hash = match pkt.dir {
                 Dir::ToServer => h.rss.hash(flow.client.0, flow.client_port, flow.server.0, flow.server_port),
                 Dir::ToClient => h.rss.hash(flow.server.0, flow.server_port, flow.client.0, flow.client_port),
             };
-            Work::Backlog { pkt, cpu: h.cpus.rps_target(hash) }
+            Work::Backlog { pkt, cpu: self.cpus.rps_target(hash) }
         } else {
             Work::Deliver(pkt)
         };
-        self.processed(at, pkt, host, queue, flow, admitted, next);
+        self.processed(at, pkt, flow, admitted, next);
     }
 
     /// RPS put the packet on CPU `cpu`'s backlog at `at`: dropped if the backlog is full
     /// (`netdev_max_backlog`), else delivered to TCP once that CPU's softirq has done its TCP
     /// work.
-    pub(crate) fn backlog(&mut self, at: Instant, pkt: Pkt, host: u32, cpu: u16, queue: u16, flow: Flow) {
+    pub(crate) fn backlog(&mut self, at: Instant, pkt: Pkt, cpu: u16, flow: impl Fn() -> Flow) {
         let cost = tcp_cost(&self.cfg, pkt.seg);
-        let Some(admitted) = self.on_server(host, cpu, |q, p| q.offer(at, cost, p, Via::Backlog)) else {
+        let Some(admitted) = self.on_server(pkt.host, cpu, |q, p| q.offer(at, cost, p, Via::Backlog)) else {
             self.stats.cpu_backlog_drops += 1;
-            let (dir, seg) = (pkt.dir, pkt.seg);
-            self.trace(at, EventKind::CpuBacklogDrop { host: HostId(host), cpu, flow, dir, seg });
+            let (host, dir, seg) = (HostId(pkt.host), pkt.dir, pkt.seg);
+            self.trace_with(at, || EventKind::CpuBacklogDrop { host, cpu, flow: flow(), dir, seg });
             return;
         };
-        self.processed(at, pkt, host, queue, flow, admitted, Work::Deliver(pkt));
+        self.processed(at, pkt, flow, admitted, Work::Deliver(pkt));
     }
 
     /// When the application thread of `host`, runnable from `start`, has had `cost` of CPU on
     /// its core (`app_cpu`) at `now`, softirq taking precedence.
     pub(crate) fn app_done(&mut self, now: Instant, host: u32, start: Instant, cost: Duration) -> Instant {
-        let cpu = self.cfg.load.cpu.app_cpu.min(self.hosts[host as usize].cpus.count() - 1);
+        let cpu = self.cfg.load.cpu.app_cpu.min(self.cpus.count() - 1);
         self.on_server(host, cpu, |q, p| q.app_done(now, start, cost, p))
     }
 
     /// Run `f` on CPU `cpu`'s softirq server of `host`, counting the busy periods it generates.
     fn on_server<R>(&mut self, host: u32, cpu: u16, f: impl FnOnce(&mut RxQueue, &StallParams) -> R) -> R {
-        let q = &mut self.hosts[host as usize].servers[usize::from(cpu)];
+        let q = &mut self.servers[host as usize * usize::from(self.cpus.count()) + usize::from(cpu)];
         let before = q.periods + q.walked;
         let r = f(q, &self.stall);
         self.periods += q.periods + q.walked - before;
@@ -426,25 +465,21 @@ impl Net {
 
     /// A softirq server took the packet that arrived at `at`: count its wait, trace its
     /// stall, and schedule what comes next when it is done.
-    #[allow(clippy::too_many_arguments)]
-    fn processed(&mut self, at: Instant, pkt: Pkt, host: u32, queue: u16, flow: Flow, admitted: Admitted, next: Work) {
+    fn processed(&mut self, at: Instant, pkt: Pkt, flow: impl Fn() -> Flow, admitted: Admitted, next: Work) {
         self.stats.rx_wait_ns =
             self.stats.rx_wait_ns.saturating_add(admitted.done.saturating_since(at).as_nanos() as u64);
         if let Some((from, until)) = admitted.stall {
             self.stats.stalled += 1;
-            self.trace(
-                at,
-                EventKind::RxStall {
-                    host: HostId(host),
-                    queue,
-                    flow,
-                    dir: pkt.dir,
-                    seg: pkt.seg,
-                    from,
-                    until,
-                    nth: admitted.nth,
-                },
-            );
+            self.trace_with(at, || EventKind::RxStall {
+                host: HostId(pkt.host),
+                queue: pkt.queue,
+                flow: flow(),
+                dir: pkt.dir,
+                seg: pkt.seg,
+                from,
+                until,
+                nth: admitted.nth,
+            });
         }
         self.schedule(admitted.done, next);
     }

@@ -30,16 +30,13 @@ fn cfg(words: &str) -> KernelConfig {
 fn syn_burst(c: KernelConfig, n: u64) -> (Vec<u64>, Net) {
     let mut net = Net::new(c, 1, 2);
     for i in 0..n {
-        let pkt = Pkt { conn: i, dir: Dir::ToServer, seg: Seg::Syn };
-        net.arrive(Instant::ZERO, pkt, 0, (i % 2) as u16, flow(40_000 + i as u16));
+        let pkt = Pkt { conn: i, host: 0, queue: (i % 2) as u16, dir: Dir::ToServer, seg: Seg::Syn };
+        net.arrive(Instant::ZERO, pkt, || flow(40_000 + i as u16));
     }
     let mut done = Vec::new();
     while let Some((at, work)) = net.pop_due(Instant::from_nanos(u64::MAX)) {
         match work {
-            Work::Backlog { pkt, cpu } => {
-                let q = (pkt.conn % 2) as u16;
-                net.backlog(at, pkt, 0, cpu, q, flow(40_000 + pkt.conn as u16));
-            }
+            Work::Backlog { pkt, cpu } => net.backlog(at, pkt, cpu, || flow(40_000 + pkt.conn as u16)),
             Work::Deliver(_) => done.push(at.as_nanos()),
             Work::Arrive(_) | Work::Timer { .. } => unreachable!("only the burst is on the agenda"),
         }
@@ -144,8 +141,8 @@ fn the_application_runs_while_a_poll_waits_for_ksoftirqd() {
     // the CPU only while a poll waits.
     let mut net = Net::new(cfg("rx_queues=1 cpus=1 napi_budget_time=off syscall_cost=2us"), 1, 2);
     for i in 0..400 {
-        let pkt = Pkt { conn: i, dir: Dir::ToServer, seg: Seg::Syn };
-        net.arrive(Instant::ZERO, pkt, 0, 0, flow(40_000 + i as u16));
+        let pkt = Pkt { conn: i, host: 0, queue: 0, dir: Dir::ToServer, seg: Seg::Syn };
+        net.arrive(Instant::ZERO, pkt, || flow(40_000 + i as u16));
     }
     let app = |net: &mut Net, from_us: u64| {
         net.app_done(Instant::ZERO, 0, Instant::from_nanos(from_us * US), Duration::from_micros(2)).as_nanos()

@@ -97,14 +97,6 @@ pub enum Dir {
 }
 
 impl Dir {
-    /// The side (0 client, 1 server) that receives a packet travelling this way.
-    pub(crate) const fn receiver(self) -> usize {
-        match self {
-            Dir::ToServer => 1,
-            Dir::ToClient => 0,
-        }
-    }
-
     /// The direction of packets received by `side`.
     pub(crate) const fn towards(side: usize) -> Dir {
         if side == 0 {
@@ -420,8 +412,6 @@ mod tests {
 
     #[test]
     fn directions_name_their_receiver() {
-        assert_eq!(Dir::ToServer.receiver(), 1);
-        assert_eq!(Dir::ToClient.receiver(), 0);
         assert_eq!(Dir::towards(1), Dir::ToServer);
         assert_eq!(Dir::towards(0), Dir::ToClient);
     }

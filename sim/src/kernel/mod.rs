@@ -236,8 +236,9 @@ impl Kernel {
 
     /// Copy readable bytes into `buf`.
     pub fn read(&mut self, s: SockId, buf: &mut [u8]) -> ReadOutcome {
-        match self.conn_mut(s.conn()) {
-            Some(c) => c.read(s.side(), buf),
+        let c = usize::try_from(s.conn()).ok().and_then(|i| self.conns.get_mut(i)).and_then(|c| c.as_deref_mut());
+        match c {
+            Some(c) => c.read(s.side(), buf, &mut self.net.spare_bufs),
             None => ReadOutcome::Reset,
         }
     }
@@ -291,22 +292,20 @@ impl Kernel {
             self.net.stats.agenda_events += 1;
             match work {
                 Work::Arrive(pkt) => {
-                    let Some(c) = self.conn(pkt.conn) else {
+                    if !self.alive(pkt.conn) {
                         self.net.stats.orphans += 1;
                         continue;
-                    };
-                    let side = pkt.dir.receiver();
-                    let (host, queue, flow) = (c.host(side), c.q[side], c.flow);
-                    self.net.arrive(at, pkt, host, queue, flow);
+                    }
+                    let conns = &self.conns;
+                    self.net.arrive(at, pkt, || Self::flow_of(conns, pkt.conn));
                 }
                 Work::Backlog { pkt, cpu } => {
-                    let Some(c) = self.conn(pkt.conn) else {
+                    if !self.alive(pkt.conn) {
                         self.net.stats.orphans += 1;
                         continue;
-                    };
-                    let side = pkt.dir.receiver();
-                    let (host, queue, flow) = (c.host(side), c.q[side], c.flow);
-                    self.net.backlog(at, pkt, host, cpu, queue, flow);
+                    }
+                    let conns = &self.conns;
+                    self.net.backlog(at, pkt, cpu, || Self::flow_of(conns, pkt.conn));
                 }
                 Work::Deliver(pkt) => {
                     if self.conn(pkt.conn).is_some() {
@@ -340,6 +339,17 @@ impl Kernel {
             *slot = None;
         }
         Some(r)
+    }
+
+    /// Whether connection `id` exists and is not finished (its slot only, not the connection:
+    /// the packet path asks this for every packet).
+    fn alive(&self, id: u64) -> bool {
+        usize::try_from(id).ok().and_then(|i| self.conns.get(i)).is_some_and(Option::is_some)
+    }
+
+    /// The 4-tuple of live connection `id` in `conns`.
+    fn flow_of(conns: &[Option<Box<Conn>>], id: u64) -> Flow {
+        conns[id as usize].as_deref().expect("a live connection").flow
     }
 
     /// Connection `id`, unless it never existed or is finished.

@@ -56,18 +56,46 @@ pub(crate) fn chance(rng: &mut ChaCha8Rng, p: f64) -> bool {
     }
 }
 
+/// How far (relatively) the platform's `ln`/`powf` may stray from `libm`'s without
+/// [`exact_from`] noticing: every libm in use is within a few ulps (1e-15), this is 1e-10.
+const SLACK: f64 = 1e-10;
+
+/// `whole(exact())` without computing `exact` (`libm`'s portable, slow result) when the
+/// platform's fast `estimate` of it already decides: `whole` is non-decreasing, so if it maps
+/// the whole interval `estimate * (1 ± SLACK)` to one value, the exact result (inside that
+/// interval) maps to it too. Otherwise (an integer boundary within 1e-10: about one draw in
+/// 10^5) `exact` is computed. The draws stay bit-for-bit libm's on every machine.
+fn exact_from(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(f64) -> u64) -> u64 {
+    if estimate.is_finite() && estimate > 0.0 {
+        let lo = whole(estimate * (1.0 - SLACK));
+        if lo == whole(estimate * (1.0 + SLACK)) {
+            return lo;
+        }
+    }
+    whole(exact())
+}
+
 /// Exponential with the given mean (nanoseconds, rounded down).
 pub(crate) fn exp_ns(rng: &mut ChaCha8Rng, mean_ns: f64) -> u64 {
-    (-mean_ns * libm::log(open_unit(rng))) as u64
+    let u = open_unit(rng);
+    exact_from(-mean_ns * u.ln(), || -mean_ns * libm::log(u), |x| x as u64)
 }
 
 /// Pareto(`xm`, `alpha`) capped at `cap` (nanoseconds).
 pub(crate) fn pareto_ns(rng: &mut ChaCha8Rng, xm_ns: f64, alpha: f64, cap_ns: u64) -> u64 {
-    let x = xm_ns * libm::pow(open_unit(rng), -1.0 / alpha);
-    if x >= cap_ns as f64 {
-        cap_ns
+    let (u, e) = (open_unit(rng), -1.0 / alpha);
+    let capped = |x: f64| if x >= cap_ns as f64 { cap_ns } else { x as u64 };
+    exact_from(xm_ns * fast_pow(u, e), || xm_ns * libm::pow(u, e), capped)
+}
+
+/// `u^e` for `u` in (0, 1), within a few ulps: by square roots and multiplications when `e` is
+/// a whole number of quarters (the profiles' alpha 0.8 makes -1.25), else the platform's pow.
+fn fast_pow(u: f64, e: f64) -> f64 {
+    let quarters = e * 4.0;
+    if quarters == quarters.round() && quarters.abs() <= 16.0 {
+        u.sqrt().sqrt().powi(quarters as i32)
     } else {
-        x as u64
+        u.powf(e)
     }
 }
 
@@ -109,6 +137,33 @@ mod tests {
         assert_eq!(a1, a2);
         assert_ne!(a1, b);
         assert_ne!(a1, c);
+    }
+
+    #[test]
+    fn fast_draws_are_libms_bit_for_bit() {
+        let mut r = stream(5, Purpose::Stall, 0, 0);
+        let cases =
+            [(50_000.0, 0.8, 30_000_000), (5_000.0, 2.5, 20_000_000), (200_000.0, 1.2, 1 << 40), (9e3, 0.25, 1 << 50)];
+        for (xm, alpha, cap) in cases {
+            let (mut a, mut b) = (r.clone(), r.clone());
+            for _ in 0..300_000 {
+                let slow_p = {
+                    let x = xm * libm::pow(open_unit(&mut a), -1.0 / alpha);
+                    if x >= cap as f64 {
+                        cap
+                    } else {
+                        x as u64
+                    }
+                };
+                assert_eq!(pareto_ns(&mut b, xm, alpha, cap), slow_p);
+                let slow_e = (-xm * libm::log(open_unit(&mut a))) as u64;
+                assert_eq!(exp_ns(&mut b, xm), slow_e);
+            }
+            r = a;
+        }
+        // At an integer boundary the estimate cannot decide: the exact value is used.
+        assert_eq!(exact_from(7.0, || 6.999_999_999_999_999, |x| x as u64), 6);
+        assert_eq!(exact_from(f64::NAN, || 3.5, |x| x as u64), 3);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bootsim_core::Instant;
 
-use super::agenda::{Net, Pkt, Work};
+use super::agenda::{Net, Pkt, SpareBufs, Work};
 use super::events::{Dir, EventKind, Flow, ListenerId, Overflow, ReadOutcome, Seg, SockId};
 
 const C: usize = 0;
@@ -243,7 +243,7 @@ impl Conn {
     }
 
     fn send(&mut self, cx: &mut Ctx<'_>, to: usize, seg: Seg) {
-        let pkt = Pkt { conn: cx.id, dir: Dir::towards(to), seg };
+        let pkt = Pkt { conn: cx.id, host: self.host(to), queue: self.q[to], dir: Dir::towards(to), seg };
         let from = self.host(1 - to);
         cx.net.transmit(cx.now, from, &mut self.wire[to], pkt);
     }
@@ -305,6 +305,9 @@ impl Conn {
             return true;
         }
         let h = &mut self.half[side];
+        if h.buf.capacity() == 0 {
+            h.buf = cx.net.spare_bufs.take();
+        }
         h.buf.extend_from_slice(bytes);
         let end = h.written() as u32;
         h.push_end(end);
@@ -347,8 +350,8 @@ impl Conn {
         }
     }
 
-    /// Copy readable bytes of `side` into `buf`.
-    pub(crate) fn read(&mut self, side: usize, buf: &mut [u8]) -> ReadOutcome {
+    /// Copy readable bytes of `side` into `buf` (a drained stream's buffer goes to `spare`).
+    pub(crate) fn read(&mut self, side: usize, buf: &mut [u8], spare: &mut SpareBufs) -> ReadOutcome {
         let h = &mut self.half[1 - side];
         let n = h.unread().min(buf.len());
         if n > 0 {
@@ -357,7 +360,7 @@ impl Conn {
             h.read += n;
             if h.read == h.written() {
                 h.dropped = h.read;
-                h.buf = Vec::new();
+                spare.give(std::mem::take(&mut h.buf));
             }
             return ReadOutcome::Data(n);
         }
