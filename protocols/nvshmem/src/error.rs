@@ -43,18 +43,21 @@ pub enum BootstrapError {
     /// The root answered with another unique-ID version (a mixed build).
     #[error("rank {rank}: unique ID version {ours} but the root speaks {root}")]
     VersionMismatch { rank: u32, ours: i32, root: i32 },
-    /// A connection of the session carried bytes that do not decode.
+    /// A connection of the session carried bytes that do not decode; `peer` sent them (`from`
+    /// names what they were).
     #[error("rank {rank}: {op}: {}", wire_text(from, error))]
-    Wire { rank: u32, op: OpKind, from: String, error: WireError },
-    /// Connecting failed after the driver's retries.
+    Wire { rank: u32, op: OpKind, from: String, error: WireError, peer: Culprit },
+    /// Connecting failed after the driver's retries; `peer` is the one it dialed, when known
+    /// (the ring successor before the root named it is not).
     #[error("rank {rank}: {op}: cannot connect to {to} at {addr}: {reason}")]
-    Connect { rank: u32, op: OpKind, to: String, addr: SocketAddr, reason: String },
+    Connect { rank: u32, op: OpKind, to: String, addr: SocketAddr, reason: String, peer: Option<Culprit> },
     /// A listener could not be opened.
     #[error("rank {rank}: cannot listen: {reason}")]
     Listen { rank: u32, reason: String },
-    /// Nothing arrived within the configured timeout.
+    /// Nothing arrived within the configured timeout; `peer` is the one the step waited for,
+    /// when it waited for one.
     #[error("rank {rank}: {op}: no progress for {}ms while {waiting}", after.as_millis())]
-    Timeout { rank: u32, op: OpKind, waiting: String, after: Duration },
+    Timeout { rank: u32, op: OpKind, waiting: String, after: Duration, peer: Option<Culprit> },
     /// The application asked for something the protocol cannot do.
     #[error("rank {rank}: invalid {op}: {reason}")]
     InvalidOp { rank: u32, op: OpKind, reason: String },
@@ -90,9 +93,10 @@ impl BootstrapError {
     /// the fault itself (a size or order mismatch, its tags, its own listener): it is the cause.
     pub fn culprit(&self, me: u32) -> Option<Culprit> {
         match self {
-            BootstrapError::Wire { from, .. } => Culprit::named(from, me),
-            BootstrapError::Connect { to, .. } => Culprit::named(to, me),
-            BootstrapError::Timeout { waiting, .. } => Culprit::named(waiting, me),
+            BootstrapError::Wire { peer, .. } => Some(*peer).filter(|p| *p != Culprit::Rank(me)),
+            BootstrapError::Connect { peer, .. } | BootstrapError::Timeout { peer, .. } => {
+                peer.filter(|p| *p != Culprit::Rank(me))
+            }
             BootstrapError::CheckInRefused { .. } => Some(Culprit::Root),
             BootstrapError::RootConnect { to, .. } => Some(Culprit::Rank(*to)),
             BootstrapError::RootTimeout { missing, .. } => missing.first().map(|&r| Culprit::Rank(r)),
@@ -119,16 +123,23 @@ mod tests {
 
     #[test]
     fn the_culprit_is_the_peer_a_rank_lost_and_none_for_a_fault_it_found() {
-        let wire = |from: &str| BootstrapError::Wire {
+        let wire = |peer: Culprit| BootstrapError::Wire {
             rank: 1,
             op: OpKind::Barrier,
-            from: from.into(),
+            from: peer.to_string(),
             error: WireError::Truncated { what: "a frame", needed: 4, have: 0 },
+            peer,
         };
-        assert_eq!(wire("rank 2").culprit(1), Some(Culprit::Rank(2)));
-        assert_eq!(wire("the root").culprit(1), Some(Culprit::Root));
+        assert_eq!(wire(Culprit::Rank(2)).culprit(1), Some(Culprit::Rank(2)));
+        assert_eq!(wire(Culprit::Root).culprit(1), Some(Culprit::Root));
         let waiting = "barrier #2: recv from rank 1 tag 0x2 (bytes on local c3)".to_string();
-        let t = BootstrapError::Timeout { rank: 0, op: OpKind::Barrier, waiting, after: Duration::from_secs(1) };
+        let t = BootstrapError::Timeout {
+            rank: 0,
+            op: OpKind::Barrier,
+            waiting,
+            after: Duration::from_secs(1),
+            peer: Some(Culprit::Rank(1)),
+        };
         assert_eq!(t.culprit(0), Some(Culprit::Rank(1)));
         let missing = BootstrapError::RootTimeout { waiting: String::new(), after: Duration::ZERO, missing: vec![3] };
         assert_eq!(missing.culprit(0), Some(Culprit::Rank(3)));
@@ -139,12 +150,35 @@ mod tests {
     }
 
     #[test]
+    fn the_culprit_is_the_typed_peer_never_a_rank_the_text_mentions() {
+        // The words name rank 3 (an address, a wait's description); the peer is rank 2.
+        let t = BootstrapError::Timeout {
+            rank: 0,
+            op: OpKind::Init,
+            waiting: "init: receiving from the ring predecessor (bytes on local c3 from rank 3's old address)".into(),
+            after: Duration::from_secs(1),
+            peer: Some(Culprit::Rank(2)),
+        };
+        assert_eq!(t.culprit(0), Some(Culprit::Rank(2)));
+        let w = BootstrapError::Wire {
+            rank: 0,
+            op: OpKind::Init,
+            from: "the allgathered address of rank 3".into(),
+            error: WireError::NegativeLength { len: -1 },
+            peer: Culprit::Rank(3),
+        };
+        assert_eq!(w.culprit(3), None, "a rank is never its own culprit");
+        assert_eq!(w.culprit(0), Some(Culprit::Rank(3)));
+    }
+
+    #[test]
     fn a_peer_that_closed_mid_message_is_named_as_the_culprit() {
         let e = BootstrapError::Wire {
             rank: 0,
             op: OpKind::Barrier,
             from: "rank 2".into(),
             error: WireError::Truncated { what: "a frame", needed: 4, have: 0 },
+            peer: Culprit::Rank(2),
         };
         assert_eq!(
             e.to_string(),
@@ -156,6 +190,7 @@ mod tests {
             op: OpKind::Barrier,
             from: "rank 2".into(),
             error: WireError::NegativeLength { len: -1 },
+            peer: Culprit::Rank(2),
         };
         assert_eq!(e.to_string(), "rank 0: barrier: malformed data from rank 2: negative frame length -1");
     }
