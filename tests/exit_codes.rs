@@ -161,3 +161,17 @@ fn a_huge_case_string_is_refused_with_2_and_a_short_message() {
         "{err}"
     );
 }
+
+#[test]
+fn an_nccl_pair_case_without_its_pair_is_refused_with_2_and_the_right_form() {
+    for args in [
+        vec!["run", "workload=nccl-pair ranks=2"],
+        vec!["sweep", "--variant", "nccl-2.21", "--workload", "nccl-pair", "--seeds", "1"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains("workload=nccl-pair needs pair=FIRST,SECOND"), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains("e.g. workload=nccl-pair pair=ring-setup,barrier"), "{args:?}: {}", text(&o));
+        assert!(o.stdout.is_empty(), "nothing runs: {}", text(&o));
+    }
+}
