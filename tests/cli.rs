@@ -229,7 +229,7 @@ fn sweep_json_counts_are_an_object_and_merge_checks_the_layout() {
         let out = stdout(&o);
         let summary: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
         assert_eq!(summary["type"], "summary");
-        assert_eq!(summary["schema"], 2);
+        assert_eq!(summary["schema"], 3);
         let counts = summary["counts"].as_object().expect("counts is an object");
         let total: u64 = counts.values().map(|n| n.as_u64().unwrap()).sum();
         assert_eq!(total, summary["runs"].as_u64().unwrap());
@@ -245,7 +245,7 @@ fn sweep_json_counts_are_an_object_and_merge_checks_the_layout() {
     assert_eq!(stdout(&merged), stdout(&whole));
     // A line of the old layout (no schema, counts as pairs) is refused with what to do.
     let old = dir.join("old.jsonl");
-    let text = std::fs::read_to_string(&files[0]).unwrap().replace("\"schema\":2,", "");
+    let text = std::fs::read_to_string(&files[0]).unwrap().replace("\"schema\":3,", "");
     std::fs::write(&old, text).unwrap();
     let o = bootsim(&["merge", &old.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -37,22 +37,73 @@ fn merge_of_a_file_it_cannot_read_exits_3_naming_it_and_of_garbage_2() {
     assert!(text(&o).contains("not a `bootsim sweep --json` line"), "{}", text(&o));
 }
 
+/// A day of simulated time with a stall walked every microsecond: the work guard stops it.
+/// (turmoil does not model the application's CPU time: its costs are 0 there.)
+fn costly(engine: &str, cpu: &str) -> String {
+    format!(
+        "engine={engine} ranks=2 deadline_ms=86400000 service=1ms syscall_cost={cpu} app_work={cpu} \
+         stall_gap=1us stall_skew=1000 adversary=cpu"
+    )
+}
+
 #[test]
-fn a_case_the_simulator_gives_up_on_exits_3_naming_its_knobs_on_either_engine() {
-    // A day of simulated time with a stall walked every microsecond: the work guard ends it.
-    // That is no verdict on the protocol but a case that could not be run within bounds.
-    // (turmoil does not model the application's CPU time: its costs are 0 there.)
+fn a_case_the_simulator_gives_up_on_is_verdict_guard_exit_3_naming_its_knobs_on_either_engine() {
+    // No verdict on the protocol but a case that could not be run within bounds: its own
+    // verdict, not an error, and no hangs (its deadline never came).
     for (engine, cpu) in [("fast", "1ms"), ("turmoil", "0")] {
-        let case = format!(
-            "engine={engine} ranks=2 deadline_ms=86400000 service=1ms syscall_cost={cpu} app_work={cpu} \
-             stall_gap=1us stall_skew=1000 adversary=cpu"
-        );
-        let o = run(&["run", &case]);
-        assert_eq!(o.status.code(), Some(3), "{engine}: {}", text(&o));
-        assert!(text(&o).contains("the simulation gave up after"), "{engine}: {}", text(&o));
-        assert!(text(&o).contains("kernel knobs: service=1ms"), "{engine}: {}", text(&o));
-        assert!(text(&o).contains("could not run: the simulation gave up"), "{engine}: {}", text(&o));
+        let o = run(&["run", &costly(engine, cpu)]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{engine}: {t}");
+        assert!(t.starts_with("verdict: guard\n"), "{engine}: {t}");
+        assert!(t.contains("guard: the run exceeded ") && t.contains(" steps at simulated "), "{engine}: {t}");
+        assert!(t.contains("last progress by rank "), "{engine}: {t}");
+        assert!(t.contains("kernel knobs: service=1ms"), "{engine}: {t}");
+        assert!(!t.contains("error:") && !t.contains("hang:"), "{engine}: {t}");
+        assert!(!t.contains("root failed"), "explain says what it is: {t}");
+        assert!(t.contains("explain:\n  No verdict on the protocol: the simulation stopped"), "{engine}: {t}");
+        assert!(t.contains("could not run: the work guard stopped the simulation"), "{engine}: {t}");
     }
+}
+
+#[test]
+fn sweep_counts_guard_stops_apart_from_errors_and_exits_3() {
+    let case = costly("fast", "1ms");
+    let mut args = vec!["sweep", "--variant", "nvshmem-3.7", "--ranks", "2", "--adversary", "cpu", "--seeds", "1"];
+    for kv in case.split_whitespace().filter(|w| !["engine=", "ranks=", "adversary="].iter().any(|k| w.starts_with(k)))
+    {
+        args.extend(["--set", kv]);
+    }
+    let o = run(&args);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "no violation, but a run with no verdict: {t}");
+    assert!(t.contains(" error=0 hang=0 guard=1"), "{t}");
+    assert!(t.contains("first run the work guard stopped: guard: the run exceeded"), "{t}");
+}
+
+#[test]
+fn merge_exits_3_for_a_guard_stop_and_1_when_a_violation_is_beside_it() {
+    let case = "engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=cpu seed=0";
+    let line = |verdict: &str, seed: u64| {
+        format!(
+            r#"{{"type":"failure","schema":3,"variant":"nvshmem-3.7","case":"{case}","seed":{seed},"verdict":"{verdict}","first_finding":"{verdict}: x"}}"#
+        )
+    };
+    let summary = |guard: usize, error: usize| {
+        format!(
+            r#"{{"type":"summary","schema":3,"variant":"nvshmem-3.7","case":"{case}","start":0,"seeds":2,"shard":{{"index":0,"count":1}},"runs":2,"counts":{{"benign":0,"corruption":0,"error":{error},"hang":0,"pass":{},"guard":{guard}}},"first_failure_seed":null}}"#,
+            2 - guard - error
+        )
+    };
+    let file = std::env::temp_dir().join(format!("bootsim-merge-guard-{}.jsonl", std::process::id()));
+    std::fs::write(&file, format!("{}\n{}\n", line("guard", 0), summary(1, 0))).unwrap();
+    let o = run(&["merge", file.to_str().unwrap()]);
+    std::fs::write(&file, format!("{}\n{}\n{}\n", line("guard", 0), line("error", 1), summary(1, 1))).unwrap();
+    let both = run(&["merge", file.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("guard=1") && text(&o).contains("first run the work guard stopped"), "{}", text(&o));
+    assert_eq!(both.status.code(), Some(1), "{}", text(&both));
+    assert!(text(&both).contains("first failure: error: x"), "the violation first: {}", text(&both));
 }
 
 #[test]
@@ -109,4 +160,18 @@ fn a_huge_case_string_is_refused_with_2_and_a_short_message() {
         err.contains("... (131008 bytes in all)") && err.contains("... (131000 bytes in all)` is not key=value"),
         "{err}"
     );
+}
+
+#[test]
+fn an_nccl_pair_case_without_its_pair_is_refused_with_2_and_the_right_form() {
+    for args in [
+        vec!["run", "workload=nccl-pair ranks=2"],
+        vec!["sweep", "--variant", "nccl-2.21", "--workload", "nccl-pair", "--seeds", "1"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains("workload=nccl-pair needs pair=FIRST,SECOND"), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains("e.g. workload=nccl-pair pair=ring-setup,barrier"), "{args:?}: {}", text(&o));
+        assert!(o.stdout.is_empty(), "nothing runs: {}", text(&o));
+    }
 }

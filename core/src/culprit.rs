@@ -1,4 +1,8 @@
-//! Blame: the peer a failed rank lost, named where the error is made.
+//! Blame: the peer a failed rank lost, named where the error is made: each error that blames a
+//! peer carries it typed (nothing reads it back out of an error's text; bootsim's worlds blame
+//! only their own ranks' typed errors, never a real binary's messages).
+
+use std::fmt;
 
 /// The peer a failed rank lost: the one that stopped, died, refused it or never came. A rank
 /// that fails because of it gave up; the culprit's own failure is the cause.
@@ -18,21 +22,14 @@ impl Culprit {
             Culprit::Root => 0,
         }
     }
+}
 
-    /// The peer a rank's own words name: `rank N` or `the root`, the names the rank's steps give
-    /// their peers (`from`, `to`, a wait's description); the first one that is not `me`.
-    pub fn named(words: &str, me: u32) -> Option<Culprit> {
-        let mut it = words.split(|c: char| !c.is_ascii_alphanumeric()).peekable();
-        while let Some(w) = it.next() {
-            let found = match (w, it.peek()) {
-                ("rank", Some(n)) => n.parse().ok().map(Culprit::Rank),
-                ("the", Some(&"root")) => Some(Culprit::Root),
-                _ => None,
-            };
-            if let Some(c) = found.filter(|c| *c != Culprit::Rank(me)) {
-                return Some(c);
-            }
+impl fmt::Display for Culprit {
+    /// As a rank's steps name their peers: `rank N` or `the root`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Culprit::Rank(r) => write!(f, "rank {r}"),
+            Culprit::Root => f.write_str("the root"),
         }
-        None
     }
 }

@@ -261,8 +261,8 @@ impl Case {
             ("distances", "nccl-p2p: peer distances, one NULL-graph setup each, e.g. 1,1".into(), "every peer once".into()),
             (
                 "pair",
-                format!("nccl-pair: two operations back to back after init, FIRST,SECOND of {}", nccl_ops()),
-                "ring-setup,barrier".into(),
+                format!("nccl-pair (required): two operations back to back after init, FIRST,SECOND of {}", nccl_ops()),
+                "none: e.g. pair=ring-setup,barrier".into(),
             ),
             ("qps", "QPs per peer (deepep 24, nvshmem-init 2)".into(), "the workload's".into()),
             ("k", "back-to-back alltoalls (qp-create)".into(), "4".into()),
@@ -761,7 +761,14 @@ impl NcclWords {
                 {
                     return err(format!("`{key}` does not apply to workload=nccl-pair (one node, one channel)"));
                 }
-                let (first, second) = self.pair.unwrap_or((bootsim_nccl::Op::RingSetup, bootsim_nccl::Op::Barrier));
+                // The pair is the case (a hazard-map cell): never a default one.
+                let Some((first, second)) = self.pair else {
+                    return err(format!(
+                        "workload=nccl-pair needs pair=FIRST,SECOND, the two operations it runs back to back after \
+                         init, each of {}: e.g. workload=nccl-pair pair=ring-setup,barrier",
+                        nccl_ops()
+                    ));
+                };
                 bootsim_nccl::Workload::Pair(first, second)
             }
             "nccl-init" => {
@@ -890,7 +897,14 @@ mod tests {
         assert!(e("workload=nccl-pair pair=barrier").contains("FIRST,SECOND of ring-setup"));
         assert!(e("workload=nccl-pair pair=barrier,allreduce").contains("pair=`barrier,allreduce`"));
         assert!(e("workload=nccl-init pair=barrier,barrier").contains("workload=nccl-pair only"));
-        assert!(e("workload=nccl-pair channels=2").contains("does not apply to workload=nccl-pair"));
+        assert!(
+            e("workload=nccl-pair pair=barrier,barrier channels=2").contains("does not apply to workload=nccl-pair")
+        );
+        // No silent default pair: what is missing, and the right form.
+        let missing = e("workload=nccl-pair ranks=2");
+        assert!(missing.contains("workload=nccl-pair needs pair=FIRST,SECOND"), "{missing}");
+        assert!(missing.contains("e.g. workload=nccl-pair pair=ring-setup,barrier"), "{missing}");
+        assert!(Case::parse(&missing[missing.find("workload=nccl-pair pair=").unwrap()..]).is_ok(), "{missing}");
         assert!(e("workload=deepep pair=barrier,barrier").contains("protocol=nccl only"));
     }
 

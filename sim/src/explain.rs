@@ -11,7 +11,7 @@ use bootsim_core::SentMsg;
 
 use crate::engine::outcome::Outcome;
 use crate::kernel::{Dir, EventKind};
-use crate::oracle::Finding;
+use crate::oracle::{Finding, Verdict};
 use crate::run::{run_case, RunReport};
 use crate::words::{ms, ms_d, seg_name, step_name};
 
@@ -148,6 +148,10 @@ pub fn decisive_stall(out: &Outcome, ka: u64, kb: u64) -> Option<(usize, EventKi
 pub fn explain(report: &RunReport) -> Vec<String> {
     if report.verdict.is_ok() {
         return Vec::new();
+    }
+    if report.verdict == Verdict::Guard {
+        // What the guard says is the whole story; re-running the costly case traced would not add to it.
+        return guard_lines(report);
     }
     if report.trace.is_none() {
         return explain(&run_case(&report.case, true));
@@ -546,9 +550,32 @@ fn consequence(f: &Finding, told: &[String]) -> Option<String> {
         Finding::Leak { rank, entries } => {
             format!("rank {rank} ended with unclaimed connections from {}.", crate::words::peer_tags(entries))
         }
+        Finding::Guard { steps, at, .. } => {
+            format!("Then the simulation stopped after {steps} steps at simulated {at}: its work guard tripped.")
+        }
         Finding::DrainGaveUp { .. } | Finding::Mismatch { .. } => return None,
     };
     Some(line)
+}
+
+/// A run the engine's work guard stopped: what that is, where it stopped, and what to change.
+fn guard_lines(report: &RunReport) -> Vec<String> {
+    let mut lines =
+        vec!["No verdict on the protocol: the simulation stopped before the case's deadline because its work guard \
+         tripped (the run exceeded the step budget every run of this many ranks gets)."
+            .to_string()];
+    if let Some(Finding::Guard { steps, at, deadline_ms, progress, knobs }) =
+        report.findings.iter().find(|f| matches!(f, Finding::Guard { .. }))
+    {
+        lines.push(format!(
+            "It had taken {steps} steps by simulated {at}, short of deadline_ms={deadline_ms}; last progress by {progress}."
+        ));
+        lines.push(format!(
+            "The case is too costly to simulate with these kernel knobs: {knobs}; lower the costs or the deadline \
+             to get a verdict."
+        ));
+    }
+    lines
 }
 
 #[cfg(test)]

@@ -72,8 +72,8 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
 impl RunReport {
     /// Why the engine's work guard ended the run before its deadline, if it did: the case
     /// could not be simulated within bounds (no verdict on the protocol).
-    pub fn gave_up(&self) -> Option<&str> {
-        self.outcome.gave_up.as_deref()
+    pub fn gave_up(&self) -> Option<&crate::engine::GuardTrip> {
+        self.outcome.gave_up.as_ref()
     }
 
     /// The line that reproduces this run, or, for a case built through the API that no case

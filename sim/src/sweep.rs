@@ -39,25 +39,39 @@ impl SweepSummary {
         self.results.iter().filter(|r| r.verdict == v).count()
     }
 
-    /// Runs that failed (not pass or benign).
+    /// Runs that found a violation (not pass or benign, nor stopped by the work guard).
     pub fn failures(&self) -> usize {
-        self.results.iter().filter(|r| !r.verdict.is_ok()).count()
+        self.results.iter().filter(|r| r.verdict.is_violation()).count()
     }
 
-    /// The first failing seed's result.
+    /// Runs the engine's work guard stopped before their deadline: no verdict on the protocol.
+    pub fn guards(&self) -> usize {
+        self.count(Verdict::Guard)
+    }
+
+    /// The first seed's result that found a violation.
     pub fn first_failure(&self) -> Option<&SeedResult> {
-        self.results.iter().find(|r| !r.verdict.is_ok())
+        self.results.iter().find(|r| r.verdict.is_violation())
     }
 
-    /// How many seeds ran until (and including) the first failure.
+    /// The first seed's result the work guard stopped.
+    pub fn first_guard(&self) -> Option<&SeedResult> {
+        self.results.iter().find(|r| r.verdict == Verdict::Guard)
+    }
+
+    /// How many seeds ran until (and including) the first violation.
     pub fn seeds_to_first_failure(&self) -> Option<usize> {
-        self.results.iter().position(|r| !r.verdict.is_ok()).map(|i| i + 1)
+        self.results.iter().position(|r| r.verdict.is_violation()).map(|i| i + 1)
     }
 
     /// Median simulated bootstrap time over the runs that finished.
     pub fn median_bootstrap(&self) -> Option<Duration> {
-        let mut t: Vec<Duration> =
-            self.results.iter().filter(|r| r.verdict != Verdict::Hang).map(|r| r.bootstrap_time).collect();
+        let mut t: Vec<Duration> = self
+            .results
+            .iter()
+            .filter(|r| !matches!(r.verdict, Verdict::Hang | Verdict::Guard))
+            .map(|r| r.bootstrap_time)
+            .collect();
         t.sort();
         t.get(t.len() / 2).copied()
     }
@@ -65,7 +79,7 @@ impl SweepSummary {
 
 /// Runs `seeds` (in the given order) of `case` on a pool of `jobs` threads of its own (rayon;
 /// results in seed order whatever the pool does); `progress` is called after each run with
-/// (done, failures).
+/// (done, failures: violations, not guard stops).
 pub fn sweep(case: &Case, seeds: &[u64], jobs: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> SweepSummary {
     sweep_with(case, seeds, jobs, progress, &|seed| run_seed(case, seed))
 }
@@ -82,7 +96,7 @@ pub fn sweep_with(
     let failed = AtomicUsize::new(0);
     let one = |&seed: &u64| {
         let result = run_seed(seed);
-        if !result.verdict.is_ok() {
+        if result.verdict.is_violation() {
             failed.fetch_add(1, Ordering::Relaxed);
         }
         progress(done.fetch_add(1, Ordering::Relaxed) + 1, failed.load(Ordering::Relaxed));
@@ -144,9 +158,10 @@ impl Shard {
     }
 }
 
-/// The layout version of `bootsim sweep --json` lines (docs/sharding.md): 2 since `counts` is
-/// an object; lines without `schema` are layout 1 (`counts` as `[name, n]` pairs).
-pub const SWEEP_JSON_SCHEMA: u32 = 2;
+/// The layout version of `bootsim sweep --json` lines (docs/sharding.md): 3 since the `guard`
+/// verdict (a count, and failure lines of seeds the work guard stopped); 2 since `counts` is an
+/// object; lines without `schema` are layout 1 (`counts` as `[name, n]` pairs).
+pub const SWEEP_JSON_SCHEMA: u32 = 3;
 
 /// Runs per verdict name, every verdict present (0 when none): a JSON object.
 pub fn verdict_counts(count: impl Fn(Verdict) -> usize) -> BTreeMap<String, usize> {
@@ -157,7 +172,7 @@ pub fn verdict_counts(count: impl Fn(Verdict) -> usize) -> BTreeMap<String, usiz
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum JsonLine {
-    /// A seed that failed.
+    /// A seed that failed: a violation, or a run the work guard stopped (verdict `guard`).
     Failure {
         /// [`SWEEP_JSON_SCHEMA`] of the writer (0: a line from before the field existed).
         #[serde(default)]
@@ -192,7 +207,7 @@ pub enum JsonLine {
         runs: usize,
         /// Runs per verdict name (every verdict, 0 when none).
         counts: BTreeMap<String, usize>,
-        /// The lowest failing seed of this shard.
+        /// The lowest seed of this shard with a violation.
         first_failure_seed: Option<u64>,
     },
 }

@@ -280,6 +280,7 @@ mod tests {
             op: OpKind::Barrier,
             waiting: "recv from rank 1".into(),
             after: std::time::Duration::from_secs(1),
+            peer: Some(bootsim_core::Culprit::Rank(1)),
         };
         let line = super::completion_line(&Completion { op: OpId(3), kind: OpKind::Barrier, result: Err(error) });
         assert!(line.starts_with("barrier #2 failed: "), "{line}");

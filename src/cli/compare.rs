@@ -12,11 +12,14 @@ use super::sweep::{sweep_all, Filters};
 /// Arguments of `bootsim compare`.
 ///
 /// Exit code: 0 once the table is printed, whatever the verdicts (failing variants are the point
-/// of a comparison); with `--fail-on`, 1 when a listed variant has a violation (for CI jobs);
+/// of a comparison); with `--fail-on`, 1 when a listed variant has a violation (for CI jobs),
+/// else 3 when the work guard stopped a run of a listed variant (its `guard` column: no verdict);
 /// 2 on bad usage.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Exit: 0 table printed (whatever the verdicts); 1 with --fail-on and a violation in a listed variant; 2 bad usage."
+    after_help = "Exit: 0 table printed (whatever the verdicts); 1 with --fail-on and a violation in a listed variant; \
+                  2 bad usage; 3 with --fail-on, no violation but a run of a listed variant the work guard stopped \
+                  (column guard: too costly to simulate, no verdict on the protocol)."
 )]
 pub struct CompareArgs {
     #[command(flatten)]
@@ -41,6 +44,8 @@ struct Row<'a> {
     corruption: usize,
     error: usize,
     hang: usize,
+    /// Runs the engine's work guard stopped before their deadline (no verdict).
+    guard: usize,
     seeds_to_first_failure: Option<usize>,
     first_failure_seed: Option<u64>,
     median_boot_ms: Option<f64>,
@@ -57,6 +62,7 @@ impl<'a> Row<'a> {
             corruption: s.count(Verdict::Corruption),
             error: s.count(Verdict::Error),
             hang: s.count(Verdict::Hang),
+            guard: s.guards(),
             seeds_to_first_failure: s.seeds_to_first_failure(),
             first_failure_seed: s.first_failure().map(|r| r.seed),
             median_boot_ms: s.median_bootstrap().map(|d| d.as_secs_f64() * 1e3),
@@ -84,7 +90,16 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         .filter(|s| guarded(s.case.variant_label()) && s.failures() > 0)
         .map(|s| s.case.variant_label())
         .collect();
-    let code = if violated.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    let stopped: Vec<&str> = summaries
+        .iter()
+        .filter(|s| guarded(s.case.variant_label()) && s.guards() > 0)
+        .map(|s| s.case.variant_label())
+        .collect();
+    let code = match (violated.is_empty(), stopped.is_empty()) {
+        (false, _) => ExitCode::from(1),
+        (true, false) => ExitCode::from(3),
+        (true, true) => ExitCode::SUCCESS,
+    };
     if a.json {
         for s in &summaries {
             println!("{}", serde_json::to_string(&Row::of(s))?);
@@ -102,8 +117,19 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         f.start + f.seeds
     );
     let mut table = super::table::new(
-        &["variant", "runs", "pass", "benign", "corruption", "error", "hang", "first failure", "median boot ms"],
-        &[1, 2, 3, 4, 5, 6, 7, 8],
+        &[
+            "variant",
+            "runs",
+            "pass",
+            "benign",
+            "corruption",
+            "error",
+            "hang",
+            "guard",
+            "first failure",
+            "median boot ms",
+        ],
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9],
     );
     for s in &summaries {
         // The seed itself, as the replay line below names it.
@@ -117,6 +143,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
             s.count(Verdict::Corruption).to_string(),
             s.count(Verdict::Error).to_string(),
             s.count(Verdict::Hang).to_string(),
+            s.guards().to_string(),
             first,
             median,
         ]);
@@ -126,9 +153,19 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         if let Some(first) = s.first_failure() {
             println!("{}: bootsim replay '{}'", s.case.variant_label(), s.case.with_seed(first.seed));
         }
+        if let Some(g) = s.first_guard() {
+            println!(
+                "{}: the work guard stopped {} run(s) (too costly to simulate, no verdict), first: bootsim replay '{}'",
+                s.case.variant_label(),
+                s.guards(),
+                s.case.with_seed(g.seed)
+            );
+        }
     }
     if !violated.is_empty() {
         println!("compare: violations in {} (--fail-on): exit 1", violated.join(", "));
+    } else if !stopped.is_empty() {
+        println!("compare: runs the work guard stopped in {} (--fail-on): no verdict, exit 3", stopped.join(", "));
     }
     Ok(code)
 }

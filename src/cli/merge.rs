@@ -33,7 +33,8 @@ struct Merged {
     failures: Vec<JsonLine>,
 }
 
-/// Merges the files; exit 1 if any seed failed, like `sweep`.
+/// Merges the files; exit 1 if any seed found a violation, else 3 if the work guard stopped one,
+/// like `sweep`.
 pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut by_variant: BTreeMap<String, Merged> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -73,6 +74,7 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
         bail!("no `bootsim sweep --json` lines in {} file(s): nothing to merge", a.files.len());
     }
     let mut failed = false;
+    let mut stopped = false;
     for variant in &order {
         let m = &by_variant[variant];
         if m.case.is_empty() {
@@ -94,7 +96,9 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
             JsonLine::Failure { seed, .. } => *seed,
             JsonLine::Summary { .. } => u64::MAX,
         });
-        failed |= !failures.is_empty();
+        failed |=
+            failures.iter().any(|f| matches!(f, JsonLine::Failure { verdict, .. } if verdict != Verdict::Guard.name()));
+        stopped |= m.count(Verdict::Guard) > 0;
         let case = Case::parse(&m.case).with_context(|| format!("{variant}: bad case in summary"))?;
         if a.json {
             for f in &failures {
@@ -113,14 +117,17 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
             };
             println!("{}", serde_json::to_string(&line)?);
         } else {
-            let first = failures.first().and_then(|f| match f {
+            let violation = failures
+                .iter()
+                .find(|f| matches!(f, JsonLine::Failure { verdict, .. } if verdict != Verdict::Guard.name()));
+            let first = violation.or(failures.first()).and_then(|f| match f {
                 JsonLine::Failure { seed, first_finding, .. } => Some((*seed, first_finding.clone())),
                 JsonLine::Summary { .. } => None,
             });
             print_summary(&case, m.runs, |v| m.count(v), first);
         }
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(super::sweep::sweep_exit(failed, stopped))
 }
 
 type SummaryFields = (String, u64, u64, Shard, usize, BTreeMap<String, usize>);
@@ -157,9 +164,10 @@ impl Merged {
     }
 }
 
+/// The lowest seed with a violation (a seed the work guard stopped is none).
 fn first_seed(failures: &[&JsonLine]) -> Option<u64> {
     failures.iter().find_map(|f| match f {
-        JsonLine::Failure { seed, .. } => Some(*seed),
-        JsonLine::Summary { .. } => None,
+        JsonLine::Failure { seed, verdict, .. } if verdict != Verdict::Guard.name() => Some(*seed),
+        _ => None,
     })
 }

@@ -33,11 +33,13 @@ pub struct Args {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// One run of a case string: the verdict and a short summary (exit 1 on a violation).
+    /// One run of a case string: the verdict and a short summary (exit 1 on a violation; 3,
+    /// verdict guard, when the work guard stopped a run too costly to simulate).
     Run(run::RunArgs),
-    /// The same run with the full trace, ending with `trace-digest: <hex>`.
+    /// The same run with the full trace, ending with `trace-digest: <hex>` (exit codes as `run`).
     Replay(run::ReplayArgs),
-    /// Many seeds per variant; per variant, runs and violations by verdict (exit 1 on any failure).
+    /// Many seeds per variant; per variant, runs and violations by verdict (exit 1 on any
+    /// violation, else 3 when the work guard stopped a run: verdict guard, no verdict).
     Sweep(sweep::SweepArgs),
     /// Every variant side by side on one workload and adversary (the headline table): NVSHMEM's
     /// presets, or NCCL's versions (nccl-2.8, nccl-2.19, nccl-2.21, nccl-2.30) for --workload

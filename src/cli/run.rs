@@ -120,10 +120,11 @@ fn parse(case: &str) -> anyhow::Result<Case> {
     Case::parse(case).with_context(|| format!("in '{}'", shorten(case)))
 }
 
-/// 0 nothing wrong, 1 a violation, 3 a case the simulator gave up on before its deadline (its
-/// work guard): it could not be run within bounds, so there is no verdict on the protocol.
+/// 0 nothing wrong, 1 a violation, 3 verdict guard: a case the simulator stopped before its
+/// deadline (its work guard) could not be run within bounds, so there is no verdict on the
+/// protocol (a violation found before the guard tripped still exits 1).
 fn exit(report: &RunReport) -> ExitCode {
-    if report.gave_up().is_some() {
+    if report.verdict == Verdict::Guard {
         ExitCode::from(3)
     } else if report.verdict.is_ok() {
         ExitCode::SUCCESS
@@ -155,9 +156,10 @@ fn report_text(report: &RunReport) -> String {
             s.push_str(&format!("  {l}\n"));
         }
     }
-    if report.gave_up().is_some() {
+    if report.verdict == Verdict::Guard {
         s.push_str(
-            "could not run: the simulation gave up before the case's deadline (exit 3): no verdict on the protocol\n",
+            "could not run: the work guard stopped the simulation before the case's deadline (exit 3): no verdict on \
+             the protocol\n",
         );
     }
     s

@@ -138,6 +138,7 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let shard = a.shard.unwrap_or(Shard::WHOLE);
     let summaries = sweep_all(&a.variant, &a.filters, shard)?;
     let failed = summaries.iter().any(|s| s.failures() > 0);
+    let stopped = summaries.iter().any(|s| s.guards() > 0);
     if a.json {
         for s in &summaries {
             for line in JsonLine::from_summary(s, a.filters.start, a.filters.seeds, shard) {
@@ -146,20 +147,33 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         }
     } else {
         for s in &summaries {
-            let first = s.first_failure().map(|r| (r.seed, r.first_finding.clone()));
+            let first = s.first_failure().or(s.first_guard()).map(|r| (r.seed, r.first_finding.clone()));
             print_summary(&s.case, s.results.len(), |v| s.count(v), first);
         }
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(sweep_exit(failed, stopped))
 }
 
-/// One variant's summary as `sweep` prints it (shared with `merge`).
+/// `sweep`'s and `merge`'s exit: 1 on a violation, else 3 when the work guard stopped a run
+/// (it could not be simulated within bounds: no verdict), else 0.
+pub fn sweep_exit(violation: bool, stopped: bool) -> ExitCode {
+    match (violation, stopped) {
+        (true, _) => ExitCode::from(1),
+        (false, true) => ExitCode::from(3),
+        (false, false) => ExitCode::SUCCESS,
+    }
+}
+
+/// One variant's summary as `sweep` prints it (shared with `merge`): its first violation, else
+/// its first run the work guard stopped.
 pub fn print_summary(case: &Case, runs: usize, count: impl Fn(Verdict) -> usize, first: Option<(u64, Option<String>)>) {
     let counts: Vec<String> = Verdict::ALL.iter().map(|v| format!("{v}={}", count(*v))).collect();
     println!("{:<12} runs={runs} {}", case.variant_label(), counts.join(" "));
     if let Some((seed, finding)) = first {
-        if let Some(f) = finding {
-            println!("  first failure: {f}");
+        match finding {
+            Some(f) if f.starts_with("guard:") => println!("  first run the work guard stopped: {f}"),
+            Some(f) => println!("  first failure: {f}"),
+            None => {}
         }
         println!("  replay: bootsim replay '{}'", case.with_seed(seed));
     }

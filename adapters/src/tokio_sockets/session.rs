@@ -195,7 +195,7 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError
         // where rank 0 reports its own wait.
         (
             Err(DriverError::Failed {
-                error: BootstrapError::Timeout { rank, op, waiting, after },
+                error: BootstrapError::Timeout { rank, op, waiting, after, peer },
                 completed,
                 run,
                 culprit,
@@ -207,6 +207,7 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError
                 op,
                 waiting: format!("{waiting}; the root waits for {root_waiting}"),
                 after,
+                peer,
             },
             completed,
             run,

@@ -122,6 +122,8 @@ pub enum BootstrapError {
         from: String,
         /// What did not decode.
         error: WireError,
+        /// Who sent the bytes (`from` names what they were).
+        peer: Culprit,
     },
     /// Connecting failed after the driver's retries.
     #[error("rank {rank}: {op}: cannot connect to {to} at {addr}: {reason}")]
@@ -136,6 +138,8 @@ pub enum BootstrapError {
         addr: SocketAddr,
         /// The last error, as the world reports it.
         reason: String,
+        /// The one it dialled, when known (the ring successor before the root named it is not).
+        peer: Option<Culprit>,
     },
     /// A listener could not be opened.
     #[error("rank {rank}: cannot listen: {reason}")]
@@ -156,6 +160,8 @@ pub enum BootstrapError {
         waiting: String,
         /// How long it went without progress.
         after: Duration,
+        /// The one the step waited for, when it waited for one.
+        peer: Option<Culprit>,
     },
     /// The application asked for something the protocol cannot do.
     #[error("rank {rank}: invalid {op}: {reason}")]
@@ -240,9 +246,10 @@ impl BootstrapError {
     /// the fault itself (a size or order mismatch, its tags, its own listener): it is the cause.
     pub fn culprit(&self, me: u32) -> Option<Culprit> {
         match self {
-            BootstrapError::Wire { from, .. } => Culprit::named(from, me),
-            BootstrapError::Connect { to, .. } => Culprit::named(to, me),
-            BootstrapError::Timeout { waiting, .. } => Culprit::named(waiting, me),
+            BootstrapError::Wire { peer, .. } => Some(*peer).filter(|p| *p != Culprit::Rank(me)),
+            BootstrapError::Connect { peer, .. } | BootstrapError::Timeout { peer, .. } => {
+                peer.filter(|p| *p != Culprit::Rank(me))
+            }
             BootstrapError::CheckInRefused { .. } => Some(Culprit::Root),
             BootstrapError::RootConnect { to, .. } => Some(Culprit::Rank(*to)),
             BootstrapError::RootTimeout { missing, .. } => missing.first().map(|&r| Culprit::Rank(r)),
@@ -269,16 +276,23 @@ mod tests {
 
     #[test]
     fn the_culprit_is_the_peer_a_rank_lost_and_none_for_a_fault_it_found() {
-        let wire = |from: &str| BootstrapError::Wire {
+        let wire = |peer: Culprit| BootstrapError::Wire {
             rank: 1,
             op: OpKind::Barrier,
-            from: from.into(),
+            from: peer.to_string(),
             error: WireError::Truncated { what: "a frame", needed: 4, have: 0 },
+            peer,
         };
-        assert_eq!(wire("rank 2").culprit(1), Some(Culprit::Rank(2)));
-        assert_eq!(wire("the root").culprit(1), Some(Culprit::Root));
+        assert_eq!(wire(Culprit::Rank(2)).culprit(1), Some(Culprit::Rank(2)));
+        assert_eq!(wire(Culprit::Root).culprit(1), Some(Culprit::Root));
         let waiting = "barrier #2: recv from rank 1 tag 0x2 (bytes on local c3)".to_string();
-        let t = BootstrapError::Timeout { rank: 0, op: OpKind::Barrier, waiting, after: Duration::from_secs(1) };
+        let t = BootstrapError::Timeout {
+            rank: 0,
+            op: OpKind::Barrier,
+            waiting,
+            after: Duration::from_secs(1),
+            peer: Some(Culprit::Rank(1)),
+        };
         assert_eq!(t.culprit(0), Some(Culprit::Rank(1)));
         let missing = BootstrapError::RootTimeout { waiting: String::new(), after: Duration::ZERO, missing: vec![3] };
         assert_eq!(missing.culprit(0), Some(Culprit::Rank(3)));
@@ -289,12 +303,35 @@ mod tests {
     }
 
     #[test]
+    fn the_culprit_is_the_typed_peer_never_a_rank_the_text_mentions() {
+        // The words name rank 3 (an address, a wait's description); the peer is rank 2.
+        let t = BootstrapError::Timeout {
+            rank: 0,
+            op: OpKind::Init,
+            waiting: "init: receiving from the ring predecessor (bytes on local c3 from rank 3's old address)".into(),
+            after: Duration::from_secs(1),
+            peer: Some(Culprit::Rank(2)),
+        };
+        assert_eq!(t.culprit(0), Some(Culprit::Rank(2)));
+        let w = BootstrapError::Wire {
+            rank: 0,
+            op: OpKind::Init,
+            from: "the allgathered address of rank 3".into(),
+            error: WireError::NegativeLength { len: -1 },
+            peer: Culprit::Rank(3),
+        };
+        assert_eq!(w.culprit(3), None, "a rank is never its own culprit");
+        assert_eq!(w.culprit(0), Some(Culprit::Rank(3)));
+    }
+
+    #[test]
     fn a_peer_that_closed_mid_message_is_named_as_the_culprit() {
         let e = BootstrapError::Wire {
             rank: 0,
             op: OpKind::Barrier,
             from: "rank 2".into(),
             error: WireError::Truncated { what: "a frame", needed: 4, have: 0 },
+            peer: Culprit::Rank(2),
         };
         assert_eq!(
             e.to_string(),
@@ -306,6 +343,7 @@ mod tests {
             op: OpKind::Barrier,
             from: "rank 2".into(),
             error: WireError::NegativeLength { len: -1 },
+            peer: Culprit::Rank(2),
         };
         assert_eq!(e.to_string(), "rank 0: barrier: malformed data from rank 2: negative frame length -1");
     }

@@ -197,3 +197,31 @@ fn idle_strangers_at_a_ranks_own_listeners_are_read_ahead_during_init() {
         assert_eq!(at, Instant::ZERO, "{listener}");
     }
 }
+
+#[test]
+fn a_ring_neighbour_that_stops_is_the_culprit_of_the_timeout_and_of_a_failed_connect() {
+    use bootsim_core::Culprit;
+    // Rank 1 of 4: its predecessor (rank 0) connects the ring and says nothing more, so the
+    // ring receive times out; nothing in its description names the rank it waits for.
+    let mut d = Driver::new(None);
+    d.check_in();
+    d.successor();
+    let pred = d.accept(Listener::Peers, "10.1.0.0:40001");
+    d.feed(Input::Received { conn: pred, bytes: &Preamble::bootstrap(MAGIC).encode() });
+    d.until(Instant::ZERO + OP + Duration::from_secs(1));
+    let e = d.failed.take().expect("the ring receive times out");
+    assert!(matches!(e, BootstrapError::Timeout { .. }) && e.to_string().contains("ring predecessor"), "{e}");
+    assert_eq!(e.culprit(1), Some(Culprit::Rank(0)), "{e}");
+    // Its successor (rank 2) refuses the ring's connection: the connect names it.
+    let mut d = Driver::new(None);
+    d.check_in();
+    let conn = d.accept(Listener::FromRoot, "10.0.0.1:40000");
+    let mut bytes = Preamble::bootstrap(MAGIC).encode().to_vec();
+    encode_frame(&mut bytes, &encode_sockaddr(&addr("10.1.0.2:7001")));
+    d.feed(Input::Received { conn, bytes: &bytes });
+    let (conn, _) = d.connects.pop().expect("dials the successor");
+    d.feed(Input::ConnectFailed { conn, reason: "connection refused".into() });
+    let e = d.failed.take().expect("the ring's connect fails");
+    assert!(matches!(e, BootstrapError::Connect { .. }), "{e}");
+    assert_eq!(e.culprit(1), Some(Culprit::Rank(2)), "{e}");
+}

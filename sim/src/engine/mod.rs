@@ -9,3 +9,4 @@ mod work_guard;
 mod retry_script;
 
 pub use outcome::{Node, Outcome, Trace};
+pub use work_guard::GuardTrip;

@@ -75,7 +75,7 @@ pub struct Outcome {
     /// Set in a streaming outcome: the judge its messages and results went to as they came.
     judge: Option<StreamJudge>,
     /// Why the engine stopped before the deadline with ranks unfinished (its work guard).
-    pub gave_up: Option<String>,
+    pub gave_up: Option<super::GuardTrip>,
 }
 
 impl Outcome {
@@ -102,7 +102,9 @@ impl Outcome {
     }
 
     /// The verdict and findings: the streaming judge's, else the record judged whole by `judge`
-    /// (the protocol's); a run the engine gave up on is an error whatever they say.
+    /// (the protocol's). A run the engine's work guard stopped is [`Verdict::Guard`] with the
+    /// guard's finding first, unless it failed worse before (an error or corruption stands); its
+    /// unfinished ranks are no hangs (the deadline never came), so hang findings are dropped.
     pub fn verdict_by(&mut self, judge: impl SeamJudge<Report = (Verdict, Vec<Finding>)>) -> (Verdict, Vec<Finding>) {
         self.verdict_with(|| judge)
     }
@@ -122,9 +124,10 @@ impl Outcome {
             }
         };
         match &self.gave_up {
-            Some(why) => {
-                findings.insert(0, Finding::Error { rank: None, error: why.clone() });
-                (verdict.max(Verdict::Error), findings)
+            Some(trip) => {
+                findings.retain(|f| !matches!(f, Finding::Hang { .. }));
+                findings.insert(0, trip.finding(&self.record));
+                (verdict.max(Verdict::Guard), findings)
             }
             None => (verdict, findings),
         }

@@ -1,17 +1,72 @@
 //! The engines' work budget: a case whose knobs make it too costly to simulate (huge costs
-//! walked stall by stall, a day of simulated retries) ends with an error naming its knobs
-//! instead of running on for hours. Counted in the engine's own steps and the kernel model's
+//! walked stall by stall, a day of simulated retries) ends with a [`GuardTrip`] naming its knobs
+//! instead of running on for hours: its own verdict (`Verdict::Guard`), no verdict on the protocol. Counted in the engine's own steps and the kernel model's
 //! work, never wall time, so it trips at the same point on every machine; far above what any
 //! run of that many ranks needs. One guard for every engine (`fast`, `turmoil`).
 
-use bootsim_core::Instant;
+use std::time::Duration;
+
+use bootsim_core::{Instant, RunRecord};
 
 use crate::case::Case;
 use crate::kernel::KernelConfig;
+use crate::oracle::Finding;
+
+/// Unfinished ranks the guard's finding names by their last progress (then how many more).
+const PROGRESS_NAMED: usize = 4;
 
 /// How often [`WorkGuard::step`] reads the kernel model's work (a sum over every RX queue:
 /// reading it on each step cost a quarter of a 64-rank run's instructions).
 pub(crate) const CHECK_EVERY: u64 = 64;
+
+/// Where the guard stopped a run: its steps, the simulated time, the case's deadline and the
+/// kernel knobs that made it costly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GuardTrip {
+    /// The engine's steps plus the kernel model's work when it tripped.
+    pub steps: u64,
+    /// Simulated time when it tripped.
+    pub at: Instant,
+    /// The case's deadline, not reached.
+    pub deadline: Duration,
+    /// The case's kernel knobs (`service=1ms ...`), or "the adversary's" when it sets none.
+    pub knobs: String,
+}
+
+impl GuardTrip {
+    /// The finding, naming the unfinished ranks of `record` by their last progress (latest
+    /// first): when init or an operation last ended, and how many had.
+    pub fn finding(&self, record: &RunRecord) -> Finding {
+        let mut unfinished: Vec<(Option<Instant>, u32, usize)> = record
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.finished_at.is_none())
+            .map(|(i, r)| (r.ended_at.last().copied(), i as u32, r.ended_at.len()))
+            .collect();
+        unfinished.sort_by_key(|&(at, rank, _)| (std::cmp::Reverse(at), rank));
+        let mut named: Vec<String> = unfinished
+            .iter()
+            .take(PROGRESS_NAMED)
+            .map(|&(at, rank, done)| match (at, done) {
+                (Some(at), 1) => format!("rank {rank} at {at} (init done)"),
+                (Some(at), d) => format!("rank {rank} at {at} (init and {} operation(s) done)", d - 1),
+                (None, _) => format!("rank {rank} nothing yet (init not done)"),
+            })
+            .collect();
+        if unfinished.len() > PROGRESS_NAMED {
+            named.push(format!("{} more", unfinished.len() - PROGRESS_NAMED));
+        }
+        let progress = if named.is_empty() { "no unfinished rank".to_string() } else { named.join(", ") };
+        Finding::Guard {
+            steps: self.steps,
+            at: self.at.to_string(),
+            deadline_ms: u64::try_from(self.deadline.as_millis()).unwrap_or(u64::MAX),
+            progress,
+            knobs: self.knobs.clone(),
+        }
+    }
+}
 
 /// A run's budget and what it has spent.
 pub(crate) struct WorkGuard {
@@ -34,8 +89,8 @@ impl WorkGuard {
     }
 
     /// Counts one step; every [`CHECK_EVERY`] steps, reads the kernel model's `work` and
-    /// returns the error once the budget is spent.
-    pub(crate) fn step(&mut self, now: Instant, case: &Case, work: impl FnOnce() -> u64) -> Option<String> {
+    /// returns the trip once the budget is spent.
+    pub(crate) fn step(&mut self, now: Instant, case: &Case, work: impl FnOnce() -> u64) -> Option<GuardTrip> {
         self.spent += 1;
         if !self.spent.is_multiple_of(CHECK_EVERY) {
             return None;
@@ -43,9 +98,9 @@ impl WorkGuard {
         self.exhausted(now, case, work())
     }
 
-    /// The error once the budget is spent (the engine's steps and the kernel model's `work`),
+    /// The trip once the budget is spent (the engine's steps and the kernel model's `work`),
     /// naming the case's kernel knobs.
-    pub(crate) fn exhausted(&self, now: Instant, case: &Case, work: u64) -> Option<String> {
+    pub(crate) fn exhausted(&self, now: Instant, case: &Case, work: u64) -> Option<GuardTrip> {
         if self.spent < self.budget && work < self.periods {
             return None;
         }
@@ -56,11 +111,6 @@ impl WorkGuard {
             .filter(|w| w.split_once('=').is_some_and(|(k, _)| KernelConfig::knobs().iter().any(|(n, _)| *n == k)))
             .collect();
         let knobs = if knobs.is_empty() { "the adversary's".to_string() } else { knobs.join(" ") };
-        Some(format!(
-            "the simulation gave up after {} events at simulated {now}, before deadline_ms={}: the case is too \
-             costly to simulate with these kernel knobs: {knobs} (lower the costs or the deadline)",
-            spent,
-            case.deadline.as_millis()
-        ))
+        Some(GuardTrip { steps: spent, at: now, deadline: case.deadline, knobs })
     }
 }

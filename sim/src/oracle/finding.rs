@@ -5,7 +5,8 @@ use std::fmt;
 
 use serde::Serialize;
 
-/// How a run ended, worst first in `Ord`'s reverse: corruption beats error beats hang.
+/// How a run ended, worst first in `Ord`'s reverse: corruption beats error beats guard beats hang
+/// (a run the work guard stopped has no deadline hangs, but what failed before it still counts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
@@ -15,6 +16,9 @@ pub enum Verdict {
     Benign,
     /// Unfinished ranks at the deadline.
     Hang,
+    /// No verdict on the protocol: the engine's work guard stopped the run before its deadline
+    /// (the case is too costly to simulate). Not a violation; the CLI's "could not run" (exit 3).
+    Guard,
     /// An operation failed with a typed error.
     Error,
     /// An operation reported success with wrong bytes.
@@ -23,11 +27,17 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, in table order.
-    pub const ALL: [Verdict; 5] = [Verdict::Pass, Verdict::Benign, Verdict::Corruption, Verdict::Error, Verdict::Hang];
+    pub const ALL: [Verdict; 6] =
+        [Verdict::Pass, Verdict::Benign, Verdict::Corruption, Verdict::Error, Verdict::Hang, Verdict::Guard];
 
     /// True for pass and benign.
     pub fn is_ok(self) -> bool {
         matches!(self, Verdict::Pass | Verdict::Benign)
+    }
+
+    /// True for a violation of the protocol: neither ok nor a run the guard stopped.
+    pub fn is_violation(self) -> bool {
+        !self.is_ok() && self != Verdict::Guard
     }
 
     /// Lower-case name.
@@ -36,6 +46,7 @@ impl Verdict {
             Verdict::Pass => "pass",
             Verdict::Benign => "benign",
             Verdict::Hang => "hang",
+            Verdict::Guard => "guard",
             Verdict::Error => "error",
             Verdict::Corruption => "corruption",
         }
@@ -102,6 +113,21 @@ pub enum Finding {
     /// `waited_ms` milliseconds.
     #[allow(missing_docs)] // fields documented above: the line is left as is for the oracle branch
     DrainGaveUp { rank: u32, to: u32, tag: i32, waited_ms: u64 },
+    /// The engine's work guard stopped the run after `steps` steps at simulated `at`, before
+    /// its deadline: the case is too costly to simulate with its kernel `knobs`. `progress`
+    /// names the unfinished ranks, latest progress first.
+    Guard {
+        /// Engine steps taken when the guard tripped.
+        steps: u64,
+        /// Simulated time it tripped at, rendered (`255.082349s`).
+        at: String,
+        /// The case's deadline, in milliseconds of simulated time.
+        deadline_ms: u64,
+        /// The unfinished ranks' last progress, latest first.
+        progress: String,
+        /// The kernel knobs that made the case costly.
+        knobs: String,
+    },
 }
 
 impl fmt::Display for Finding {
@@ -140,6 +166,12 @@ impl fmt::Display for Finding {
             Finding::DrainGaveUp { rank, to, tag, waited_ms } => {
                 write!(f, "drain gave up: rank {rank} to rank {to} tag {tag:#x} after {waited_ms} ms (fail-open)")
             }
+            Finding::Guard { steps, at, deadline_ms, progress, knobs } => write!(
+                f,
+                "guard: the run exceeded {steps} steps at simulated {at}, before deadline_ms={deadline_ms}; \
+                 last progress by {progress}; the case is too costly to simulate with these kernel knobs: \
+                 {knobs} (lower the costs or the deadline)"
+            ),
         }
     }
 }
@@ -153,6 +185,7 @@ impl Finding {
             | Finding::Leak { rank, .. }
             | Finding::DrainGaveUp { rank, .. } => Some(*rank),
             Finding::Error { rank, .. } => *rank,
+            Finding::Guard { .. } => None,
             Finding::Hang { who, .. } => who.strip_prefix("rank ").and_then(|r| r.parse().ok()),
         }
     }
@@ -166,6 +199,7 @@ impl Finding {
             Finding::Error { .. } | Finding::Leak { .. } => Verdict::Error,
             Finding::Hang { .. } => Verdict::Hang,
             Finding::DrainGaveUp { .. } => Verdict::Pass,
+            Finding::Guard { .. } => Verdict::Guard,
         }
     }
 }

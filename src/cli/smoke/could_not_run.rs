@@ -20,7 +20,7 @@ pub fn could_not_run(result: &Result<RankRun, DriverError>, root: Option<SocketA
             Some(e.to_string())
         }
         DriverError::Failed {
-            error: BootstrapError::Timeout { rank, op: OpKind::Init, waiting, after },
+            error: BootstrapError::Timeout { rank, op: OpKind::Init, waiting, after, .. },
             completed: 0,
             ..
         } if waiting.contains("checking in with the root (connect of") => {

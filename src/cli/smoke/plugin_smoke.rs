@@ -143,8 +143,12 @@ pub(super) fn run(
         *counts.entry(verdict).or_default() += 1;
     }
     let worst = counts.keys().copied().max().unwrap_or(Verdict::Pass);
-    let tally: Vec<String> =
-        Verdict::ALL.iter().map(|v| format!("{v} {}", counts.get(v).copied().unwrap_or(0))).collect();
+    // A real world has no work guard (the simulator's): no `guard` column.
+    let tally: Vec<String> = Verdict::ALL
+        .iter()
+        .filter(|v| **v != Verdict::Guard)
+        .map(|v| format!("{v} {}", counts.get(v).copied().unwrap_or(0)))
+        .collect();
     let wire = match (&args.wire, &session.accept) {
         (Some(p), _) => format!(" --wire '{p}'"),
         (None, Some(p)) => format!(" --accept '{p}'"),

@@ -9,7 +9,7 @@ use super::conn::{Conn, Role};
 use super::peers::PeerAddrs;
 use super::plan::{Source, Step};
 use super::{Rank, Running, Wait};
-use crate::error::BootstrapError;
+use crate::error::{BootstrapError, Culprit};
 use crate::io::{Completion, Effect, Event};
 use crate::listener::Listener;
 use crate::variant::{SizePolicy, Transport};
@@ -48,6 +48,24 @@ pub(super) fn describe_step(step: &Step, wait: &Wait) -> String {
         Step::LearnPeers => "decoding peer addresses".into(),
         Step::Send { peer, tag, .. } => format!("send to rank {peer} tag {tag:#x}"),
         Step::Recv { peer, tag, .. } => format!("recv from rank {peer} tag {tag:#x}"),
+    }
+}
+
+/// The peer `step` waits for, typed (what [`describe_step`] names, and the ring neighbour it
+/// leaves unnamed): the root for the check-in and the successor's address, a ring neighbour,
+/// a send's or receive's peer; `None` for a step that waits for no one. A timeout blames it.
+pub(super) fn step_peer(step: &Step, wait: &Wait, me: u32, nranks: u32) -> Option<Culprit> {
+    let n = nranks.max(1);
+    match step {
+        Step::CheckIn | Step::AwaitSuccessor => Some(Culprit::Root),
+        Step::RingConnect { succ, .. } if matches!(wait, Wait::Connecting(_) | Wait::Start) => {
+            Some(Culprit::Rank(*succ))
+        }
+        Step::RingConnect { pred, .. } => Some(Culprit::Rank(*pred)),
+        Step::RingSend { .. } => Some(Culprit::Rank((me + 1) % n)),
+        Step::RingRecv { .. } => Some(Culprit::Rank((me + n - 1) % n)),
+        Step::Send { peer, .. } | Step::Recv { peer, .. } => Some(Culprit::Rank(*peer)),
+        Step::Listen | Step::Stagger { .. } | Step::LearnPeers => None,
     }
 }
 
@@ -116,8 +134,14 @@ impl Rank {
         MsgOrigin { op: op.id, kind: op.kind, step }
     }
 
-    fn wire_error(&self, from: String, error: WireError) -> BootstrapError {
-        BootstrapError::Wire { rank: self.cfg.rank, op: self.running().kind, from, error }
+    /// `peer`'s bytes that do not decode, `from` naming what they were.
+    fn wire_error_in(&self, from: String, peer: Culprit, error: WireError) -> BootstrapError {
+        BootstrapError::Wire { rank: self.cfg.rank, op: self.running().kind, from, error, peer }
+    }
+
+    /// `peer`'s bytes that do not decode.
+    fn wire_error(&self, peer: Culprit, error: WireError) -> BootstrapError {
+        self.wire_error_in(peer.to_string(), peer, error)
     }
 
     fn dial(&mut self, role: Role, addr: std::net::SocketAddr) -> ConnId {
@@ -211,8 +235,9 @@ impl Rank {
                 let result = &self.running().result;
                 let mut peers = Vec::with_capacity(self.cfg.nranks as usize);
                 for (i, chunk) in result.chunks_exact(SOCKADDR_LEN).enumerate() {
-                    let addr = decode_sockaddr(chunk.try_into().expect("28 bytes"))
-                        .map_err(|e| self.wire_error(format!("the allgathered address of rank {i}"), e))?;
+                    let addr = decode_sockaddr(chunk.try_into().expect("28 bytes")).map_err(|e| {
+                        self.wire_error_in(format!("the allgathered address of rank {i}"), Culprit::Rank(i as u32), e)
+                    })?;
                     peers.push(addr);
                 }
                 self.peers = PeerAddrs::new(peers);
@@ -267,7 +292,7 @@ impl Rank {
                     Err(WireError::Truncated { have: 0, .. }) => {
                         return Err(BootstrapError::CheckInRefused { rank: self.cfg.rank, root: self.cfg.uid.root })
                     }
-                    Err(e) => return Err(self.wire_error("the root".into(), e)),
+                    Err(e) => return Err(self.wire_error(Culprit::Root, e)),
                 };
                 let ours = self.cfg.uid.version;
                 if root != ours {
@@ -316,7 +341,7 @@ impl Rank {
                     Ok(Some(b)) => decode_sockaddr(&b),
                     Err(e) => Err(e),
                 }
-                .map_err(|e| self.wire_error("the root".into(), e))?;
+                .map_err(|e| self.wire_error(Culprit::Root, e))?;
                 self.successor = Some(addr);
                 self.close_conn(conn);
                 self.listeners.remove(&Listener::FromRoot);
@@ -396,7 +421,7 @@ impl Rank {
             (ReadFail::Size { got }, SizePolicy::Lenient) => {
                 BootstrapError::Truncated { rank, peer, op, tag, expected, got }
             }
-            (ReadFail::Wire(e), _) => self.wire_error(format!("rank {peer}"), e),
+            (ReadFail::Wire(e), _) => self.wire_error(Culprit::Rank(peer), e),
         }
     }
 
@@ -625,7 +650,7 @@ impl Rank {
                 let got_tag = match c.reader.peek_i32("tag") {
                     Ok(Some(t)) => t,
                     Ok(None) => return Ok(Progress::Blocked),
-                    Err(e) => return Err(self.wire_error(format!("rank {peer}"), e)),
+                    Err(e) => return Err(self.wire_error(Culprit::Rank(peer), e)),
                 };
                 (conn, c.taken, got_tag)
             }
@@ -637,7 +662,7 @@ impl Rank {
         let len = match c.reader.peek_frame_len_at(offset, max) {
             Ok(Some(len)) => len,
             Ok(None) => return Ok(Progress::Blocked),
-            Err(e) => return Err(self.wire_error(format!("rank {peer}"), e)),
+            Err(e) => return Err(self.wire_error(Culprit::Rank(peer), e)),
         };
         if got_tag != tag || len != expected {
             return Err(BootstrapError::OutOfStep {
@@ -655,18 +680,18 @@ impl Rank {
             if c.reader.is_eof() {
                 let error =
                     WireError::Truncated { what: "payload", needed: offset + 4 + len, have: c.reader.buffered() };
-                return Err(self.wire_error(format!("rank {peer}"), error));
+                return Err(self.wire_error(Culprit::Rank(peer), error));
             }
             return Ok(Progress::Blocked);
         }
         if persistent {
-            c.reader.read_i32("tag").map_err(|e| self.wire_error(format!("rank {peer}"), e))?;
+            c.reader.read_i32("tag").map_err(|e| self.wire_error(Culprit::Rank(peer), e))?;
         }
         let c = self.conns.get_mut(conn).expect("connection");
         let bytes = match c.reader.read_frame("payload", max) {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(Progress::Blocked),
-            Err(e) => return Err(self.wire_error(format!("rank {peer}"), e)),
+            Err(e) => return Err(self.wire_error(Culprit::Rank(peer), e)),
         };
         c.taken += 1;
         self.take(conn, peer, tag, step, into, &bytes);

@@ -15,7 +15,7 @@ use bootsim_core::codec::{WireError, SOCKADDR_LEN};
 use bootsim_core::ids::{ConnId, OpId, OpKind};
 use bootsim_core::time::Instant;
 
-use crate::error::BootstrapError;
+use crate::error::{BootstrapError, Culprit};
 use crate::io::{Completion, Effect, Event, Input, Limits, Output};
 use crate::listener::Listener;
 use crate::outbox::Outbox;
@@ -510,8 +510,9 @@ impl Rank {
         if let (Some(op), Some(limit)) = (&self.op, self.cfg.limits.op_timeout) {
             if self.now >= self.last_progress + limit && !matches!(op.wait, Wait::Until(_)) {
                 let waiting = self.waiting_for().unwrap_or_default();
+                let peer = op.steps.front().and_then(|s| exec::step_peer(s, &op.wait, self.cfg.rank, self.cfg.nranks));
                 let (rank, kind) = (self.cfg.rank, op.kind);
-                self.fail(BootstrapError::Timeout { rank, op: kind, waiting, after: limit });
+                self.fail(BootstrapError::Timeout { rank, op: kind, waiting, after: limit, peer });
             }
         }
         self.advance();
@@ -604,13 +605,14 @@ impl Rank {
             return;
         }
         let (rank, kind) = (self.cfg.rank, self.op.as_ref().map_or(OpKind::Init, |o| o.kind));
-        let to = match (c.role, self.op.as_ref().and_then(|o| o.steps.front())) {
-            (Role::ToRoot, _) => "the root".to_string(),
-            (_, Some(Step::Send { peer, .. })) => format!("rank {peer}"),
-            _ => "the ring successor".to_string(),
+        let (to, peer) = match (c.role, self.op.as_ref().and_then(|o| o.steps.front())) {
+            (Role::ToRoot, _) => ("the root".to_string(), Some(Culprit::Root)),
+            (_, Some(Step::Send { peer, .. })) => (format!("rank {peer}"), Some(Culprit::Rank(*peer))),
+            (_, Some(Step::RingConnect { succ, .. })) => ("the ring successor".to_string(), Some(Culprit::Rank(*succ))),
+            _ => ("the ring successor".to_string(), None),
         };
         let addr = c.remote.unwrap_or(self.cfg.uid.root);
-        self.fail(BootstrapError::Connect { rank, op: kind, to, addr, reason });
+        self.fail(BootstrapError::Connect { rank, op: kind, to, addr, reason, peer });
     }
 
     /// Sequenced and persistent transports take every connection, and so does the per-message
