@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use bootsim_core::{Instant, OpKind};
+use bootsim_core::Instant;
 
 use bootsim_core::SentMsg;
 
@@ -38,7 +38,7 @@ pub fn find_overtake(out: &Outcome) -> Option<Overtake> {
         let key = t.conn?;
         let sent = out.record.messages.sent.get(&key)?;
         let same = sent.origin.op == t.origin.op && sent.origin.step == t.origin.step;
-        let benign = sent.origin.kind == OpKind::Barrier && t.origin.kind == OpKind::Barrier;
+        let benign = sent.origin.kind.bytes_unused() && t.origin.kind.bytes_unused();
         (!same).then_some((benign, t, key))
     });
     let best = mismatched.min_by_key(|(benign, _, _)| *benign);

@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 
 use bootsim_core::ConnId;
 
+use crate::bootstrap_op::BootstrapOp;
 use crate::error::{NcclError, RootError};
 use crate::program::Call;
 
@@ -73,10 +74,10 @@ pub enum Observation {
     Completed { step: usize, call: Call, result: Result<Vec<u8>, NcclError> },
     /// A point-to-point message was written on `conn` (one connection per message): the `nth`
     /// this rank sends to `to` with the intended tag `logical_tag` (see
-    /// [`crate::program::nth_of_kind`]); `flag` for a sync or barrier flag.
-    Sent { conn: ConnId, step: usize, to: u32, tag: i32, logical_tag: i32, nth: u32, flag: bool, size: usize },
+    /// [`crate::program::nth_of_kind`]) in the bootstrap operation `op`.
+    Sent { conn: ConnId, step: usize, to: u32, tag: i32, logical_tag: i32, nth: u32, op: BootstrapOp, size: usize },
     /// A receive took the message on `conn`, whichever message it was; the receive is the `nth`
-    /// from its peer with the intended tag `logical_tag`; `flag` for a sync or barrier flag.
+    /// from its peer with the intended tag `logical_tag`, in the bootstrap operation `op`.
     Taken {
         conn: ConnId,
         step: usize,
@@ -84,7 +85,7 @@ pub enum Observation {
         tag: i32,
         logical_tag: i32,
         nth: u32,
-        flag: bool,
+        op: BootstrapOp,
         size: usize,
         expected: usize,
     },

@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bootstrap_op;
 pub mod codec;
 pub mod error;
 pub mod io;
@@ -23,6 +24,7 @@ pub mod workload;
 #[cfg(any(test, feature = "testing"))]
 pub mod world;
 
+pub use bootstrap_op::BootstrapOp;
 pub use error::{NcclError, RootError};
 pub use io::{Effect, Input, Listener, Observation, Outbox, Output};
 pub use oracle::{Mismatch, Oracle};

@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::codec::WireError;
-use bootsim_core::ids::{ConnId, MsgOrigin, OpId, OpKind};
+use bootsim_core::ids::{ConnId, MsgOrigin, OpId};
+
+use crate::OpKind;
 use bootsim_core::time::Instant;
 
 use crate::error::BootstrapError;

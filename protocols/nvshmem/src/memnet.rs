@@ -1,7 +1,7 @@
 //! NVSHMEM's conveniences on core's in-memory test world ([`bootsim_core::memnet`]): a root and
 //! N ranks of one variant, operations queued on a rank, and its state machine read back.
 
-use bootsim_core::ids::OpKind;
+use crate::OpKind;
 use bootsim_core::memnet::listener_addr;
 pub use bootsim_core::memnet::{Hold, Node};
 use bootsim_core::seam::Nodes;

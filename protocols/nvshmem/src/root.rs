@@ -8,7 +8,9 @@ use std::net::SocketAddr;
 use crate::outbox::Outbox;
 
 use bootsim_core::codec::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
-use bootsim_core::ids::{ConnId, OpId, OpKind};
+use bootsim_core::ids::{ConnId, OpId};
+
+use crate::OpKind;
 use bootsim_core::time::Instant;
 
 use crate::error::BootstrapError;

@@ -65,7 +65,8 @@ pub(super) fn check(
 
 #[cfg(test)]
 mod tests {
-    use bootsim_core::{Instant, MessageLog, MsgOrigin, OpKind, SentMsg, TakenMsg};
+    use bootsim_core::{Instant, MessageLog, MsgOrigin, SentMsg, TakenMsg};
+    use bootsim_nvshmem::OpKind;
 
     use super::super::describe_sent;
     use super::*;
@@ -95,9 +96,9 @@ mod tests {
             "{text}"
         );
         let mut log = MessageLog::default();
-        let sent_origin = MsgOrigin { op: bootsim_core::OpId(1), kind: OpKind::Alltoall, step: 1 };
+        let sent_origin = MsgOrigin { op: bootsim_core::OpId(1), kind: OpKind::Alltoall.op_type(), step: 1 };
         log.sent(Some(9), SentMsg { from: 0, to: 1, tag: 1, origin: sent_origin, size: 48, at: Instant::ZERO });
-        let taken_origin = MsgOrigin { op: bootsim_core::OpId(2), kind: OpKind::Alltoall, step: 1 };
+        let taken_origin = MsgOrigin { op: bootsim_core::OpId(2), kind: OpKind::Alltoall.op_type(), step: 1 };
         let t = TakenMsg {
             at: Instant::ZERO,
             rank: 1,

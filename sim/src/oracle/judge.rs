@@ -16,36 +16,26 @@ use bootsim_nvshmem::workload::{expected_result, OpSpec};
 struct PendingTake {
     origin: MsgOrigin,
     from: u32,
-    source: TakeSource,
-}
-
-/// Which message a take was.
-#[derive(Debug)]
-enum TakeSource {
-    /// Not recorded.
-    Unknown,
-    /// The one its own step sent: same operation, kind and step, from the peer asked for.
-    Own,
-    /// Another.
-    Other(Box<SentMsg>),
+    /// Whether the world recorded the message it was.
+    known: bool,
+    /// That message, when it was not the one its own step sent (same operation, type and
+    /// step, from the peer asked for); a field of its own rather than an enum with the two
+    /// cases above, which would not fit in 32 bytes.
+    other: Option<Box<SentMsg>>,
 }
 
 impl PendingTake {
     fn new(t: &TakenMsg, source: Option<&SentMsg>) -> PendingTake {
-        let source = match source {
-            None => TakeSource::Unknown,
-            Some(s) if s.origin == t.origin && s.from == t.from => TakeSource::Own,
-            Some(s) => TakeSource::Other(Box::new(s.clone())),
-        };
-        PendingTake { origin: t.origin, from: t.from, source }
+        let other = source.filter(|s| s.origin != t.origin || s.from != t.from).map(|s| Box::new(s.clone()));
+        PendingTake { origin: t.origin, from: t.from, known: source.is_some(), other }
     }
 
     /// The message it was, as findings name it (`describe_sent` of it).
     fn source_text(&self) -> Option<String> {
-        match &self.source {
-            TakeSource::Unknown => None,
-            TakeSource::Own => Some(describe(&self.origin, Some(self.from))),
-            TakeSource::Other(s) => Some(describe_sent(s)),
+        match &self.other {
+            _ if !self.known => None,
+            None => Some(describe(&self.origin, Some(self.from))),
+            Some(s) => Some(describe_sent(s)),
         }
     }
 }
@@ -181,7 +171,8 @@ fn slot<T>(table: &mut Vec<Vec<T>>, r: u32) -> &mut Vec<T> {
 
 #[cfg(test)]
 mod tests {
-    use bootsim_core::{Instant, MsgOrigin, OpId, OpKind, SentMsg, TakenMsg};
+    use bootsim_core::{Instant, MsgOrigin, OpId, SentMsg, TakenMsg};
+    use bootsim_nvshmem::OpKind;
 
     use bootsim_core::RunRecord;
 
@@ -222,7 +213,7 @@ mod tests {
     fn a_pending_take_is_small_and_names_its_source_as_the_sent_message_would() {
         // A world in an alltoall holds one per message in flight.
         assert!(std::mem::size_of::<PendingTake>() <= 32, "{}", std::mem::size_of::<PendingTake>());
-        let origin = |op, step| MsgOrigin { op: OpId(op), kind: OpKind::Alltoall, step };
+        let origin = |op, step| MsgOrigin { op: OpId(op), kind: OpKind::Alltoall.op_type(), step };
         let t = TakenMsg {
             at: Instant::ZERO,
             rank: 1,

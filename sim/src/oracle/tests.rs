@@ -1,9 +1,10 @@
 //! The one judge across worlds: the same ends judged the same whether a simulated engine or a
 //! real world recorded them, and what each world leaves out changes nothing else.
 
-use bootsim_core::{Instant, OpId, OpKind, RankRecord, RunRecord};
+use bootsim_core::{Instant, OpId, RankRecord, RunRecord};
 use bootsim_driver::{rank_record, NodeRun};
 use bootsim_nvshmem::seam::NvshmemNode;
+use bootsim_nvshmem::OpKind;
 use bootsim_nvshmem::{BootstrapError, Completion};
 
 type RankRun = NodeRun<NvshmemNode>;

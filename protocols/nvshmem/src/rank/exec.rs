@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use bootsim_core::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
-use bootsim_core::ids::{ConnId, MsgOrigin, OpKind};
+use bootsim_core::ids::{ConnId, MsgOrigin};
+
+use crate::OpKind;
 
 use super::conn::{Conn, Role};
 use super::peers::PeerAddrs;
@@ -113,7 +115,7 @@ impl Rank {
 
     fn origin(&self, step: u32) -> MsgOrigin {
         let op = self.running();
-        MsgOrigin { op: op.id, kind: op.kind, step }
+        MsgOrigin { op: op.id, kind: op.kind.op_type(), step }
     }
 
     fn wire_error(&self, from: String, error: WireError) -> BootstrapError {
