@@ -523,17 +523,14 @@ fn lost_data_lines(report: &RunReport, hung: &[u32], explained: &[u32]) -> Vec<S
 /// One line per downstream finding not yet told.
 fn consequence(f: &Finding, told: &[String]) -> Option<String> {
     let line = match f {
-        Finding::Corruption { rank, op, peer, expected_qp, received_qp, verbs, .. } => {
-            match (expected_qp, received_qp) {
-                (Some(e), Some(g)) => format!(
-                    "Symptom: rank {rank}'s {op} holds {} from rank {peer} where {} was expected{}.",
-                    g,
-                    e,
-                    verbs.as_ref().map_or(String::new(), |v| format!(": {v}"))
-                ),
-                _ => format!("Symptom: rank {rank}'s {op} reported success with wrong bytes in rank {peer}'s chunk."),
-            }
-        }
+        Finding::Corruption { rank, op, peer, detail, .. } => match detail.as_ref().and_then(|d| d.expected_received())
+        {
+            Some((e, g)) => format!(
+                "Symptom: rank {rank}'s {op} holds {g} from rank {peer} where {e} was expected{}.",
+                detail.as_ref().and_then(|d| d.consequence()).map_or(String::new(), |v| format!(": {v}"))
+            ),
+            None => format!("Symptom: rank {rank}'s {op} reported success with wrong bytes in rank {peer}'s chunk."),
+        },
         Finding::Error { rank: Some(r), error } => {
             let e = strip_rank(error, *r);
             if told.iter().any(|l| l.contains(e)) {

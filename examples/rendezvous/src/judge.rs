@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use bootsim_core::seam::Judge as SeamJudge;
 use bootsim_core::{RunRecord, SentMsg, TakenMsg};
-use bootsim_sim::oracle::{self, Finding, Verdict};
+use bootsim_sim::oracle::{self, Finding, Provenance, Verdict};
 
 use crate::payload::{expected, provenance, receives_from};
 use crate::protocol::Workload;
@@ -77,10 +77,8 @@ impl SeamJudge for Judge {
                         rank,
                         op: format!("exchange #{index}"),
                         peer,
-                        source,
-                        expected_qp: None,
-                        received_qp: None,
-                        verbs: None,
+                        source: Provenance::Told(source),
+                        detail: None,
                     });
                 }
             }

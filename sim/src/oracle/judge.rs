@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use bootsim_core::{MsgOrigin, OpId, RunRecord, SentMsg, TakenMsg};
 
-use super::{describe, describe_sent, drain, errors, integrity, leaks, liveness, mismatches, Finding, Verdict};
+use super::{drain, errors, integrity, leaks, liveness, mismatches, provenance_of, Finding, Provenance, Verdict};
 use bootsim_nvshmem::workload::{expected_result, OpSpec};
 
 /// A take of one rank not yet judged with its operation: the receiving step, the peer it
@@ -30,12 +30,12 @@ impl PendingTake {
         PendingTake { origin: t.origin, from: t.from, known: source.is_some(), other }
     }
 
-    /// The message it was, as findings name it (`describe_sent` of it).
-    fn source_text(&self) -> Option<String> {
+    /// The message it was, as findings name it (`provenance_of` it).
+    fn source(&self) -> Option<Provenance> {
         match &self.other {
             _ if !self.known => None,
-            None => Some(describe(&self.origin, Some(self.from))),
-            Some(s) => Some(describe_sent(s)),
+            None => Some(Provenance::Message { from: self.from, origin: self.origin }),
+            Some(s) => Some(provenance_of(s)),
         }
     }
 }
@@ -90,7 +90,7 @@ impl Judge {
             Err(e) => ops.push(errors::op(r, e)),
             Ok(got) => {
                 let source = |peer: u32| {
-                    pending.iter().find(|t| t.origin.op == op && t.from == peer).and_then(PendingTake::source_text)
+                    pending.iter().find(|t| t.origin.op == op && t.from == peer).and_then(PendingTake::source)
                 };
                 let (specs, seed, n) = (&self.specs, self.seed, self.n);
                 let expected = |spec| expected_result(spec, seed, index as u32, r, n);
@@ -176,7 +176,7 @@ mod tests {
 
     use bootsim_core::RunRecord;
 
-    use super::{describe_sent, Judge, PendingTake};
+    use super::{provenance_of, Judge, PendingTake};
     use crate::oracle::Verdict;
     use bootsim_nvshmem::workload::{expected_result, OpSpec};
 
@@ -226,8 +226,8 @@ mod tests {
         };
         let sent = |o, from| SentMsg { from, to: 1, tag: 1, origin: o, size: 48, at: Instant::ZERO };
         for s in [sent(origin(2, 1), 0), sent(origin(1, 1), 0), sent(origin(2, 1), 3), sent(origin(2, 2), 0)] {
-            assert_eq!(PendingTake::new(&t, Some(&s)).source_text(), Some(describe_sent(&s)), "{s:?}");
+            assert_eq!(PendingTake::new(&t, Some(&s)).source(), Some(provenance_of(&s)), "{s:?}");
         }
-        assert_eq!(PendingTake::new(&t, None).source_text(), None);
+        assert_eq!(PendingTake::new(&t, None).source(), None);
     }
 }

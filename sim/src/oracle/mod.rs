@@ -6,7 +6,7 @@
 //! have no message log or root) leaves it empty, and its checker finds nothing.
 
 use bootsim_core::seam::Judge as _;
-use bootsim_core::{MsgOrigin, RunRecord};
+use bootsim_core::{MsgOrigin, RunRecord, SentMsg};
 
 use bootsim_nvshmem::workload::OpSpec;
 
@@ -24,7 +24,7 @@ mod verbs;
 #[cfg(test)]
 mod tests;
 
-pub use finding::{Finding, Verdict};
+pub use finding::{Detail, Finding, Provenance, Verdict, WrongItem};
 pub(crate) use judge::conclude;
 pub use judge::Judge;
 
@@ -45,6 +45,11 @@ fn describe(origin: &MsgOrigin, from: Option<u32>) -> String {
 }
 
 /// A sent message as findings name it.
-fn describe_sent(s: &bootsim_core::SentMsg) -> String {
+fn describe_sent(s: &SentMsg) -> String {
     describe(&s.origin, Some(s.from))
+}
+
+/// A sent message as the provenance of bytes a receive took.
+fn provenance_of(s: &SentMsg) -> Provenance {
+    Provenance::Message { from: s.from, origin: s.origin }
 }

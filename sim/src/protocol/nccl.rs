@@ -12,7 +12,7 @@ use bootsim_nccl::seam::{nodes, origin_step, Completion, NcclNode};
 use bootsim_nccl::{Listener, Mismatch, Observation, Oracle, Variant, Workload};
 
 use crate::case::{Case, NcclCase};
-use crate::oracle::{conclude, Finding, Verdict};
+use crate::oracle::{conclude, Finding, Provenance, Verdict};
 use crate::words::{host_addr, ConnRef};
 use bootsim_core::seed::derive;
 
@@ -153,15 +153,7 @@ pub fn mismatch_finding(oracle: &Oracle, m: &Mismatch, rank_failed: bool) -> Fin
     if benign || rank_failed {
         return Finding::Mismatch { rank: m.rank, taken_for, source, benign };
     }
-    Finding::Corruption {
-        rank: m.rank,
-        op: taken_for,
-        peer: m.got.0,
-        source,
-        expected_qp: None,
-        received_qp: None,
-        verbs: None,
-    }
+    Finding::Corruption { rank: m.rank, op: taken_for, peer: m.got.0, source: Provenance::Told(source), detail: None }
 }
 
 impl seam::Judge for Judge {

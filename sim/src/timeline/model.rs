@@ -318,10 +318,8 @@ fn mismatch(report: &RunReport, o: Overtake) -> Mismatch {
         o.taken.0
     );
     let qp = report.findings.iter().find_map(|f| match f {
-        Finding::Corruption { rank, peer, expected_qp: Some(e), received_qp: Some(g), verbs, .. }
-            if *rank == o.receiver && *peer == o.peer =>
-        {
-            Some((e.clone(), g.clone(), verbs.clone()))
+        Finding::Corruption { rank, peer, detail: Some(d), .. } if *rank == o.receiver && *peer == o.peer => {
+            d.expected_received().map(|(e, g)| (e, g, d.consequence()))
         }
         _ => None,
     });
