@@ -74,11 +74,11 @@ pub enum Finding {
         detail: Option<Detail>,
     },
     /// A receive took another step's message.
-    Mismatch { rank: u32, taken_for: String, source: String, benign: bool },
+    Mismatch { rank: u32, taken_for: String, source: Provenance, benign: bool },
     /// An operation failed.
     Error { rank: Option<u32>, error: String },
     /// A participant did not finish before the deadline.
-    Hang { who: String, waiting: String, unexpected: Vec<(i32, i32)> },
+    Hang { who: Who, waiting: String, unexpected: Vec<(i32, i32)> },
     /// Connections left in an unexpected list at the end.
     Leak { rank: u32, entries: Vec<(i32, i32)> },
     /// A drain gave up (fail-open): ordering was no longer guaranteed.
@@ -134,7 +134,8 @@ impl Finding {
             | Finding::Leak { rank, .. }
             | Finding::DrainGaveUp { rank, .. } => Some(*rank),
             Finding::Error { rank, .. } => *rank,
-            Finding::Hang { who, .. } => who.strip_prefix("rank ").and_then(|r| r.parse().ok()),
+            Finding::Hang { who: Who::Rank(r), .. } => Some(*r),
+            Finding::Hang { who: Who::Root, .. } => None,
         }
     }
 
@@ -148,6 +149,30 @@ impl Finding {
             Finding::Hang { .. } => Verdict::Hang,
             Finding::DrainGaveUp { .. } => Verdict::Pass,
         }
+    }
+}
+
+/// A participant of a run: a rank or the root (`rank 3`, `the root` in words and `--json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Who {
+    /// A rank.
+    Rank(u32),
+    /// The root.
+    Root,
+}
+
+impl fmt::Display for Who {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Who::Rank(r) => write!(f, "rank {r}"),
+            Who::Root => f.write_str("the root"),
+        }
+    }
+}
+
+impl Serialize for Who {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use bootsim_core::{SentMsg, TakenMsg};
 
-use super::{describe, describe_sent, Finding};
+use super::{provenance_of, Finding};
 
 /// The mismatch of a receive that took `t`, the message `sent`: none if it was its own step's.
 pub(super) fn of_take(t: &TakenMsg, sent: &SentMsg) -> Option<Finding> {
@@ -13,7 +13,7 @@ pub(super) fn of_take(t: &TakenMsg, sent: &SentMsg) -> Option<Finding> {
         return None;
     }
     let benign = sent.origin.kind.bytes_unused() && t.origin.kind.bytes_unused();
-    Some(Finding::Mismatch { rank: t.rank, taken_for: describe(&t.origin, None), source: describe_sent(sent), benign })
+    Some(Finding::Mismatch { rank: t.rank, taken_for: t.origin.to_string(), source: provenance_of(sent), benign })
 }
 
 #[cfg(test)]

@@ -140,7 +140,7 @@ fn a_simulated_run_judged_from_its_per_rank_part_alone_keeps_its_per_rank_findin
             Some(f)
         }
         Finding::Mismatch { .. } | Finding::DrainGaveUp { .. } => None,
-        Finding::Hang { who, .. } if who == "the root" => None,
+        Finding::Hang { who: crate::oracle::Who::Root, .. } => None,
         _ => Some(f.clone()),
     };
     let sim: Vec<Finding> = report.findings.iter().filter_map(strip).collect();

@@ -151,7 +151,7 @@ pub fn mismatch_finding(oracle: &Oracle, m: &Mismatch, rank_failed: bool) -> Fin
     let source = format!("{} from rank {}", step_words(oracle, m.got.0, m.got.1), m.got.0);
     let benign = m.flags_only(oracle);
     if benign || rank_failed {
-        return Finding::Mismatch { rank: m.rank, taken_for, source, benign };
+        return Finding::Mismatch { rank: m.rank, taken_for, source: Provenance::Told(source), benign };
     }
     Finding::Corruption { rank: m.rank, op: taken_for, peer: m.got.0, source: Provenance::Told(source), detail: None }
 }
