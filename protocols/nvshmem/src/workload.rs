@@ -5,11 +5,10 @@
 
 use bootsim_core::seed::derive;
 use bootsim_core::Instant;
-
-use crate::OpKind;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
+use crate::OpKind;
 use crate::{Op, QpHandle, Rank};
 
 /// One collective of a workload.

@@ -5,8 +5,6 @@ use std::time::Duration;
 use bootsim_core::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
 use bootsim_core::ids::{ConnId, MsgOrigin};
 
-use crate::OpKind;
-
 use super::conn::{Conn, Role};
 use super::peers::PeerAddrs;
 use super::plan::{Source, Step};
@@ -15,6 +13,7 @@ use crate::error::BootstrapError;
 use crate::io::{Completion, Event, Output};
 use crate::listener::Listener;
 use crate::variant::{SizePolicy, Transport};
+use crate::OpKind;
 
 /// How a step attempt ended.
 pub(super) enum Progress {

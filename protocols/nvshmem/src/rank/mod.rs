@@ -13,8 +13,6 @@ use std::net::SocketAddr;
 
 use bootsim_core::codec::{WireError, SOCKADDR_LEN};
 use bootsim_core::ids::{ConnId, OpId};
-
-use crate::OpKind;
 use bootsim_core::time::Instant;
 
 use crate::error::BootstrapError;
@@ -23,6 +21,7 @@ use crate::listener::Listener;
 use crate::outbox::Outbox;
 use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
+use crate::OpKind;
 
 use conn::{ConnTable, Role};
 use peers::{PeerAddrs, PeerVec};
