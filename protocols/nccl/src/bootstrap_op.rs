@@ -84,4 +84,24 @@ mod tests {
             assert_eq!(op.op_type().code() as usize, i);
         }
     }
+
+    #[test]
+    fn a_messages_origin_names_nccls_operation_the_same_for_its_send_and_its_receive() {
+        use bootsim_core::seam::{Noted, Observed};
+        use bootsim_core::ConnId;
+
+        use crate::io::Observation;
+
+        let op = BootstrapOp::of(CallKind::SetupSync { graph: Graph::Ring, conn_index: 0, i: 1 });
+        let (conn, step, logical_tag, nth) = (ConnId(3), 4, 9, 1);
+        let sent = Observation::Sent { conn, step, to: 1, tag: 9, logical_tag, nth, op, size: 4 };
+        let taken = Observation::Taken { conn, step, from: 0, tag: 9, logical_tag, nth, op, size: 4, expected: 4 };
+        let (Noted::Sent { origin: s, .. }, Noted::Taken { origin: t, .. }) = (sent.noted(), taken.noted()) else {
+            panic!("a send and a take")
+        };
+        assert_eq!(s, t);
+        assert_eq!((s.kind.name(), s.kind.bytes_unused()), ("p2p setup sync", true));
+        assert_eq!(s.to_string(), "p2p setup sync #1 tag 9");
+        assert_eq!(crate::seam::origin_nth(&s), nth);
+    }
 }

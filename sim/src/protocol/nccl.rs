@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use bootsim_core::seam::{self, Nodes, Protocol, Setup};
 use bootsim_core::{MsgOrigin, RunRecord, SentMsg, TakenMsg};
 use bootsim_nccl::program::Planned;
-use bootsim_nccl::seam::{nodes, origin_step, Completion, NcclNode};
+use bootsim_nccl::seam::{nodes, origin_nth, origin_step, Completion, NcclNode};
 use bootsim_nccl::{Listener, Mismatch, Observation, Oracle, Variant, Workload};
 
 use crate::case::{Case, NcclCase};
@@ -73,7 +73,7 @@ pub fn message_name(nc: &NcclCase, n: u32, rank: u32, peer: u32, origin: &MsgOri
     let oracle = Oracle::new(&nc.workload.programs(nc.variant, n));
     match origin_step(&oracle, rank, peer, origin, sent) {
         Some(step) => step_words(&oracle, rank, step),
-        None => format!("message #{} with intended tag {:#x}", origin.op.0, origin.step),
+        None => format!("message #{} with intended tag {:#x}", origin_nth(origin), origin.step),
     }
 }
 
