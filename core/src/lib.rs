@@ -28,7 +28,7 @@ pub mod time;
 
 pub use culprit::Culprit;
 pub use drain::{DrainPoll, DrainStep};
-pub use ids::{ConnId, MsgOrigin, OpId, OpKind, OpName};
+pub use ids::{ConnId, MsgOrigin, OpId, OpName, OpType, OpTypeDef};
 pub use record::{DrainGiveUp, MessageLog, RankRecord, RootEnd, RunRecord, SentMsg, TakenMsg};
 pub use retry::{ConnectFailure, ConnectRetry, GaveUp, RetryPolicy, RetryStep};
 pub use time::Instant;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use bootsim_core::{Instant, OpKind};
+use bootsim_core::Instant;
 
 use bootsim_core::SentMsg;
 
@@ -38,7 +38,7 @@ pub fn find_overtake(out: &Outcome) -> Option<Overtake> {
         let key = t.conn?;
         let sent = out.record.messages.sent.get(&key)?;
         let same = sent.origin.op == t.origin.op && sent.origin.step == t.origin.step;
-        let benign = sent.origin.kind == OpKind::Barrier && t.origin.kind == OpKind::Barrier;
+        let benign = sent.origin.kind.bytes_unused() && t.origin.kind.bytes_unused();
         (!same).then_some((benign, t, key))
     });
     let best = mismatched.min_by_key(|(benign, _, _)| *benign);
@@ -527,17 +527,14 @@ fn lost_data_lines(report: &RunReport, hung: &[u32], explained: &[u32]) -> Vec<S
 /// One line per downstream finding not yet told.
 fn consequence(f: &Finding, told: &[String]) -> Option<String> {
     let line = match f {
-        Finding::Corruption { rank, op, peer, expected_qp, received_qp, verbs, .. } => {
-            match (expected_qp, received_qp) {
-                (Some(e), Some(g)) => format!(
-                    "Symptom: rank {rank}'s {op} holds {} from rank {peer} where {} was expected{}.",
-                    g,
-                    e,
-                    verbs.as_ref().map_or(String::new(), |v| format!(": {v}"))
-                ),
-                _ => format!("Symptom: rank {rank}'s {op} reported success with wrong bytes in rank {peer}'s chunk."),
-            }
-        }
+        Finding::Corruption { rank, op, peer, detail, .. } => match detail.as_ref().and_then(|d| d.expected_received())
+        {
+            Some((e, g)) => format!(
+                "Symptom: rank {rank}'s {op} holds {g} from rank {peer} where {e} was expected{}.",
+                detail.as_ref().and_then(|d| d.consequence()).map_or(String::new(), |v| format!(": {v}"))
+            ),
+            None => format!("Symptom: rank {rank}'s {op} reported success with wrong bytes in rank {peer}'s chunk."),
+        },
         Finding::Error { rank: Some(r), error } => {
             let e = strip_rank(error, *r);
             if told.iter().any(|l| l.contains(e)) {

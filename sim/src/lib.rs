@@ -23,5 +23,5 @@ pub mod words;
 
 pub use case::{Case, CaseError};
 pub use explain::explain;
-pub use oracle::{Finding, Verdict};
+pub use oracle::{Detail, Finding, Provenance, Verdict, Who, WrongItem};
 pub use run::{run_case, RunReport};

@@ -248,13 +248,13 @@ pub fn event_line(e: &Event, kconn: Option<u64>) -> String {
 /// "rank 0: barrier" prefix is not repeated).
 pub fn completion_line(c: &Completion) -> String {
     match &c.result {
-        Ok(bytes) => format!("{} ok ({} bytes)", OpName(c.kind, c.op), bytes.len()),
+        Ok(bytes) => format!("{} ok ({} bytes)", OpName(c.kind.op_type(), c.op), bytes.len()),
         Err(e) => {
             let text = e.to_string();
             let text = strip_rank(&text);
             let kind = c.kind.to_string();
             let text = text.strip_prefix(kind.as_str()).map_or(text, |t| t.trim_start_matches([':', ' ']));
-            format!("{} failed: {text}", OpName(c.kind, c.op))
+            format!("{} failed: {text}", OpName(c.kind.op_type(), c.op))
         }
     }
 }
@@ -273,8 +273,8 @@ fn strip_rank(text: &str) -> &str {
 mod tests {
     #[test]
     fn a_failed_operation_names_its_rank_and_kind_once() {
-        use bootsim_core::{OpId, OpKind};
-        use bootsim_nvshmem::{BootstrapError, Completion};
+        use bootsim_core::OpId;
+        use bootsim_nvshmem::{BootstrapError, Completion, OpKind};
         let error = BootstrapError::Timeout {
             rank: 0,
             op: OpKind::Barrier,

@@ -19,8 +19,8 @@ fn nvshmem_3_4_corrupts_with_the_reports_symptoms_within_100_seeds() {
     assert_eq!(first.verdict, Verdict::Corruption);
     let report = run_case(&c.with_seed(first.seed), false);
     let corruption = report.findings.iter().find_map(|f| match f {
-        Finding::Corruption { received_qp, verbs, source, .. } => {
-            Some((received_qp.clone(), verbs.clone(), source.clone()))
+        Finding::Corruption { detail: Some(d), source, .. } => {
+            Some((d.expected_received().map(|(_, r)| r), d.consequence(), source.to_string()))
         }
         _ => None,
     });

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bootsim_core::codec::WireError;
-use bootsim_core::OpKind;
 use bootsim_nvshmem::workload::{build_op, expected_result, Workload};
+use bootsim_nvshmem::OpKind;
 use bootsim_nvshmem::{Event, Limits, Listener, RankConfig, RootConfig, Transport, UniqueId, Variant, PRESETS};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use bootsim_core::seam::Judge as SeamJudge;
 use bootsim_core::{RunRecord, SentMsg, TakenMsg};
-use bootsim_sim::oracle::{self, Finding, Verdict};
+use bootsim_sim::oracle::{self, Finding, Provenance, Verdict};
 
 use crate::payload::{expected, provenance, receives_from};
 use crate::protocol::Workload;
@@ -77,10 +77,8 @@ impl SeamJudge for Judge {
                         rank,
                         op: format!("exchange #{index}"),
                         peer,
-                        source,
-                        expected_qp: None,
-                        received_qp: None,
-                        verbs: None,
+                        source: Provenance::Told(source),
+                        detail: None,
                     });
                 }
             }
@@ -151,7 +149,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                "mismatch: rank 0 alltoall #0 step 1 took alltoall #1 step 1 from rank 1",
+                "mismatch: rank 0 round #0 step 1 took round #1 step 1 from rank 1",
                 "corruption: rank 0 exchange #0 chunk from rank 1 holds exchange #1's message from rank 1 (tag 0x1)",
                 "corruption: rank 0 exchange #1 chunk from rank 1 holds exchange #0's payload from rank 1 for rank 0",
             ]

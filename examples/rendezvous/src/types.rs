@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use bootsim_core::codec::WireError;
 use bootsim_core::seam::{Completed, ListenerKey, Noted, Observed};
-use bootsim_core::{ConnId, MsgOrigin, OpId, OpKind};
+use bootsim_core::{ConnId, MsgOrigin, OpId, OpType, OpTypeDef};
 
 /// The root's rendezvous listener in simulated worlds.
 pub const ROOT_PORT: u16 = 6000;
@@ -182,11 +182,12 @@ pub enum Event {
     },
 }
 
+/// The protocol's one operation type: an exchange round.
+pub const ROUND: OpType = OpType::new(&OpTypeDef { code: 0, name: "round", step: "step", bytes_unused: false });
+
 /// A round's messages as the record names them: the round is the operation, one step each.
 pub fn origin(round: u32) -> MsgOrigin {
-    // The seam's message identity borrows NVSHMEM's operation kinds; an exchange round is an
-    // all-to-all.
-    MsgOrigin { op: OpId(round), kind: OpKind::Alltoall, step: 1 }
+    MsgOrigin { op: OpId(round), kind: ROUND, step: 1 }
 }
 
 impl Observed for Event {

@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 
 use bootsim_core::ConnId;
 
+use crate::bootstrap_op::BootstrapOp;
 use crate::error::{NcclError, RootError};
 use crate::program::Call;
 
@@ -109,7 +110,7 @@ pub enum Observation {
     },
     /// A point-to-point message was written on `conn` (one connection per message): the `nth`
     /// this rank sends to `to` with the intended tag `logical_tag` (see
-    /// [`crate::program::nth_of_kind`]); `flag` for a sync or barrier flag.
+    /// [`crate::program::nth_of_kind`]); in the bootstrap operation `op`.
     Sent {
         /// The node's name for the connection.
         conn: ConnId,
@@ -123,13 +124,13 @@ pub enum Observation {
         logical_tag: i32,
         /// Which send to `to` with `logical_tag` it is, from 0 (see [`crate::program::nth_of_kind`]).
         nth: u32,
-        /// Whether it is a sync or barrier flag.
-        flag: bool,
+        /// The bootstrap operation it belongs to.
+        op: BootstrapOp,
         /// The payload's size, in bytes.
         size: usize,
     },
     /// A receive took the message on `conn`, whichever message it was; the receive is the `nth`
-    /// from its peer with the intended tag `logical_tag`; `flag` for a sync or barrier flag.
+    /// from its peer with the intended tag `logical_tag`, in the bootstrap operation `op`.
     Taken {
         /// The node's name for the connection.
         conn: ConnId,
@@ -143,8 +144,8 @@ pub enum Observation {
         logical_tag: i32,
         /// Which receive from `from` with `logical_tag` it is, from 0.
         nth: u32,
-        /// Whether it is a sync or barrier flag.
-        flag: bool,
+        /// The bootstrap operation it belongs to.
+        op: BootstrapOp,
         /// The payload's size, in bytes.
         size: usize,
         /// The receive buffer's size, in bytes.

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod bootstrap_op;
 pub mod codec;
 pub mod error;
 pub mod io;
@@ -24,6 +25,7 @@ pub mod seam;
 pub mod variant;
 pub mod workload;
 
+pub use bootstrap_op::BootstrapOp;
 pub use error::{NcclError, RootError};
 pub use io::{Effect, Input, Listener, Observation, Outbox, Output};
 pub use oracle::{Mismatch, Oracle};

@@ -175,7 +175,7 @@ impl CallKind {
     /// True for the calls whose messages are flags NCCL never reads (the transport setup's
     /// sync, the barrier): one taken for another changes nothing.
     pub fn is_flag(self) -> bool {
-        matches!(self, CallKind::SetupSync { .. } | CallKind::Barrier { .. })
+        crate::BootstrapOp::of(self).is_flag()
     }
 }
 

@@ -8,7 +8,9 @@ use std::fmt;
 use std::net::SocketAddr;
 
 use bootsim_core::seam::{self, Completed, Effect as SeamEffect, Input as SeamInput, NodeOutput, Noted, Observed};
-use bootsim_core::{ConnId, Instant, MsgOrigin, OpId, OpKind, RunRecord, SentMsg, TakenMsg};
+use bootsim_core::{ConnId, Instant, MsgOrigin, OpId, RunRecord, SentMsg, TakenMsg};
+
+use crate::bootstrap_op::BootstrapOp;
 
 use crate::codec::message_identity;
 use crate::error::{NcclError, RootError};
@@ -116,16 +118,23 @@ impl Completed for Completion {
 }
 
 /// A message's origin in the run record, the same for a send and the receive it is meant
-/// for: the `nth` message from one rank to another with one intended tag (the record's
-/// operation number), that tag (its step number), and [`OpKind::Barrier`] for flags NCCL
-/// never reads. The judge and explanations find the calls through the programs.
-pub fn origin(nth: u32, logical_tag: i32, flag: bool, kind: OpKind) -> MsgOrigin {
-    MsgOrigin { op: OpId(nth), kind: if flag { OpKind::Barrier } else { kind }, step: logical_tag as u32 }
+/// for: the `nth` message (from 0) from one rank to another with one intended tag (the
+/// record's operation number, `OpId(nth + 1)`, which shows as `#nth` as workloads number
+/// theirs), that tag (its step number), and the bootstrap operation it is part of (flags NCCL
+/// never reads are of operations whose bytes are unused). The judge and explanations find the
+/// calls through the programs ([`origin_nth`]).
+pub fn origin(nth: u32, logical_tag: i32, op: BootstrapOp) -> MsgOrigin {
+    MsgOrigin { op: OpId(nth + 1), kind: op.op_type(), step: logical_tag as u32 }
+}
+
+/// The `nth` an [`origin`] was made with.
+pub fn origin_nth(origin: &MsgOrigin) -> u32 {
+    origin.op.workload_index().unwrap_or(0)
 }
 
 /// The program step a record's message was sent or taken in: `rank`'s, to or from `peer`.
 pub fn origin_step(oracle: &Oracle, rank: u32, peer: u32, origin: &MsgOrigin, sent: bool) -> Option<usize> {
-    let (tag, nth) = (origin.step as i32, origin.op.0);
+    let (tag, nth) = (origin.step as i32, origin_nth(origin));
     if sent {
         oracle.send_step(rank, peer, tag, nth)
     } else {
@@ -146,13 +155,13 @@ impl Observed for Observation {
 
     fn noted(&self) -> Noted {
         match self {
-            &Observation::Sent { to, tag, logical_tag, nth, flag, size, .. } => {
-                Noted::Sent { to, tag, origin: origin(nth, logical_tag, flag, OpKind::Send), size }
+            &Observation::Sent { to, tag, logical_tag, nth, op, size, .. } => {
+                Noted::Sent { to, tag, origin: origin(nth, logical_tag, op), size }
             }
-            &Observation::Taken { from, tag, logical_tag, nth, flag, size, expected, .. } => Noted::Taken {
+            &Observation::Taken { from, tag, logical_tag, nth, op, size, expected, .. } => Noted::Taken {
                 from: u32::try_from(from).unwrap_or(u32::MAX),
                 tag,
-                origin: origin(nth, logical_tag, flag, OpKind::Recv),
+                origin: origin(nth, logical_tag, op),
                 size,
                 expected_size: expected,
             },

@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::OpKind;
 use bootsim_core::codec::WireError;
-use bootsim_core::ids::OpKind;
 pub use bootsim_core::Culprit;
 
 /// Why an operation (or the root) failed.

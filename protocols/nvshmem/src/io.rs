@@ -9,10 +9,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::codec::WireError;
-use bootsim_core::ids::{ConnId, MsgOrigin, OpId, OpKind};
+use bootsim_core::ids::{ConnId, MsgOrigin, OpId};
 
 use crate::error::BootstrapError;
 use crate::listener::Listener;
+use crate::OpKind;
 
 /// What happened in the outside world: the seam's [`bootsim_core::seam::Input`] over NVSHMEM's listeners.
 pub type Input<'a> = bootsim_core::seam::Input<'a, Listener>;

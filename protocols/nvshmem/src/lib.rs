@@ -18,6 +18,7 @@ pub mod io;
 pub mod listener;
 #[cfg(any(test, feature = "testing"))]
 pub mod memnet;
+pub mod op_kind;
 mod outbox;
 pub mod ports;
 pub mod qp_handle;
@@ -32,6 +33,7 @@ pub mod workload;
 pub use error::BootstrapError;
 pub use io::{Completion, Effect, Event, Input, Limits, Observation, Output, OwnedInput};
 pub use listener::Listener;
+pub use op_kind::OpKind;
 pub use qp_handle::{GidDisplay, QpHandle};
 pub use rank::{Op, Rank, RankConfig, Waiting};
 pub use root::{Root, RootConfig};

@@ -1,7 +1,6 @@
 //! NVSHMEM's conveniences on core's in-memory test world ([`bootsim_core::memnet`]): a root and
 //! N ranks of one variant, operations queued on a rank, and its state machine read back.
 
-use bootsim_core::ids::OpKind;
 use bootsim_core::memnet::listener_addr;
 pub use bootsim_core::memnet::{Hold, Node};
 use bootsim_core::seam::Nodes;
@@ -14,6 +13,7 @@ use crate::root::{Root, RootConfig};
 use crate::seam::NvshmemNode;
 use crate::uid::UniqueId;
 use crate::variant::Variant;
+use crate::OpKind;
 
 /// The in-memory world running NVSHMEM's nodes.
 pub type MemNet = bootsim_core::memnet::MemNet<NvshmemNode>;

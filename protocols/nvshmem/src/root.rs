@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use crate::outbox::Outbox;
+use crate::OpKind;
 
 use bootsim_core::codec::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};
-use bootsim_core::ids::{ConnId, OpId, OpKind};
+use bootsim_core::ids::{ConnId, OpId};
 use bootsim_core::time::Instant;
 
 use crate::error::BootstrapError;

@@ -191,7 +191,9 @@ impl Node for NvshmemNode {
 
 #[cfg(test)]
 mod tests {
-    use bootsim_core::ids::{OpId, OpKind};
+    use bootsim_core::ids::OpId;
+
+    use crate::OpKind;
 
     use super::*;
 

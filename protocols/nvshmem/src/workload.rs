@@ -4,10 +4,11 @@
 //! every byte that should arrive and, for a wrong one, where it came from.
 
 use bootsim_core::seed::derive;
-use bootsim_core::{Instant, OpKind};
+use bootsim_core::Instant;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
+use crate::OpKind;
 use crate::{Op, QpHandle, Rank};
 
 /// One collective of a workload.

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use bootsim_core::OpKind;
 use bootsim_nvshmem::memnet::{MemNet, NvshmemNet};
+use bootsim_nvshmem::OpKind;
 use bootsim_nvshmem::{Op, Variant, PRESETS};
 
 fn chunk(from: u32, to: u32, len: usize) -> Vec<u8> {

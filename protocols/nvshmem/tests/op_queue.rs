@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use bootsim_core::{OpId, OpKind};
+use bootsim_core::OpId;
 use bootsim_nvshmem::memnet::{MemNet, NvshmemNet};
+use bootsim_nvshmem::OpKind;
 use bootsim_nvshmem::{BootstrapError, Completion, Op, Variant};
 
 #[test]

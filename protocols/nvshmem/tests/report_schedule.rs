@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use bootsim_core::OpKind;
 use bootsim_nvshmem::memnet::{Hold, MemNet, NvshmemNet};
+use bootsim_nvshmem::OpKind;
 use bootsim_nvshmem::{BootstrapError, Event, Op, Variant};
 
 const CHUNK: usize = 576;

@@ -2,8 +2,11 @@
 //! imply together.
 
 use std::fmt;
+use std::sync::Arc;
 
-use serde::Serialize;
+use bootsim_core::MsgOrigin;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
 /// How a run ended, worst first in `Ord`'s reverse: corruption beats error beats guard beats hang
 /// (a run the work guard stopped has no deadline hangs, but what failed before it still counts).
@@ -77,31 +80,38 @@ pub enum Finding {
         /// The peer whose chunk was wrong.
         peer: u32,
         /// Where the received bytes came from, e.g. "barrier #2 round 1 from rank 0".
-        source: String,
-        /// First wrong QP handle: expected and received (alltoall of handles only).
-        expected_qp: Option<String>,
-        /// The QP handle received in its place.
-        received_qp: Option<String>,
-        /// What hardware would do with it.
-        verbs: Option<String>,
+        source: Provenance,
+        /// The protocol's own account of the first wrong item (NVSHMEM: the QP handle expected
+        /// and received, and what the verbs layer would do with it); its `--json` fields sit
+        /// beside the others.
+        #[serde(flatten)]
+        detail: Option<Detail>,
     },
     /// A receive took another step's message.
-    ///
-    /// Rank `rank`'s receive for `taken_for` took the message `source` names; `benign` when its
-    /// bytes are never used (a barrier's).
-    #[allow(missing_docs)] // fields documented above: the line is left as is for the oracle branch
-    Mismatch { rank: u32, taken_for: String, source: String, benign: bool },
+    Mismatch {
+        /// The rank whose receive took it.
+        rank: u32,
+        /// The step the receive was for.
+        taken_for: String,
+        /// Where the message taken came from.
+        source: Provenance,
+        /// Whether its bytes are never used (neither side reads them), so no harm is done.
+        benign: bool,
+    },
     /// An operation failed.
     ///
     /// `rank`: the rank whose operation failed (`None`: the root); `error`: the error's text.
     #[allow(missing_docs)] // fields documented above: the line is left as is for the oracle branch
     Error { rank: Option<u32>, error: String },
     /// A participant did not finish before the deadline.
-    ///
-    /// `who` ("rank 2", "the root") waits for `waiting`, with these (peer, tag) pairs on its
-    /// `unexpected` list.
-    #[allow(missing_docs)] // fields documented above: the line is left as is for the oracle branch
-    Hang { who: String, waiting: String, unexpected: Vec<(i32, i32)> },
+    Hang {
+        /// Who waits: a rank or the root.
+        who: Who,
+        /// What it waits for.
+        waiting: String,
+        /// The (peer, tag) pairs on its unexpected list.
+        unexpected: Vec<(i32, i32)>,
+    },
     /// Connections left in an unexpected list at the end.
     ///
     /// `rank`'s list still holds connections with these (peer, tag) `entries`.
@@ -133,12 +143,12 @@ pub enum Finding {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Finding::Corruption { rank, op, peer, source, expected_qp, received_qp, verbs } => {
+            Finding::Corruption { rank, op, peer, source, detail } => {
                 write!(f, "corruption: rank {rank} {op} chunk from rank {peer} holds {source}")?;
-                if let (Some(e), Some(r)) = (expected_qp, received_qp) {
+                if let Some((e, r)) = detail.as_ref().and_then(Detail::expected_received) {
                     write!(f, "; expected {e}, received {r}")?;
                 }
-                if let Some(v) = verbs {
+                if let Some(v) = detail.as_ref().and_then(Detail::consequence) {
                     write!(f, "; {v}")?;
                 }
                 Ok(())
@@ -186,7 +196,8 @@ impl Finding {
             | Finding::DrainGaveUp { rank, .. } => Some(*rank),
             Finding::Error { rank, .. } => *rank,
             Finding::Guard { .. } => None,
-            Finding::Hang { who, .. } => who.strip_prefix("rank ").and_then(|r| r.parse().ok()),
+            Finding::Hang { who: Who::Rank(r), .. } => Some(*r),
+            Finding::Hang { who: Who::Root, .. } => None,
         }
     }
 
@@ -201,5 +212,116 @@ impl Finding {
             Finding::DrainGaveUp { .. } => Verdict::Pass,
             Finding::Guard { .. } => Verdict::Guard,
         }
+    }
+}
+
+/// A participant of a run: a rank or the root (`rank 3`, `the root` in words and `--json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Who {
+    /// A rank.
+    Rank(u32),
+    /// The root.
+    Root,
+}
+
+impl fmt::Display for Who {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Who::Rank(r) => write!(f, "rank {r}"),
+            Who::Root => f.write_str("the root"),
+        }
+    }
+}
+
+impl Serialize for Who {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Where the bytes of a wrong chunk came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Provenance {
+    /// The message the receive took: who sent it, and the operation and step it belongs to.
+    Message {
+        /// The sending rank.
+        from: u32,
+        /// Its operation and step on the sender.
+        origin: MsgOrigin,
+    },
+    /// What the protocol can tell of them otherwise: from the bytes themselves (a world that
+    /// records no messages), or in its own names for its calls.
+    Told(String),
+}
+
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Provenance::Message { from, origin } => write!(f, "{origin} from rank {from}"),
+            Provenance::Told(text) => f.write_str(text),
+        }
+    }
+}
+
+impl Serialize for Provenance {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A protocol's account of the first wrong item in a corrupted chunk, kept typed in the finding
+/// and rendered only at the edge: the finding's line, explain, the timeline, `--json`.
+pub trait WrongItem: fmt::Debug + Send + Sync {
+    /// The item expected and the one received, in the protocol's words (None: it names none).
+    fn expected_received(&self) -> Option<(String, String)>;
+    /// What the received item would lead to, where the protocol knows.
+    fn consequence(&self) -> Option<String>;
+    /// Its `--json` fields, in order, under the protocol's own keys (None is null).
+    fn json_fields(&self) -> Vec<(&'static str, Option<String>)>;
+}
+
+/// A [`WrongItem`] in a [`Finding`]: shared, compared and serialized by what it renders.
+#[derive(Clone)]
+pub struct Detail(Arc<dyn WrongItem>);
+
+impl Detail {
+    /// A finding's detail of `item`.
+    pub fn new(item: impl WrongItem + 'static) -> Detail {
+        Detail(Arc::new(item))
+    }
+
+    /// See [`WrongItem::expected_received`].
+    pub fn expected_received(&self) -> Option<(String, String)> {
+        self.0.expected_received()
+    }
+
+    /// See [`WrongItem::consequence`].
+    pub fn consequence(&self) -> Option<String> {
+        self.0.consequence()
+    }
+}
+
+impl fmt::Debug for Detail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl PartialEq for Detail {
+    fn eq(&self, other: &Detail) -> bool {
+        self.0.json_fields() == other.0.json_fields()
+    }
+}
+
+impl Eq for Detail {}
+
+impl Serialize for Detail {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let fields = self.0.json_fields();
+        let mut map = s.serialize_map(Some(fields.len()))?;
+        for (key, value) in &fields {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
     }
 }

@@ -5,7 +5,8 @@
 
 use bootsim_nvshmem::QpHandle;
 
-use super::{provenance, verbs, Finding};
+use super::verbs::{self, WrongQp};
+use super::{provenance, Detail, Finding, Provenance};
 use bootsim_nvshmem::workload::OpSpec;
 
 /// Checks the result of rank `r`'s operation `index` (of `specs` over `n` ranks, payload seed
@@ -23,7 +24,7 @@ pub(super) fn check(
     index: usize,
     got: &[u8],
     expected: &[u8],
-    source: &dyn Fn(u32) -> Option<String>,
+    source: &dyn Fn(u32) -> Option<Provenance>,
 ) -> Vec<Finding> {
     let Some(&spec) = specs.get(index).filter(|_| got != expected) else { return Vec::new() };
     let index = index as u32;
@@ -35,18 +36,18 @@ pub(super) fn check(
         if chunk == &expected[range.clone()] {
             continue;
         }
-        let source = source(p as u32)
-            .or_else(|| provenance::of_chunk(specs, seed, n, chunk))
-            .unwrap_or_else(|| "bytes of unknown origin".to_string());
-        let (mut expected_qp, mut received_qp, mut verbs) = (None, None, None);
+        let source = source(p as u32).unwrap_or_else(|| {
+            Provenance::Told(
+                provenance::of_chunk(specs, seed, n, chunk).unwrap_or_else(|| "bytes of unknown origin".to_string()),
+            )
+        });
+        let mut qp = None;
         if let OpSpec::Alltoall(l) = spec {
             if l % QpHandle::SIZE == 0 && chunk.len() == l {
                 let exp = QpHandle::decode_all(&expected[range]).unwrap_or_default();
                 let rec = QpHandle::decode_all(chunk).unwrap_or_default();
                 if let Some(k) = (0..exp.len()).find(|&k| exp[k] != rec[k]) {
-                    expected_qp = Some(exp[k].to_string());
-                    received_qp = Some(rec[k].to_string());
-                    verbs = Some(verbs::check(specs, seed, n, r, &rec[k]));
+                    qp = Some((exp[k], rec[k], verbs::check(specs, seed, n, r, &rec[k])));
                 }
             }
         }
@@ -55,9 +56,7 @@ pub(super) fn check(
             op: format!("{} #{index}", spec.kind()),
             peer: p as u32,
             source,
-            expected_qp,
-            received_qp,
-            verbs,
+            detail: Some(Detail::new(WrongQp(qp))),
         });
     }
     findings
@@ -65,9 +64,10 @@ pub(super) fn check(
 
 #[cfg(test)]
 mod tests {
-    use bootsim_core::{Instant, MessageLog, MsgOrigin, OpKind, SentMsg, TakenMsg};
+    use bootsim_core::{Instant, MessageLog, MsgOrigin, SentMsg, TakenMsg};
+    use bootsim_nvshmem::OpKind;
 
-    use super::super::describe_sent;
+    use super::super::provenance_of;
     use super::*;
     use bootsim_nvshmem::workload::{alltoall_chunk, expected_result};
 
@@ -95,9 +95,9 @@ mod tests {
             "{text}"
         );
         let mut log = MessageLog::default();
-        let sent_origin = MsgOrigin { op: bootsim_core::OpId(1), kind: OpKind::Alltoall, step: 1 };
+        let sent_origin = MsgOrigin { op: bootsim_core::OpId(1), kind: OpKind::Alltoall.op_type(), step: 1 };
         log.sent(Some(9), SentMsg { from: 0, to: 1, tag: 1, origin: sent_origin, size: 48, at: Instant::ZERO });
-        let taken_origin = MsgOrigin { op: bootsim_core::OpId(2), kind: OpKind::Alltoall, step: 1 };
+        let taken_origin = MsgOrigin { op: bootsim_core::OpId(2), kind: OpKind::Alltoall.op_type(), step: 1 };
         let t = TakenMsg {
             at: Instant::ZERO,
             rank: 1,
@@ -109,10 +109,36 @@ mod tests {
             conn: None,
         };
         log.taken(Some(9), t);
-        let taken = |p| log.taken.iter().find(|t| t.from == p).and_then(|t| log.source(t)).map(describe_sent);
+        let taken = |p| log.taken.iter().find(|t| t.from == p).and_then(|t| log.source(t)).map(provenance_of);
         let by_message = check(&specs, seed, n, rank, 1, &got, &right, &taken);
         let text = by_message[0].to_string();
         let want = "corruption: rank 1 alltoall #1 chunk from rank 0 holds alltoall #0 step 1 from rank 0; ";
         assert!(text.starts_with(want), "{text}");
+    }
+
+    #[test]
+    fn the_json_of_a_corruption_keeps_nvshmems_qp_fields_where_they_always_were() {
+        // The fields `--json` has always had, null where no QP handle is named.
+        let (specs, seed, n) = ([OpSpec::Allgather(8), OpSpec::Alltoall(48)], 5, 2);
+        let unknown = |_| None;
+        let right = expected_result(specs[0], seed, 0, 1, n).unwrap();
+        let mut got = right.clone();
+        got[0] ^= 1;
+        let f = &check(&specs, seed, n, 1, 0, &got, &right, &unknown)[0];
+        assert_eq!(
+            serde_json::to_string(f).unwrap(),
+            r#"{"kind":"corruption","rank":1,"op":"allgather #0","peer":0,"source":"bytes of unknown origin","expected_qp":null,"received_qp":null,"verbs":null}"#
+        );
+        let right = expected_result(specs[1], seed, 1, 1, n).unwrap();
+        let mut got = right.clone();
+        got[..48].fill(0);
+        let f = &check(&specs, seed, n, 1, 1, &got, &right, &unknown)[0];
+        let json = serde_json::to_string(f).unwrap();
+        let Finding::Corruption { detail: Some(d), .. } = f else { panic!("{f:?}") };
+        let (e, r) = d.expected_received().unwrap();
+        let want = format!(
+            r#"{{"kind":"corruption","rank":1,"op":"alltoall #1","peer":0,"source":"48 zero bytes: nothing was written into it","expected_qp":"{e}","received_qp":"{r}","verbs":"rank 1 would call ibv_modify_qp(RTR) with QPN 0x0 and a zero GID: EINVAL"}}"#
+        );
+        assert_eq!(json, want);
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use bootsim_core::{MsgOrigin, OpId, RunRecord, SentMsg, TakenMsg};
 
-use super::{describe, describe_sent, drain, errors, integrity, leaks, liveness, mismatches, Finding, Verdict};
+use super::{drain, errors, integrity, leaks, liveness, mismatches, provenance_of, Finding, Provenance, Verdict};
 use bootsim_nvshmem::workload::{expected_result, OpSpec};
 
 /// A take of one rank not yet judged with its operation: the receiving step, the peer it
@@ -16,36 +16,26 @@ use bootsim_nvshmem::workload::{expected_result, OpSpec};
 struct PendingTake {
     origin: MsgOrigin,
     from: u32,
-    source: TakeSource,
-}
-
-/// Which message a take was.
-#[derive(Debug)]
-enum TakeSource {
-    /// Not recorded.
-    Unknown,
-    /// The one its own step sent: same operation, kind and step, from the peer asked for.
-    Own,
-    /// Another.
-    Other(Box<SentMsg>),
+    /// Whether the world recorded the message it was.
+    known: bool,
+    /// That message, when it was not the one its own step sent (same operation, type and
+    /// step, from the peer asked for); a field of its own rather than an enum with the two
+    /// cases above, which would not fit in 32 bytes.
+    other: Option<Box<SentMsg>>,
 }
 
 impl PendingTake {
     fn new(t: &TakenMsg, source: Option<&SentMsg>) -> PendingTake {
-        let source = match source {
-            None => TakeSource::Unknown,
-            Some(s) if s.origin == t.origin && s.from == t.from => TakeSource::Own,
-            Some(s) => TakeSource::Other(Box::new(s.clone())),
-        };
-        PendingTake { origin: t.origin, from: t.from, source }
+        let other = source.filter(|s| s.origin != t.origin || s.from != t.from).map(|s| Box::new(s.clone()));
+        PendingTake { origin: t.origin, from: t.from, known: source.is_some(), other }
     }
 
-    /// The message it was, as findings name it (`describe_sent` of it).
-    fn source_text(&self) -> Option<String> {
-        match &self.source {
-            TakeSource::Unknown => None,
-            TakeSource::Own => Some(describe(&self.origin, Some(self.from))),
-            TakeSource::Other(s) => Some(describe_sent(s)),
+    /// The message it was, as findings name it (`provenance_of` it).
+    fn source(&self) -> Option<Provenance> {
+        match &self.other {
+            _ if !self.known => None,
+            None => Some(Provenance::Message { from: self.from, origin: self.origin }),
+            Some(s) => Some(provenance_of(s)),
         }
     }
 }
@@ -100,7 +90,7 @@ impl Judge {
             Err(e) => ops.push(errors::op(r, e)),
             Ok(got) => {
                 let source = |peer: u32| {
-                    pending.iter().find(|t| t.origin.op == op && t.from == peer).and_then(PendingTake::source_text)
+                    pending.iter().find(|t| t.origin.op == op && t.from == peer).and_then(PendingTake::source)
                 };
                 let (specs, seed, n) = (&self.specs, self.seed, self.n);
                 let expected = |spec| expected_result(spec, seed, index as u32, r, n);
@@ -181,11 +171,12 @@ fn slot<T>(table: &mut Vec<Vec<T>>, r: u32) -> &mut Vec<T> {
 
 #[cfg(test)]
 mod tests {
-    use bootsim_core::{Instant, MsgOrigin, OpId, OpKind, SentMsg, TakenMsg};
+    use bootsim_core::{Instant, MsgOrigin, OpId, SentMsg, TakenMsg};
+    use bootsim_nvshmem::OpKind;
 
     use bootsim_core::RunRecord;
 
-    use super::{describe_sent, Judge, PendingTake};
+    use super::{provenance_of, Judge, PendingTake};
     use crate::oracle::Verdict;
     use bootsim_nvshmem::workload::{expected_result, OpSpec};
 
@@ -222,7 +213,7 @@ mod tests {
     fn a_pending_take_is_small_and_names_its_source_as_the_sent_message_would() {
         // A world in an alltoall holds one per message in flight.
         assert!(std::mem::size_of::<PendingTake>() <= 32, "{}", std::mem::size_of::<PendingTake>());
-        let origin = |op, step| MsgOrigin { op: OpId(op), kind: OpKind::Alltoall, step };
+        let origin = |op, step| MsgOrigin { op: OpId(op), kind: OpKind::Alltoall.op_type(), step };
         let t = TakenMsg {
             at: Instant::ZERO,
             rank: 1,
@@ -235,8 +226,8 @@ mod tests {
         };
         let sent = |o, from| SentMsg { from, to: 1, tag: 1, origin: o, size: 48, at: Instant::ZERO };
         for s in [sent(origin(2, 1), 0), sent(origin(1, 1), 0), sent(origin(2, 1), 3), sent(origin(2, 2), 0)] {
-            assert_eq!(PendingTake::new(&t, Some(&s)).source_text(), Some(describe_sent(&s)), "{s:?}");
+            assert_eq!(PendingTake::new(&t, Some(&s)).source(), Some(provenance_of(&s)), "{s:?}");
         }
-        assert_eq!(PendingTake::new(&t, None).source_text(), None);
+        assert_eq!(PendingTake::new(&t, None).source(), None);
     }
 }

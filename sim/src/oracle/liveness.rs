@@ -4,14 +4,14 @@
 
 use bootsim_core::{RankRecord, RootEnd};
 
-use super::Finding;
+use super::{Finding, Who};
 
 /// Whether `rank` hung, or ended early without an error, in a workload of `ops` operations.
 pub(super) fn rank(rank: &RankRecord, ops: usize) -> Option<Finding> {
     let r = rank.rank;
     if let Some(waiting) = &rank.unfinished {
         return Some(Finding::Hang {
-            who: format!("rank {r}"),
+            who: Who::Rank(r),
             waiting: waiting.clone(),
             unexpected: rank.unexpected.clone(),
         });
@@ -27,7 +27,7 @@ pub(super) fn rank(rank: &RankRecord, ops: usize) -> Option<Finding> {
 pub(super) fn root(root: &RootEnd) -> Option<Finding> {
     match root {
         RootEnd::Waiting(waiting) => {
-            Some(Finding::Hang { who: "the root".into(), waiting: waiting.clone(), unexpected: Vec::new() })
+            Some(Finding::Hang { who: Who::Root, waiting: waiting.clone(), unexpected: Vec::new() })
         }
         _ => None,
     }

@@ -1,24 +1,25 @@
 //! Mismatches: each receive took the message its own step sent, joined through the connection
 //! and index the message travelled on. A receive that took another step's message is named;
-//! between two barriers it is benign (barrier bytes are unused). Worlds that record no message
+//! between two operations whose bytes nobody reads (NVSHMEM's barriers) it is benign. Worlds that record no message
 //! log have nothing to check here.
 
-use bootsim_core::{OpKind, SentMsg, TakenMsg};
+use bootsim_core::{SentMsg, TakenMsg};
 
-use super::{describe, describe_sent, Finding};
+use super::{provenance_of, Finding};
 
 /// The mismatch of a receive that took `t`, the message `sent`: none if it was its own step's.
 pub(super) fn of_take(t: &TakenMsg, sent: &SentMsg) -> Option<Finding> {
     if sent.origin.op == t.origin.op && sent.origin.step == t.origin.step {
         return None;
     }
-    let benign = sent.origin.kind == OpKind::Barrier && t.origin.kind == OpKind::Barrier;
-    Some(Finding::Mismatch { rank: t.rank, taken_for: describe(&t.origin, None), source: describe_sent(sent), benign })
+    let benign = sent.origin.kind.bytes_unused() && t.origin.kind.bytes_unused();
+    Some(Finding::Mismatch { rank: t.rank, taken_for: t.origin.to_string(), source: provenance_of(sent), benign })
 }
 
 #[cfg(test)]
 mod tests {
     use bootsim_core::{Instant, MessageLog, MsgOrigin, OpId};
+    use bootsim_nvshmem::OpKind;
 
     use super::*;
 
@@ -28,7 +29,7 @@ mod tests {
     }
 
     fn origin(op: u32, kind: OpKind, step: u32) -> MsgOrigin {
-        MsgOrigin { op: OpId(op), kind, step }
+        MsgOrigin { op: OpId(op), kind: kind.op_type(), step }
     }
 
     fn send(log: &mut MessageLog, conn: u64, from: u32, o: MsgOrigin) {

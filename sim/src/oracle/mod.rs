@@ -6,7 +6,7 @@
 //! have no message log or root) leaves it empty, and its checker finds nothing.
 
 use bootsim_core::seam::Judge as _;
-use bootsim_core::{MsgOrigin, RunRecord};
+use bootsim_core::{RunRecord, SentMsg};
 
 use bootsim_nvshmem::workload::OpSpec;
 
@@ -24,7 +24,7 @@ mod verbs;
 #[cfg(test)]
 mod tests;
 
-pub use finding::{Finding, Verdict};
+pub use finding::{Detail, Finding, Provenance, Verdict, Who, WrongItem};
 pub(crate) use judge::conclude;
 pub use judge::Judge;
 
@@ -38,13 +38,7 @@ pub fn judge(specs: &[OpSpec], seed: u64, n: u32, record: &RunRecord) -> (Verdic
     Judge::finish(j, record)
 }
 
-/// A message's operation and step, and its sender if given: "barrier #2 round 1 from rank 0".
-fn describe(origin: &MsgOrigin, from: Option<u32>) -> String {
-    let from = from.map_or(String::new(), |f| format!(" from rank {f}"));
-    format!("{origin}{from}")
-}
-
-/// A sent message as findings name it.
-fn describe_sent(s: &bootsim_core::SentMsg) -> String {
-    describe(&s.origin, Some(s.from))
+/// A sent message as the provenance of bytes a receive took: "barrier #2 round 1 from rank 0".
+fn provenance_of(s: &SentMsg) -> Provenance {
+    Provenance::Message { from: s.from, origin: s.origin }
 }

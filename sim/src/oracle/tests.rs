@@ -1,9 +1,10 @@
 //! The one judge across worlds: the same ends judged the same whether a simulated engine or a
 //! real world recorded them, and what each world leaves out changes nothing else.
 
-use bootsim_core::{Instant, OpId, OpKind, RankRecord, RunRecord};
+use bootsim_core::{Instant, OpId, RankRecord, RunRecord};
 use bootsim_driver::{rank_record, NodeRun};
 use bootsim_nvshmem::seam::NvshmemNode;
+use bootsim_nvshmem::OpKind;
 use bootsim_nvshmem::{BootstrapError, Completion};
 
 type RankRun = NodeRun<NvshmemNode>;
@@ -134,12 +135,12 @@ fn a_simulated_run_judged_from_its_per_rank_part_alone_keeps_its_per_rank_findin
         Finding::Corruption { source: _, .. } => {
             let mut f = f.clone();
             if let Finding::Corruption { source, .. } = &mut f {
-                source.clear();
+                *source = crate::oracle::Provenance::Told(String::new());
             }
             Some(f)
         }
         Finding::Mismatch { .. } | Finding::DrainGaveUp { .. } => None,
-        Finding::Hang { who, .. } if who == "the root" => None,
+        Finding::Hang { who: crate::oracle::Who::Root, .. } => None,
         _ => Some(f.clone()),
     };
     let sim: Vec<Finding> = report.findings.iter().filter_map(strip).collect();

@@ -8,11 +8,11 @@ use std::net::SocketAddr;
 use bootsim_core::seam::{self, Nodes, Protocol, Setup};
 use bootsim_core::{MsgOrigin, RunRecord, SentMsg, TakenMsg};
 use bootsim_nccl::program::Planned;
-use bootsim_nccl::seam::{nodes, origin_step, Completion, NcclNode};
+use bootsim_nccl::seam::{nodes, origin_nth, origin_step, Completion, NcclNode};
 use bootsim_nccl::{Listener, Mismatch, Observation, Oracle, Variant, Workload};
 
 use crate::case::{Case, NcclCase};
-use crate::oracle::{conclude, Finding, Verdict};
+use crate::oracle::{conclude, Finding, Provenance, Verdict};
 use crate::words::{host_addr, ConnRef};
 use bootsim_core::seed::derive;
 
@@ -73,7 +73,7 @@ pub fn message_name(nc: &NcclCase, n: u32, rank: u32, peer: u32, origin: &MsgOri
     let oracle = Oracle::new(&nc.workload.programs(nc.variant, n));
     match origin_step(&oracle, rank, peer, origin, sent) {
         Some(step) => step_words(&oracle, rank, step),
-        None => format!("message #{} with intended tag {:#x}", origin.op.0, origin.step),
+        None => format!("message #{} with intended tag {:#x}", origin_nth(origin), origin.step),
     }
 }
 
@@ -151,17 +151,9 @@ pub fn mismatch_finding(oracle: &Oracle, m: &Mismatch, rank_failed: bool) -> Fin
     let source = format!("{} from rank {}", step_words(oracle, m.got.0, m.got.1), m.got.0);
     let benign = m.flags_only(oracle);
     if benign || rank_failed {
-        return Finding::Mismatch { rank: m.rank, taken_for, source, benign };
+        return Finding::Mismatch { rank: m.rank, taken_for, source: Provenance::Told(source), benign };
     }
-    Finding::Corruption {
-        rank: m.rank,
-        op: taken_for,
-        peer: m.got.0,
-        source,
-        expected_qp: None,
-        received_qp: None,
-        verbs: None,
-    }
+    Finding::Corruption { rank: m.rank, op: taken_for, peer: m.got.0, source: Provenance::Told(source), detail: None }
 }
 
 impl seam::Judge for Judge {

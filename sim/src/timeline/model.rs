@@ -1,7 +1,8 @@
 //! What the timeline draws, extracted from a traced run: lanes, connections with their SYN,
 //! accept-queue entry, accept and read, RX stalls, drains, completions, and the mismatch.
 
-use bootsim_core::{Instant, OpKind};
+use bootsim_core::Instant;
+use bootsim_nvshmem::OpKind;
 
 use crate::engine::outcome::{DrainNote, Node, Outcome};
 use crate::explain::{decisive_stall, find_overtake, Overtake};
@@ -173,7 +174,7 @@ impl Model {
             for (i, (at, failed)) in end.ended_at.iter().zip(failures).enumerate() {
                 let init = i == 0;
                 let kind = if init { OpKind::Init } else { specs.get(i - 1).map_or(OpKind::Init, |s| s.kind()) };
-                let name = bootsim_core::OpName(kind, bootsim_core::OpId(i as u32)).to_string();
+                let name = bootsim_core::OpName(kind.op_type(), bootsim_core::OpId(i as u32)).to_string();
                 let text = format!("{name} {}", if failed { "failed" } else { "ok" });
                 m.done.push(Done { at: *at, lane, text, failed, init });
             }
@@ -317,10 +318,8 @@ fn mismatch(report: &RunReport, o: Overtake) -> Mismatch {
         o.taken.0
     );
     let qp = report.findings.iter().find_map(|f| match f {
-        Finding::Corruption { rank, peer, expected_qp: Some(e), received_qp: Some(g), verbs, .. }
-            if *rank == o.receiver && *peer == o.peer =>
-        {
-            Some((e.clone(), g.clone(), verbs.clone()))
+        Finding::Corruption { rank, peer, detail: Some(d), .. } if *rank == o.receiver && *peer == o.peer => {
+            d.expected_received().map(|(e, g)| (e, g, d.consequence()))
         }
         _ => None,
     });

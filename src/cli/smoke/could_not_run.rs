@@ -6,8 +6,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use bootsim_adapters::nvshmem::{DriverError, RankRun};
-use bootsim_core::OpKind;
 use bootsim_nvshmem::BootstrapError;
+use bootsim_nvshmem::OpKind;
 
 /// Why this rank's run could not be carried out, naming the address; `None` when it ran (a
 /// verdict, pass or not, is then the protocol's). `root` is the session address, if any: a rank

@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use bootsim_core::codec::{decode_sockaddr, encode_frame, encode_sockaddr, FrameReader, WireError, SOCKADDR_LEN};
 use bootsim_core::ConnId;
 
+use crate::bootstrap_op::BootstrapOp;
 use crate::codec::{self, ExtInfo, Header, Received};
 use crate::error::NcclError;
 use crate::io::{Effect, Input, Listener, Observation, Outbox, Output};
@@ -471,8 +472,8 @@ impl Rank {
                 self.out.effect(Effect::Write { conn, bytes });
                 // Said before the close, while the world still knows the connection.
                 let step = self.step;
-                let (nth, flag) = (self.nth[step], self.call().kind.is_flag());
-                self.out.observe(Observation::Sent { conn, step, to, tag, logical_tag, nth, flag, size });
+                let (nth, op) = (self.nth[step], BootstrapOp::of(self.call().kind));
+                self.out.observe(Observation::Sent { conn, step, to, tag, logical_tag, nth, op, size });
                 self.out.effect(Effect::Close { conn });
                 self.conns.remove(&conn);
                 self.complete(Ok(Vec::new()));

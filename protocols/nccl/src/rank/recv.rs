@@ -100,7 +100,7 @@ impl Rank {
         };
         let step = self.step;
         let (size, expected) = (bytes.len(), want.size);
-        let (nth, flag) = (self.nth[step], self.call().kind.is_flag());
+        let (nth, op) = (self.nth[step], BootstrapOp::of(self.call().kind));
         let logical_tag = match self.cfg.program[step].step {
             Step::Recv { logical_tag, .. } => logical_tag,
             _ => want.tag,
@@ -112,7 +112,7 @@ impl Rank {
             tag: header.tag,
             logical_tag,
             nth,
-            flag,
+            op,
             size,
             expected,
         });

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use bootsim_core::codec::{decode_sockaddr, encode_frame, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
-use bootsim_core::ids::{ConnId, MsgOrigin, OpKind};
+use bootsim_core::ids::{ConnId, MsgOrigin};
 
 use super::conn::{Conn, Role};
 use super::peers::PeerAddrs;
@@ -13,6 +13,7 @@ use crate::error::{BootstrapError, Culprit};
 use crate::io::{Completion, Effect, Event};
 use crate::listener::Listener;
 use crate::variant::{SizePolicy, Transport};
+use crate::OpKind;
 
 /// How a step attempt ended.
 pub(super) enum Progress {
@@ -131,7 +132,7 @@ impl Rank {
 
     fn origin(&self, step: u32) -> MsgOrigin {
         let op = self.running();
-        MsgOrigin { op: op.id, kind: op.kind, step }
+        MsgOrigin { op: op.id, kind: op.kind.op_type(), step }
     }
 
     /// `peer`'s bytes that do not decode, `from` naming what they were.

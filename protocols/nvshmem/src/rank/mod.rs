@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use bootsim_core::codec::{WireError, SOCKADDR_LEN};
-use bootsim_core::ids::{ConnId, OpId, OpKind};
+use bootsim_core::ids::{ConnId, OpId};
 use bootsim_core::time::Instant;
 
 use crate::error::{BootstrapError, Culprit};
@@ -21,6 +21,7 @@ use crate::listener::Listener;
 use crate::outbox::Outbox;
 use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
+use crate::OpKind;
 
 use conn::{ConnTable, Role};
 use peers::{PeerAddrs, PeerVec};
@@ -282,7 +283,11 @@ impl Rank {
     /// it with the last one it reported).
     pub fn waiting(&self) -> Option<Waiting> {
         let op = self.op.as_ref()?;
-        Some(Waiting { op: bootsim_core::OpName(op.kind, op.id), step: op.steps.front().cloned(), wait: op.wait })
+        Some(Waiting {
+            op: bootsim_core::OpName(op.kind.op_type(), op.id),
+            step: op.steps.front().cloned(),
+            wait: op.wait,
+        })
     }
 
     /// 3.8's `reserve_tags`: the call's one tag, or the exhaustion error (the counter unmoved).

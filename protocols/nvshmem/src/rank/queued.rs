@@ -5,7 +5,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use bootsim_core::ids::OpKind;
+use crate::OpKind;
 
 use super::Op;
 
