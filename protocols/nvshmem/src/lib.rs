@@ -29,7 +29,7 @@ pub use error::BootstrapError;
 pub use io::{Completion, Event, Input, Limits, Output, OwnedInput};
 pub use listener::Listener;
 pub use qp_handle::{GidDisplay, QpHandle};
-pub use rank::{Op, Rank, RankConfig, Waiting};
+pub use rank::{Chunked, Chunks, Op, Rank, RankConfig, Waiting};
 pub use root::{Root, RootConfig};
 pub use seam::NvshmemNode;
 pub use uid::{UniqueId, NVSHMEM_UID_VERSION};

@@ -3,11 +3,14 @@
 //! Every payload is a pure function of (seed, sender, receiver, index), so the oracle knows
 //! every byte that should arrive and, for a wrong one, where it came from.
 
+use std::sync::Arc;
+
 use bootsim_core::seed::derive;
 use bootsim_core::{Instant, OpKind};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
+use crate::rank::{Chunked, Chunks};
 use crate::{Op, QpHandle, Rank};
 
 /// One collective of a workload.
@@ -236,20 +239,36 @@ pub fn build_op(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Op {
     }
 }
 
-/// Queue workload op `index` on rank `r` of `n` ([`build_op`]'s operation): an all-to-all's
-/// chunks are made from the seed when it starts, not held by every rank from the start.
+/// Queue workload op `index` on rank `r` of `n` ([`build_op`]'s operation): an allgather or
+/// all-to-all chunked ([`Chunked`]), its chunks made from the seed when sent and its result
+/// held as its difference from [`expected_chunk`], not held whole by every rank at once.
 pub fn queue_op(rank: &mut Rank, now: Instant, spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) {
+    let expected: Chunks = Arc::new(move |p| expected_chunk(spec, seed, index, r, p));
     match spec {
-        OpSpec::Alltoall(_) => rank.push_with(now, OpKind::Alltoall, move || build_op(spec, seed, index, r, n)),
-        OpSpec::Allgather(_) | OpSpec::Barrier => rank.push(now, build_op(spec, seed, index, r, n)),
+        OpSpec::Allgather(len) => rank.push_chunked(now, Chunked::Allgather { len, expected }),
+        OpSpec::Alltoall(len) => {
+            let input: Chunks = Arc::new(move |p| alltoall_chunk(seed, index, r, p, len));
+            rank.push_chunked(now, Chunked::Alltoall { len, input, expected })
+        }
+        OpSpec::Barrier => rank.push(now, build_op(spec, seed, index, r, n)),
+    }
+}
+
+/// The chunk rank `r` must get from peer `p` in workload op `index` (empty for a barrier).
+pub fn expected_chunk(spec: OpSpec, seed: u64, index: u32, r: u32, p: u32) -> Vec<u8> {
+    match spec {
+        OpSpec::Allgather(len) => allgather_slice(seed, index, p, len),
+        OpSpec::Alltoall(len) => alltoall_chunk(seed, index, p, r, len),
+        OpSpec::Barrier => Vec::new(),
     }
 }
 
 /// The result rank `r` must get from workload op `index`; `None` for a barrier (its bytes are unused).
 pub fn expected_result(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Option<Vec<u8>> {
     match spec {
-        OpSpec::Allgather(len) => Some(concat(n, len, |p| allgather_slice(seed, index, p, len))),
-        OpSpec::Alltoall(len) => Some(concat(n, len, |p| alltoall_chunk(seed, index, p, r, len))),
+        OpSpec::Allgather(len) | OpSpec::Alltoall(len) => {
+            Some(concat(n, len, |p| expected_chunk(spec, seed, index, r, p)))
+        }
         OpSpec::Barrier => None,
     }
 }

@@ -102,7 +102,11 @@ impl Rank {
             self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Ok(Vec::new()) }));
             self.arm_eager_accept();
         } else {
-            self.out.push_back(Output::Completed(Completion { op: op.id, kind: op.kind, result: Ok(op.result) }));
+            self.out.push_back(Output::Completed(Completion {
+                op: op.id,
+                kind: op.kind,
+                result: Ok(op.result.into_vec()),
+            }));
         }
         self.start_queued();
     }
@@ -203,12 +207,13 @@ impl Rank {
             Step::RingSend { slice } => {
                 let conn = self.ring_send.expect("ring connected during init");
                 let op = self.op.as_ref().expect("a running operation");
-                self.out.write(conn, |b| encode_frame(b, &op.result[slice]));
+                let bytes = op.result.read(slice);
+                self.out.write(conn, |b| encode_frame(b, &bytes));
                 Ok(Progress::StepDone)
             }
             Step::RingRecv { slice } => self.step_ring_recv(slice),
             Step::LearnPeers => {
-                let result = &self.running().result;
+                let result = self.running().result.read(0..self.running().result.len());
                 let mut peers = Vec::with_capacity(self.cfg.nranks as usize);
                 for (i, chunk) in result.chunks_exact(SOCKADDR_LEN).enumerate() {
                     let addr = decode_sockaddr(chunk.try_into().expect("28 bytes"))
@@ -239,7 +244,7 @@ impl Rank {
         };
         let slot = self.cfg.rank as usize * SOCKADDR_LEN;
         let op = self.op.as_mut().expect("init running");
-        op.result[slot..slot + SOCKADDR_LEN].copy_from_slice(&bootsim_core::codec::encode_sockaddr(&peers));
+        op.result.write(slot, &bootsim_core::codec::encode_sockaddr(&peers));
         Ok(Progress::StepDone)
     }
 
@@ -380,7 +385,7 @@ impl Rank {
             Ok(None) => Ok(Progress::Blocked),
             Ok(Some(bytes)) => {
                 let op = self.op.as_mut().expect("running");
-                op.result[slice.start..slice.start + bytes.len()].copy_from_slice(&bytes);
+                op.result.write(slice.start, &bytes);
                 Ok(Progress::StepDone)
             }
             Err(fail) => Err(self.read_error(fail, pred, 0, slice.len())),
@@ -488,8 +493,8 @@ impl Rank {
         }
         let op = self.op.as_ref().expect("a running operation");
         let data = match source {
-            Source::Input => &op.input[range],
-            Source::Result => &op.result[range],
+            Source::Input => op.input.read(range),
+            Source::Result => op.result.read(range),
         };
         let (size, me) = (data.len(), self.cfg.rank as i32);
         self.out.write(conn, |b| {
@@ -500,7 +505,7 @@ impl Rank {
             if transport == Transport::Sequenced {
                 encode_frame(b, &seq.to_le_bytes());
             }
-            encode_frame(b, data);
+            encode_frame(b, &data);
         });
         let origin = self.origin(step);
         self.emit(Event::MessageSent { conn, to: peer, tag, origin, size });
@@ -587,7 +592,7 @@ impl Rank {
         let expected = into.len();
         let origin = self.origin(step);
         let op = self.op.as_mut().expect("running");
-        op.result[into.start..into.start + bytes.len()].copy_from_slice(bytes);
+        op.result.write(into.start, bytes);
         let size = bytes.len();
         self.emit(Event::MessageTaken { conn, from: peer, tag, origin, size, expected_size: expected });
         if size < expected {
