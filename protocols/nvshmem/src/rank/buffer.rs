@@ -40,6 +40,9 @@ impl fmt::Debug for Chunked {
 pub(crate) enum Buffer {
     /// The bytes themselves.
     Bytes(Vec<u8>),
+    /// `len` zero bytes, not allocated until written (init's table before a rank knows the
+    /// addresses to predict: every rank holds one from the start, n² bytes in the world).
+    Zeroed(usize),
     /// `n` chunks of `len` bytes, each zero until written; a written one is `predict(p)`
     /// unless `differ` holds its bytes.
     Predicted { len: usize, n: u32, predict: Chunks, written: Vec<u64>, differ: BTreeMap<u32, Vec<u8>> },
@@ -64,6 +67,7 @@ impl Buffer {
     pub(crate) fn len(&self) -> usize {
         match self {
             Buffer::Bytes(b) => b.len(),
+            Buffer::Zeroed(len) => *len,
             Buffer::Predicted { len, n, .. } => len * *n as usize,
         }
     }
@@ -71,7 +75,7 @@ impl Buffer {
     /// Chunk `p` as it stands.
     fn chunk(&self, p: u32) -> Cow<'_, [u8]> {
         match self {
-            Buffer::Bytes(b) => Cow::Borrowed(b),
+            Buffer::Bytes(_) | Buffer::Zeroed(_) => unreachable!("only a predicted buffer is read by chunk"),
             Buffer::Predicted { len, predict, written, differ, .. } => match differ.get(&p) {
                 Some(bytes) => Cow::Borrowed(bytes),
                 None if written[p as usize / 64] >> (p % 64) & 1 == 1 => Cow::Owned(predict(p)),
@@ -84,6 +88,7 @@ impl Buffer {
     pub(crate) fn read(&self, range: Range<usize>) -> Cow<'_, [u8]> {
         match self {
             Buffer::Bytes(b) => Cow::Borrowed(&b[range]),
+            Buffer::Zeroed(len) => Cow::Owned(vec![0; *len][range].to_vec()),
             Buffer::Predicted { len, .. } if *len > 0 && range.start / len == range.end.saturating_sub(1) / len => {
                 let p = range.start / len;
                 match self.chunk(p as u32) {
@@ -97,12 +102,14 @@ impl Buffer {
 
     /// Copies `bytes` in at `at`.
     pub(crate) fn write(&mut self, at: usize, bytes: &[u8]) {
-        let Buffer::Predicted { len, .. } = self else {
-            let Buffer::Bytes(b) = self else { unreachable!() };
-            b[at..at + bytes.len()].copy_from_slice(bytes);
-            return;
+        let len = match self {
+            Buffer::Bytes(b) => return b[at..at + bytes.len()].copy_from_slice(bytes),
+            Buffer::Zeroed(len) => {
+                *self = Buffer::Bytes(vec![0; *len]);
+                return self.write(at, bytes);
+            }
+            Buffer::Predicted { len, .. } => *len,
         };
-        let len = *len;
         let mut done = 0;
         while done < bytes.len() {
             let (p, off) = ((at + done) / len, (at + done) % len);
@@ -129,6 +136,7 @@ impl Buffer {
     pub(crate) fn to_vec(&self) -> Vec<u8> {
         match self {
             Buffer::Bytes(b) => b.clone(),
+            Buffer::Zeroed(len) => vec![0; *len],
             Buffer::Predicted { n, .. } => {
                 let mut all = Vec::with_capacity(self.len());
                 for p in 0..*n {
@@ -158,6 +166,7 @@ impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Buffer::Bytes(b) => b.fmt(f),
+            Buffer::Zeroed(len) => write!(f, "{len} zero bytes"),
             Buffer::Predicted { len, n, differ, .. } => {
                 write!(f, "{n} chunks of {len} bytes, {} not as predicted", differ.len())
             }
@@ -208,6 +217,13 @@ mod tests {
         assert_eq!(differ.keys().collect::<Vec<_>>(), [&2]);
         assert_eq!(pred.len(), 12);
         assert_eq!(pred.into_vec(), plain.into_vec());
+        let mut zeroed = Buffer::Zeroed(6);
+        assert_eq!(
+            (zeroed.to_vec(), zeroed.read(1..3), hash_of(&zeroed)),
+            (vec![0; 6], vec![0; 2].into(), hash_of(&Buffer::Bytes(vec![0; 6])))
+        );
+        zeroed.write(2, &[5]);
+        assert!(matches!(&zeroed, Buffer::Bytes(b) if b == &[0, 0, 5, 0, 0, 0]), "{zeroed:?}");
         let made = Buffer::made(3, 2, predict);
         assert_eq!(made.to_vec(), [1, 1, 1, 2, 2, 2]);
     }

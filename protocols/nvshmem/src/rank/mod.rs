@@ -209,7 +209,7 @@ impl Rank {
             }));
             return rank;
         }
-        let result = Buffer::Bytes(vec![0u8; n * SOCKADDR_LEN]);
+        let result = Buffer::Zeroed(n * SOCKADDR_LEN);
         rank.op = Some(Running {
             id: OpId(0),
             kind: OpKind::Init,
