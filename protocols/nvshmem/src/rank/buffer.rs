@@ -44,14 +44,23 @@ pub(crate) enum Buffer {
     /// addresses to predict: every rank holds one from the start, n² bytes in the world).
     Zeroed(usize),
     /// `n` chunks of `len` bytes, each zero until written; a written one is `predict(p)`
-    /// unless `differ` holds its bytes.
-    Predicted { len: usize, n: u32, predict: Chunks, written: Vec<u64>, differ: BTreeMap<u32, Vec<u8>> },
+    /// unless `differ` holds its bytes. `last` keeps the last chunk written as predicted, made
+    /// once (a ring forwards the chunk it received last).
+    Predicted {
+        len: usize,
+        n: u32,
+        predict: Chunks,
+        written: Vec<u64>,
+        differ: BTreeMap<u32, Vec<u8>>,
+        last: Option<(u32, Vec<u8>)>,
+    },
 }
 
 impl Buffer {
     /// `n` zeroed chunks of `len` bytes, predicted to become `predict(p)`.
     pub(crate) fn predicted(len: usize, n: u32, predict: Chunks) -> Buffer {
-        Buffer::Predicted { len, n, predict, written: vec![0; (n as usize).div_ceil(64)], differ: BTreeMap::new() }
+        let written = vec![0; (n as usize).div_ceil(64)];
+        Buffer::Predicted { len, n, predict, written, differ: BTreeMap::new(), last: None }
     }
 
     /// `n` chunks of `len` bytes, chunk p being `make(p)` (made when read).
@@ -76,8 +85,9 @@ impl Buffer {
     fn chunk(&self, p: u32) -> Cow<'_, [u8]> {
         match self {
             Buffer::Bytes(_) | Buffer::Zeroed(_) => unreachable!("only a predicted buffer is read by chunk"),
-            Buffer::Predicted { len, predict, written, differ, .. } => match differ.get(&p) {
+            Buffer::Predicted { len, predict, written, differ, last, .. } => match differ.get(&p) {
                 Some(bytes) => Cow::Borrowed(bytes),
+                None if last.as_ref().is_some_and(|(q, _)| *q == p) => Cow::Borrowed(&last.as_ref().expect("set").1),
                 None if written[p as usize / 64] >> (p % 64) & 1 == 1 => Cow::Owned(predict(p)),
                 None => Cow::Owned(vec![0; *len]),
             },
@@ -114,21 +124,31 @@ impl Buffer {
         while done < bytes.len() {
             let (p, off) = ((at + done) / len, (at + done) % len);
             let n = (len - off).min(bytes.len() - done);
-            let mut chunk = self.chunk(p as u32).into_owned();
-            assert!(off + n <= chunk.len(), "write at {at} of {} bytes past the buffer", bytes.len());
-            chunk[off..off + n].copy_from_slice(&bytes[done..done + n]);
-            self.set_chunk(p as u32, chunk);
+            if n == len {
+                self.set_chunk(p as u32, &bytes[done..done + n]);
+            } else {
+                let mut chunk = self.chunk(p as u32).into_owned();
+                assert!(off + n <= chunk.len(), "write at {at} of {} bytes past the buffer", bytes.len());
+                chunk[off..off + n].copy_from_slice(&bytes[done..done + n]);
+                self.set_chunk(p as u32, &chunk);
+            }
             done += n;
         }
     }
 
-    fn set_chunk(&mut self, p: u32, chunk: Vec<u8>) {
-        let Buffer::Predicted { predict, written, differ, .. } = self else { return };
+    fn set_chunk(&mut self, p: u32, chunk: &[u8]) {
+        let Buffer::Predicted { n, predict, written, differ, last, .. } = self else { return };
+        assert!(p < *n, "chunk {p} past the buffer's {n}");
         written[p as usize / 64] |= 1 << (p % 64);
-        if chunk == predict(p) {
+        let predicted = predict(p);
+        if chunk == predicted.as_slice() {
             differ.remove(&p);
+            *last = Some((p, predicted));
         } else {
-            differ.insert(p, chunk);
+            differ.insert(p, chunk.to_vec());
+            if last.as_ref().is_some_and(|(q, _)| *q == p) {
+                *last = None;
+            }
         }
     }
 
