@@ -65,13 +65,13 @@ fn a_chunked_operation_runs_as_the_same_operation_pushed_made_and_makes_each_chu
             net.queue_ops(r, [Op::Barrier { word: [1; 4] }]);
             if chunked {
                 let counter = made.clone();
-                let input: Chunks = Arc::new(move |p| {
+                let input: Chunks = Arc::new(move |p, out| {
                     counter.fetch_add(1, Ordering::Relaxed);
-                    chunk(r, p)
+                    out.extend(chunk(r, p))
                 });
-                let expected: Chunks = Arc::new(move |p| expected(r, p));
+                let expected: Chunks = Arc::new(move |p, out| out.extend(expected(r, p)));
                 net.queue_chunked(r, Chunked::Alltoall { len: 3, input, expected });
-                net.queue_chunked(r, Chunked::Allgather { len: 5, expected: Arc::new(slice) });
+                net.queue_chunked(r, Chunked::Allgather { len: 5, expected: Arc::new(|p, out| out.extend(slice(p))) });
                 // Queued behind init and the barrier: nothing made yet.
                 assert_eq!(made.load(Ordering::Relaxed), 0);
             } else {

@@ -11,8 +11,9 @@ use std::hash::{Hash, Hasher};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Chunk `p` of a buffer, made from the seed (a pure function of `p`).
-pub type Chunks = Arc<dyn Fn(u32) -> Vec<u8> + Send + Sync>;
+/// Makes chunk `p` of a buffer from the seed (a pure function of `p`), appending it to the
+/// vector given (so a buffer made whole, or compared chunk by chunk, allocates once).
+pub type Chunks = Arc<dyn Fn(u32, &mut Vec<u8>) + Send + Sync>;
 
 /// An allgather or all-to-all whose bytes are pure functions of the peer: the rank makes each
 /// input chunk when it sends it and keeps of its result only the chunks that differ from
@@ -88,7 +89,11 @@ impl Buffer {
             Buffer::Predicted { len, predict, written, differ, last, .. } => match differ.get(&p) {
                 Some(bytes) => Cow::Borrowed(bytes),
                 None if last.as_ref().is_some_and(|(q, _)| *q == p) => Cow::Borrowed(&last.as_ref().expect("set").1),
-                None if written[p as usize / 64] >> (p % 64) & 1 == 1 => Cow::Owned(predict(p)),
+                None if written[p as usize / 64] >> (p % 64) & 1 == 1 => {
+                    let mut c = Vec::with_capacity(*len);
+                    predict(p, &mut c);
+                    Cow::Owned(c)
+                }
                 None => Cow::Owned(vec![0; *len]),
             },
         }
@@ -140,15 +145,15 @@ impl Buffer {
         let Buffer::Predicted { n, predict, written, differ, last, .. } = self else { return };
         assert!(p < *n, "chunk {p} past the buffer's {n}");
         written[p as usize / 64] |= 1 << (p % 64);
-        let predicted = predict(p);
+        // The last chunk's vector, reused for the prediction.
+        let mut predicted = last.take().map(|(_, v)| v).unwrap_or_default();
+        predicted.clear();
+        predict(p, &mut predicted);
         if chunk == predicted.as_slice() {
             differ.remove(&p);
             *last = Some((p, predicted));
         } else {
             differ.insert(p, chunk.to_vec());
-            if last.as_ref().is_some_and(|(q, _)| *q == p) {
-                *last = None;
-            }
         }
     }
 
@@ -157,10 +162,14 @@ impl Buffer {
         match self {
             Buffer::Bytes(b) => b.clone(),
             Buffer::Zeroed(len) => vec![0; *len],
-            Buffer::Predicted { n, .. } => {
+            Buffer::Predicted { len, n, predict, written, differ, .. } => {
                 let mut all = Vec::with_capacity(self.len());
                 for p in 0..*n {
-                    all.extend_from_slice(&self.chunk(p));
+                    match differ.get(&p) {
+                        Some(bytes) => all.extend_from_slice(bytes),
+                        None if written[p as usize / 64] >> (p % 64) & 1 == 1 => predict(p, &mut all),
+                        None => all.resize(all.len() + len, 0),
+                    }
                 }
                 all
             }
@@ -218,7 +227,7 @@ mod tests {
 
     #[test]
     fn a_predicted_buffer_reads_and_ends_as_the_plain_one_whatever_is_written() {
-        let predict: Chunks = Arc::new(|p| vec![p as u8 + 1; 3]);
+        let predict: Chunks = Arc::new(|p, out| out.extend([p as u8 + 1; 3]));
         let mut plain = Buffer::Bytes(vec![0; 12]);
         let mut pred = Buffer::predicted(3, 4, predict.clone());
         let writes: [(usize, &[u8]); 5] =

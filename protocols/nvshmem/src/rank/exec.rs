@@ -84,7 +84,7 @@ fn consecutive_listeners(mine: SocketAddr, r: u32, n: u32) -> Option<Chunks> {
     let first = u32::from(*a.ip()).checked_sub(r)?;
     first.checked_add(n.checked_sub(1)?)?;
     let port = a.port();
-    Some(Arc::new(move |p| encode_sockaddr(&SocketAddr::from((Ipv4Addr::from(first + p), port))).to_vec()))
+    Some(Arc::new(move |p, out| out.extend(encode_sockaddr(&SocketAddr::from((Ipv4Addr::from(first + p), port))))))
 }
 
 impl Rank {
@@ -713,7 +713,11 @@ mod tests {
     fn init_predicts_peers_on_consecutive_addresses_around_its_own() {
         let mine: SocketAddr = "10.0.0.5:7000".parse().unwrap();
         let predict = consecutive_listeners(mine, 4, 300).expect("IPv4 with room");
-        let at = |p| decode_sockaddr(predict(p).as_slice().try_into().unwrap()).unwrap();
+        let at = |p| {
+            let mut b = Vec::new();
+            predict(p, &mut b);
+            decode_sockaddr(b.as_slice().try_into().unwrap()).unwrap()
+        };
         assert_eq!(
             (at(0), at(4), at(299)),
             ("10.0.0.1:7000".parse().unwrap(), mine, "10.0.1.44:7000".parse().unwrap())

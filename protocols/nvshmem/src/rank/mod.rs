@@ -361,7 +361,8 @@ impl Rank {
                 if len > max {
                     return Err(invalid(format!("{len} bytes exceed max_message {max}")));
                 }
-                let mine = expected(rank);
+                let mut mine = Vec::with_capacity(len);
+                expected(rank, &mut mine);
                 let (input, result) = gathered(len, Buffer::default(), Buffer::predicted(len, n, expected), &mine);
                 (plan::allgather(rank, n, len), input, result)
             }
@@ -382,7 +383,8 @@ impl Rank {
                 if chunk > max {
                     return Err(invalid(format!("chunks of {chunk} bytes exceed max_message {max}")));
                 }
-                let mine = input(rank);
+                let mut mine = Vec::with_capacity(chunk);
+                input(rank, &mut mine);
                 let result = Buffer::predicted(chunk, n, expected);
                 let (input, result) = gathered(chunk, Buffer::made(chunk, n, input), result, &mine);
                 (plan::alltoall(rank, n, chunk, &self.cfg.variant, call_tag), input, result)
