@@ -8,12 +8,11 @@ use bootsim_core::time::Instant;
 
 use crate::io::Limits;
 use crate::listener::Listener;
-use crate::rank::{Op, Rank, RankConfig};
+use crate::rank::{Chunked, Op, Rank, RankConfig};
 use crate::root::{Root, RootConfig};
 use crate::seam::NvshmemNode;
 use crate::uid::UniqueId;
 use crate::variant::Variant;
-use crate::OpKind;
 
 /// The in-memory world running NVSHMEM's nodes.
 pub type MemNet = bootsim_core::memnet::MemNet<NvshmemNode>;
@@ -26,9 +25,8 @@ pub trait NvshmemNet {
     fn with_limits(nranks: u32, variant: Variant, limits: Limits) -> Self;
     /// Queues operations for rank `r`, started one after another once init is done.
     fn queue_ops(&mut self, r: u32, ops: impl IntoIterator<Item = Op>);
-    /// [`NvshmemNet::queue_ops`] of one operation of kind `kind` made when it starts
-    /// ([`Rank::push_with`]).
-    fn queue_with(&mut self, r: u32, kind: OpKind, make: impl Fn() -> Op + Send + Sync + 'static);
+    /// [`NvshmemNet::queue_ops`] of one chunked operation ([`Rank::push_chunked`]).
+    fn queue_chunked(&mut self, r: u32, op: Chunked);
     /// Rank `r`'s state machine.
     fn rank(&self, r: u32) -> &Rank;
 }
@@ -61,8 +59,8 @@ impl NvshmemNet for MemNet {
         });
     }
 
-    fn queue_with(&mut self, r: u32, kind: OpKind, make: impl Fn() -> Op + Send + Sync + 'static) {
-        self.with_rank(r, |node, now| node.rank_mut().expect("a rank").push_with(now, kind, make));
+    fn queue_chunked(&mut self, r: u32, op: Chunked) {
+        self.with_rank(r, |node, now| node.rank_mut().expect("a rank").push_chunked(now, op));
     }
 
     fn rank(&self, r: u32) -> &Rank {

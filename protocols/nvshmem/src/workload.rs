@@ -3,11 +3,14 @@
 //! Every payload is a pure function of (seed, sender, receiver, index), so the oracle knows
 //! every byte that should arrive and, for a wrong one, where it came from.
 
+use std::sync::Arc;
+
 use bootsim_core::seed::derive;
 use bootsim_core::Instant;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
+use crate::rank::{Chunked, Chunks};
 use crate::OpKind;
 use crate::{Op, QpHandle, Rank};
 
@@ -199,20 +202,32 @@ pub fn qp_handle(seed: u64, from: u32, to: u32, qp: u32) -> QpHandle {
 
 /// The chunk `from` sends `to` in the `index`-th operation (an alltoall of `len` bytes per peer).
 pub fn alltoall_chunk(seed: u64, index: u32, from: u32, to: u32, len: usize) -> Vec<u8> {
+    let mut chunk = Vec::with_capacity(len);
+    alltoall_chunk_into(seed, index, from, to, len, &mut chunk);
+    chunk
+}
+
+/// [`alltoall_chunk`], appended to `out`.
+fn alltoall_chunk_into(seed: u64, index: u32, from: u32, to: u32, len: usize, out: &mut Vec<u8>) {
     if len.is_multiple_of(QpHandle::SIZE) {
-        let mut chunk = Vec::with_capacity(len);
         for qp in 0..(len / QpHandle::SIZE) as u32 {
-            chunk.extend_from_slice(&qp_handle(seed ^ u64::from(index) << 48, from, to, qp).to_bytes());
+            out.extend_from_slice(&qp_handle(seed ^ u64::from(index) << 48, from, to, qp).to_bytes());
         }
-        chunk
     } else {
-        bytes(key(seed, 2, u64::from(index) << 32 | u64::from(from), u64::from(to)), len)
+        bytes_into(key(seed, 2, u64::from(index) << 32 | u64::from(from), u64::from(to)), len, out);
     }
 }
 
 /// What rank `from` contributes to the `index`-th operation (an allgather of `len` bytes).
 pub fn allgather_slice(seed: u64, index: u32, from: u32, len: usize) -> Vec<u8> {
-    bytes(key(seed, 3, u64::from(index), u64::from(from)), len)
+    let mut slice = Vec::with_capacity(len.next_multiple_of(8));
+    allgather_slice_into(seed, index, from, len, &mut slice);
+    slice
+}
+
+/// [`allgather_slice`], appended to `out`.
+fn allgather_slice_into(seed: u64, index: u32, from: u32, len: usize, out: &mut Vec<u8>) {
+    bytes_into(key(seed, 3, u64::from(index), u64::from(from)), len, out);
 }
 
 /// The 4 bytes rank `from` passes to the `index`-th operation (a barrier): non-zero, and
@@ -221,13 +236,13 @@ pub fn barrier_word(from: u32, index: u32) -> [u8; 4] {
     [0xba, (from & 0xff) as u8, ((from >> 8) & 0xff) as u8, (index & 0x7f) as u8 | 0x80]
 }
 
-fn bytes(k: u64, len: usize) -> Vec<u8> {
-    let mut b = Vec::with_capacity(len.next_multiple_of(8));
+/// `len` bytes derived from `k`, appended to `out`.
+fn bytes_into(k: u64, len: usize, out: &mut Vec<u8>) {
+    let end = out.len() + len;
     for i in 0..len.div_ceil(8) as u64 {
-        b.extend_from_slice(&mix(k ^ i).to_le_bytes());
+        out.extend_from_slice(&mix(k ^ i).to_le_bytes());
     }
-    b.truncate(len);
-    b
+    out.truncate(end);
 }
 
 /// The `n` pieces `piece(0..n)`, each `len` bytes, one after another (into one buffer of the
@@ -249,20 +264,41 @@ pub fn build_op(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Op {
     }
 }
 
-/// Queue workload op `index` on rank `r` of `n` ([`build_op`]'s operation): an all-to-all's
-/// chunks are made from the seed when it starts, not held by every rank from the start.
+/// Queue workload op `index` on rank `r` of `n` ([`build_op`]'s operation): an allgather or
+/// all-to-all chunked ([`Chunked`]), its chunks made from the seed when sent and its result
+/// held as its difference from [`expected_chunk_into`], not held whole by every rank at once.
 pub fn queue_op(rank: &mut Rank, now: Instant, spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) {
+    let expected: Chunks = Arc::new(move |p, out| expected_chunk_into(spec, seed, index, r, p, out));
     match spec {
-        OpSpec::Alltoall(_) => rank.push_with(now, OpKind::Alltoall, move || build_op(spec, seed, index, r, n)),
-        OpSpec::Allgather(_) | OpSpec::Barrier => rank.push(now, build_op(spec, seed, index, r, n)),
+        OpSpec::Allgather(len) => rank.push_chunked(now, Chunked::Allgather { len, expected }),
+        OpSpec::Alltoall(len) => {
+            let input: Chunks = Arc::new(move |p, out| alltoall_chunk_into(seed, index, r, p, len, out));
+            rank.push_chunked(now, Chunked::Alltoall { len, input, expected })
+        }
+        OpSpec::Barrier => rank.push(now, build_op(spec, seed, index, r, n)),
+    }
+}
+
+/// The chunk rank `r` must get from peer `p` in workload op `index` (none for a barrier),
+/// appended to `out`.
+pub fn expected_chunk_into(spec: OpSpec, seed: u64, index: u32, r: u32, p: u32, out: &mut Vec<u8>) {
+    match spec {
+        OpSpec::Allgather(len) => allgather_slice_into(seed, index, p, len, out),
+        OpSpec::Alltoall(len) => alltoall_chunk_into(seed, index, p, r, len, out),
+        OpSpec::Barrier => {}
     }
 }
 
 /// The result rank `r` must get from workload op `index`; `None` for a barrier (its bytes are unused).
 pub fn expected_result(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Option<Vec<u8>> {
     match spec {
-        OpSpec::Allgather(len) => Some(concat(n, len, |p| allgather_slice(seed, index, p, len))),
-        OpSpec::Alltoall(len) => Some(concat(n, len, |p| alltoall_chunk(seed, index, p, r, len))),
+        OpSpec::Allgather(len) | OpSpec::Alltoall(len) => {
+            let mut all = Vec::with_capacity(n as usize * len + 8);
+            for p in 0..n {
+                expected_chunk_into(spec, seed, index, r, p, &mut all);
+            }
+            Some(all)
+        }
         OpSpec::Barrier => None,
     }
 }

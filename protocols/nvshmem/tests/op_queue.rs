@@ -6,7 +6,7 @@ use std::time::Duration;
 use bootsim_core::OpId;
 use bootsim_nvshmem::memnet::{MemNet, NvshmemNet};
 use bootsim_nvshmem::OpKind;
-use bootsim_nvshmem::{BootstrapError, Completion, Op, Variant};
+use bootsim_nvshmem::{BootstrapError, Chunked, Chunks, Completion, Op, Variant};
 
 #[test]
 fn an_operation_that_cannot_start_fails_under_its_own_number_and_the_rest_never_start() {
@@ -42,34 +42,51 @@ fn a_long_queue_of_operations_that_complete_at_once_does_not_recurse() {
 }
 
 #[test]
-fn an_operation_made_when_it_starts_runs_as_the_same_operation_pushed_made() {
+fn a_chunked_operation_runs_as_the_same_operation_pushed_made_and_makes_each_chunk_when_sent() {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
-    let chunks = |r: u32| (0..3u8).flat_map(|p| [r as u8, p, 7]).collect::<Vec<u8>>();
-    let run = |later: bool| {
+    fn chunk(from: u32, to: u32) -> Vec<u8> {
+        vec![from as u8, to as u8, 7]
+    }
+    // Rank 2 expects a wrong chunk from rank 0: held as a difference, given back as received.
+    fn expected(r: u32, p: u32) -> Vec<u8> {
+        if (r, p) == (2, 0) {
+            vec![9; 3]
+        } else {
+            chunk(p, r)
+        }
+    }
+    fn slice(p: u32) -> Vec<u8> {
+        vec![p as u8 + 1; 5]
+    }
+    let run = |chunked: bool| {
         let made = Arc::new(AtomicU32::new(0));
         let mut net = MemNet::new(3, Variant::preset("nvshmem-3.7").unwrap());
         for r in 0..3u32 {
             net.queue_ops(r, [Op::Barrier { word: [1; 4] }]);
-            if later {
+            if chunked {
                 let counter = made.clone();
-                net.queue_with(r, OpKind::Alltoall, move || {
+                let input: Chunks = Arc::new(move |p, out| {
                     counter.fetch_add(1, Ordering::Relaxed);
-                    Op::Alltoall { chunks: chunks(r) }
+                    out.extend(chunk(r, p))
                 });
-                // Queued behind init and the barrier: not made yet.
+                let expected: Chunks = Arc::new(move |p, out| out.extend(expected(r, p)));
+                net.queue_chunked(r, Chunked::Alltoall { len: 3, input, expected });
+                net.queue_chunked(r, Chunked::Allgather { len: 5, expected: Arc::new(|p, out| out.extend(slice(p))) });
+                // Queued behind init and the barrier: nothing made yet.
                 assert_eq!(made.load(Ordering::Relaxed), 0);
             } else {
-                net.queue_ops(r, [Op::Alltoall { chunks: chunks(r) }]);
+                let chunks = (0..3).flat_map(|p| chunk(r, p)).collect();
+                net.queue_ops(r, [Op::Alltoall { chunks }, Op::Allgather { mine: slice(r) }]);
             }
         }
         net.run(Duration::from_secs(60));
         let results: Vec<Vec<Completion>> = (0..3).map(|r| net.results(r).into_iter().cloned().collect()).collect();
         (results, made.load(Ordering::Relaxed))
     };
-    let (eager, _) = run(false);
-    let (later, made) = run(true);
-    assert_eq!(made, 3, "made once per rank, when it started");
-    assert_eq!(eager, later);
-    assert!(later.iter().all(|res| res.len() == 2 && res.iter().all(|c| c.result.is_ok())), "{later:?}");
+    let (plain, _) = run(false);
+    let (chunked, made) = run(true);
+    assert_eq!(made, 9, "each rank made its own chunk and each one it sent, once");
+    assert_eq!(plain, chunked);
+    assert!(chunked.iter().all(|res| res.len() == 3 && res.iter().all(|c| c.result.is_ok())), "{chunked:?}");
 }

@@ -5,38 +5,91 @@
 
 use std::collections::BTreeMap;
 
+use bootsim_core::ids::OpType;
 use bootsim_core::{MsgOrigin, OpId, RunRecord, SentMsg, TakenMsg};
 
 use super::{drain, errors, integrity, leaks, liveness, mismatches, provenance_of, Finding, Provenance, Verdict};
 use bootsim_nvshmem::workload::{expected_result, OpSpec};
 
-/// A take of one rank not yet judged with its operation: the receiving step, the peer it
-/// asked for and the message it was. 32 bytes: a world in an alltoall holds one per message.
+/// A take of one rank not yet judged with its operation: the receiving step (its origin, in
+/// pieces), the peer it asked for and which message it was. 24 bytes: a world in an all-to-all
+/// holds one per message (n² at once), so another message's record is kept aside
+/// ([`Pending::others`]), not in every take.
 #[derive(Debug)]
 struct PendingTake {
-    origin: MsgOrigin,
+    op: OpId,
+    step: u32,
     from: u32,
-    /// Whether the world recorded the message it was.
-    known: bool,
-    /// That message, when it was not the one its own step sent (same operation, type and
-    /// step, from the peer asked for); a field of its own rather than an enum with the two
-    /// cases above, which would not fit in 32 bytes.
-    other: Option<Box<SentMsg>>,
+    kind: OpType,
+    source: TakeSource,
+}
+
+/// Which message a take was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TakeSource {
+    /// Not recorded.
+    Unknown,
+    /// The one its own step sent: same operation, kind and step, from the peer asked for.
+    Own,
+    /// Another: its record is the first of [`Pending::others`] with the same operation and peer.
+    Other,
 }
 
 impl PendingTake {
     fn new(t: &TakenMsg, source: Option<&SentMsg>) -> PendingTake {
-        let other = source.filter(|s| s.origin != t.origin || s.from != t.from).map(|s| Box::new(s.clone()));
-        PendingTake { origin: t.origin, from: t.from, known: source.is_some(), other }
+        let source = match source {
+            None => TakeSource::Unknown,
+            Some(s) if s.origin == t.origin && s.from == t.from => TakeSource::Own,
+            Some(_) => TakeSource::Other,
+        };
+        let MsgOrigin { op, kind, step } = t.origin;
+        PendingTake { op, step, from: t.from, kind, source }
     }
 
-    /// The message it was, as findings name it (`provenance_of` it).
-    fn source(&self) -> Option<Provenance> {
-        match &self.other {
-            _ if !self.known => None,
-            None => Some(Provenance::Message { from: self.from, origin: self.origin }),
-            Some(s) => Some(provenance_of(s)),
+    fn origin(&self) -> MsgOrigin {
+        MsgOrigin { op: self.op, kind: self.kind, step: self.step }
+    }
+}
+
+/// One rank's takes whose operation has not completed yet.
+#[derive(Debug, Default)]
+struct Pending {
+    takes: Vec<PendingTake>,
+    /// The messages of the takes that were another message ([`TakeSource::Other`]), in order,
+    /// with the operation and peer of their take.
+    others: Vec<(OpId, u32, SentMsg)>,
+}
+
+impl Pending {
+    fn push(&mut self, t: &TakenMsg, source: Option<&SentMsg>) {
+        let take = PendingTake::new(t, source);
+        if let (TakeSource::Other, Some(s)) = (take.source, source) {
+            self.others.push((take.op, take.from, s.clone()));
         }
+        // Grown by an eighth, not doubled: n ranks each hold about n takes at once.
+        if self.takes.len() == self.takes.capacity() {
+            self.takes.reserve_exact((self.takes.len() / 8).max(16));
+        }
+        self.takes.push(take);
+    }
+
+    /// The message the first take of operation `op` from `peer` was, as findings name it
+    /// (`provenance_of` it).
+    fn source(&self, op: OpId, peer: u32) -> Option<Provenance> {
+        let take = self.takes.iter().find(|t| t.op == op && t.from == peer)?;
+        match take.source {
+            TakeSource::Unknown => None,
+            TakeSource::Own => Some(Provenance::Message { from: take.from, origin: take.origin() }),
+            TakeSource::Other => {
+                self.others.iter().find(|(o, f, _)| *o == op && *f == peer).map(|(_, _, s)| provenance_of(s))
+            }
+        }
+    }
+
+    /// Forgets the takes of operations up to `op`.
+    fn done_up_to(&mut self, op: OpId) {
+        self.takes.retain(|t| t.op > op);
+        self.others.retain(|(o, _, _)| *o > op);
     }
 }
 
@@ -49,7 +102,7 @@ pub struct Judge {
     /// Mismatches, in the order they were taken.
     mismatches: Vec<Finding>,
     /// Per rank: its takes whose operation has not completed yet.
-    pending: Vec<Vec<PendingTake>>,
+    pending: Vec<Pending>,
     /// Per rank: each operation's error or corruption, in operation order.
     ops: Vec<Vec<Finding>>,
     /// Each allgather's expected result by operation index, with how many ranks have yet to
@@ -77,7 +130,7 @@ impl Judge {
         if let Some(sent) = source {
             self.mismatches.extend(mismatches::of_take(t, sent));
         }
-        slot(&mut self.pending, t.rank).push(PendingTake::new(t, source));
+        slot(&mut self.pending, t.rank).push(t, source);
     }
 
     /// Rank `r`'s operation `index` (from 0; init is not one) ended with `result`: its error,
@@ -89,9 +142,7 @@ impl Judge {
         match result {
             Err(e) => ops.push(errors::op(r, e)),
             Ok(got) => {
-                let source = |peer: u32| {
-                    pending.iter().find(|t| t.origin.op == op && t.from == peer).and_then(PendingTake::source)
-                };
+                let source = |peer: u32| pending.source(op, peer);
                 let (specs, seed, n) = (&self.specs, self.seed, self.n);
                 let expected = |spec| expected_result(spec, seed, index as u32, r, n);
                 match specs.get(index) {
@@ -113,12 +164,12 @@ impl Judge {
                 }
             }
         }
-        pending.retain(|t| t.origin.op > op);
+        pending.done_up_to(op);
     }
 
     /// Init of rank `r` ended: its takes are judged by nothing else.
     pub fn init_ended(&mut self, r: u32) {
-        slot(&mut self.pending, r).retain(|t| t.origin.op > OpId(0));
+        slot(&mut self.pending, r).done_up_to(OpId(0));
     }
 
     /// The verdict and findings, in the fixed order: mismatches as taken; then per rank its
@@ -161,10 +212,10 @@ pub(crate) fn conclude(
 }
 
 /// Rank `r`'s entry of a per-rank table, made if the table is shorter.
-fn slot<T>(table: &mut Vec<Vec<T>>, r: u32) -> &mut Vec<T> {
+fn slot<T: Default>(table: &mut Vec<T>, r: u32) -> &mut T {
     let r = r as usize;
     if table.len() <= r {
-        table.resize_with(r + 1, Vec::new);
+        table.resize_with(r + 1, T::default);
     }
     &mut table[r]
 }
@@ -176,7 +227,7 @@ mod tests {
 
     use bootsim_core::RunRecord;
 
-    use super::{provenance_of, Judge, PendingTake};
+    use super::{provenance_of, Judge, Pending, PendingTake};
     use crate::oracle::Verdict;
     use bootsim_nvshmem::workload::{expected_result, OpSpec};
 
@@ -211,8 +262,8 @@ mod tests {
 
     #[test]
     fn a_pending_take_is_small_and_names_its_source_as_the_sent_message_would() {
-        // A world in an alltoall holds one per message in flight.
-        assert!(std::mem::size_of::<PendingTake>() <= 32, "{}", std::mem::size_of::<PendingTake>());
+        // A world in an alltoall holds one per message.
+        assert!(std::mem::size_of::<PendingTake>() <= 24, "{}", std::mem::size_of::<PendingTake>());
         let origin = |op, step| MsgOrigin { op: OpId(op), kind: OpKind::Alltoall.op_type(), step };
         let t = TakenMsg {
             at: Instant::ZERO,
@@ -225,9 +276,24 @@ mod tests {
             conn: None,
         };
         let sent = |o, from| SentMsg { from, to: 1, tag: 1, origin: o, size: 48, at: Instant::ZERO };
+        let one = |s: Option<&SentMsg>| {
+            let mut p = Pending::default();
+            p.push(&t, s);
+            p.source(OpId(2), 0)
+        };
         for s in [sent(origin(2, 1), 0), sent(origin(1, 1), 0), sent(origin(2, 1), 3), sent(origin(2, 2), 0)] {
-            assert_eq!(PendingTake::new(&t, Some(&s)).source(), Some(provenance_of(&s)), "{s:?}");
+            assert_eq!(one(Some(&s)), Some(provenance_of(&s)), "{s:?}");
         }
-        assert_eq!(PendingTake::new(&t, None).source(), None);
+        assert_eq!(one(None), None);
+        // Among several: the first take of the operation from the peer, with its own record.
+        let mut p = Pending::default();
+        let (a, b) = (sent(origin(1, 1), 0), sent(origin(1, 2), 0));
+        p.push(&TakenMsg { from: 3, ..t.clone() }, Some(&SentMsg { from: 3, ..a.clone() }));
+        p.push(&t, Some(&b));
+        p.push(&t, Some(&a));
+        assert_eq!(p.source(OpId(2), 0), Some(provenance_of(&b)));
+        assert_eq!(p.source(OpId(2), 3), Some(provenance_of(&SentMsg { from: 3, ..a })));
+        p.done_up_to(OpId(2));
+        assert_eq!((p.takes.len(), p.others.len(), p.source(OpId(2), 0)), (0, 0, None));
     }
 }

@@ -1,6 +1,7 @@
 //! One bootstrap rank as a sans-IO state machine: NVSHMEM's `nvshmemi_bootstrap_plugin_init`,
 //! `bootstrap_send`/`bootstrap_recv` and the collectives, step for step, under any [`Variant`].
 
+mod buffer;
 mod conn;
 mod exec;
 mod peers;
@@ -23,6 +24,8 @@ use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
 use crate::OpKind;
 
+use buffer::Buffer;
+pub use buffer::{Chunked, Chunks};
 use conn::{ConnTable, Role};
 use peers::{PeerAddrs, PeerVec};
 use plan::Step;
@@ -101,8 +104,8 @@ struct Running {
     id: OpId,
     kind: OpKind,
     steps: plan::Steps,
-    input: Vec<u8>,
-    result: Vec<u8>,
+    input: Buffer,
+    result: Buffer,
     wait: Wait,
 }
 
@@ -230,12 +233,12 @@ impl Rank {
             });
             return rank;
         }
-        let result = vec![0u8; n * SOCKADDR_LEN];
+        let result = Buffer::Zeroed(n * SOCKADDR_LEN);
         rank.op = Some(Running {
             id: OpId(0),
             kind: OpKind::Init,
             steps: plan::init(rank.cfg.rank, rank.cfg.nranks, SOCKADDR_LEN),
-            input: Vec::new(),
+            input: Buffer::default(),
             result,
             wait: Wait::Start,
         });
@@ -310,11 +313,12 @@ impl Rank {
         self.enqueue(now, Queued::Ready(op));
     }
 
-    /// [`Rank::push`] of an operation of kind `kind` that `make` makes when it starts: the
-    /// inputs of queued operations are not held meanwhile (an all-to-all's are n chunks per
-    /// rank, n² in the world). `make` must make an operation of kind `kind`.
-    pub fn push_with(&mut self, now: Instant, kind: OpKind, make: impl Fn() -> Op + Send + Sync + 'static) {
-        self.enqueue(now, Queued::Later { kind, make: std::sync::Arc::new(make) });
+    /// [`Rank::push`] of an operation whose bytes are made from the seed ([`Chunked`]): its
+    /// input chunks are made when sent and its result is held as its difference from the
+    /// expected one, so neither is held whole (an all-to-all's or allgather's is n chunks per
+    /// rank, n² in the world); it completes with the bytes the plain operation would.
+    pub fn push_chunked(&mut self, now: Instant, op: Chunked) {
+        self.enqueue(now, Queued::Chunked(op));
     }
 
     fn enqueue(&mut self, now: Instant, q: Queued) {
@@ -342,7 +346,7 @@ impl Rank {
         }
         let Some(q) = self.queued.pop_front() else { return };
         let kind = q.kind();
-        if let Err(error) = self.start(q.op()) {
+        if let Err(error) = self.start(q) {
             let id = OpId(self.next_op);
             self.next_op += 1;
             self.queued.clear();
@@ -351,7 +355,7 @@ impl Rank {
     }
 
     /// Starts an application operation. Only one runs at a time, after init.
-    fn start(&mut self, op: Op) -> Result<OpId, BootstrapError> {
+    fn start(&mut self, op: Queued) -> Result<OpId, BootstrapError> {
         let (rank, n) = (self.cfg.rank, self.cfg.nranks);
         let kind = op.kind();
         let invalid = |reason: String| BootstrapError::InvalidOp { rank, op: kind, reason };
@@ -362,21 +366,35 @@ impl Rank {
             return Err(invalid(format!("{} #{} is still running", running.kind, running.id.0.saturating_sub(1))));
         }
         let max = self.cfg.limits.max_message;
-        let call_tag = match (&op, self.cfg.variant.first_call_tag()) {
-            (Op::Alltoall { .. } | Op::Barrier { .. }, Some(_)) => Some(self.reserve_call_tag(kind)?),
+        let call_tag = match (kind, self.cfg.variant.first_call_tag()) {
+            (OpKind::Alltoall | OpKind::Barrier, Some(_)) => Some(self.reserve_call_tag(kind)?),
             _ => None,
         };
+        // An allgather's or all-to-all's input and result, its own chunk (of `len` bytes) in place.
+        let gathered = |len: usize, input: Buffer, mut result: Buffer, mine: &[u8]| {
+            result.write(rank as usize * len, mine);
+            (input, result)
+        };
         let (steps, input, result) = match op {
-            Op::Allgather { mine } => {
-                if mine.len() > max {
-                    return Err(invalid(format!("{} bytes exceed max_message {max}", mine.len())));
-                }
+            Queued::Ready(Op::Allgather { mine }) => {
                 let len = mine.len();
-                let mut result = vec![0u8; len * n as usize];
-                result[rank as usize * len..(rank as usize + 1) * len].copy_from_slice(&mine);
-                (plan::allgather(rank, n, len), Vec::new(), result)
+                if len > max {
+                    return Err(invalid(format!("{len} bytes exceed max_message {max}")));
+                }
+                let (input, result) =
+                    gathered(len, Buffer::default(), Buffer::Bytes(vec![0u8; len * n as usize]), &mine);
+                (plan::allgather(rank, n, len), input, result)
             }
-            Op::Alltoall { chunks } => {
+            Queued::Chunked(Chunked::Allgather { len, expected }) => {
+                if len > max {
+                    return Err(invalid(format!("{len} bytes exceed max_message {max}")));
+                }
+                let mut mine = Vec::with_capacity(len);
+                expected(rank, &mut mine);
+                let (input, result) = gathered(len, Buffer::default(), Buffer::predicted(len, n, expected), &mine);
+                (plan::allgather(rank, n, len), input, result)
+            }
+            Queued::Ready(Op::Alltoall { chunks }) => {
                 if chunks.len() % n as usize != 0 {
                     return Err(invalid(format!("{} bytes do not split into {n} equal chunks", chunks.len())));
                 }
@@ -384,28 +402,39 @@ impl Rank {
                 if chunk > max {
                     return Err(invalid(format!("chunks of {chunk} bytes exceed max_message {max}")));
                 }
-                let mut result = vec![0u8; chunks.len()];
-                let mine = rank as usize * chunk..(rank as usize + 1) * chunk;
-                result[mine.clone()].copy_from_slice(&chunks[mine]);
-                (plan::alltoall(rank, n, chunk, &self.cfg.variant, call_tag), chunks, result)
+                let mine = chunks[rank as usize * chunk..(rank as usize + 1) * chunk].to_vec();
+                let result = Buffer::Bytes(vec![0u8; chunks.len()]);
+                let (input, result) = gathered(chunk, Buffer::Bytes(chunks), result, &mine);
+                (plan::alltoall(rank, n, chunk, &self.cfg.variant, call_tag), input, result)
             }
-            Op::Barrier { word } => {
+            Queued::Chunked(Chunked::Alltoall { len: chunk, input, expected }) => {
+                if chunk > max {
+                    return Err(invalid(format!("chunks of {chunk} bytes exceed max_message {max}")));
+                }
+                let mut mine = Vec::with_capacity(chunk);
+                input(rank, &mut mine);
+                let result = Buffer::predicted(chunk, n, expected);
+                let (input, result) = gathered(chunk, Buffer::made(chunk, n, input), result, &mine);
+                (plan::alltoall(rank, n, chunk, &self.cfg.variant, call_tag), input, result)
+            }
+            Queued::Ready(Op::Barrier { word }) => {
                 let word = if self.cfg.variant.zeroes_barrier_word() { [0; 4] } else { word };
-                (plan::barrier(rank, n, &self.cfg.variant, call_tag), Vec::new(), word.to_vec())
+                (plan::barrier(rank, n, &self.cfg.variant, call_tag), Buffer::default(), Buffer::Bytes(word.to_vec()))
             }
-            Op::Send { peer, tag, data } => {
+            Queued::Ready(Op::Send { peer, tag, data }) => {
                 if peer >= n || data.len() > max {
                     return Err(invalid(format!("send of {} bytes to rank {peer} (world {n}, max {max})", data.len())));
                 }
                 let range = 0..data.len();
                 let step = plan::Step::Send { peer, tag, step: 1, source: plan::Source::Input, range };
-                (plan::Steps::of([step]), data, Vec::new())
+                (plan::Steps::of([step]), Buffer::Bytes(data), Buffer::default())
             }
-            Op::Recv { peer, tag, size } => {
+            Queued::Ready(Op::Recv { peer, tag, size }) => {
                 if peer >= n || size > max {
                     return Err(invalid(format!("recv of {size} bytes from rank {peer} (world {n}, max {max})")));
                 }
-                (plan::Steps::of([plan::Step::Recv { peer, tag, step: 1, into: 0..size }]), Vec::new(), vec![0u8; size])
+                let steps = plan::Steps::of([plan::Step::Recv { peer, tag, step: 1, into: 0..size }]);
+                (steps, Buffer::default(), Buffer::Bytes(vec![0u8; size]))
             }
         };
         let id = OpId(self.next_op);

@@ -1,22 +1,19 @@
-//! Operations waiting in a rank's queue: made already, or made when they start (an input
-//! generated from a seed when it is needed, instead of held by every rank from the start).
+//! Operations waiting in a rank's queue: made already, or chunked (inputs made from the seed
+//! when sent, instead of held by every rank from the start).
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
 
 use crate::OpKind;
 
+use super::buffer::Chunked;
 use super::Op;
-
-/// How a queued operation is made when it starts.
-pub(crate) type Make = Arc<dyn Fn() -> Op + Send + Sync>;
 
 /// A queued operation.
 #[derive(Clone)]
 pub(crate) enum Queued {
     Ready(Op),
-    Later { kind: OpKind, make: Make },
+    Chunked(Chunked),
 }
 
 impl Queued {
@@ -24,15 +21,8 @@ impl Queued {
     pub(crate) fn kind(&self) -> OpKind {
         match self {
             Queued::Ready(op) => op.kind(),
-            Queued::Later { kind, .. } => *kind,
-        }
-    }
-
-    /// The operation itself.
-    pub(crate) fn op(self) -> Op {
-        match self {
-            Queued::Ready(op) => op,
-            Queued::Later { make, .. } => make(),
+            Queued::Chunked(Chunked::Allgather { .. }) => OpKind::Allgather,
+            Queued::Chunked(Chunked::Alltoall { .. }) => OpKind::Alltoall,
         }
     }
 }
@@ -41,7 +31,7 @@ impl fmt::Debug for Queued {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Queued::Ready(op) => op.fmt(f),
-            Queued::Later { kind, .. } => write!(f, "{kind:?} (made when it starts)"),
+            Queued::Chunked(c) => c.fmt(f),
         }
     }
 }
@@ -51,7 +41,7 @@ impl Hash for Queued {
     fn hash<H: Hasher>(&self, h: &mut H) {
         match self {
             Queued::Ready(op) => op.hash(h),
-            Queued::Later { kind, .. } => kind.hash(h),
+            Queued::Chunked(_) => self.kind().hash(h),
         }
     }
 }

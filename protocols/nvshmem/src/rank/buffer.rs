@@ -1,0 +1,271 @@
+//! An operation's input or result buffer: its bytes, or, for a [`Chunked`] operation, what can
+//! be made again from the seed. A world of n ranks in an allgather or all-to-all holds n
+//! buffers of n chunks each (1.9 GB at 4096 ranks); a chunked buffer holds only the chunks that
+//! differ from the ones predicted (none in a healthy run) and a bit per chunk written, yet
+//! reads, and gives back at completion, exactly the bytes a plain buffer would.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Makes chunk `p` of a buffer from the seed (a pure function of `p`), appending it to the
+/// vector given (so a buffer made whole, or compared chunk by chunk, allocates once).
+pub type Chunks = Arc<dyn Fn(u32, &mut Vec<u8>) + Send + Sync>;
+
+/// An allgather or all-to-all whose bytes are pure functions of the peer: the rank makes each
+/// input chunk when it sends it and keeps of its result only the chunks that differ from
+/// `expected`, and completes with the same bytes the plain [`super::Op`] would give.
+#[derive(Clone)]
+pub enum Chunked {
+    /// [`super::Op::Allgather`] of `expected(rank)`, `len` bytes; slice p should be `expected(p)`.
+    Allgather {
+        /// Each rank's contribution, in bytes.
+        len: usize,
+        /// Rank p's contribution, made on demand.
+        expected: Chunks,
+    },
+    /// [`super::Op::Alltoall`] of chunks `input(0..n)`, `len` bytes each; chunk p of the result
+    /// should be `expected(p)`.
+    Alltoall {
+        /// Each chunk's size, in bytes.
+        len: usize,
+        /// This rank's chunk for peer p, made when it is sent.
+        input: Chunks,
+        /// The chunk peer p should send this rank.
+        expected: Chunks,
+    },
+}
+
+impl fmt::Debug for Chunked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Chunked::Allgather { len, .. } => write!(f, "Allgather {{ len: {len} }} (chunked)"),
+            Chunked::Alltoall { len, .. } => write!(f, "Alltoall {{ len: {len} }} (chunked)"),
+        }
+    }
+}
+
+/// An operation's buffer.
+#[derive(Clone)]
+pub(crate) enum Buffer {
+    /// The bytes themselves.
+    Bytes(Vec<u8>),
+    /// `len` zero bytes, not allocated until written (init's table before a rank knows the
+    /// addresses to predict: every rank holds one from the start, n² bytes in the world).
+    Zeroed(usize),
+    /// `n` chunks of `len` bytes, each zero until written; a written one is `predict(p)`
+    /// unless `differ` holds its bytes. `last` keeps the last chunk written as predicted, made
+    /// once (a ring forwards the chunk it received last).
+    Predicted {
+        len: usize,
+        n: u32,
+        predict: Chunks,
+        written: Vec<u64>,
+        differ: BTreeMap<u32, Vec<u8>>,
+        last: Option<(u32, Vec<u8>)>,
+    },
+}
+
+impl Buffer {
+    /// `n` zeroed chunks of `len` bytes, predicted to become `predict(p)`.
+    pub(crate) fn predicted(len: usize, n: u32, predict: Chunks) -> Buffer {
+        let written = vec![0; (n as usize).div_ceil(64)];
+        Buffer::Predicted { len, n, predict, written, differ: BTreeMap::new(), last: None }
+    }
+
+    /// `n` chunks of `len` bytes, chunk p being `make(p)` (made when read).
+    pub(crate) fn made(len: usize, n: u32, make: Chunks) -> Buffer {
+        let mut b = Buffer::predicted(len, n, make);
+        if let Buffer::Predicted { written, .. } = &mut b {
+            written.iter_mut().for_each(|w| *w = !0);
+        }
+        b
+    }
+
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Buffer::Bytes(b) => b.len(),
+            Buffer::Zeroed(len) => *len,
+            Buffer::Predicted { len, n, .. } => len * *n as usize,
+        }
+    }
+
+    /// Chunk `p` as it stands.
+    fn chunk(&self, p: u32) -> Cow<'_, [u8]> {
+        match self {
+            Buffer::Bytes(_) | Buffer::Zeroed(_) => unreachable!("only a predicted buffer is read by chunk"),
+            Buffer::Predicted { len, predict, written, differ, last, .. } => match differ.get(&p) {
+                Some(bytes) => Cow::Borrowed(bytes),
+                None if last.as_ref().is_some_and(|(q, _)| *q == p) => Cow::Borrowed(&last.as_ref().expect("set").1),
+                None if written[p as usize / 64] >> (p % 64) & 1 == 1 => {
+                    let mut c = Vec::with_capacity(*len);
+                    predict(p, &mut c);
+                    Cow::Owned(c)
+                }
+                None => Cow::Owned(vec![0; *len]),
+            },
+        }
+    }
+
+    /// The bytes in `range`.
+    pub(crate) fn read(&self, range: Range<usize>) -> Cow<'_, [u8]> {
+        match self {
+            Buffer::Bytes(b) => Cow::Borrowed(&b[range]),
+            Buffer::Zeroed(len) => Cow::Owned(vec![0; *len][range].to_vec()),
+            Buffer::Predicted { len, .. } if *len > 0 && range.start / len == range.end.saturating_sub(1) / len => {
+                let p = range.start / len;
+                match self.chunk(p as u32) {
+                    Cow::Borrowed(c) => Cow::Borrowed(&c[range.start - p * len..range.end - p * len]),
+                    Cow::Owned(c) => Cow::Owned(c[range.start - p * len..range.end - p * len].to_vec()),
+                }
+            }
+            Buffer::Predicted { .. } => Cow::Owned(self.to_vec()[range].to_vec()),
+        }
+    }
+
+    /// Copies `bytes` in at `at`.
+    pub(crate) fn write(&mut self, at: usize, bytes: &[u8]) {
+        let len = match self {
+            Buffer::Bytes(b) => return b[at..at + bytes.len()].copy_from_slice(bytes),
+            Buffer::Zeroed(len) => {
+                *self = Buffer::Bytes(vec![0; *len]);
+                return self.write(at, bytes);
+            }
+            Buffer::Predicted { len, .. } => *len,
+        };
+        let mut done = 0;
+        while done < bytes.len() {
+            let (p, off) = ((at + done) / len, (at + done) % len);
+            let n = (len - off).min(bytes.len() - done);
+            if n == len {
+                self.set_chunk(p as u32, &bytes[done..done + n]);
+            } else {
+                let mut chunk = self.chunk(p as u32).into_owned();
+                assert!(off + n <= chunk.len(), "write at {at} of {} bytes past the buffer", bytes.len());
+                chunk[off..off + n].copy_from_slice(&bytes[done..done + n]);
+                self.set_chunk(p as u32, &chunk);
+            }
+            done += n;
+        }
+    }
+
+    fn set_chunk(&mut self, p: u32, chunk: &[u8]) {
+        let Buffer::Predicted { n, predict, written, differ, last, .. } = self else { return };
+        assert!(p < *n, "chunk {p} past the buffer's {n}");
+        written[p as usize / 64] |= 1 << (p % 64);
+        // The last chunk's vector, reused for the prediction.
+        let mut predicted = last.take().map(|(_, v)| v).unwrap_or_default();
+        predicted.clear();
+        predict(p, &mut predicted);
+        if chunk == predicted.as_slice() {
+            differ.remove(&p);
+            *last = Some((p, predicted));
+        } else {
+            differ.insert(p, chunk.to_vec());
+        }
+    }
+
+    /// All its bytes.
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        match self {
+            Buffer::Bytes(b) => b.clone(),
+            Buffer::Zeroed(len) => vec![0; *len],
+            Buffer::Predicted { len, n, predict, written, differ, .. } => {
+                let mut all = Vec::with_capacity(self.len());
+                for p in 0..*n {
+                    match differ.get(&p) {
+                        Some(bytes) => all.extend_from_slice(bytes),
+                        None if written[p as usize / 64] >> (p % 64) & 1 == 1 => predict(p, &mut all),
+                        None => all.resize(all.len() + len, 0),
+                    }
+                }
+                all
+            }
+        }
+    }
+
+    /// All its bytes, taken.
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        match self {
+            Buffer::Bytes(b) => b,
+            b => b.to_vec(),
+        }
+    }
+}
+
+impl Default for Buffer {
+    fn default() -> Self {
+        Buffer::Bytes(Vec::new())
+    }
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Buffer::Bytes(b) => b.fmt(f),
+            Buffer::Zeroed(len) => write!(f, "{len} zero bytes"),
+            Buffer::Predicted { len, n, differ, .. } => {
+                write!(f, "{n} chunks of {len} bytes, {} not as predicted", differ.len())
+            }
+        }
+    }
+}
+
+/// Hashes as the bytes it stands for (an explorer's fingerprints do not see the form).
+impl Hash for Buffer {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        match self {
+            Buffer::Bytes(b) => b.hash(h),
+            b => b.to_vec().hash(h),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::DefaultHasher;
+
+    use super::*;
+
+    fn hash_of(x: &impl Hash) -> u64 {
+        let mut h = DefaultHasher::new();
+        x.hash(&mut h);
+        h.finish()
+    }
+
+    #[test]
+    fn a_predicted_buffer_reads_and_ends_as_the_plain_one_whatever_is_written() {
+        let predict: Chunks = Arc::new(|p, out| out.extend([p as u8 + 1; 3]));
+        let mut plain = Buffer::Bytes(vec![0; 12]);
+        let mut pred = Buffer::predicted(3, 4, predict.clone());
+        let writes: [(usize, &[u8]); 5] =
+            [(3, &[2, 2, 2]), (0, &[9, 9, 9]), (6, &[3]), (9, &[4, 4, 4]), (0, &[1, 1, 1])];
+        for (at, bytes) in writes {
+            plain.write(at, bytes);
+            pred.write(at, bytes);
+            assert_eq!(pred.to_vec(), plain.to_vec(), "after a write at {at}");
+            assert_eq!(hash_of(&pred), hash_of(&plain));
+            for r in [0..3, 3..6, 6..8, 2..7, 0..12] {
+                assert_eq!(pred.read(r.clone()), plain.read(r));
+            }
+        }
+        // Chunk 2 was written short (one byte of three): only it is held.
+        let Buffer::Predicted { differ, .. } = &pred else { panic!() };
+        assert_eq!(differ.keys().collect::<Vec<_>>(), [&2]);
+        assert_eq!(pred.len(), 12);
+        assert_eq!(pred.into_vec(), plain.into_vec());
+        let mut zeroed = Buffer::Zeroed(6);
+        assert_eq!(
+            (zeroed.to_vec(), zeroed.read(1..3), hash_of(&zeroed)),
+            (vec![0; 6], vec![0; 2].into(), hash_of(&Buffer::Bytes(vec![0; 6])))
+        );
+        zeroed.write(2, &[5]);
+        assert!(matches!(&zeroed, Buffer::Bytes(b) if b == &[0, 0, 5, 0, 0, 0]), "{zeroed:?}");
+        let made = Buffer::made(3, 2, predict);
+        assert_eq!(made.to_vec(), [1, 1, 1, 2, 2, 2]);
+    }
+}
