@@ -12,8 +12,6 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
-// Undocumented until NVSHMEM's second output enum is removed here: removed by the nvout branch.
-#[allow(missing_docs)]
 pub mod io;
 pub mod listener;
 #[cfg(any(test, feature = "testing"))]
