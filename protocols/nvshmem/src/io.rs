@@ -32,6 +32,10 @@ pub type Observation = bootsim_core::seam::Observation<Completion, Event>;
 /// [`bootsim_core::seam::Output`], an [`Effect`] or an [`Observation`].
 pub type Output = bootsim_core::seam::Output<Listener, Completion, Event>;
 
+/// The outputs a node has made and the driver has not yet polled: the seam's
+/// [`bootsim_core::seam::Outbox`] of NVSHMEM's outputs.
+pub(crate) type Outbox = bootsim_core::seam::Outbox<Listener, Completion, Event>;
+
 /// The end of an operation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Completion {

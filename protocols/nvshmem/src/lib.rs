@@ -16,7 +16,6 @@ pub mod io;
 pub mod listener;
 #[cfg(any(test, feature = "testing"))]
 pub mod memnet;
-mod outbox;
 pub mod ports;
 pub mod qp_handle;
 pub mod rank;
