@@ -27,8 +27,10 @@
 pub mod checkin;
 mod io;
 mod node;
+mod outbox;
 mod protocol;
 
 pub use io::{Effect, Input, Observation, Output, OwnedInput};
 pub use node::{Completed, ListenerKey, Node, NodeOutput, Noted, Observed, PeerPorts};
+pub use outbox::Outbox;
 pub use protocol::{Judge, Nodes, Protocol, Setup};

@@ -149,10 +149,8 @@ impl Rank {
             }
             Input::ListenFailed { listener, reason } => self.fail(Error::Listen { listener, reason }),
             Input::Connected { conn } if conn == self.root_conn => {
-                let mut bytes = Vec::new();
-                CheckIn { rank: self.cfg.rank, addr: self.addr.expect("listening before connecting") }
-                    .encode(&mut bytes);
-                self.out.write(conn, bytes);
+                let check_in = CheckIn { rank: self.cfg.rank, addr: self.addr.expect("listening before connecting") };
+                self.out.write(conn, |b| check_in.encode(b));
             }
             Input::Connected { conn } => self.send(conn),
             Input::ConnectFailed { conn, reason } => {
@@ -258,9 +256,7 @@ impl Rank {
             tag,
             payload: payload(self.cfg.seed, self.cfg.rank, to, round, self.cfg.workload.len),
         };
-        let mut bytes = Vec::new();
-        msg.encode(&mut bytes);
-        self.out.write(conn, bytes);
+        self.out.write(conn, |b| msg.encode(b));
         self.out.event(Event::Sent { conn, to, tag, round, size: self.cfg.workload.len });
         self.out.effect(Effect::Close { conn });
         self.try_complete();

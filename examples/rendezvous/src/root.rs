@@ -104,11 +104,9 @@ impl Root {
 
     fn send_table(&mut self) {
         let addrs: Vec<SocketAddr> = self.checked_in.values().map(|&(_, a)| a).collect();
-        let mut table = Vec::new();
-        encode_table(&mut table, &addrs);
         let conns: Vec<ConnId> = self.checked_in.values().map(|&(c, _)| c).collect();
         for conn in conns {
-            self.out.write(conn, table.clone());
+            self.out.write(conn, |b| encode_table(b, &addrs));
             self.out.effect(Effect::Close { conn });
         }
         self.out.effect(Effect::CloseListener { listener: Listener::Rendezvous });

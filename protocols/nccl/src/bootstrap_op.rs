@@ -90,12 +90,12 @@ mod tests {
         use bootsim_core::seam::{Noted, Observed};
         use bootsim_core::ConnId;
 
-        use crate::io::Observation;
+        use crate::io::Event;
 
         let op = BootstrapOp::of(CallKind::SetupSync { graph: Graph::Ring, conn_index: 0, i: 1 });
         let (conn, step, logical_tag, nth) = (ConnId(3), 4, 9, 1);
-        let sent = Observation::Sent { conn, step, to: 1, tag: 9, logical_tag, nth, op, size: 4 };
-        let taken = Observation::Taken { conn, step, from: 0, tag: 9, logical_tag, nth, op, size: 4, expected: 4 };
+        let sent = Event::Sent { conn, step, to: 1, tag: 9, logical_tag, nth, op, size: 4 };
+        let taken = Event::Taken { conn, step, from: 0, tag: 9, logical_tag, nth, op, size: 4, expected: 4 };
         let (Noted::Sent { origin: s, .. }, Noted::Taken { origin: t, .. }) = (sent.noted(), taken.noted()) else {
             panic!("a send and a take")
         };

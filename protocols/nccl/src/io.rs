@@ -1,19 +1,18 @@
-//! The contract between an NCCL node (rank or root) and whatever world drives it: inputs in,
-//! effects out for the world, observations out for the judge and the trace. This is the shape the
-//! protocol seam (issue #25) is expected to take; until it exists, the names live here.
+//! The contract between an NCCL node (rank or root) and whatever world drives it: the seam's
+//! inputs in, the seam's outputs out (effects for the world, observations for the judge and the
+//! trace), over NCCL's listener keys, completions and events.
 //!
-//! After every input the driver drains `poll_effect` and `poll_observation` until both return
-//! `None`, carrying out each effect in order. NCCL's bootstrap has no timers of its own (no
-//! send, receive or accept timeout): a peer that never comes is a hang, which the world detects.
+//! After every input the driver drains `poll_output` until it returns `None`, carrying out each
+//! effect in order. NCCL's bootstrap has no timers of its own (no send, receive or accept
+//! timeout): a peer that never comes is a hang, which the world detects.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use bootsim_core::ConnId;
 
 use crate::bootstrap_op::BootstrapOp;
-use crate::error::{NcclError, RootError};
 use crate::program::Call;
+use crate::seam::{Completion, Key};
 
 /// The listening sockets of NCCL's bootstrap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,71 +41,36 @@ impl Listener {
     }
 }
 
-/// What happened in the outside world: the seam's inputs over NCCL's listeners (NCCL never
-/// drains before close, so it ignores the drain inputs).
-pub type Input<'a> = bootsim_core::seam::Input<'a, Listener>;
+/// What happened in the outside world: the seam's inputs over NCCL's listener keys (NCCL
+/// never drains before close, so it ignores the drain inputs).
+pub type Input<'a> = bootsim_core::seam::Input<'a, Key>;
 
-/// What a node asks the world to do.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Effect {
-    /// Open a listener; answer with [`Input::Listening`].
-    Listen {
-        /// The listener's key.
-        listener: Listener,
-    },
-    /// Take the next connection from the accept queue and name it `conn`; answer with
-    /// [`Input::Accepted`]. At most one is outstanding per listener.
-    Accept {
-        /// The listener's key.
-        listener: Listener,
-        /// The name the node gives the accepted connection.
-        conn: ConnId,
-    },
-    /// Close a listener (connections still queued are reset).
-    CloseListener {
-        /// The listener's key.
-        listener: Listener,
-    },
-    /// Connect, retrying "refused" as NCCL does; answer with [`Input::Connected`].
-    Connect {
-        /// The name the node gives the new connection.
-        conn: ConnId,
-        /// The address to dial.
-        addr: SocketAddr,
-    },
-    /// Queue bytes for sending after any queued before on this connection.
-    Write {
-        /// The node's name for the connection.
-        conn: ConnId,
-        /// The bytes to send.
-        bytes: Vec<u8>,
-    },
-    /// Close the connection after the bytes already queued.
-    Close {
-        /// The node's name for the connection.
-        conn: ConnId,
-    },
-}
+/// What a node asks the world to do: the seam's [`bootsim_core::seam::Effect`] over NCCL's
+/// listener keys.
+pub type Effect = bootsim_core::seam::Effect<Key>;
 
-/// What a node reports, for the judge, explanations and traces.
+/// What a node reports for the judge and the trace: the seam's
+/// [`bootsim_core::seam::Observation`] of NCCL's completions (a rank's program step, the
+/// root's session) and events.
+pub type Observation = bootsim_core::seam::Observation<Completion, Event>;
+
+/// One output of a [`crate::Rank`] or the [`crate::Root`]: the seam's
+/// [`bootsim_core::seam::Output`], an [`Effect`] or an [`Observation`].
+pub type Output = bootsim_core::seam::Output<Key, Completion, Event>;
+
+/// The outputs a node has made and the world has not yet polled.
+pub(crate) type Outbox = bootsim_core::seam::Outbox<Key, Completion, Event>;
+
+/// What a node reports besides the end of an operation, for the judge, explanations and
+/// traces (the seam's [`Observation::Event`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Observation {
+pub enum Event {
     /// A rank started step `step` of its program.
     Started {
         /// The step, an index into the rank's program.
         step: usize,
         /// The NCCL call the step belongs to.
         call: Call,
-    },
-    /// A step ended: the bytes it produced (a receive's message, an allgather's whole buffer) or
-    /// the error that ended the rank's bootstrap.
-    Completed {
-        /// The step, an index into the rank's program.
-        step: usize,
-        /// The NCCL call the step belongs to.
-        call: Call,
-        /// The bytes produced, or the error.
-        result: Result<Vec<u8>, NcclError>,
     },
     /// A point-to-point message was written on `conn` (one connection per message): the `nth`
     /// this rank sends to `to` with the intended tag `logical_tag` (see
@@ -190,88 +154,4 @@ pub enum Observation {
         /// The rank whose address it sent (`to`'s ring successor).
         successor: u32,
     },
-    /// The root finished (every rank answered) or gave up.
-    RootDone {
-        /// Whether every rank was answered, or why the root gave up.
-        result: Result<(), RootError>,
-    },
-}
-
-/// One output of a node, effects and observations in the order the node made them.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Output {
-    /// For the world.
-    Effect(Effect),
-    /// For the judge and the trace.
-    Observe(Observation),
-}
-
-/// A node's outputs: effects and observations queued apart (a driver may take either kind
-/// alone) but numbered as made, so [`Outbox::poll`] gives them back merged in that order.
-/// The numbering starts again whenever both queues are empty, so a quiet node's state does
-/// not depend on how much it said before (explorers hash it).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Outbox {
-    effects: VecDeque<(u64, Effect)>,
-    observations: VecDeque<(u64, Observation)>,
-    next: u64,
-}
-
-impl Outbox {
-    /// An outbox holding `effects`, in order.
-    pub fn with(effects: impl IntoIterator<Item = Effect>) -> Outbox {
-        let mut out = Outbox::default();
-        for e in effects {
-            out.effect(e);
-        }
-        out
-    }
-
-    /// Queues an effect.
-    pub fn effect(&mut self, e: Effect) {
-        self.effects.push_back((self.next, e));
-        self.next += 1;
-    }
-
-    /// Queues an observation.
-    pub fn observe(&mut self, o: Observation) {
-        self.observations.push_back((self.next, o));
-        self.next += 1;
-    }
-
-    /// The next effect, whatever observations came before it.
-    pub fn poll_effect(&mut self) -> Option<Effect> {
-        let e = self.effects.pop_front().map(|(_, e)| e);
-        self.settle();
-        e
-    }
-
-    /// The next observation, whatever effects came before it.
-    pub fn poll_observation(&mut self) -> Option<Observation> {
-        let o = self.observations.pop_front().map(|(_, o)| o);
-        self.settle();
-        o
-    }
-
-    /// The next output of either kind, in the order made.
-    pub fn poll(&mut self) -> Option<Output> {
-        let effect_first = match (self.effects.front(), self.observations.front()) {
-            (None, None) => return None,
-            (Some((e, _)), Some((o, _))) => e < o,
-            (e, _) => e.is_some(),
-        };
-        let out = if effect_first {
-            self.effects.pop_front().map(|(_, e)| Output::Effect(e))
-        } else {
-            self.observations.pop_front().map(|(_, o)| Output::Observe(o))
-        };
-        self.settle();
-        out
-    }
-
-    fn settle(&mut self) {
-        if self.effects.is_empty() && self.observations.is_empty() {
-            self.next = 0;
-        }
-    }
 }

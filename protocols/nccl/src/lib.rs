@@ -2,8 +2,9 @@
 //! 2.21, 2.30), with the workloads `nccl-init` and `nccl-p2p` lowered from NCCL's source.
 //!
 //! Nothing here performs I/O, reads a clock, spawns a thread, draws a random number or iterates a
-//! hash map. A [`Rank`] and the [`Root`] take [`Input`]s with `handle`, give [`Effect`]s for the
-//! world with `poll_effect` and [`Observation`]s for the judge with `poll_observation`. NCCL's
+//! hash map. A [`Rank`] and the [`Root`] take the seam's [`Input`]s with `handle` and give the
+//! seam's [`Output`]s with `poll_output` ([`Effect`]s for the world, [`Observation`]s for the
+//! judge: the end of a step as a [`seam::Completion`], anything else as an [`Event`]). NCCL's
 //! bootstrap has no timeouts, so neither has this model: a hang is the world's to detect
 //! ([`Rank::waiting_for`] names what each rank waits for). Facts and source lines:
 //! docs/nccl-protocol.md.
@@ -27,7 +28,7 @@ pub mod workload;
 
 pub use bootstrap_op::BootstrapOp;
 pub use error::{NcclError, RootError};
-pub use io::{Effect, Input, Listener, Observation, Outbox, Output};
+pub use io::{Effect, Event, Input, Listener, Observation, Output};
 pub use oracle::{Mismatch, Oracle};
 pub use program::{Call, CallKind, Graph, Planned, Step};
 pub use rank::{Rank, RankConfig};

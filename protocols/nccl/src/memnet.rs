@@ -12,7 +12,7 @@ use bootsim_core::seam::{Judge as _, Node as _, Nodes};
 use bootsim_core::RunRecord;
 
 use crate::error::{NcclError, RootError};
-use crate::io::{Listener, Observation};
+use crate::io::{Event, Listener};
 use crate::oracle::Mismatch;
 use crate::program::Planned;
 use crate::rank::Rank;
@@ -66,7 +66,7 @@ impl NcclNet {
         let mut honest = NcclNet::new(self.variant, self.programs.clone());
         honest.run();
         let conn = honest.net.events.iter().find_map(|(_, node, o)| match *o {
-            Observation::Sent { conn, step: s, .. } if *node == Node::Rank(from) && s == step => Some(conn),
+            Event::Sent { conn, step: s, .. } if *node == Node::Rank(from) && s == step => Some(conn),
             _ => None,
         });
         let conn = conn.unwrap_or_else(|| panic!("step {step} of rank {from} sends no message"));

@@ -13,7 +13,8 @@ use bootsim_core::ConnId;
 
 use crate::codec::{self, RawCheckIn, Received, SOCKADDR_LEN};
 use crate::error::RootError;
-use crate::io::{Effect, Input, Listener, Observation, Outbox, Output};
+use crate::io::{Effect, Event, Input, Listener, Outbox, Output};
+use crate::seam::{Completion, Failure, Key};
 use crate::variant::Variant;
 
 /// The largest world a root accepts before allocating (bootsim's bound; NCCL has none).
@@ -147,7 +148,7 @@ impl Root {
         Root {
             info: vec![0; cfg.variant.ext_info_len()],
             cfg,
-            out: Outbox::with([Effect::Listen { listener: Listener::Root }]),
+            out: Outbox::with(Effect::Listen { listener: Key::of(cfg.variant, Listener::Root) }),
             next_conn: 0,
             addr: None,
             phase: Phase::Listening,
@@ -187,19 +188,10 @@ impl Root {
         })
     }
 
-    /// The next effect for the world.
-    pub fn poll_effect(&mut self) -> Option<Effect> {
-        self.out.poll_effect()
-    }
-
-    /// The next observation.
-    pub fn poll_observation(&mut self) -> Option<Observation> {
-        self.out.poll_observation()
-    }
-
-    /// The next output of either kind, in the order made.
-    pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.poll()
+    /// The next output of either kind, in the order made. For an [`Effect::Write`], the bytes
+    /// to send replace the contents of `tx`, a buffer the world owns and reuses.
+    pub fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<Output> {
+        self.out.poll(tx)
     }
 
     /// Feeds one input.
@@ -220,12 +212,13 @@ impl Root {
             (Input::PeerClosed { conn }, Phase::Reading { conn: c, reader, .. }) if conn == *c => reader.push_eof(),
             (Input::Connected { conn }, Phase::Answering { conn: c, to, successor, bytes }) if conn == *c => {
                 let (to, successor) = (*to, *successor);
-                let mut out = Vec::new();
-                codec::encode_preamble(&mut out, self.cfg.variant, self.cfg.magic);
-                encode_frame(&mut out, bytes);
-                self.out.effect(Effect::Write { conn, bytes: out });
+                let (v, magic) = (self.cfg.variant, self.cfg.magic);
+                self.out.write(conn, |out| {
+                    codec::encode_preamble(out, v, magic);
+                    encode_frame(out, bytes);
+                });
                 self.out.effect(Effect::Close { conn });
-                self.out.observe(Observation::SuccessorSent { to, successor });
+                self.out.event(Event::SuccessorSent { to, successor });
                 self.next_answer();
             }
             (Input::ConnectFailed { conn, reason }, Phase::Answering { conn: c, to, .. }) if conn == *c => {
@@ -238,6 +231,11 @@ impl Root {
         self.read();
     }
 
+    /// `listener`'s key on the seam, under this root's variant.
+    fn key(&self, listener: Listener) -> Key {
+        Key::of(self.cfg.variant, listener)
+    }
+
     fn conn(&mut self) -> ConnId {
         self.next_conn += 1;
         ConnId(self.next_conn)
@@ -245,7 +243,7 @@ impl Root {
 
     fn accept(&mut self) {
         let conn = self.conn();
-        self.out.effect(Effect::Accept { listener: Listener::Root, conn });
+        self.out.effect(Effect::Accept { listener: self.key(Listener::Root), conn });
         self.phase = Phase::Accepting { conn };
     }
 
@@ -257,8 +255,9 @@ impl Root {
             self.out.effect(Effect::Close { conn });
         }
         self.phase = Phase::Done;
-        self.out.effect(Effect::CloseListener { listener: Listener::Root });
-        self.out.observe(Observation::RootDone { result });
+        self.out.effect(Effect::CloseListener { listener: self.key(Listener::Root) });
+        let result = result.map(|()| Vec::new()).map_err(Failure::Root);
+        self.out.completed(Completion { step: 0, call: None, result });
     }
 
     /// Reads the current check-in as far as it has arrived.
@@ -276,7 +275,7 @@ impl Root {
                     let skip = matches!(e, WireError::BadMagic { .. }) || v == Variant::Nccl230;
                     self.out.effect(Effect::Close { conn });
                     if skip {
-                        self.out.observe(Observation::Discarded { conn, from, why: e.to_string() });
+                        self.out.event(Event::Discarded { conn, from, why: e.to_string() });
                         return self.accept();
                     }
                     let what = match e {
@@ -354,7 +353,7 @@ impl Root {
             return Err(RootError::Duplicate { rank: info.rank, nranks: shape.nranks });
         }
         self.count += 1;
-        self.out.observe(Observation::CheckedIn {
+        self.out.event(Event::CheckedIn {
             rank: info.rank as u32,
             count: self.count as u32,
             nranks: shape.nranks as u32,
@@ -419,26 +418,34 @@ impl Root {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::Observation;
     use bootsim_core::codec::Preamble;
 
     const MAGIC: u64 = 0xabcd;
 
     fn root(v: Variant) -> Root {
         let mut r = Root::new(RootConfig { variant: v, magic: MAGIC });
-        assert_eq!(r.poll_effect(), Some(Effect::Listen { listener: Listener::Root }));
-        r.handle(Input::Listening { listener: Listener::Root, addr: "10.0.0.1:29500".parse().unwrap() });
+        let key = Key::of(v, Listener::Root);
+        assert_eq!(r.poll_output(&mut Vec::new()), Some(Output::Effect(Effect::Listen { listener: key })));
+        r.handle(Input::Listening { listener: key, addr: "10.0.0.1:29500".parse().unwrap() });
         r
     }
 
     /// Accepts the next connection and feeds it `bytes` then EOF; returns the root's outputs.
     fn feed(r: &mut Root, bytes: &[u8]) -> (Vec<Effect>, Vec<Observation>) {
-        while r.poll_effect().is_some() {}
+        let mut tx = Vec::new();
+        while r.poll_output(&mut tx).is_some() {}
         let Phase::Accepting { conn } = r.phase else { panic!("the root is not accepting: {:?}", r.phase) };
         r.handle(Input::Accepted { conn, from: "10.9.9.9:1234".parse().unwrap() });
         r.handle(Input::Received { conn, bytes });
         r.handle(Input::PeerClosed { conn });
-        let effects = std::iter::from_fn(|| r.poll_effect()).collect();
-        let obs = std::iter::from_fn(|| r.poll_observation()).collect();
+        let (mut effects, mut obs) = (Vec::new(), Vec::new());
+        while let Some(out) = r.poll_output(&mut tx) {
+            match out {
+                Output::Effect(e) => effects.push(e),
+                Output::Observe(o) => obs.push(o),
+            }
+        }
         (effects, obs)
     }
 
@@ -457,9 +464,14 @@ mod tests {
         b
     }
 
-    fn done(obs: &[Observation]) -> Option<&Result<(), RootError>> {
+    /// How the root's session ended, if it did, in the root's own error type.
+    fn done(obs: &[Observation]) -> Option<Result<(), RootError>> {
         obs.iter().find_map(|o| match o {
-            Observation::RootDone { result } => Some(result),
+            Observation::Completed(c) => Some(match &c.result {
+                Ok(_) => Ok(()),
+                Err(Failure::Root(e)) => Err(e.clone()),
+                Err(other) => panic!("the root failed as a rank: {other}"),
+            }),
             _ => None,
         })
     }
@@ -469,13 +481,13 @@ mod tests {
         let mut r = root(Variant::Nccl219);
         feed(&mut r, &check_in(Variant::Nccl219, MAGIC, 1, 0, 3));
         let (effects, obs) = feed(&mut r, &check_in(Variant::Nccl219, MAGIC, 1, 0, 3));
-        let err = done(&obs).expect("the root gave up").clone().unwrap_err();
+        let err = done(&obs).expect("the root gave up").unwrap_err();
         assert_eq!(err.to_string(), "root: Bootstrap Root : rank 0 of 3 ranks has already checked in");
-        assert!(effects.contains(&Effect::CloseListener { listener: Listener::Root }));
+        assert!(effects.contains(&Effect::CloseListener { listener: Key::of(Variant::Nccl219, Listener::Root) }));
         let mut r = root(Variant::Nccl219);
         feed(&mut r, &check_in(Variant::Nccl219, MAGIC, 1, 0, 3));
         let (_, obs) = feed(&mut r, &check_in(Variant::Nccl219, MAGIC, 1, 1, 4));
-        let err = done(&obs).unwrap().clone().unwrap_err();
+        let err = done(&obs).unwrap().unwrap_err();
         assert_eq!(err.to_string(), "root: Bootstrap Root : mismatch in rank count from procs 3 : 4");
     }
 
@@ -485,10 +497,10 @@ mod tests {
         for v in [Variant::Nccl219, Variant::Nccl230] {
             let mut r = root(v);
             let (_, obs) = feed(&mut r, &check_in(v, 0xbad, 1, 0, 2));
-            assert!(obs.iter().any(|o| matches!(o, Observation::Discarded { .. })), "{v}");
+            assert!(obs.iter().any(|o| matches!(o, Observation::Event(Event::Discarded { .. }))), "{v}");
             assert!(!r.is_done(), "{v}: the root goes on");
             let (_, obs) = feed(&mut r, &check_in(v, MAGIC, 1, 0, 2));
-            assert!(obs.iter().any(|o| matches!(o, Observation::CheckedIn { rank: 0, .. })), "{v}");
+            assert!(obs.iter().any(|o| matches!(o, Observation::Event(Event::CheckedIn { rank: 0, .. }))), "{v}");
         }
         // A wrong socket type or a connection closed before its magic: fatal up to 2.26, skipped
         // from 2.27 (modelled by 2.30).
@@ -510,7 +522,7 @@ mod tests {
         let mut b = Preamble::bootstrap(MAGIC).encode().to_vec();
         encode_frame(&mut b, &[0u8; 65]);
         let (_, obs) = feed(&mut r, &b);
-        let err = done(&obs).unwrap().clone().unwrap_err();
+        let err = done(&obs).unwrap().unwrap_err();
         assert!(err.to_string().contains("Message truncated : received 65 bytes instead of 64"), "{err}");
         // A check-in of only {rank, nranks} reuses the addresses of the one before it: NCCL's
         // `info` buffer is not cleared between check-ins.
@@ -519,7 +531,10 @@ mod tests {
         let mut b = Preamble::bootstrap(MAGIC).encode().to_vec();
         encode_frame(&mut b, &[1, 0, 0, 0, 2, 0, 0, 0]);
         let (effects, obs) = feed(&mut r, &b);
-        assert!(obs.iter().any(|o| matches!(o, Observation::CheckedIn { rank: 1, count: 2, .. })), "{obs:?}");
+        assert!(
+            obs.iter().any(|o| matches!(o, Observation::Event(Event::CheckedIn { rank: 1, count: 2, .. }))),
+            "{obs:?}"
+        );
         let answers: Vec<_> = effects.iter().filter(|e| matches!(e, Effect::Connect { .. })).collect();
         assert_eq!(answers, vec![&Effect::Connect { conn: ConnId(3), addr: "10.1.0.0:20002".parse().unwrap() }]);
     }

@@ -1,20 +1,20 @@
 //! NCCL's bootstrap on bootsim's protocol seam ([`bootsim_core::seam`]): the root and the ranks
-//! as one [`Node`](seam::Node) type, a thin adapter over [`Rank`] and [`Root`] (their writes own their
-//! bytes; the adapter copies them into the world's buffer), their listeners as a
+//! as one [`Node`](seam::Node) type, delegating to [`Rank`] and [`Root`] (which emit the seam's
+//! outputs themselves), their listeners as a
 //! [`ListenerKey`](seam::ListenerKey) that knows which one peers dial in each version, and the non-overtaking
 //! [`Oracle`] as the seam's streaming [`Judge`].
 
 use std::fmt;
 use std::net::SocketAddr;
 
-use bootsim_core::seam::{self, Completed, Effect as SeamEffect, Input as SeamInput, NodeOutput, Noted, Observed};
+use bootsim_core::seam::{self, Completed, NodeOutput, Noted, Observed};
 use bootsim_core::{ConnId, Instant, MsgOrigin, OpId, RunRecord, SentMsg, TakenMsg};
 
 use crate::bootstrap_op::BootstrapOp;
 
 use crate::codec::message_identity;
 use crate::error::{NcclError, RootError};
-use crate::io::{Effect, Input, Listener, Observation, Output};
+use crate::io::{Event, Input, Listener};
 use crate::oracle::{Mismatch, Oracle};
 use crate::program::{Call, Planned};
 use crate::rank::{Rank, RankConfig};
@@ -142,30 +142,30 @@ pub fn origin_step(oracle: &Oracle, rank: u32, peer: u32, origin: &MsgOrigin, se
     }
 }
 
-impl Observed for Observation {
+impl Observed for Event {
     fn conn(&self) -> Option<ConnId> {
         match self {
-            Observation::Sent { conn, .. }
-            | Observation::Taken { conn, .. }
-            | Observation::Queued { conn, .. }
-            | Observation::Discarded { conn, .. } => Some(*conn),
+            Event::Sent { conn, .. }
+            | Event::Taken { conn, .. }
+            | Event::Queued { conn, .. }
+            | Event::Discarded { conn, .. } => Some(*conn),
             _ => None,
         }
     }
 
     fn noted(&self) -> Noted {
         match self {
-            &Observation::Sent { to, tag, logical_tag, nth, op, size, .. } => {
+            &Event::Sent { to, tag, logical_tag, nth, op, size, .. } => {
                 Noted::Sent { to, tag, origin: origin(nth, logical_tag, op), size }
             }
-            &Observation::Taken { from, tag, logical_tag, nth, op, size, expected, .. } => Noted::Taken {
+            &Event::Taken { from, tag, logical_tag, nth, op, size, expected, .. } => Noted::Taken {
                 from: u32::try_from(from).unwrap_or(u32::MAX),
                 tag,
                 origin: origin(nth, logical_tag, op),
                 size,
                 expected_size: expected,
             },
-            Observation::Discarded { from, why, .. } => Noted::Stray { error: format!("{why} (from {from})") },
+            Event::Discarded { from, why, .. } => Noted::Stray { error: format!("{why} (from {from})") },
             _ => Noted::Other,
         }
     }
@@ -203,39 +203,14 @@ impl NcclNode {
             NcclNode::Root(_) => None,
         }
     }
-
-    fn variant(&self) -> Variant {
-        match self {
-            NcclNode::Root(n) => n.variant(),
-            NcclNode::Rank(n) => n.variant(),
-        }
-    }
-
-    fn output(&mut self) -> Option<Output> {
-        match self {
-            NcclNode::Root(n) => n.poll_output(),
-            NcclNode::Rank(n) => n.poll_output(),
-        }
-    }
 }
 
 impl seam::Node for NcclNode {
     type Listener = Key;
     type Completion = Completion;
-    type Event = Observation;
+    type Event = Event;
 
-    fn handle(&mut self, _now: Instant, input: SeamInput<'_, Key>) {
-        let input = match input {
-            SeamInput::Listening { listener, addr } => Input::Listening { listener: listener.listener, addr },
-            SeamInput::ListenFailed { listener, reason } => Input::ListenFailed { listener: listener.listener, reason },
-            SeamInput::Accepted { conn, from } => Input::Accepted { conn, from },
-            SeamInput::Connected { conn } => Input::Connected { conn },
-            SeamInput::ConnectFailed { conn, reason } => Input::ConnectFailed { conn, reason },
-            SeamInput::Received { conn, bytes } => Input::Received { conn, bytes },
-            SeamInput::PeerClosed { conn } => Input::PeerClosed { conn },
-            // NCCL never drains before close, so it never asks for these.
-            SeamInput::Drained { .. } | SeamInput::DrainTimedOut { .. } => return,
-        };
+    fn handle(&mut self, _now: Instant, input: Input<'_>) {
         match self {
             NcclNode::Root(n) => n.handle(input),
             NcclNode::Rank(n) => n.handle(input),
@@ -250,31 +225,10 @@ impl seam::Node for NcclNode {
     }
 
     fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<NodeOutput<Self>> {
-        let v = self.variant();
-        let key = |listener| Key::of(v, listener);
-        Some(match self.output()? {
-            Output::Effect(e) => seam::Output::Effect(match e {
-                Effect::Listen { listener } => SeamEffect::Listen { listener: key(listener) },
-                Effect::Accept { listener, conn } => SeamEffect::Accept { listener: key(listener), conn },
-                Effect::CloseListener { listener } => SeamEffect::CloseListener { listener: key(listener) },
-                Effect::Connect { conn, addr } => SeamEffect::Connect { conn, addr },
-                Effect::Write { conn, bytes } => {
-                    tx.clear();
-                    tx.extend_from_slice(&bytes);
-                    SeamEffect::Write { conn, len: bytes.len() }
-                }
-                Effect::Close { conn } => SeamEffect::Close { conn },
-            }),
-            Output::Observe(Observation::Completed { step, call, result }) => {
-                let result = result.map_err(Failure::Rank);
-                seam::Output::Observe(seam::Observation::Completed(Completion { step, call: Some(call), result }))
-            }
-            Output::Observe(Observation::RootDone { result }) => {
-                let result = result.map(|()| Vec::new()).map_err(Failure::Root);
-                seam::Output::Observe(seam::Observation::Completed(Completion { step: 0, call: None, result }))
-            }
-            Output::Observe(o) => seam::Output::Observe(seam::Observation::Event(o)),
-        })
+        match self {
+            NcclNode::Root(n) => n.poll_output(tx),
+            NcclNode::Rank(n) => n.poll_output(tx),
+        }
     }
 
     /// NCCL's bootstrap sets no timer.

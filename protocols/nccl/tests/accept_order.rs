@@ -86,7 +86,7 @@ fn issue_1176_the_same_order_passes_on_2_21_and_2_30() {
         w.run();
         assert_clean(&w, &progs, &format!("{v} with rank 0's first sync held"));
         // The overtaking happened: rank 1 queued the connectInfo as unexpected while it waited.
-        let queued = w.net.events.iter().any(|(_, _, o)| matches!(o, bootsim_nccl::Observation::Queued { .. }));
+        let queued = w.net.events.iter().any(|(_, _, o)| matches!(o, bootsim_nccl::Event::Queued { .. }));
         assert!(queued, "{v}: the held sync must have been overtaken");
     }
 }
@@ -137,16 +137,17 @@ fn issue_1176_within_one_setup_on_2_19_the_sync_overtakes_its_own_exchange() {
     let text = e.to_string();
     assert!(text.contains("Message truncated : received 256 bytes instead of 4"), "{text}");
     assert!(text.contains("ring graph") && text.contains("transport.cc:204"), "{text}");
-    let short = w.net.events.iter().any(|(_, n, o)| {
-        matches!((n, o), (Node::Rank(1), bootsim_nccl::Observation::Taken { size: 4, expected: 256, .. }))
-    });
+    let short =
+        w.net.events.iter().any(|(_, n, o)| {
+            matches!((n, o), (Node::Rank(1), bootsim_nccl::Event::Taken { size: 4, expected: 256, .. }))
+        });
     assert!(short, "the exchange receive took the 4-byte sync first");
     assert!(matches!(w.outcome(0), Outcome::Hung(_)), "rank 0 waits for rank 1 for good: {:?}", w.outcome(0));
 }
 
 #[test]
 fn the_root_answers_in_rank_order_up_to_2_21_and_early_from_2_30() {
-    use bootsim_nccl::Observation::{CheckedIn, SuccessorSent};
+    use bootsim_nccl::Event::{CheckedIn, SuccessorSent};
     for (v, early) in [(Variant::Nccl219, false), (Variant::Nccl230, true)] {
         let progs = nccl_p2p(v, 4, &P2pParams { channels: 1, distances: vec![] });
         let w = run(v, progs.clone());

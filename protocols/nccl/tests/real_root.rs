@@ -27,8 +27,10 @@ use std::time::{Duration, Instant};
 
 use bootsim_core::codec::decode_sockaddr;
 use bootsim_core::ConnId;
+use bootsim_nccl::seam::{Failure, Key};
 use bootsim_nccl::{
-    Call, CallKind, Effect, Input, Listener, Planned, Rank, RankConfig, Root, RootConfig, Step, Variant,
+    Call, CallKind, Effect, Input, Listener, Observation, Output, Planned, Rank, RankConfig, Root, RootConfig, Step,
+    Variant,
 };
 
 /// Each version in the cache and the variant that models its root.
@@ -285,8 +287,18 @@ struct ModelRank {
     reply_conn: Option<ConnId>,
 }
 
-fn drain(rank: &mut Rank) -> Vec<Effect> {
-    std::iter::from_fn(|| rank.poll_effect()).collect()
+/// A rank's effects, each with the bytes it writes (empty but for a write); its observations
+/// are left out.
+fn drain(rank: &mut Rank) -> Vec<(Effect, Vec<u8>)> {
+    let mut tx = Vec::new();
+    let mut effects = Vec::new();
+    while let Some(out) = rank.poll_output(&mut tx) {
+        if let Output::Effect(e) = out {
+            let bytes = if matches!(e, Effect::Write { .. }) { tx.clone() } else { Vec::new() };
+            effects.push((e, bytes));
+        }
+    }
+    effects
 }
 
 /// One conformance run: `n` model ranks of `model` check in to the real root, one after another.
@@ -360,10 +372,11 @@ struct Run {
 /// its first accept.
 fn model_root(model: Variant, real: &RealRoot) -> (Root, Option<ConnId>) {
     let mut root = Root::new(RootConfig { variant: model, magic: real.magic });
-    while root.poll_effect().is_some() {}
-    root.handle(Input::Listening { listener: Listener::Root, addr: real.addr });
-    let accept = std::iter::from_fn(|| root.poll_effect()).find_map(|e| match e {
-        Effect::Accept { conn, .. } => Some(conn),
+    let mut tx = Vec::new();
+    while root.poll_output(&mut tx).is_some() {}
+    root.handle(Input::Listening { listener: Key::of(model, Listener::Root), addr: real.addr });
+    let accept = std::iter::from_fn(|| root.poll_output(&mut tx)).find_map(|o| match o {
+        Output::Effect(Effect::Accept { conn, .. }) => Some(conn),
         _ => None,
     });
     (root, accept)
@@ -383,7 +396,7 @@ fn drive(real: &RealRoot, run: Run) -> Result<(), String> {
         s.write_all(&bytes).map_err(|e| e.to_string())?;
         drop(s);
         let conn = accept.take().ok_or("the model's root takes no connection")?;
-        let (_, next) = model_answers(&mut root, conn, &bytes)?;
+        let (_, next, _) = model_answers(&mut root, conn, &bytes)?;
         accept = next;
         // Give the real root time to read and judge the stranger.
         std::thread::sleep(Duration::from_millis(200));
@@ -419,9 +432,10 @@ fn drive(real: &RealRoot, run: Run) -> Result<(), String> {
         };
         let mut rank = Rank::new(cfg);
         drain(&mut rank);
-        rank.handle(Input::Listening { listener: Listener::Ring, addr: ring.local_addr().map_err(|e| e.to_string())? });
-        rank.handle(Input::Listening { listener: Listener::FromRoot, addr: answers_addr });
-        let Some(Effect::Connect { conn, addr }) = drain(&mut rank).into_iter().next() else {
+        let ring_addr = ring.local_addr().map_err(|e| e.to_string())?;
+        rank.handle(Input::Listening { listener: Key::of(model, Listener::Ring), addr: ring_addr });
+        rank.handle(Input::Listening { listener: Key::of(model, Listener::FromRoot), addr: answers_addr });
+        let Some((Effect::Connect { conn, addr }, _)) = drain(&mut rank).into_iter().next() else {
             return Err(format!("model rank {r} did not dial the root"));
         };
         if addr != real.addr {
@@ -430,10 +444,10 @@ fn drive(real: &RealRoot, run: Run) -> Result<(), String> {
         rank.handle(Input::Connected { conn });
         let mut bytes = Vec::new();
         let mut reply_conn = None;
-        for e in drain(&mut rank) {
+        for (e, written) in drain(&mut rank) {
             match e {
-                Effect::Write { bytes: b, .. } => bytes.extend(b),
-                Effect::Accept { listener: Listener::FromRoot, conn } => reply_conn = Some(conn),
+                Effect::Write { .. } => bytes.extend(written),
+                Effect::Accept { listener, conn } if listener.listener == Listener::FromRoot => reply_conn = Some(conn),
                 _ => {}
             }
         }
@@ -453,7 +467,7 @@ fn drive(real: &RealRoot, run: Run) -> Result<(), String> {
         drop(s);
         // ...and so does the model's, which says which answers must follow.
         let conn = accept.take().ok_or_else(|| format!("the model's root takes no check-in {r}"))?;
-        let (expected, next) = model_answers(&mut root, conn, checkin)?;
+        let (expected, next, _) = model_answers(&mut root, conn, checkin)?;
         let mut expected: Vec<(usize, Vec<u8>)> = expected.into_iter().map(|b| (to_of(&b), b)).collect();
         accept = next;
         match mutation {
@@ -551,11 +565,7 @@ fn same_words(lib: &Path, model: Variant, wrong: Variant) -> Result<String, Stri
 
     let (mut root, accept) = model_root(model, &real);
     let conn = accept.ok_or("the model's root takes no check-in")?;
-    model_answers(&mut root, conn, &bytes)?;
-    let verdict = std::iter::from_fn(|| root.poll_observation()).find_map(|o| match o {
-        bootsim_nccl::Observation::RootDone { result } => Some(result),
-        _ => None,
-    });
+    let (_, _, verdict) = model_answers(&mut root, conn, &bytes)?;
     let Some(Err(e)) = verdict else {
         return Err(format!("the model's root did not give up ({verdict:?}); NCCL: {warnings}"));
     };
@@ -578,34 +588,43 @@ fn ranks_ring(ranks: &[ModelRank], to: usize, n: u32) -> SocketAddr {
 
 /// Feeds one check-in (on `conn`, the connection the root asked to accept) to the model's root;
 /// returns the bytes of each answer it then makes, in order, and the connection of its next
-/// accept, if it takes another check-in.
-fn model_answers(root: &mut Root, conn: ConnId, checkin: &[u8]) -> Result<(Vec<Vec<u8>>, Option<ConnId>), String> {
+/// accept, if it takes another check-in, and how its session ended, if it did.
+fn model_answers(root: &mut Root, conn: ConnId, checkin: &[u8]) -> Result<Answered, String> {
     root.handle(Input::Accepted { conn, from: SocketAddr::from(([127, 0, 0, 1], 1)) });
     root.handle(Input::Received { conn, bytes: checkin });
     root.handle(Input::PeerClosed { conn });
     let mut answers: Vec<Vec<u8>> = Vec::new();
     let mut pending: Option<ConnId> = None;
+    let mut ended = None;
+    let mut tx = Vec::new();
     loop {
-        let Some(e) = root.poll_effect() else {
+        let Some(out) = root.poll_output(&mut tx) else {
             match pending.take() {
                 Some(c) => {
                     root.handle(Input::Connected { conn: c });
                     continue;
                 }
-                None => return Ok((answers, None)),
+                None => return Ok((answers, None, ended)),
             }
         };
-        match e {
-            Effect::Connect { conn, .. } => {
+        match out {
+            Output::Effect(Effect::Connect { conn, .. }) => {
                 answers.push(Vec::new());
                 pending = Some(conn);
             }
-            Effect::Write { bytes, .. } => answers.last_mut().ok_or("a write before any connect")?.extend(bytes),
-            Effect::Accept { conn, .. } => return Ok((answers, Some(conn))),
+            Output::Effect(Effect::Write { len, .. }) => {
+                answers.last_mut().ok_or("a write before any connect")?.extend_from_slice(&tx[..len])
+            }
+            Output::Effect(Effect::Accept { conn, .. }) => return Ok((answers, Some(conn), ended)),
+            Output::Observe(Observation::Completed(c)) => ended = Some(c.result),
             _ => {}
         }
     }
 }
+
+/// What the model's root did with one check-in: its answers' bytes, the connection of its next
+/// accept, and how its session ended (the root's completion), if it did.
+type Answered = (Vec<Vec<u8>>, Option<ConnId>, Option<Result<Vec<u8>, Failure>>);
 
 /// The rank an answer is for: the predecessor of the rank whose ring address it carries (after
 /// the preamble, from 2.9, and the frame size); `usize::MAX` if it carries none of them.
@@ -640,7 +659,7 @@ fn take_answer(m: &mut ModelRank, bytes: &[u8], next: &SocketAddr) -> Result<(),
     m.rank.handle(Input::Accepted { conn, from: SocketAddr::from(([127, 0, 0, 1], 2)) });
     m.rank.handle(Input::Received { conn, bytes });
     m.rank.handle(Input::PeerClosed { conn });
-    let effects = drain(&mut m.rank);
+    let effects: Vec<Effect> = drain(&mut m.rank).into_iter().map(|(e, _)| e).collect();
     let dials = effects.iter().any(|e| matches!(e, Effect::Connect { addr, .. } if addr == next));
     if !dials {
         return Err(format!(

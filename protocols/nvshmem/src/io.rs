@@ -33,6 +33,10 @@ pub type Observation = bootsim_core::seam::Observation<Completion, Event>;
 /// [`bootsim_core::seam::Output`], an [`Effect`] or an [`Observation`].
 pub type Output = bootsim_core::seam::Output<Listener, Completion, Event>;
 
+/// The outputs a node has made and the driver has not yet polled: the seam's
+/// [`bootsim_core::seam::Outbox`] of NVSHMEM's outputs.
+pub(crate) type Outbox = bootsim_core::seam::Outbox<Listener, Completion, Event>;
+
 /// The end of an operation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Completion {
@@ -48,26 +52,111 @@ pub struct Completion {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Event {
     /// A point-to-point message was handed to a connection.
-    MessageSent { conn: ConnId, to: u32, tag: i32, origin: MsgOrigin, size: usize },
+    MessageSent {
+        /// The rank's name for the connection.
+        conn: ConnId,
+        /// The receiving rank.
+        to: u32,
+        /// The tag the message carries.
+        tag: i32,
+        /// The operation and step that sent it.
+        origin: MsgOrigin,
+        /// The payload's size, in bytes.
+        size: usize,
+    },
     /// A receive took the message on `conn` for `origin` (which may not be the message meant for it).
-    MessageTaken { conn: ConnId, from: u32, tag: i32, origin: MsgOrigin, size: usize, expected_size: usize },
+    MessageTaken {
+        /// The rank's name for the connection.
+        conn: ConnId,
+        /// The peer the receive asked for.
+        from: u32,
+        /// The tag the receive asked for.
+        tag: i32,
+        /// The operation and step of the receive.
+        origin: MsgOrigin,
+        /// The payload's size, in bytes.
+        size: usize,
+        /// The receive buffer's size, in bytes.
+        expected_size: usize,
+    },
     /// A connection whose (peer, tag) did not match was appended to the unexpected list.
-    UnexpectedQueued { conn: ConnId, from: u32, tag: i32, waiting_for: (u32, i32), list_len: usize },
+    UnexpectedQueued {
+        /// The rank's name for the connection.
+        conn: ConnId,
+        /// The sending rank its header names (`u32::MAX` if negative).
+        from: u32,
+        /// The tag its header carries.
+        tag: i32,
+        /// The (peer, tag) the receive waits for.
+        waiting_for: (u32, i32),
+        /// The unexpected list's length, this connection included.
+        list_len: usize,
+    },
     /// A shorter message was accepted into a longer buffer (lenient size), the rest left as it was.
-    ShortMessageAccepted { conn: ConnId, from: u32, tag: i32, got: usize, expected: usize },
+    ShortMessageAccepted {
+        /// The rank's name for the connection.
+        conn: ConnId,
+        /// The peer the receive asked for.
+        from: u32,
+        /// The tag the receive asked for.
+        tag: i32,
+        /// The payload's size, in bytes.
+        got: usize,
+        /// The receive buffer's size, in bytes.
+        expected: usize,
+    },
     /// The drain gave up after its bound: ordering is no longer guaranteed (fail-open).
-    DrainGaveUp { conn: ConnId, to: u32, tag: i32, waited: Duration, unacked: usize },
+    DrainGaveUp {
+        /// The rank's name for the connection.
+        conn: ConnId,
+        /// The receiving rank.
+        to: u32,
+        /// The tag of the message being drained.
+        tag: i32,
+        /// How long the drain waited.
+        waited: Duration,
+        /// Bytes still unacknowledged when it gave up.
+        unacked: usize,
+    },
     /// The drain completed.
-    DrainCompleted { conn: ConnId, to: u32, waited: Duration },
+    DrainCompleted {
+        /// The rank's name for the connection.
+        conn: ConnId,
+        /// The receiving rank.
+        to: u32,
+        /// How long the drain waited.
+        waited: Duration,
+    },
     /// A connection that is not part of the session was dropped without disturbing it.
-    StrayDropped { conn: ConnId, from: SocketAddr, error: WireError },
+    StrayDropped {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The address it came from (`0.0.0.0:0` if unknown).
+        from: SocketAddr,
+        /// What was wrong with its bytes.
+        error: WireError,
+    },
     /// A connection stalled in the middle of its header and was dropped (at the header timeout,
     /// or, under [`Limits::read_ahead`], evicted after `after` to make room for a newer one).
-    StalledDropped { conn: ConnId, from: SocketAddr, after: Duration },
+    StalledDropped {
+        /// The node's name for the connection.
+        conn: ConnId,
+        /// The address it came from (`0.0.0.0:0` if unknown).
+        from: SocketAddr,
+        /// How long it had been open.
+        after: Duration,
+    },
     /// Init finished: the rank knows every peer's listener.
     Ready,
     /// The root took a rank's check-in.
-    CheckedIn { rank: u32, count: u32, nranks: u32 },
+    CheckedIn {
+        /// The rank that checked in.
+        rank: u32,
+        /// Check-ins taken so far, this one included.
+        count: u32,
+        /// The number of ranks in the world.
+        nranks: u32,
+    },
 }
 
 /// Limits and timeouts that protect a state machine from bad peers.

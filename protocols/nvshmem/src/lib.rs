@@ -12,14 +12,11 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
-// Undocumented until NVSHMEM's second output enum is removed here: removed by the nvout branch.
-#[allow(missing_docs)]
 pub mod io;
 pub mod listener;
 #[cfg(any(test, feature = "testing"))]
 pub mod memnet;
 pub mod op_kind;
-mod outbox;
 pub mod ports;
 pub mod qp_handle;
 pub mod rank;

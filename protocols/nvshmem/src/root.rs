@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use std::net::SocketAddr;
 
-use crate::outbox::Outbox;
+use crate::io::Outbox;
 use crate::OpKind;
 
 use bootsim_core::codec::{encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError};

@@ -9,7 +9,7 @@ use bootsim_core::seam::{self, Nodes, Protocol, Setup};
 use bootsim_core::{MsgOrigin, RunRecord, SentMsg, TakenMsg};
 use bootsim_nccl::program::Planned;
 use bootsim_nccl::seam::{nodes, origin_nth, origin_step, Completion, NcclNode};
-use bootsim_nccl::{Listener, Mismatch, Observation, Oracle, Variant, Workload};
+use bootsim_nccl::{Event, Listener, Mismatch, Oracle, Variant, Workload};
 
 use crate::case::{Case, NcclCase};
 use crate::oracle::{conclude, Finding, Provenance, Verdict};
@@ -57,7 +57,7 @@ impl Protocol for Nccl {
         Judge::new(&programs(setup))
     }
 
-    fn event_words(&self, event: &Observation, kconn: Option<u64>) -> String {
+    fn event_words(&self, event: &Event, kconn: Option<u64>) -> String {
         event_line(event, kconn)
     }
 
@@ -78,34 +78,27 @@ pub fn message_name(nc: &NcclCase, n: u32, rank: u32, peer: u32, origin: &MsgOri
 }
 
 /// An NCCL event in the trace's words.
-pub fn event_line(event: &Observation, kconn: Option<u64>) -> String {
+pub fn event_line(event: &Event, kconn: Option<u64>) -> String {
     let on = |local| ConnRef { local, kconn };
     match event {
-        Observation::Started { step, call } => format!("step {step}: {call}"),
-        Observation::Sent { conn, step, to, tag, size, .. } => {
+        Event::Started { step, call } => format!("step {step}: {call}"),
+        Event::Sent { conn, step, to, tag, size, .. } => {
             format!("step {step} sent {size} bytes to rank {to}, tag {tag:#x}, on {}", on(*conn))
         }
-        Observation::Taken { conn, step, from, tag, size, expected, .. } => format!(
+        Event::Taken { conn, step, from, tag, size, expected, .. } => format!(
             "step {step} took {size} bytes ({expected} expected) from rank {from}, tag {tag:#x}, on {}",
             on(*conn)
         ),
-        Observation::Queued { conn, from, tag, waiting_for: (peer, want), list_len } => {
+        Event::Queued { conn, from, tag, waiting_for: (peer, want), list_len } => {
             let peer = peer.map_or("any rank".to_string(), |p| format!("rank {p}"));
             format!(
                 "unexpected: rank {from} tag {tag:#x} on {} queued while waiting for {peer} tag {want:#x} ({list_len} held)",
                 on(*conn)
             )
         }
-        Observation::Discarded { conn, from, why } => format!("discarded {} from {from}: {why}", on(*conn)),
-        Observation::CheckedIn { rank, count, nranks } => format!("check-in of rank {rank} ({count} of {nranks})"),
-        Observation::SuccessorSent { to, successor } => format!("sent rank {to} the address of rank {successor}"),
-        Observation::Completed { step, call, result } => {
-            completion_line(&Completion { step: *step, call: Some(*call), result: result.clone().map_err(Into::into) })
-        }
-        Observation::RootDone { result } => match result {
-            Ok(()) => "root done: every rank answered".into(),
-            Err(e) => format!("root failed: {e}"),
-        },
+        Event::Discarded { conn, from, why } => format!("discarded {} from {from}: {why}", on(*conn)),
+        Event::CheckedIn { rank, count, nranks } => format!("check-in of rank {rank} ({count} of {nranks})"),
+        Event::SuccessorSent { to, successor } => format!("sent rank {to} the address of rank {successor}"),
     }
 }
 

@@ -49,16 +49,12 @@ impl Rank {
         let s = g.round;
         let one_way = !bidirectional || (s == rounds - 1 && n % 2 == 0);
         let send0 = (me + n - s % n) % n;
-        let mut frame = Vec::with_capacity(4 + size);
-        encode_frame(&mut frame, &g.buf[send0 * size..(send0 + 1) * size]);
-        self.out.effect(Effect::Write { conn: g.pair.next, bytes: frame });
+        self.out.write(g.pair.next, |b| encode_frame(b, &g.buf[send0 * size..(send0 + 1) * size]));
         g.want_prev = Some((me + 2 * n - s - 1) % n);
         g.want_next = None;
         if !one_way {
             let send1 = (me + s) % n;
-            let mut frame = Vec::with_capacity(4 + size);
-            encode_frame(&mut frame, &g.buf[send1 * size..(send1 + 1) * size]);
-            self.out.effect(Effect::Write { conn: g.pair.prev, bytes: frame });
+            self.out.write(g.pair.prev, |b| encode_frame(b, &g.buf[send1 * size..(send1 + 1) * size]));
             g.want_next = Some((me + s + 1) % n);
         }
     }

@@ -20,7 +20,7 @@ impl Rank {
             Check::Wait => return false,
             Check::Discarded => {
                 let reply = self.conn();
-                self.out.effect(Effect::Accept { listener: Listener::FromRoot, conn: reply });
+                self.out.effect(Effect::Accept { listener: self.key(Listener::FromRoot), conn: reply });
                 self.state = State::InitSuccessor { conn: reply, accepted: false };
                 return true;
             }
@@ -45,12 +45,12 @@ impl Rank {
         };
         self.out.effect(Effect::Close { conn });
         self.conns.remove(&conn);
-        self.out.effect(Effect::CloseListener { listener: Listener::FromRoot });
+        self.out.effect(Effect::CloseListener { listener: self.key(Listener::FromRoot) });
         let next = self.conn();
         self.out.effect(Effect::Connect { conn: next, addr: next_addr });
         self.ring_addr = Some(next_addr);
         let prev = self.conn();
-        self.out.effect(Effect::Accept { listener: Listener::Ring, conn: prev });
+        self.out.effect(Effect::Accept { listener: self.key(Listener::Ring), conn: prev });
         self.state = State::InitRing { next, next_up: false, prev, prev_up: false };
         true
     }
@@ -63,7 +63,7 @@ impl Rank {
                 Check::Wait => {}
                 Check::Discarded => {
                     let again = self.conn();
-                    self.out.effect(Effect::Accept { listener: Listener::Ring, conn: again });
+                    self.out.effect(Effect::Accept { listener: self.key(Listener::Ring), conn: again });
                     self.state = State::InitRing { next, next_up, prev: again, prev_up: false };
                     return true;
                 }
@@ -79,7 +79,7 @@ impl Rank {
         }
         self.ring = Some(Pair { next, prev });
         if self.cfg.variant.separate_p2p_listener() {
-            self.out.effect(Effect::Listen { listener: Listener::P2p });
+            self.out.effect(Effect::Listen { listener: self.key(Listener::P2p) });
             self.state = State::InitP2pListen;
         } else {
             self.complete(Ok(Vec::new()));

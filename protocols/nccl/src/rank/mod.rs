@@ -15,8 +15,9 @@ use bootsim_core::ConnId;
 use crate::bootstrap_op::BootstrapOp;
 use crate::codec::{self, ExtInfo, Header, Received};
 use crate::error::NcclError;
-use crate::io::{Effect, Input, Listener, Observation, Outbox, Output};
+use crate::io::{Effect, Event, Input, Listener, Outbox, Output};
 use crate::program::{payload, Call, Planned, Step};
+use crate::seam::{Completion, Failure, Key};
 use crate::variant::Variant;
 
 mod gather;
@@ -278,19 +279,10 @@ impl Rank {
         Some((format!("{what}{at}"), who))
     }
 
-    /// The next effect for the world.
-    pub fn poll_effect(&mut self) -> Option<Effect> {
-        self.out.poll_effect()
-    }
-
-    /// The next observation.
-    pub fn poll_observation(&mut self) -> Option<Observation> {
-        self.out.poll_observation()
-    }
-
-    /// The next output of either kind, in the order made.
-    pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.poll()
+    /// The next output of either kind, in the order made. For an [`Effect::Write`], the bytes
+    /// to send replace the contents of `tx`, a buffer the world owns and reuses.
+    pub fn poll_output(&mut self, tx: &mut Vec<u8>) -> Option<Output> {
+        self.out.poll(tx)
     }
 
     /// NCCL's bootstrap sets no timer: always None.
@@ -302,7 +294,7 @@ impl Rank {
     pub fn handle(&mut self, input: Input<'_>) {
         match input {
             Input::Listening { listener, addr } => {
-                self.listeners.insert(listener, addr);
+                self.listeners.insert(listener.listener, addr);
             }
             Input::ListenFailed { reason, .. } => {
                 let rank = self.cfg.rank;
@@ -342,6 +334,11 @@ impl Rank {
         ConnId(self.next_conn)
     }
 
+    /// `listener`'s key on the seam, under this rank's variant.
+    fn key(&self, listener: Listener) -> Key {
+        Key::of(self.cfg.variant, listener)
+    }
+
     fn p2p_listener(&self) -> Listener {
         if self.cfg.variant.separate_p2p_listener() {
             Listener::P2p
@@ -355,11 +352,11 @@ impl Rank {
             self.state = State::Done;
             return;
         };
-        self.out.observe(Observation::Started { step: self.step, call: planned.call });
+        self.out.event(Event::Started { step: self.step, call: planned.call });
         match planned.step {
             Step::Init => {
-                self.out.effect(Effect::Listen { listener: Listener::Ring });
-                self.out.effect(Effect::Listen { listener: Listener::FromRoot });
+                self.out.effect(Effect::Listen { listener: self.key(Listener::Ring) });
+                self.out.effect(Effect::Listen { listener: self.key(Listener::FromRoot) });
                 self.state = State::InitListening;
             }
             Step::RingAllgather { size, addresses } => {
@@ -406,7 +403,7 @@ impl Rank {
     fn complete(&mut self, result: Result<Vec<u8>, NcclError>) {
         let call = self.call();
         let failed = result.is_err();
-        self.out.observe(Observation::Completed { step: self.step, call, result });
+        self.out.completed(Completion { step: self.step, call: Some(call), result: result.map_err(Failure::Rank) });
         if failed {
             self.state = State::Failed;
             return;
@@ -451,29 +448,29 @@ impl Rank {
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
                 encode_frame(&mut bytes, &codec::encode_ext_info(&info, v));
-                self.out.effect(Effect::Write { conn, bytes });
+                self.out.write(conn, |b| b.extend_from_slice(&bytes));
                 self.out.effect(Effect::Close { conn });
                 self.conns.remove(&conn);
                 let reply = self.conn();
-                self.out.effect(Effect::Accept { listener: Listener::FromRoot, conn: reply });
+                self.out.effect(Effect::Accept { listener: self.key(Listener::FromRoot), conn: reply });
                 self.state = State::InitSuccessor { conn: reply, accepted: false };
             }
             State::InitRing { next, prev, prev_up, .. } if next == conn => {
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
                 if !bytes.is_empty() {
-                    self.out.effect(Effect::Write { conn, bytes });
+                    self.out.write(conn, |b| b.extend_from_slice(&bytes));
                 }
                 self.state = State::InitRing { next, next_up: true, prev, prev_up };
             }
             State::Sending { conn: c, to, tag, logical_tag, size } if c == conn => {
                 let data = payload(rank, self.step, size);
                 let bytes = codec::encode_message(v, magic, rank, tag, &data);
-                self.out.effect(Effect::Write { conn, bytes });
+                self.out.write(conn, |b| b.extend_from_slice(&bytes));
                 // Said before the close, while the world still knows the connection.
                 let step = self.step;
                 let (nth, op) = (self.nth[step], BootstrapOp::of(self.call().kind));
-                self.out.observe(Observation::Sent { conn, step, to, tag, logical_tag, nth, op, size });
+                self.out.event(Event::Sent { conn, step, to, tag, logical_tag, nth, op, size });
                 self.out.effect(Effect::Close { conn });
                 self.conns.remove(&conn);
                 self.complete(Ok(Vec::new()));
@@ -482,7 +479,7 @@ impl Rank {
                 let mut bytes = Vec::new();
                 codec::encode_preamble(&mut bytes, v, magic);
                 codec::encode_header(&mut bytes, v, rank, tag);
-                self.out.effect(Effect::Write { conn, bytes });
+                self.out.write(conn, |b| b.extend_from_slice(&bytes));
                 let prev =
                     ranks[(ranks.iter().position(|&r| r == rank).expect("checked") + ranks.len() - 1) % ranks.len()];
                 self.intra = Some((ranks, size));

@@ -30,7 +30,7 @@ impl Rank {
 
     pub(super) fn accept_next(&mut self, want: Want) {
         let conn = self.conn();
-        self.out.effect(Effect::Accept { listener: self.p2p_listener(), conn });
+        self.out.effect(Effect::Accept { listener: self.key(self.p2p_listener()), conn });
         self.state = State::Accepting { want, conn };
     }
 
@@ -81,7 +81,7 @@ impl Rank {
         }
         self.unexpected.push(Unexpected { peer: header.rank, tag: header.tag, conn });
         let list_len = self.unexpected.len();
-        self.out.observe(Observation::Queued {
+        self.out.event(Event::Queued {
             conn,
             from: header.rank,
             tag: header.tag,
@@ -105,17 +105,7 @@ impl Rank {
             Step::Recv { logical_tag, .. } => logical_tag,
             _ => want.tag,
         };
-        self.out.observe(Observation::Taken {
-            conn,
-            step,
-            from: peer,
-            tag: header.tag,
-            logical_tag,
-            nth,
-            op,
-            size,
-            expected,
-        });
+        self.out.event(Event::Taken { conn, step, from: peer, tag: header.tag, logical_tag, nth, op, size, expected });
         self.out.effect(Effect::Close { conn });
         self.conns.remove(&conn);
         self.complete(Ok(bytes));
@@ -175,7 +165,7 @@ impl Rank {
         let discard = |me: &mut Rank, why: String| {
             me.out.effect(Effect::Close { conn });
             me.conns.remove(&conn);
-            me.out.observe(Observation::Discarded { conn, from, why });
+            me.out.event(Event::Discarded { conn, from, why });
             Check::Discarded
         };
         match c.reader.read_preamble(magic) {

@@ -1,6 +1,6 @@
 //! A small single-threaded driver for NCCL's model over real loopback sockets (non-blocking std
 //! sockets, polled): the real kernel chooses the chunking and the accept order. Shared by the
-//! loopback and real-root tests.
+//! loopback and real-root tests. It speaks the seam's types, as every world does.
 
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use bootsim_core::memnet::Node;
 use bootsim_core::ConnId;
-use bootsim_nccl::{Effect, Input, Listener, Observation, Planned, Rank, RankConfig, Root, RootConfig, Variant};
+use bootsim_nccl::seam::Key;
+use bootsim_nccl::{
+    Effect, Input, Listener, Observation, Output, Planned, Rank, RankConfig, Root, RootConfig, Variant,
+};
 
 /// One open connection of one node.
 struct Sock {
@@ -24,8 +27,8 @@ struct Sock {
 pub struct Loopback {
     root: Option<Root>,
     ranks: Vec<Rank>,
-    listeners: BTreeMap<(Node, Listener), TcpListener>,
-    accepts: BTreeMap<(Node, Listener), ConnId>,
+    listeners: BTreeMap<(Node, Key), TcpListener>,
+    accepts: BTreeMap<(Node, Key), ConnId>,
     socks: BTreeMap<(Node, ConnId), Sock>,
     connects: Vec<(Node, ConnId, SocketAddr, Instant)>,
     done: Vec<(Node, Observation)>,
@@ -56,10 +59,10 @@ impl Loopback {
         };
         if lb.root.is_some() {
             root_listener.set_nonblocking(true).expect("nonblocking");
-            lb.listeners.insert((Node::Root, Listener::Root), root_listener);
-            let addr = root_addr;
+            let key = Key::of(v, Listener::Root);
+            lb.listeners.insert((Node::Root, key), root_listener);
             // The root's Listen effect is answered with this listener.
-            lb.handle(Node::Root, Input::Listening { listener: Listener::Root, addr });
+            lb.handle(Node::Root, Input::Listening { listener: key, addr: root_addr });
         }
         lb
     }
@@ -77,35 +80,31 @@ impl Loopback {
         root.into_iter().chain((0..self.ranks.len() as u32).map(Node::Rank)).collect()
     }
 
-    /// Carries out every effect the nodes have; true if there was any.
+    /// Carries out every effect the nodes have, in order, and keeps their observations; true if
+    /// there was any output.
     fn drain(&mut self) -> bool {
         let mut any = false;
+        let mut tx = Vec::new();
         for node in self.nodes() {
             loop {
-                let (effect, obs) = match node {
-                    Node::Root => {
-                        let root = self.root.as_mut().expect("a model root");
-                        (root.poll_effect(), root.poll_observation())
-                    }
-                    Node::Rank(r) => (self.ranks[r as usize].poll_effect(), self.ranks[r as usize].poll_observation()),
-                    Node::Stranger => (None, None),
+                let out = match node {
+                    Node::Root => self.root.as_mut().expect("a model root").poll_output(&mut tx),
+                    Node::Rank(r) => self.ranks[r as usize].poll_output(&mut tx),
+                    Node::Stranger => None,
                 };
-                if effect.is_none() && obs.is_none() {
-                    break;
-                }
+                let Some(out) = out else { break };
                 any = true;
-                if let Some(o) = obs {
-                    self.done.push((node, o));
-                }
-                if let Some(e) = effect {
-                    self.execute(node, e);
+                match out {
+                    Output::Observe(o) => self.done.push((node, o)),
+                    Output::Effect(e) => self.execute(node, e, &tx),
                 }
             }
         }
         any
     }
 
-    fn execute(&mut self, node: Node, effect: Effect) {
+    /// Carries out one effect; a write's bytes are `tx`.
+    fn execute(&mut self, node: Node, effect: Effect, tx: &[u8]) {
         match effect {
             Effect::Listen { listener } => {
                 if node == Node::Root {
@@ -125,11 +124,13 @@ impl Loopback {
                 self.accepts.remove(&(node, listener));
             }
             Effect::Connect { conn, addr } => self.connects.push((node, conn, addr, Instant::now())),
-            Effect::Write { conn, bytes } => {
+            Effect::Write { conn, len } => {
                 if let Some(s) = self.socks.get_mut(&(node, conn)) {
-                    s.out.extend_from_slice(&bytes);
+                    s.out.extend_from_slice(&tx[..len]);
                 }
             }
+            // NCCL never drains before close.
+            Effect::Drain { .. } => {}
             Effect::Close { conn } => {
                 if let Some(s) = self.socks.get_mut(&(node, conn)) {
                     s.closing = true;
@@ -162,7 +163,7 @@ impl Loopback {
             }
         }
         // Accepts: one outstanding per listener.
-        let asked: Vec<((Node, Listener), ConnId)> = self.accepts.iter().map(|(k, c)| (*k, *c)).collect();
+        let asked: Vec<((Node, Key), ConnId)> = self.accepts.iter().map(|(k, c)| (*k, *c)).collect();
         for ((node, listener), conn) in asked {
             let Some(l) = self.listeners.get(&(node, listener)) else { continue };
             if let Ok((stream, from)) = l.accept() {
@@ -247,15 +248,20 @@ impl Loopback {
     pub fn assert_all_done(&self, what: &str) {
         for (r, rank) in self.ranks.iter().enumerate() {
             let err = self.done.iter().find_map(|(n, o)| match o {
-                Observation::Completed { result: Err(e), .. } if *n == Node::Rank(r as u32) => Some(e.to_string()),
+                Observation::Completed(c) if *n == Node::Rank(r as u32) => {
+                    c.result.as_ref().err().map(|e| e.to_string())
+                }
                 _ => None,
             });
             assert!(rank.is_done(), "{what}: rank {r} is not done: {err:?} / {:?}", rank.waiting_for());
         }
     }
 
-    /// How many steps completed, over every rank.
+    /// How many steps completed, over every rank (the root's session is not a step).
     pub fn completed(&self) -> usize {
-        self.done.iter().filter(|(_, o)| matches!(o, Observation::Completed { result: Ok(_), .. })).count()
+        self.done
+            .iter()
+            .filter(|(_, o)| matches!(o, Observation::Completed(c) if c.call.is_some() && c.result.is_ok()))
+            .count()
     }
 }

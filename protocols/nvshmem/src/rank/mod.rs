@@ -17,9 +17,9 @@ use bootsim_core::ids::{ConnId, OpId};
 use bootsim_core::time::Instant;
 
 use crate::error::{BootstrapError, Culprit};
+use crate::io::Outbox;
 use crate::io::{Completion, Effect, Event, Input, Limits, Output};
 use crate::listener::Listener;
-use crate::outbox::Outbox;
 use crate::uid::UniqueId;
 use crate::variant::{Transport, Variant};
 use crate::OpKind;
