@@ -9,6 +9,9 @@ use crate::explore::schedule::Schedule;
 use crate::kernel::{KernelConfig, PROFILES};
 use bootsim_nvshmem::workload::{format_ops, parse_ops, OpSpec, Workload, WORKLOADS};
 
+mod builder;
+pub use builder::CaseBuilder;
+
 /// Which engine runs the case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EngineKind {
@@ -31,36 +34,28 @@ impl EngineKind {
     }
 }
 
-/// A complete, reproducible run description.
+/// A complete, reproducible run description. Made by [`Case::parse`] or [`Case::builder`], both
+/// of which validate it; its kernel configuration is parsed once, there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Case {
-    /// The engine.
-    pub engine: EngineKind,
+    engine: EngineKind,
     /// The preset name the variant came from.
-    pub variant_name: String,
-    /// The protocol variant (preset plus `drain_ms`).
-    pub variant: Variant,
-    /// `drain_ms` when given (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS semantics).
-    pub drain_ms: Option<i64>,
-    /// `first_tag` when given: where a per-call tag counter starts (nvshmem-3.8; 1 in NVSHMEM).
-    pub first_tag: Option<u64>,
-    /// The workload.
-    pub workload: Workload,
-    /// World size, 1..=65536.
-    pub ranks: u32,
-    /// The adversary profile name.
-    pub adversary: String,
-    /// The seed of every random stream of the run.
-    pub seed: u64,
-    /// Simulated-time limit; past it, unfinished ranks are a hang.
-    pub deadline: Duration,
+    variant_name: String,
+    /// The protocol variant (preset plus `drain_ms` and `first_tag`).
+    variant: Variant,
+    drain_ms: Option<i64>,
+    first_tag: Option<u64>,
+    workload: Workload,
+    ranks: u32,
+    adversary: String,
+    seed: u64,
+    deadline: Duration,
     /// Kernel knobs set explicitly, in the order given.
-    pub knobs: Vec<(String, String)>,
-    /// The explicit accept order and drain failures (`accept=`, `drain_fail=`; fast engine only).
-    pub schedule: Schedule,
-    /// Set for `protocol=nccl`: NCCL's variant and workload (then `variant`, `workload` and
-    /// the NVSHMEM keys above keep their defaults and are not used).
-    pub nccl: Option<NcclCase>,
+    knobs: Vec<(String, String)>,
+    schedule: Schedule,
+    nccl: Option<NcclCase>,
+    /// The adversary profile (drawn from the seed for `swarm`) with the knobs applied.
+    kernel: KernelConfig,
 }
 
 /// What a `protocol=nccl` case runs: one of NCCL's versions and workloads (crate
@@ -83,34 +78,53 @@ impl NcclCase {
     /// The workload's case-string words after `workload=NAME`: its parameters that differ
     /// from the defaults.
     fn params(&self) -> String {
-        use bootsim_nccl::Workload as W;
-        let d = bootsim_nccl::InitParams::default();
-        let mut out = String::new();
-        match &self.workload {
-            W::Init(p) => {
-                if p.ranks_per_node != d.ranks_per_node {
-                    out.push_str(&format!(" gpus_per_node={}", p.ranks_per_node));
-                }
-                if p.channels != d.channels {
-                    out.push_str(&format!(" channels={}", p.channels));
-                }
-                if p.collnet {
-                    out.push_str(" collnet=on");
-                }
-            }
-            W::P2p { channels, distances } => {
-                if *channels != Self::DEFAULT_CHANNELS {
-                    out.push_str(&format!(" channels={channels}"));
-                }
-                if let Some(ds) = distances {
-                    let ds: Vec<String> = ds.iter().map(u32::to_string).collect();
-                    out.push_str(&format!(" distances={}", ds.join(",")));
-                }
-            }
-            W::Pair(first, second) => out.push_str(&format!(" pair={},{}", first.name(), second.name())),
-        }
-        out
+        nccl_params(&self.workload)
     }
+}
+
+/// An NVSHMEM workload's case-string words after `workload=NAME`: its parameters that differ
+/// from the defaults.
+fn nvshmem_params(workload: &Workload) -> String {
+    match workload {
+        Workload::Deepep { qps } if *qps != 24 => format!(" qps={qps}"),
+        Workload::NvshmemInit { qps } if *qps != 2 => format!(" qps={qps}"),
+        Workload::QpCreate { k } if *k != 4 => format!(" k={k}"),
+        Workload::Churn { len } if *len != 12 => format!(" len={len}"),
+        Workload::Custom(ops) => format!(" ops={}", format_ops(ops)),
+        _ => String::new(),
+    }
+}
+
+/// An NCCL workload's case-string words after `workload=NAME`: its parameters that differ
+/// from the defaults.
+fn nccl_params(workload: &bootsim_nccl::Workload) -> String {
+    use bootsim_nccl::Workload as W;
+    let d = bootsim_nccl::InitParams::default();
+    let mut out = String::new();
+    match workload {
+        W::Init(p) => {
+            if p.ranks_per_node != d.ranks_per_node {
+                out.push_str(&format!(" gpus_per_node={}", p.ranks_per_node));
+            }
+            if p.channels != d.channels {
+                out.push_str(&format!(" channels={}", p.channels));
+            }
+            if p.collnet {
+                out.push_str(" collnet=on");
+            }
+        }
+        W::P2p { channels, distances } => {
+            if *channels != NcclCase::DEFAULT_CHANNELS {
+                out.push_str(&format!(" channels={channels}"));
+            }
+            if let Some(ds) = distances {
+                let ds: Vec<String> = ds.iter().map(u32::to_string).collect();
+                out.push_str(&format!(" distances={}", ds.join(",")));
+            }
+        }
+        W::Pair(first, second) => out.push_str(&format!(" pair={},{}", first.name(), second.name())),
+    }
+    out
 }
 
 /// A case string that does not parse; the message names the key and the accepted values.
@@ -183,7 +197,11 @@ pub fn variants_for(workload: &str) -> Vec<&'static str> {
 /// The keys that configure NVSHMEM only.
 const NVSHMEM_KEYS: [&str; 7] = ["drain_ms", "first_tag", "qps", "k", "len", "ops", "drain_fail"];
 
+/// The adversary a case names none.
+const DEFAULT_ADVERSARY: &str = "rss";
+
 impl Default for Case {
+    /// The case of the empty case string.
     fn default() -> Self {
         Case {
             engine: EngineKind::Fast,
@@ -193,13 +211,101 @@ impl Default for Case {
             first_tag: None,
             workload: Workload::Deepep { qps: 24 },
             ranks: 2,
-            adversary: "rss".into(),
+            adversary: DEFAULT_ADVERSARY.into(),
             seed: 0,
             deadline: Duration::from_secs(300),
             knobs: Vec::new(),
             schedule: Schedule::default(),
             nccl: None,
+            // `rss` draws nothing from the seed; the test `the_default_case_is_the_empty_string`
+            // holds this to the profile.
+            kernel: KernelConfig::profile(DEFAULT_ADVERSARY).unwrap_or_default(),
         }
+    }
+}
+
+/// The kernel configuration of `adversary` under `seed` (`swarm` draws from it) with `knobs`
+/// applied in order; an error names the adversary or the knob that does not parse.
+fn kernel_for(adversary: &str, seed: u64, knobs: &[(String, String)]) -> Result<KernelConfig, CaseError> {
+    let mut cfg = KernelConfig::profile_for_seed(adversary, bootsim_core::seed::derive(seed, "swarm", 0))
+        .map_err(|_| CaseError(format!("adversary=`{adversary}`: accepted: {}", PROFILES.join(", "))))?;
+    for (k, v) in knobs {
+        cfg.set(k, v).map_err(|e| match e {
+            crate::kernel::KnobError::UnknownKey { .. } => CaseError(format!(
+                "unknown key `{k}`; accepted: {KEYS} ({})",
+                KernelConfig::knobs().iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+            )),
+            other => CaseError(other.to_string()),
+        })?;
+    }
+    Ok(cfg)
+}
+
+impl Case {
+    /// The engine that runs the case.
+    pub fn engine(&self) -> EngineKind {
+        self.engine
+    }
+
+    /// The NVSHMEM preset the variant came from (`nvshmem-3.7` for an NCCL case; see
+    /// [`Case::variant_label`]).
+    pub fn variant_name(&self) -> &str {
+        &self.variant_name
+    }
+
+    /// The NVSHMEM variant: the preset with `drain_ms` and `first_tag` applied.
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+
+    /// `drain_ms` when given (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS semantics).
+    pub fn drain_ms(&self) -> Option<i64> {
+        self.drain_ms
+    }
+
+    /// `first_tag` when given: where a per-call tag counter starts (nvshmem-3.8; 1 in NVSHMEM).
+    pub fn first_tag(&self) -> Option<u64> {
+        self.first_tag
+    }
+
+    /// The NVSHMEM workload (the default for an NCCL case; see [`Case::nccl`]).
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    /// World size, 1..=65536.
+    pub fn ranks(&self) -> u32 {
+        self.ranks
+    }
+
+    /// The adversary profile's name.
+    pub fn adversary(&self) -> &str {
+        &self.adversary
+    }
+
+    /// The seed of every random stream of the run.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Simulated-time limit; past it, unfinished ranks are a hang.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Kernel knobs set explicitly, `(key, value)` in the order given.
+    pub fn knobs(&self) -> &[(String, String)] {
+        &self.knobs
+    }
+
+    /// The explicit accept order and drain failures (`accept=`, `drain_fail=`; fast engine only).
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// NCCL's variant and workload for a `protocol=nccl` case, None for NVSHMEM's.
+    pub fn nccl(&self) -> Option<&NcclCase> {
+        self.nccl.as_ref()
     }
 }
 
@@ -410,9 +516,7 @@ impl Case {
                     case.ranks = n as u32;
                 }
                 "adversary" => {
-                    if !PROFILES.contains(&value) {
-                        return Err(err(format!("adversary=`{value}`: accepted: {}", PROFILES.join(", "))));
-                    }
+                    kernel_for(value, 0, &[])?;
                     case.adversary = value.to_string();
                 }
                 "seed" => case.seed = num("an unsigned 64-bit integer")?,
@@ -449,18 +553,14 @@ impl Case {
                     case.deadline = Duration::from_millis(ms);
                 }
                 _ => {
-                    let mut probe = KernelConfig::default();
-                    probe.set(key, value).map_err(|e| match e {
-                        crate::kernel::KnobError::UnknownKey { .. } => err(format!(
-                            "unknown key `{key}`; accepted: {KEYS} ({})",
-                            KernelConfig::knobs().iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
-                        )),
-                        other => err(other.to_string()),
-                    })?;
-                    case.knobs.push((key.to_string(), value.to_string()));
+                    // Checked word by word, so the first bad knob is the one named.
+                    let knob = [(key.to_string(), value.to_string())];
+                    kernel_for("fifo", 0, &knob)?;
+                    case.knobs.extend(knob);
                 }
             }
         }
+        case.kernel = kernel_for(&case.adversary, case.seed, &case.knobs)?;
         if let Some(nc) = nccl.case(&seen, case.ranks)? {
             case.nccl = Some(nc);
             case.engine = engine.unwrap_or(EngineKind::Fast);
@@ -515,12 +615,7 @@ impl Case {
             case.variant = case.variant.with_first_tag(first);
         }
         case.schedule.validate(case.ranks).map_err(err)?;
-        if !case.schedule.drain_fail.is_empty() && case.variant.drain.is_none() {
-            return Err(err(format!(
-                "drain_fail needs a variant with a drain (drain, pr97, or drain_ms > 0), not {}",
-                case.variant_name
-            )));
-        }
+        case.drains_can_fail().map_err(err)?;
         case.kernel_config().validate(case.ranks).map_err(err)?;
         let bytes = case.payload_bytes();
         if bytes > budget {
@@ -541,6 +636,33 @@ impl Case {
         Ok(case)
     }
 
+    /// `drain_fail=` needs an NVSHMEM variant with a drain.
+    fn drains_can_fail(&self) -> Result<(), String> {
+        if self.nccl.is_none() && !self.schedule.drain_fail.is_empty() && self.variant.drain.is_none() {
+            return Err(format!(
+                "drain_fail needs a variant with a drain (drain, pr97, or drain_ms > 0), not {}",
+                self.variant_name
+            ));
+        }
+        Ok(())
+    }
+
+    /// The same case with explicit schedule `schedule` (checked as `accept=` and `drain_fail=`
+    /// are).
+    pub fn with_schedule(&self, schedule: Schedule) -> Result<Case, CaseError> {
+        let case = Case { schedule, ..self.clone() };
+        case.schedule.validate(case.ranks).map_err(CaseError)?;
+        case.drains_can_fail().map_err(CaseError)?;
+        case.engine_can_run().map_err(CaseError)?;
+        Ok(case)
+    }
+
+    /// The same case on the fast engine with no explicit schedule: as explore's counterexamples
+    /// replay (the fast engine runs every case the turmoil engine does).
+    pub fn on_fast_engine_unscheduled(&self) -> Case {
+        Case { schedule: Schedule::default(), engine: EngineKind::Fast, ..self.clone() }
+    }
+
     /// What the turmoil engine cannot do (explicit schedules, the application's CPU time), for
     /// every protocol.
     fn engine_can_run(&self) -> Result<(), String> {
@@ -555,15 +677,10 @@ impl Case {
         Ok(())
     }
 
-    /// The kernel configuration: the adversary profile (drawn from the seed for `swarm`), then the knobs.
-    pub fn kernel_config(&self) -> KernelConfig {
-        let mut cfg =
-            KernelConfig::profile_for_seed(&self.adversary, bootsim_core::seed::derive(self.seed, "swarm", 0))
-                .expect("validated at parse");
-        for (k, v) in &self.knobs {
-            cfg.set(k, v).expect("validated at parse");
-        }
-        cfg
+    /// The kernel configuration: the adversary profile (drawn from the seed for `swarm`), then
+    /// the knobs; parsed once, when the case was made.
+    pub fn kernel_config(&self) -> &KernelConfig {
+        &self.kernel
     }
 
     /// Bytes of send and receive buffers all ranks hold over the run (the memory a run needs).
@@ -600,9 +717,18 @@ impl Case {
         }
     }
 
-    /// The same case with another seed.
+    /// The same case with another seed (and, for `swarm`, the kernel configuration that seed
+    /// draws). Under `swarm` a knob checked against the profile (`stalls`, `app_cpu`) may not
+    /// fit the new seed's draw; [`Case::case_string`] then refuses to print the case.
     pub fn with_seed(&self, seed: u64) -> Case {
-        Case { seed, ..self.clone() }
+        let kernel = if self.adversary == "swarm" {
+            // Every knob parsed when the case was made, and `KernelConfig::set` reads only its
+            // value, never the configuration it changes: applying them again cannot fail.
+            kernel_for(&self.adversary, seed, &self.knobs).expect("knobs parsed when the case was made")
+        } else {
+            self.kernel.clone()
+        };
+        Case { seed, kernel, ..self.clone() }
     }
 }
 
@@ -648,15 +774,7 @@ impl fmt::Display for Case {
         if let Some(first) = self.first_tag {
             write!(f, " first_tag={first}")?;
         }
-        write!(f, " workload={}", self.workload.name())?;
-        match &self.workload {
-            Workload::Deepep { qps } if *qps != 24 => write!(f, " qps={qps}")?,
-            Workload::NvshmemInit { qps } if *qps != 2 => write!(f, " qps={qps}")?,
-            Workload::QpCreate { k } if *k != 4 => write!(f, " k={k}")?,
-            Workload::Churn { len } if *len != 12 => write!(f, " len={len}")?,
-            Workload::Custom(ops) => write!(f, " ops={}", format_ops(ops))?,
-            _ => {}
-        }
+        write!(f, " workload={}{}", self.workload.name(), nvshmem_params(&self.workload))?;
         self.fmt_world(f)
     }
 }

@@ -92,7 +92,7 @@ fn the_reused_tag_has_a_corrupting_accept_order_the_fast_engine_replays() {
             })
         });
         assert!(overtaken, "a round-2 connection accepted first: {path:?}");
-        let replay = with_schedule(&base, &path);
+        let replay = with_schedule(&base, &path).unwrap();
         let fast = run(&Rendezvous, &Variant::ReusedTag, &workload, &replay, false);
         assert_eq!((fast.verdict, &fast.findings), (verdict, &findings), "the fast engine agrees: {replay}");
     }

@@ -60,7 +60,7 @@ impl WorkGuard {
             "the simulation gave up after {} events at simulated {now}, before deadline_ms={}: the case is too \
              costly to simulate with these kernel knobs: {knobs} (lower the costs or the deadline)",
             spent,
-            case.deadline.as_millis()
+            case.deadline().as_millis()
         ))
     }
 }
