@@ -170,6 +170,13 @@ impl CaseBuilder {
     /// The case string of these values (checked by parsing it); an error for a value no word
     /// can hold.
     fn line(&self) -> Result<String, CaseError> {
+        // The values given as text: anything else prints as one word.
+        let texts = self.variant.iter().map(|v| ("variant", v)).chain([("adversary", &self.adversary)]);
+        for (key, value) in texts.chain(self.knobs.iter().map(|(k, v)| (k.as_str(), v))) {
+            if value.contains(char::is_whitespace) {
+                return Err(CaseError(format!("{key}=`{value}`: a case string's values hold no whitespace")));
+            }
+        }
         let mut words = vec![format!("engine={}", self.engine.name())];
         let nccl =
             matches!(self.load, Some(Load::Nccl(_))) || self.variant.as_deref().is_some_and(|v| v.starts_with("nccl-"));
@@ -205,12 +212,6 @@ impl CaseBuilder {
             }
             words.push(format!("{k}={v}"));
         }
-        for word in &words {
-            let (key, value) = word.split_once('=').unwrap_or((word, ""));
-            if value.contains(char::is_whitespace) {
-                return Err(CaseError(format!("{key}=`{value}`: a case string's values hold no whitespace")));
-            }
-        }
         Ok(words.join(" "))
     }
 }
@@ -241,5 +242,137 @@ impl Case {
             schedule: self.schedule.clone(),
             budget: PAYLOAD_BUDGET,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use bootsim_nvshmem::workload::{OpSpec, Workload};
+    use proptest::prelude::*;
+
+    use super::CaseBuilder;
+    use crate::case::{variant_names, Case, EngineKind};
+    use crate::kernel::PROFILES;
+
+    fn nvshmem_workload() -> impl Strategy<Value = Workload> {
+        let op = prop_oneof![
+            (1usize..4096).prop_map(OpSpec::Allgather),
+            (1usize..4096).prop_map(OpSpec::Alltoall),
+            Just(OpSpec::Barrier),
+        ];
+        prop_oneof![
+            (1u32..64).prop_map(|qps| Workload::Deepep { qps }),
+            (1u32..64).prop_map(|qps| Workload::NvshmemInit { qps }),
+            (1u32..16).prop_map(|k| Workload::QpCreate { k }),
+            (1u32..40).prop_map(|len| Workload::Churn { len }),
+            prop::collection::vec(op, 1..6).prop_map(Workload::Custom),
+        ]
+    }
+
+    fn nccl_workload() -> impl Strategy<Value = bootsim_nccl::Workload> {
+        use bootsim_nccl::{InitParams, Workload as W, OPS};
+        let op = prop::sample::select(OPS.to_vec());
+        prop_oneof![
+            (1u32..9, 1u32..5, any::<bool>()).prop_map(|(ranks_per_node, channels, collnet)| W::Init(InitParams {
+                ranks_per_node,
+                channels,
+                collnet
+            })),
+            (1u32..5, prop::option::of(prop::collection::vec(1u32..4, 1..4)))
+                .prop_map(|(channels, distances)| W::P2p { channels, distances }),
+            (op.clone(), op).prop_map(|(a, b)| W::Pair(a, b)),
+        ]
+    }
+
+    /// A builder from drawn values: mostly cases that hold, some that must be refused.
+    fn builder() -> impl Strategy<Value = CaseBuilder> {
+        let knob = prop::sample::select(vec![
+            ("backlog", "3"),
+            ("rx_queues", "4"),
+            ("jitter", "5us"),
+            ("stall_gap", "off"),
+            ("loss_good", "0.01"),
+            ("rto_min", "1s"),
+            ("trace", "false"),
+            ("syscall_cost", "0"),
+            ("rx_queues", "0"),
+            ("latency", "7"),
+        ]);
+        let adversary = prop_oneof![8 => prop::sample::select(PROFILES.to_vec()), 1 => Just("gentle")];
+        let load = prop_oneof![
+            nvshmem_workload().prop_map(|w| (true, Some(w), None)),
+            nccl_workload().prop_map(|w| (false, None, Some(w))),
+        ];
+        (
+            (any::<bool>(), prop::sample::select(variant_names()), load, prop::option::of(-5i64..2000)),
+            (1u32..10, adversary, any::<u64>(), prop_oneof![1u64..1_000_000, Just(300_000)]),
+            (prop::collection::vec(knob, 0..3), prop::option::weighted(0.1, 1u64..10)),
+        )
+            .prop_map(
+                |((turmoil, variant, (nvshmem, w, nw), drain), (ranks, adversary, seed, ms), (knobs, first))| {
+                    let mut b = Case::builder()
+                        .engine(if turmoil { EngineKind::Turmoil } else { EngineKind::Fast })
+                        .ranks(ranks)
+                        .adversary(adversary)
+                        .seed(seed)
+                        .deadline(Duration::from_millis(ms));
+                    // The variant mostly of the workload's protocol.
+                    if variant.starts_with("nccl-") != nvshmem {
+                        b = b.variant(variant);
+                    }
+                    if let Some(w) = w {
+                        b = b.workload(w);
+                        if let Some(d) = drain {
+                            b = b.drain_ms(d);
+                        }
+                        if let Some(f) = first {
+                            b = b.variant("nvshmem-3.8").first_tag(f);
+                        }
+                    }
+                    if let Some(w) = nw {
+                        b = b.nccl_workload(w);
+                    }
+                    for (k, v) in knobs {
+                        b = b.knob(k, v);
+                    }
+                    b
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// A built case prints a line that parses back to it; a refused one says which key.
+        #[test]
+        fn a_built_case_prints_a_line_that_gives_it_back(b in builder()) {
+            match b.build() {
+                Ok(case) => {
+                    let line = case.to_string();
+                    prop_assert_eq!(&Case::parse(&line).unwrap(), &case, "{}", line);
+                    prop_assert_eq!(case.case_string().unwrap(), line);
+                    prop_assert_eq!(&case.to_builder().build().unwrap(), &case);
+                    let moved = case.with_seed(case.seed().wrapping_add(1));
+                    if let Ok(line) = moved.case_string() {
+                        prop_assert_eq!(Case::parse(&line).unwrap(), moved);
+                    }
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    prop_assert!(e.contains('=') || e.contains('`'), "{}", e);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_drawn_builders_mostly_build() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = builder();
+        let built = (0..400).filter(|_| strategy.new_tree(&mut runner).unwrap().current().build().is_ok()).count();
+        assert!(built >= 100, "only {built} of 400 drawn builders built: the property checks too little");
     }
 }
