@@ -45,9 +45,9 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
         }
         None => {
             let mut outcome = match case.engine() {
-                EngineKind::Fast => fast::run(&Nvshmem, &case.variant(), &case.workload(), case, trace),
+                EngineKind::Fast => fast::run(&Nvshmem, &case.variant(), case.workload(), case, trace),
                 EngineKind::Turmoil => {
-                    crate::engine::turmoil::run(&Nvshmem, &case.variant(), &case.workload(), case, trace, None)
+                    crate::engine::turmoil::run(&Nvshmem, &case.variant(), case.workload(), case, trace, None)
                 }
             };
             let judged = outcome.verdict(&case.workload().ops(case.seed()), case.seed(), case.ranks());

@@ -200,7 +200,7 @@ impl CaseBuilder {
         words.push(format!("ranks={}", self.ranks));
         words.push(format!("adversary={}", self.adversary));
         words.push(format!("seed={}", self.seed));
-        if self.deadline.subsec_nanos() % 1_000_000 != 0 {
+        if !self.deadline.subsec_nanos().is_multiple_of(1_000_000) {
             return Err(CaseError(format!("deadline {:?}: deadline_ms takes whole milliseconds", self.deadline)));
         }
         words.push(format!("deadline_ms={}", self.deadline.as_millis()));
