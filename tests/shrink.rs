@@ -23,10 +23,10 @@ fn the_report_shrinks_to_two_ranks_few_ops_and_a_handful_of_stalls() {
         let case = Case::parse(&REPORT.replace("nvshmem-3.4", variant)).unwrap();
         let s = shrink(&case).unwrap();
         assert_eq!(s.verdict, verdict);
-        assert_eq!(s.case.ranks, 2);
-        let Workload::Custom(ops) = &s.case.workload else { panic!("not custom: {}", s.case) };
+        assert_eq!(s.case.ranks(), 2);
+        let Workload::Custom(ops) = &s.case.workload() else { panic!("not custom: {}", s.case) };
         assert!(ops.len() <= 3, "{}", s.case);
-        let stalls = s.case.kernel_config().stalls;
+        let stalls = s.case.kernel_config().stalls.clone();
         assert!(!stalls.is_empty() && stalls.len() <= 5, "{}", s.case);
         assert_eq!(s.case.kernel_config().stall_gap, None);
         // The printed case replays with the same verdict, and shrinking is deterministic.
@@ -99,7 +99,7 @@ fn shards_are_disjoint_cover_the_range_and_merge_to_the_unsharded_summary() {
             match serde_json::from_str::<JsonLine>(line).expect("every line parses") {
                 JsonLine::Failure { variant, seed, case, .. } => {
                     assert_eq!(seed % n, i);
-                    assert_eq!(Case::parse(&case).unwrap().seed, seed);
+                    assert_eq!(Case::parse(&case).unwrap().seed(), seed);
                     failing.push((variant, seed));
                 }
                 JsonLine::Summary { runs: r, shard, .. } => {

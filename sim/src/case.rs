@@ -9,6 +9,9 @@ use crate::explore::schedule::Schedule;
 use crate::kernel::{KernelConfig, PROFILES};
 use bootsim_nvshmem::workload::{format_ops, parse_ops, OpSpec, Workload, WORKLOADS};
 
+mod builder;
+pub use builder::CaseBuilder;
+
 /// Which engine runs the case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EngineKind {
@@ -31,36 +34,28 @@ impl EngineKind {
     }
 }
 
-/// A complete, reproducible run description.
+/// A complete, reproducible run description. Made by [`Case::parse`] or [`Case::builder`], both
+/// of which validate it; its kernel configuration is parsed once, there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Case {
-    /// The engine.
-    pub engine: EngineKind,
+    engine: EngineKind,
     /// The preset name the variant came from.
-    pub variant_name: String,
-    /// The protocol variant (preset plus `drain_ms`).
-    pub variant: Variant,
-    /// `drain_ms` when given (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS semantics).
-    pub drain_ms: Option<i64>,
-    /// `first_tag` when given: where a per-call tag counter starts (nvshmem-3.8; 1 in NVSHMEM).
-    pub first_tag: Option<u64>,
-    /// The workload.
-    pub workload: Workload,
-    /// World size, 1..=65536.
-    pub ranks: u32,
-    /// The adversary profile name.
-    pub adversary: String,
-    /// The seed of every random stream of the run.
-    pub seed: u64,
-    /// Simulated-time limit; past it, unfinished ranks are a hang.
-    pub deadline: Duration,
+    variant_name: String,
+    /// The protocol variant (preset plus `drain_ms` and `first_tag`).
+    variant: Variant,
+    drain_ms: Option<i64>,
+    first_tag: Option<u64>,
+    workload: Workload,
+    ranks: u32,
+    adversary: String,
+    seed: u64,
+    deadline: Duration,
     /// Kernel knobs set explicitly, in the order given.
-    pub knobs: Vec<(String, String)>,
-    /// The explicit accept order and drain failures (`accept=`, `drain_fail=`; fast engine only).
-    pub schedule: Schedule,
-    /// Set for `protocol=nccl`: NCCL's variant and workload (then `variant`, `workload` and
-    /// the NVSHMEM keys above keep their defaults and are not used).
-    pub nccl: Option<NcclCase>,
+    knobs: Vec<(String, String)>,
+    schedule: Schedule,
+    nccl: Option<NcclCase>,
+    /// The adversary profile (drawn from the seed for `swarm`) with the knobs applied.
+    kernel: KernelConfig,
 }
 
 /// What a `protocol=nccl` case runs: one of NCCL's versions and workloads (crate
@@ -83,34 +78,53 @@ impl NcclCase {
     /// The workload's case-string words after `workload=NAME`: its parameters that differ
     /// from the defaults.
     fn params(&self) -> String {
-        use bootsim_nccl::Workload as W;
-        let d = bootsim_nccl::InitParams::default();
-        let mut out = String::new();
-        match &self.workload {
-            W::Init(p) => {
-                if p.ranks_per_node != d.ranks_per_node {
-                    out.push_str(&format!(" gpus_per_node={}", p.ranks_per_node));
-                }
-                if p.channels != d.channels {
-                    out.push_str(&format!(" channels={}", p.channels));
-                }
-                if p.collnet {
-                    out.push_str(" collnet=on");
-                }
-            }
-            W::P2p { channels, distances } => {
-                if *channels != Self::DEFAULT_CHANNELS {
-                    out.push_str(&format!(" channels={channels}"));
-                }
-                if let Some(ds) = distances {
-                    let ds: Vec<String> = ds.iter().map(u32::to_string).collect();
-                    out.push_str(&format!(" distances={}", ds.join(",")));
-                }
-            }
-            W::Pair(first, second) => out.push_str(&format!(" pair={},{}", first.name(), second.name())),
-        }
-        out
+        nccl_params(&self.workload)
     }
+}
+
+/// An NVSHMEM workload's case-string words after `workload=NAME`: its parameters that differ
+/// from the defaults.
+fn nvshmem_params(workload: &Workload) -> String {
+    match workload {
+        Workload::Deepep { qps } if *qps != 24 => format!(" qps={qps}"),
+        Workload::NvshmemInit { qps } if *qps != 2 => format!(" qps={qps}"),
+        Workload::QpCreate { k } if *k != 4 => format!(" k={k}"),
+        Workload::Churn { len } if *len != 12 => format!(" len={len}"),
+        Workload::Custom(ops) => format!(" ops={}", format_ops(ops)),
+        _ => String::new(),
+    }
+}
+
+/// An NCCL workload's case-string words after `workload=NAME`: its parameters that differ
+/// from the defaults.
+fn nccl_params(workload: &bootsim_nccl::Workload) -> String {
+    use bootsim_nccl::Workload as W;
+    let d = bootsim_nccl::InitParams::default();
+    let mut out = String::new();
+    match workload {
+        W::Init(p) => {
+            if p.ranks_per_node != d.ranks_per_node {
+                out.push_str(&format!(" gpus_per_node={}", p.ranks_per_node));
+            }
+            if p.channels != d.channels {
+                out.push_str(&format!(" channels={}", p.channels));
+            }
+            if p.collnet {
+                out.push_str(" collnet=on");
+            }
+        }
+        W::P2p { channels, distances } => {
+            if *channels != NcclCase::DEFAULT_CHANNELS {
+                out.push_str(&format!(" channels={channels}"));
+            }
+            if let Some(ds) = distances {
+                let ds: Vec<String> = ds.iter().map(u32::to_string).collect();
+                out.push_str(&format!(" distances={}", ds.join(",")));
+            }
+        }
+        W::Pair(first, second) => out.push_str(&format!(" pair={},{}", first.name(), second.name())),
+    }
+    out
 }
 
 /// A case string that does not parse; the message names the key and the accepted values.
@@ -195,7 +209,11 @@ fn unknown_protocol(name: &str) -> CaseError {
 /// The keys that configure NVSHMEM only.
 const NVSHMEM_KEYS: [&str; 7] = ["drain_ms", "first_tag", "qps", "k", "len", "ops", "drain_fail"];
 
+/// The adversary a case names none.
+const DEFAULT_ADVERSARY: &str = "rss";
+
 impl Default for Case {
+    /// The case of the empty case string.
     fn default() -> Self {
         Case {
             engine: EngineKind::Fast,
@@ -205,13 +223,101 @@ impl Default for Case {
             first_tag: None,
             workload: Workload::Deepep { qps: 24 },
             ranks: 2,
-            adversary: "rss".into(),
+            adversary: DEFAULT_ADVERSARY.into(),
             seed: 0,
             deadline: Duration::from_secs(300),
             knobs: Vec::new(),
             schedule: Schedule::default(),
             nccl: None,
+            // `rss` draws nothing from the seed; the test `the_default_case_is_the_empty_string`
+            // holds this to the profile.
+            kernel: KernelConfig::profile(DEFAULT_ADVERSARY).unwrap_or_default(),
         }
+    }
+}
+
+/// The kernel configuration of `adversary` under `seed` (`swarm` draws from it) with `knobs`
+/// applied in order; an error names the adversary or the knob that does not parse.
+fn kernel_for(adversary: &str, seed: u64, knobs: &[(String, String)]) -> Result<KernelConfig, CaseError> {
+    let mut cfg = KernelConfig::profile_for_seed(adversary, bootsim_core::seed::derive(seed, "swarm", 0))
+        .map_err(|_| CaseError(format!("adversary=`{adversary}`: accepted: {}", PROFILES.join(", "))))?;
+    for (k, v) in knobs {
+        cfg.set(k, v).map_err(|e| match e {
+            crate::kernel::KnobError::UnknownKey { .. } => CaseError(format!(
+                "unknown key `{k}`; accepted: {KEYS} ({})",
+                KernelConfig::knobs().iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+            )),
+            other => CaseError(other.to_string()),
+        })?;
+    }
+    Ok(cfg)
+}
+
+impl Case {
+    /// The engine that runs the case.
+    pub fn engine(&self) -> EngineKind {
+        self.engine
+    }
+
+    /// The NVSHMEM preset the variant came from (`nvshmem-3.7` for an NCCL case; see
+    /// [`Case::variant_label`]).
+    pub fn variant_name(&self) -> &str {
+        &self.variant_name
+    }
+
+    /// The NVSHMEM variant: the preset with `drain_ms` and `first_tag` applied.
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+
+    /// `drain_ms` when given (NVSHMEM_BOOTSTRAP_UID_SEND_DRAIN_MS semantics).
+    pub fn drain_ms(&self) -> Option<i64> {
+        self.drain_ms
+    }
+
+    /// `first_tag` when given: where a per-call tag counter starts (nvshmem-3.8; 1 in NVSHMEM).
+    pub fn first_tag(&self) -> Option<u64> {
+        self.first_tag
+    }
+
+    /// The NVSHMEM workload (the default for an NCCL case; see [`Case::nccl`]).
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    /// World size, 1..=65536.
+    pub fn ranks(&self) -> u32 {
+        self.ranks
+    }
+
+    /// The adversary profile's name.
+    pub fn adversary(&self) -> &str {
+        &self.adversary
+    }
+
+    /// The seed of every random stream of the run.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Simulated-time limit; past it, unfinished ranks are a hang.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Kernel knobs set explicitly, `(key, value)` in the order given.
+    pub fn knobs(&self) -> &[(String, String)] {
+        &self.knobs
+    }
+
+    /// The explicit accept order and drain failures (`accept=`, `drain_fail=`; fast engine only).
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// NCCL's variant and workload for a `protocol=nccl` case, None for NVSHMEM's.
+    pub fn nccl(&self) -> Option<&NcclCase> {
+        self.nccl.as_ref()
     }
 }
 
@@ -424,9 +530,7 @@ impl Case {
                     case.ranks = n as u32;
                 }
                 "adversary" => {
-                    if !PROFILES.contains(&value) {
-                        return Err(err(format!("adversary=`{value}`: accepted: {}", PROFILES.join(", "))));
-                    }
+                    kernel_for(value, 0, &[])?;
                     case.adversary = value.to_string();
                 }
                 "seed" => case.seed = num("an unsigned 64-bit integer")?,
@@ -463,18 +567,14 @@ impl Case {
                     case.deadline = Duration::from_millis(ms);
                 }
                 _ => {
-                    let mut probe = KernelConfig::default();
-                    probe.set(key, value).map_err(|e| match e {
-                        crate::kernel::KnobError::UnknownKey { .. } => err(format!(
-                            "unknown key `{key}`; accepted: {KEYS} ({})",
-                            KernelConfig::knobs().iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
-                        )),
-                        other => err(other.to_string()),
-                    })?;
-                    case.knobs.push((key.to_string(), value.to_string()));
+                    // Checked word by word, so the first bad knob is the one named.
+                    let knob = [(key.to_string(), value.to_string())];
+                    kernel_for("fifo", 0, &knob)?;
+                    case.knobs.extend(knob);
                 }
             }
         }
+        case.kernel = kernel_for(&case.adversary, case.seed, &case.knobs)?;
         if let Some(nc) = nccl.case(&seen, case.ranks)? {
             case.nccl = Some(nc);
             case.engine = engine.unwrap_or(EngineKind::Fast);
@@ -529,12 +629,7 @@ impl Case {
             case.variant = case.variant.with_first_tag(first);
         }
         case.schedule.validate(case.ranks).map_err(err)?;
-        if !case.schedule.drain_fail.is_empty() && case.variant.drain.is_none() {
-            return Err(err(format!(
-                "drain_fail needs a variant with a drain (drain, pr97, or drain_ms > 0), not {}",
-                case.variant_name
-            )));
-        }
+        case.drains_can_fail().map_err(err)?;
         case.kernel_config().validate(case.ranks).map_err(err)?;
         let bytes = case.payload_bytes();
         if bytes > budget {
@@ -555,6 +650,33 @@ impl Case {
         Ok(case)
     }
 
+    /// `drain_fail=` needs an NVSHMEM variant with a drain.
+    fn drains_can_fail(&self) -> Result<(), String> {
+        if self.nccl.is_none() && !self.schedule.drain_fail.is_empty() && self.variant.drain.is_none() {
+            return Err(format!(
+                "drain_fail needs a variant with a drain (drain, pr97, or drain_ms > 0), not {}",
+                self.variant_name
+            ));
+        }
+        Ok(())
+    }
+
+    /// The same case with explicit schedule `schedule` (checked as `accept=` and `drain_fail=`
+    /// are).
+    pub fn with_schedule(&self, schedule: Schedule) -> Result<Case, CaseError> {
+        let case = Case { schedule, ..self.clone() };
+        case.schedule.validate(case.ranks).map_err(CaseError)?;
+        case.drains_can_fail().map_err(CaseError)?;
+        case.engine_can_run().map_err(CaseError)?;
+        Ok(case)
+    }
+
+    /// The same case on the fast engine with no explicit schedule: as explore's counterexamples
+    /// replay (the fast engine runs every case the turmoil engine does).
+    pub fn on_fast_engine_unscheduled(&self) -> Case {
+        Case { schedule: Schedule::default(), engine: EngineKind::Fast, ..self.clone() }
+    }
+
     /// What the turmoil engine cannot do (explicit schedules, the application's CPU time), for
     /// every protocol.
     fn engine_can_run(&self) -> Result<(), String> {
@@ -569,15 +691,10 @@ impl Case {
         Ok(())
     }
 
-    /// The kernel configuration: the adversary profile (drawn from the seed for `swarm`), then the knobs.
-    pub fn kernel_config(&self) -> KernelConfig {
-        let mut cfg =
-            KernelConfig::profile_for_seed(&self.adversary, bootsim_core::seed::derive(self.seed, "swarm", 0))
-                .expect("validated at parse");
-        for (k, v) in &self.knobs {
-            cfg.set(k, v).expect("validated at parse");
-        }
-        cfg
+    /// The kernel configuration: the adversary profile (drawn from the seed for `swarm`), then
+    /// the knobs; parsed once, when the case was made.
+    pub fn kernel_config(&self) -> &KernelConfig {
+        &self.kernel
     }
 
     /// Bytes of send and receive buffers all ranks hold over the run (the memory a run needs).
@@ -614,41 +731,40 @@ impl Case {
         }
     }
 
-    /// The same case with another seed.
+    /// The same case with another seed (and, for `swarm`, the kernel configuration that seed
+    /// draws). Under `swarm` a knob checked against the profile (`stalls`, `app_cpu`) may not
+    /// fit the new seed's draw; [`Case::case_string`] then refuses to print the case.
     pub fn with_seed(&self, seed: u64) -> Case {
-        Case { seed, ..self.clone() }
+        let kernel = if self.adversary == "swarm" {
+            // Every knob parsed when the case was made, and `KernelConfig::set` reads only its
+            // value, never the configuration it changes: applying them again cannot fail.
+            kernel_for(&self.adversary, seed, &self.knobs).expect("knobs parsed when the case was made")
+        } else {
+            self.kernel.clone()
+        };
+        Case { seed, kernel, ..self.clone() }
     }
 }
 
 impl Case {
-    /// The case string that reproduces this case, or why there is none: a case built through
-    /// the API (a custom [`Variant`], an adversary name no profile has, a knob out of range)
-    /// may hold what no case string can say. The string is checked by parsing it back.
+    /// The case string that reproduces this case, or why there is none, checked by parsing it
+    /// back. A parsed or built case always has one; a case changed since may not: under
+    /// `swarm`, [`Case::with_seed`] draws another kernel that a knob may no longer fit (a
+    /// `stalls=` queue it does not have), and a case parsed within a larger budget
+    /// ([`Case::parse_within`]) is over the case string's.
     pub fn case_string(&self) -> Result<String, CaseError> {
         let line = self.to_string();
         match Case::parse(&line) {
             Ok(back) if back == *self => Ok(line),
-            Ok(back) => {
-                let mut differs = Vec::new();
-                if back.variant != self.variant {
-                    differs.push(format!("its variant is not the preset `{}` (a custom Variant)", self.variant_name));
-                }
-                if back.workload != self.workload {
-                    differs.push("its workload".to_string());
-                }
-                if differs.is_empty() {
-                    differs.push("a field the case string does not carry".to_string());
-                }
-                Err(CaseError(format!("no case string reproduces this case: {}", differs.join(", "))))
-            }
+            Ok(_) => Err(CaseError(format!("no case string reproduces this case: `{line}` reads back as another"))),
             Err(e) => Err(CaseError(format!("no case string reproduces this case: {}", e.0))),
         }
     }
 }
 
 impl fmt::Display for Case {
-    /// The canonical case string of a parsed case (parsing it gives the case back); for a case
-    /// built through the API, [`Case::case_string`] says whether it reproduces it.
+    /// The canonical case string of a parsed or built case (parsing it gives the case back);
+    /// for a case changed since, [`Case::case_string`] says whether it reproduces it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(nc) = &self.nccl {
             write!(f, "engine={} protocol=nccl variant={}", self.engine.name(), nc.variant)?;
@@ -662,15 +778,7 @@ impl fmt::Display for Case {
         if let Some(first) = self.first_tag {
             write!(f, " first_tag={first}")?;
         }
-        write!(f, " workload={}", self.workload.name())?;
-        match &self.workload {
-            Workload::Deepep { qps } if *qps != 24 => write!(f, " qps={qps}")?,
-            Workload::NvshmemInit { qps } if *qps != 2 => write!(f, " qps={qps}")?,
-            Workload::QpCreate { k } if *k != 4 => write!(f, " k={k}")?,
-            Workload::Churn { len } if *len != 12 => write!(f, " len={len}")?,
-            Workload::Custom(ops) => write!(f, " ops={}", format_ops(ops))?,
-            _ => {}
-        }
+        write!(f, " workload={}{}", self.workload.name(), nvshmem_params(&self.workload))?;
         self.fmt_world(f)
     }
 }
@@ -807,18 +915,76 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_case_built_with_a_custom_variant_has_no_case_string() {
-        let parsed = Case::parse("variant=nvshmem-3.4 workload=qp-create ranks=4 seed=9").unwrap();
-        assert_eq!(parsed.case_string().unwrap(), parsed.to_string());
-        let custom = Case {
-            variant: Variant { drain: Some(Duration::from_millis(7)), ..Variant::NVSHMEM_3_7 },
-            ..Case::default()
-        };
-        let err = custom.case_string().unwrap_err().to_string();
-        assert!(err.contains("custom Variant") && err.contains("nvshmem-3.7"), "{err}");
-        let unknown = Case { adversary: "gentle".into(), ..Case::default() };
-        let err = unknown.case_string().unwrap_err().to_string();
-        assert!(err.contains("gentle"), "{err}");
+    fn the_default_case_is_the_empty_string() {
+        assert_eq!(Case::default(), Case::parse("").unwrap());
+        assert_eq!(Case::builder().build().unwrap(), Case::default());
+    }
+
+    #[test]
+    fn the_builder_refuses_what_the_parser_refuses_naming_the_key() {
+        let e = |b: CaseBuilder| b.build().unwrap_err().to_string();
+        assert!(e(Case::builder().adversary("gentle")).contains("adversary=`gentle`: accepted: fifo, rss"));
+        assert!(e(Case::builder().variant("nvshmem-9")).contains("variant=`nvshmem-9`: accepted: nvshmem-3.4"));
+        assert!(e(Case::builder().ranks(0)).contains("ranks=0: must be 1..=65536"));
+        assert!(e(Case::builder().knob("rx_queues", "0")).contains("rx_queues"));
+        assert!(e(Case::builder().knob("colour", "blue")).contains("unknown key `colour`"));
+        assert!(e(Case::builder().knob("backlog", "2 seed=3")).contains("hold no whitespace"));
+        assert!(e(Case::builder().adversary("rss seed=3")).contains("adversary=`rss seed=3`"));
+        assert!(e(Case::builder().knob("a=b", "1")).contains("kernel knob `a=b`"));
+        assert!(e(Case::builder().deadline(Duration::from_micros(1500))).contains("whole milliseconds"));
+        assert!(e(Case::builder().workload(Workload::Deepep { qps: 0 })).contains("qps=0: must be 1..=1024"));
+        let nccl_init = bootsim_nccl::Workload::Init(bootsim_nccl::InitParams::default());
+        assert!(e(Case::builder().variant("nvshmem-3.4").nccl_workload(nccl_init)).contains("under protocol=nccl"));
+        assert!(e(Case::builder().variant("nccl-2.19").workload(Workload::Churn { len: 3 }))
+            .contains("NVSHMEM workload under protocol=nccl"));
+    }
+
+    #[test]
+    fn the_builder_makes_what_the_parser_makes() {
+        let built = Case::builder()
+            .variant("pr97")
+            .drain_ms(5)
+            .workload(Workload::Custom(parse_ops("allgather:8,barrier").unwrap()))
+            .ranks(3)
+            .adversary("lossy")
+            .seed(1)
+            .knob("backlog", "2")
+            .build()
+            .unwrap();
+        let text = "engine=fast variant=pr97 drain_ms=5 workload=custom ops=allgather:8,barrier ranks=3 adversary=lossy seed=1 backlog=2";
+        assert_eq!(built, Case::parse(text).unwrap());
+        assert_eq!(built.case_string().unwrap(), text);
+        assert_eq!(built.to_builder().build().unwrap(), built);
+        let p2p = bootsim_nccl::Workload::P2p { channels: 4, distances: Some(vec![1, 1]) };
+        let nccl = Case::builder().variant("nccl-2.30").nccl_workload(p2p).ranks(3).build().unwrap();
+        assert_eq!(
+            nccl.to_string(),
+            "engine=fast protocol=nccl variant=nccl-2.30 workload=nccl-p2p channels=4 distances=1,1 ranks=3 adversary=rss seed=0"
+        );
+    }
+
+    #[test]
+    fn the_kernel_config_is_parsed_once_and_follows_the_seed_under_swarm() {
+        let c = Case::parse("adversary=swarm seed=1 backlog=3").unwrap();
+        assert_eq!(c.kernel_config().backlog, 3);
+        for seed in 0..8 {
+            let moved = c.with_seed(seed);
+            assert_eq!(moved, Case::parse(&format!("adversary=swarm seed={seed} backlog=3")).unwrap());
+            assert_eq!(moved.kernel_config().backlog, 3);
+        }
+        let rss = Case::parse("adversary=rss seed=1").unwrap();
+        assert_eq!(rss.with_seed(9).kernel_config(), rss.kernel_config());
+    }
+
+    #[test]
+    fn a_reseeded_swarm_case_whose_stall_no_longer_fits_has_no_case_string() {
+        // `stalls=` on RX queue 1 needs a draw of at least two queues.
+        let line = |seed: u64| format!("adversary=swarm seed={seed} stalls=0:1:0:5");
+        let fits = (0..256).find(|s| Case::parse(&line(*s)).is_ok()).unwrap();
+        let misfit = (0..256).find(|s| Case::parse(&line(*s)).is_err()).unwrap();
+        let c = Case::parse(&line(fits)).unwrap().with_seed(misfit);
+        let err = c.case_string().unwrap_err().to_string();
+        assert!(err.contains("no case string reproduces this case") && err.contains("stalls"), "{err}");
     }
 
     #[test]

@@ -167,7 +167,7 @@ pub fn explain(report: &RunReport) -> Vec<String> {
     };
     // NCCL's runs end in many hangs behind the one error that aborted a rank: the error first.
     let mut findings: Vec<&Finding> = report.findings.iter().collect();
-    if report.case.nccl.is_some() {
+    if report.case.nccl().is_some() {
         findings.sort_by_key(|f| std::cmp::Reverse(f.verdict()));
     }
     for f in findings {
@@ -192,16 +192,16 @@ pub fn explain(report: &RunReport) -> Vec<String> {
 /// A sent message's step as the protocol names it: NVSHMEM's operation and step, NCCL's call
 /// and source line.
 fn sent_name(report: &RunReport, s: &SentMsg) -> String {
-    match &report.case.nccl {
-        Some(nc) => crate::protocol::nccl::message_name(nc, report.case.ranks, s.from, s.to, &s.origin, true),
+    match &report.case.nccl() {
+        Some(nc) => crate::protocol::nccl::message_name(nc, report.case.ranks(), s.from, s.to, &s.origin, true),
         None => step_name(&s.origin),
     }
 }
 
 /// A receive's step (rank `t.rank`'s, from `t.from`) as the protocol names it.
 fn taken_name(report: &RunReport, t: &bootsim_core::TakenMsg) -> String {
-    match &report.case.nccl {
-        Some(nc) => crate::protocol::nccl::message_name(nc, report.case.ranks, t.rank, t.from, &t.origin, false),
+    match &report.case.nccl() {
+        Some(nc) => crate::protocol::nccl::message_name(nc, report.case.ranks(), t.rank, t.from, &t.origin, false),
         None => step_name(&t.origin),
     }
 }
@@ -218,7 +218,7 @@ fn overtake_lines(report: &RunReport, o: &Overtake) -> Vec<String> {
                 "rank {p} sent {} ({} bytes, tag {:#x}) to rank {r} on connection {ka} at {}, then {} ({} bytes, tag {:#x}) on connection {kb} at {}.",
                 sent_name(report, a), a.size, a.tag, ms(a.at), sent_name(report, taken), taken.size, taken.tag, ms(taken.at)
             ));
-            lines.extend(why(out, ka, kb, a, r, !report.case.schedule.accept.is_empty()));
+            lines.extend(why(out, ka, kb, a, r, !report.case.schedule().accept.is_empty()));
         }
         None => lines.push(format!(
             "rank {p} sent {} ({} bytes, tag {:#x}) to rank {r} on connection {kb} at {}.",
@@ -418,7 +418,7 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
         return Vec::new();
     }
     let at_deadline =
-        out.end.saturating_since(Instant::ZERO) + std::time::Duration::from_millis(1) >= report.case.deadline;
+        out.end.saturating_since(Instant::ZERO) + std::time::Duration::from_millis(1) >= report.case.deadline();
     let when = if at_deadline {
         format!("at the simulated deadline ({})", ms(out.end))
     } else {
@@ -646,7 +646,7 @@ mod tests {
         let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=churn ranks=8 adversary=swarm seed=2").unwrap();
         let report = run_case(&c, true);
         assert!(report.outcome.record.ranks.iter().any(|r| r.finished_at.is_none()), "some rank hangs");
-        assert!(report.outcome.end.saturating_since(Instant::ZERO) < c.deadline, "stopped early");
+        assert!(report.outcome.end.saturating_since(Instant::ZERO) < c.deadline(), "stopped early");
         let first = stuck_lines(&report).remove(0);
         assert!(first.contains("when the run stopped at") && !first.contains("deadline"), "{first}");
     }

@@ -69,7 +69,7 @@ fn setup<'a, P: Protocol>(
     workload: &'a P::Workload,
     case: &Case,
 ) -> Setup<'a, P::Variant, P::Workload> {
-    Setup { variant, workload, seed: case.seed, n: case.ranks, root_ip: host_addr(0, 0).ip() }
+    Setup { variant, workload, seed: case.seed(), n: case.ranks(), root_ip: host_addr(0, 0).ip() }
 }
 
 /// Runs `case`'s world with `protocol`'s `variant` and `workload` on the case's engine (the
@@ -80,7 +80,7 @@ where
     P: Protocol<Node: TaskNode>,
     P::Judge: Judge<Report = Report> + 'static,
 {
-    let mut outcome = match case.engine {
+    let mut outcome = match case.engine() {
         EngineKind::Fast => fast::run(protocol, variant, workload, case, trace),
         EngineKind::Turmoil => turmoil::run(protocol, variant, workload, case, trace, None),
     };
@@ -254,8 +254,8 @@ mod tests {
         assert_eq!(line, "protocol=p variant=v workload=w engine=fast ranks=3 adversary=lossy seed=9 deadline_ms=900");
         let back = world_of(&line).unwrap();
         assert_eq!(
-            (back.ranks, back.seed, back.deadline, &back.adversary),
-            (case.ranks, case.seed, case.deadline, &case.adversary)
+            (back.ranks(), back.seed(), back.deadline(), &back.adversary()),
+            (case.ranks(), case.seed(), case.deadline(), &case.adversary())
         );
         assert_eq!(back.kernel_config(), case.kernel_config());
     }

@@ -21,7 +21,7 @@ pub mod sweep;
 pub mod timeline;
 pub mod words;
 
-pub use case::{Case, CaseError};
+pub use case::{Case, CaseBuilder, CaseError};
 pub use explain::explain;
 pub use oracle::{Detail, Finding, Provenance, Verdict, Who, WrongItem};
 pub use run::{run_case, RunReport};

@@ -33,9 +33,9 @@ pub struct RunReport {
 
 /// Runs a case; `trace` keeps every event line and the digest.
 pub fn run_case(case: &Case, trace: bool) -> RunReport {
-    let (mut outcome, (verdict, findings)) = match &case.nccl {
+    let (mut outcome, (verdict, findings)) = match &case.nccl() {
         Some(nc) => {
-            let mut outcome = match case.engine {
+            let mut outcome = match case.engine() {
                 EngineKind::Fast => fast::run(&Nccl, &nc.variant, &nc.workload, case, trace),
                 EngineKind::Turmoil => crate::engine::turmoil::run(&Nccl, &nc.variant, &nc.workload, case, trace, None),
             };
@@ -44,14 +44,15 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
             (outcome, judged)
         }
         None => {
-            let mut outcome = match case.engine {
-                EngineKind::Fast => fast::run(&Nvshmem, &case.variant, &case.workload, case, trace),
+            let mut outcome = match case.engine() {
+                EngineKind::Fast => fast::run(&Nvshmem, &case.variant(), case.workload(), case, trace),
                 EngineKind::Turmoil => {
-                    crate::engine::turmoil::run(&Nvshmem, &case.variant, &case.workload, case, trace, None)
+                    crate::engine::turmoil::run(&Nvshmem, &case.variant(), case.workload(), case, trace, None)
                 }
             };
-            let judged = outcome
-                .verdict_with(|| crate::oracle::Judge::new(&case.workload.ops(case.seed), case.seed, case.ranks));
+            let judged = outcome.verdict_with(|| {
+                crate::oracle::Judge::new(&case.workload().ops(case.seed()), case.seed(), case.ranks())
+            });
             (outcome, judged)
         }
     };

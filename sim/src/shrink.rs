@@ -74,9 +74,11 @@ pub(crate) fn shrink_by(case: &Case, ops: bool, run: &dyn Fn(&Case, bool) -> Jud
     }
     let mut s = Shrinker { verdict, runs: 1, log: Vec::new(), run };
     let mut cur = case.clone();
-    let custom = Case { workload: Workload::Custom(cur.workload.ops(cur.seed)), ..cur.clone() };
-    if ops && custom != cur && s.keeps(&custom) {
-        cur = custom;
+    let custom = cur.to_builder().workload(Workload::Custom(cur.workload().ops(cur.seed()))).build();
+    if let (true, Ok(custom)) = (ops, custom) {
+        if custom != cur && s.keeps(&custom) {
+            cur = custom;
+        }
     }
     cur = s.structure(cur);
     let mut stalls_seen = 0;
@@ -122,26 +124,29 @@ impl Shrinker<'_> {
         if !stalls(&c).is_empty() {
             return None;
         }
-        (0..SEED_TRIES).filter(|s| *s != c.seed).map(|s| c.with_seed(s)).find(|t| self.keeps(t))
+        (0..SEED_TRIES).filter(|s| *s != c.seed()).map(|s| c.with_seed(s)).find(|t| self.keeps(t))
     }
 
     /// Fewer ranks, fewer ops, smaller ops, until none of them helps.
     fn structure(&mut self, mut cur: Case) -> Case {
         loop {
             let before = cur.clone();
-            for r in rank_candidates(cur.ranks) {
-                let mut t = Case { ranks: r, ..cur.clone() };
-                let kept: Vec<ScriptedStall> = stalls(&t).into_iter().filter(|s| s.host < r).collect();
-                if !stalls(&t).is_empty() {
-                    t = with_stalls(&t, &kept);
+            for r in rank_candidates(cur.ranks()) {
+                let mut t = cur.to_builder().ranks(r);
+                let kept: Vec<ScriptedStall> = stalls(&cur).into_iter().filter(|s| s.host < r).collect();
+                if !stalls(&cur).is_empty() {
+                    t = t.knob("stalls", &ScriptedStall::format_list(&kept));
                 }
+                // A smaller world the case cannot say (an accept order naming a rank it drops)
+                // is no candidate.
+                let Ok(t) = t.build() else { continue };
                 if let Some(t) = self.find(t) {
-                    self.log.push(format!("ranks {} -> {r}", cur.ranks));
+                    self.log.push(format!("ranks {} -> {r}", cur.ranks()));
                     cur = t;
                     break;
                 }
             }
-            if let Workload::Custom(ops) = &cur.workload {
+            if let Workload::Custom(ops) = &cur.workload() {
                 let n = ops.len();
                 let mut last: Option<Case> = None;
                 let base = cur.clone();
@@ -149,7 +154,9 @@ impl Shrinker<'_> {
                     if sub.is_empty() {
                         return false;
                     }
-                    let t = Case { workload: Workload::Custom(sub.to_vec()), ..base.clone() };
+                    let Ok(t) = base.to_builder().workload(Workload::Custom(sub.to_vec())).build() else {
+                        return false;
+                    };
                     let found = self.find(t);
                     let ok = found.is_some();
                     last = found.or(last.take());
@@ -169,9 +176,9 @@ impl Shrinker<'_> {
 
     /// Each sized op made as small as it can be.
     fn smaller_sizes(&mut self, mut cur: Case) -> Case {
-        let Workload::Custom(ops) = cur.workload.clone() else { return cur };
+        let Workload::Custom(ops) = cur.workload().clone() else { return cur };
         for i in 0..ops.len() {
-            let Workload::Custom(now) = &cur.workload else { return cur };
+            let Workload::Custom(now) = &cur.workload() else { return cur };
             let (old, cands) = match now[i] {
                 OpSpec::Allgather(l) => (l, size_candidates(l, 1)),
                 OpSpec::Alltoall(l) if l % 24 == 0 => (l, size_candidates(l, 24)),
@@ -184,7 +191,8 @@ impl Shrinker<'_> {
                     OpSpec::Allgather(_) => OpSpec::Allgather(len),
                     _ => OpSpec::Alltoall(len),
                 };
-                if let Some(t) = self.find(Case { workload: Workload::Custom(t_ops), ..cur.clone() }) {
+                let Ok(t) = cur.to_builder().workload(Workload::Custom(t_ops)).build() else { continue };
+                if let Some(t) = self.find(t) {
                     self.log.push(format!("op #{i} size {old} -> {len}"));
                     cur = t;
                     break;
@@ -200,7 +208,7 @@ impl Shrinker<'_> {
         let (_, _, outcome) = (self.run)(cur, true);
         self.runs += 1;
         let list = stalls_of(&outcome);
-        let t = with_stalls(&with_knob(cur, "stall_gap", "off"), &list);
+        let t = with_stalls(&with_knob(cur, "stall_gap", "off")?, &list)?;
         self.keeps(&t).then(|| {
             self.log.push(format!("random stalls -> {} explicit", list.len()));
             (t, list.len())
@@ -211,7 +219,7 @@ impl Shrinker<'_> {
     fn minimise_stalls(&mut self, cur: Case) -> Case {
         let list = stalls(&cur);
         let n = list.len();
-        let kept = ddmin(list, &mut |sub: &[ScriptedStall]| self.keeps(&with_stalls(&cur, sub)));
+        let kept = ddmin(list, &mut |sub: &[ScriptedStall]| with_stalls(&cur, sub).is_some_and(|t| self.keeps(&t)));
         if kept.len() < n {
             self.log.push(format!("stalls {n} -> {}", kept.len()));
         }
@@ -227,31 +235,32 @@ impl Shrinker<'_> {
             };
             let mut t = kept.clone();
             t[i] = round;
-            if round != s && self.keeps(&with_stalls(&cur, &t)) {
+            if round != s && with_stalls(&cur, &t).is_some_and(|c| self.keeps(&c)) {
                 kept = t;
             }
         }
-        with_stalls(&cur, &kept)
+        with_stalls(&cur, &kept).unwrap_or(cur)
     }
 }
 
 /// The case's explicit stall list (empty if none).
 fn stalls(c: &Case) -> Vec<ScriptedStall> {
-    c.knobs.iter().find(|(k, _)| k == "stalls").and_then(|(_, v)| ScriptedStall::parse_list(v).ok()).unwrap_or_default()
+    c.knobs()
+        .iter()
+        .find(|(k, _)| k == "stalls")
+        .and_then(|(_, v)| ScriptedStall::parse_list(v).ok())
+        .unwrap_or_default()
 }
 
-fn with_stalls(c: &Case, list: &[ScriptedStall]) -> Case {
+/// `c` with explicit stalls `list`, None if the case cannot hold them.
+fn with_stalls(c: &Case, list: &[ScriptedStall]) -> Option<Case> {
     with_knob(c, "stalls", &ScriptedStall::format_list(list))
 }
 
-/// `c` with kernel knob `key` set to `value` (replacing a previous setting).
-fn with_knob(c: &Case, key: &str, value: &str) -> Case {
-    let mut c = c.clone();
-    match c.knobs.iter_mut().find(|(k, _)| k == key) {
-        Some(kv) => kv.1 = value.to_string(),
-        None => c.knobs.push((key.to_string(), value.to_string())),
-    }
-    c
+/// `c` with kernel knob `key` set to `value` (replacing a previous setting), None if the case
+/// cannot hold it.
+fn with_knob(c: &Case, key: &str, value: &str) -> Option<Case> {
+    c.to_builder().knob(key, value).build().ok()
 }
 
 /// Smaller world sizes to try, smallest first.

@@ -42,7 +42,7 @@ fn run(variant: &str, shape: &str, n: u32, bounds: Bounds) -> Exploration {
 /// Each counterexample is an `accept=` case the fast engine runs to the same verdict.
 fn replays(ex: &Exploration) {
     for c in ex.examples.values() {
-        assert!(!c.case.schedule.is_empty(), "{}", c.case);
+        assert!(!c.case.schedule().is_empty(), "{}", c.case);
         let again = Case::parse(&c.case.to_string()).unwrap();
         assert_eq!(run_case(&again, false).verdict, c.verdict, "{}", c.case);
     }

@@ -12,8 +12,8 @@ use bootsim_sim::{Case, Verdict};
 /// `(k * 7 + depth * 3) % choices` at each depth (deterministic, varied).
 fn walks(case: &str, walks: u64) -> Vec<(Verdict, Vec<String>)> {
     let case = Case::parse(case).unwrap();
-    let nc = case.nccl.clone().expect("an NCCL case");
-    let setup = bootsim_sim::protocol::nccl::setup(&nc, &case);
+    let nc = case.nccl().expect("an NCCL case");
+    let setup = bootsim_sim::protocol::nccl::setup(nc, &case);
     (0..walks)
         .map(|k| {
             let mut w = World::of(Nccl, nc.variant, nc.workload.clone(), &case, Faults::default());

@@ -75,7 +75,8 @@ fn the_fast_engine_runs_a_protocol_that_is_not_nvshmem_traced_and_judged_as_it_g
     assert!(lines.iter().any(|l| l.contains("root done: Ok([0, 1, 2, 3, 4])")), "{lines:#?}");
     assert_eq!(traced.record.root, RootEnd::Done);
     assert!(traced.record.ranks.iter().all(|r| r.finished_at.is_some()));
-    let setup = Setup { variant: &(), workload: &(), seed: case.seed, n: case.ranks, root_ip: [10, 0, 0, 1].into() };
+    let setup =
+        Setup { variant: &(), workload: &(), seed: case.seed(), n: case.ranks(), root_ip: [10, 0, 0, 1].into() };
     let (verdict, findings) = traced.verdict_by(SimCheckIn::default().judge(&setup));
     assert_eq!((verdict, findings.len()), (Verdict::Pass, 0), "{findings:?}");
 
@@ -93,7 +94,8 @@ fn a_rank_that_never_comes_is_the_protocols_judges_finding() {
     )
     .expect("a case");
     let short = SimCheckIn { short: true };
-    let setup = Setup { variant: &(), workload: &(), seed: case.seed, n: case.ranks, root_ip: [10, 0, 0, 1].into() };
+    let setup =
+        Setup { variant: &(), workload: &(), seed: case.seed(), n: case.ranks(), root_ip: [10, 0, 0, 1].into() };
     let mut out = fast::run(&short, &(), &(), &case, false);
     let (verdict, findings) = out.verdict_by(short.judge(&setup));
     assert_eq!(verdict, Verdict::Error, "{findings:?}");
@@ -110,7 +112,8 @@ fn explore_runs_a_protocol_that_is_not_nvshmem() {
     let mut out = world.outcome();
     assert_eq!(out.record.root, RootEnd::Done);
     assert!(out.record.ranks.iter().all(|r| r.finished_at.is_some()), "{:?}", out.record.ranks);
-    let setup = Setup { variant: &(), workload: &(), seed: case.seed, n: case.ranks, root_ip: [10, 0, 0, 1].into() };
+    let setup =
+        Setup { variant: &(), workload: &(), seed: case.seed(), n: case.ranks(), root_ip: [10, 0, 0, 1].into() };
     assert_eq!(out.verdict_by(SimCheckIn::default().judge(&setup)), (Verdict::Pass, Vec::new()));
     let again = World::of(SimCheckIn::default(), (), (), &case, Faults::default());
     assert_eq!(world.fingerprint(), again.fingerprint(), "the same world, the same fingerprint");

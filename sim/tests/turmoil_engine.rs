@@ -55,8 +55,8 @@ fn same_case_same_digest_on_turmoil() {
 fn a_crashed_host_leaves_the_others_with_a_clear_liveness_report() {
     let c =
         case("engine=turmoil variant=nvshmem-3.7 workload=nvshmem-init ranks=3 adversary=fifo seed=1 deadline_ms=5000");
-    let out = turmoil::run(&Nvshmem, &c.variant, &c.workload, &c, false, Some((1, Duration::from_millis(3))));
-    let (verdict, findings) = judge(&c.workload.ops(c.seed), c.seed, c.ranks, &out.record);
+    let out = turmoil::run(&Nvshmem, &c.variant(), c.workload(), &c, false, Some((1, Duration::from_millis(3))));
+    let (verdict, findings) = judge(&c.workload().ops(c.seed()), c.seed(), c.ranks(), &out.record);
     assert_eq!(verdict, Verdict::Hang, "{findings:?}");
     let hangs: Vec<&Finding> = findings.iter().filter(|f| matches!(f, Finding::Hang { .. })).collect();
     assert!(hangs.iter().any(|f| f.to_string().contains("rank 1 waits for nothing: its host crashed")), "{hangs:?}");

@@ -72,20 +72,20 @@ pub fn explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     }
     let text = a.case.as_deref().expect("clap requires a case without --pairs");
     let case = Case::parse(text).with_context(|| format!("in '{}'", shorten(text)))?;
-    if !case.schedule.is_empty() {
+    if !case.schedule().is_empty() {
         bail!("in '{}': explore chooses the schedule itself; remove accept= and drain_fail=", shorten(text));
     }
-    if case.ranks > MAX_RANKS {
+    if case.ranks() > MAX_RANKS {
         bail!(
             "in '{}': explore models no timers, so at most ranks={MAX_RANKS} (NVSHMEM staggers larger worlds)",
             shorten(text)
         );
     }
-    if faults.drain_timeout && case.nccl.is_some() {
+    if faults.drain_timeout && case.nccl().is_some() {
         bail!("--faults drain-timeout: NCCL does not drain before close");
     }
-    if faults.drain_timeout && case.nccl.is_none() && case.variant.drain.is_none() {
-        bail!("--faults drain-timeout: variant {} has no drain (drain, pr97, or drain_ms > 0)", case.variant_name);
+    if faults.drain_timeout && case.nccl().is_none() && case.variant().drain.is_none() {
+        bail!("--faults drain-timeout: variant {} has no drain (drain, pr97, or drain_ms > 0)", case.variant_name());
     }
     let bounds = Bounds {
         max_states: a.max_states,
@@ -113,7 +113,7 @@ fn model(nccl: bool, faults: Faults) -> &'static str {
 
 fn print_exploration(ex: &Exploration, faults: Faults) {
     println!("explore: {}", ex.case);
-    println!("model: {}", model(ex.case.nccl.is_some(), faults));
+    println!("model: {}", model(ex.case.nccl().is_some(), faults));
     println!(
         "states: {}  transitions: {}  final states: {}  longest schedule: {} choices",
         ex.states, ex.transitions, ex.finals, ex.depth
@@ -156,7 +156,8 @@ fn print_exploration(ex: &Exploration, faults: Faults) {
         (None, None) => {
             println!("result: no violation in any schedule (proved for this model)");
             if let Some(b) = ex.examples.get(&Verdict::Benign) {
-                let unused = if ex.case.nccl.is_some() { "flag bytes are unused" } else { "barrier bytes are unused" };
+                let unused =
+                    if ex.case.nccl().is_some() { "flag bytes are unused" } else { "barrier bytes are unused" };
                 println!("  benign swaps are reachable ({unused}): bootsim replay '{}'", b.case);
             }
         }
@@ -205,7 +206,7 @@ fn hazard_map(a: &ExploreArgs, faults: Faults) -> anyhow::Result<ExitCode> {
     for v in &a.variant {
         let keys = format!("variant={v}");
         let rows: Vec<Row<'_>> = if nccl.is_empty() {
-            if faults.drain_timeout && Case::parse(&keys)?.variant.drain.is_none() {
+            if faults.drain_timeout && Case::parse(&keys)?.variant().drain.is_none() {
                 bail!("--faults drain-timeout: variant {v} has no drain");
             }
             println!("hazard map: variant={v}; model: {}; worst verdict reachable", model(false, faults));

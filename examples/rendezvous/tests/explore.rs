@@ -69,7 +69,7 @@ fn the_reused_tag_has_a_corrupting_accept_order_whose_line_replays() {
         );
         assert_eq!(cx.verdict, Verdict::Corruption, "{:?}", cx.findings);
         // Its schedule: a rank accepts a sender's round-2 connection before its round-1 one.
-        let order = &cx.case.schedule.accept;
+        let order = &cx.case.schedule().accept;
         let overtaken = order.iter().any(|(&at, conns)| {
             let pos = |from, k| conns.iter().position(|c| *c == ConnName { from, to: at, k });
             (0..ranks).any(|from| matches!((pos(from, 0), pos(from, 1)), (Some(a), Some(b)) if b < a))

@@ -99,7 +99,7 @@ fn a_failing_case_shrinks_to_two_ranks_and_the_stalls_that_matter() {
         let line = replay_line("rendezvous", variant, workload, &s.case);
         println!("{adversary}: {} runs, {:?}: {line}", s.runs, s.log);
         assert_eq!(s.verdict, Verdict::Corruption);
-        assert_eq!(s.case.ranks, 2, "{line}");
+        assert_eq!(s.case.ranks(), 2, "{line}");
         let stalls = s.case.kernel_config().stalls.len();
         assert!((1..=2).contains(&stalls) && s.case.kernel_config().stall_gap.is_none(), "{line}");
         let replay = run(&Rendezvous, &variant, &workload, &world_of(&line).expect("the line parses"), false);

@@ -191,14 +191,14 @@ where
     P: Protocol,
     P::Judge: bootsim_core::seam::Judge<Report = (Verdict, Vec<Finding>)> + 'static,
 {
-    let n = case.ranks;
-    let mut cfg = case.kernel_config();
+    let n = case.ranks();
+    let mut cfg = case.kernel_config().clone();
     // The kernel's trace-only records (stalls, enqueues, retransmissions) serve the trace
     // alone: an untraced run drops them unread, so the kernel need not make them.
     cfg.trace &= trace;
-    let kernel = Kernel::new(cfg, derive(case.seed, "kernel", 0), n);
+    let kernel = Kernel::new(cfg, derive(case.seed(), "kernel", 0), n);
     let now = Instant::ZERO;
-    let setup = Setup { variant, workload, seed: case.seed, n, root_ip: host_addr(0, 0).ip() };
+    let setup = Setup { variant, workload, seed: case.seed(), n, root_ip: host_addr(0, 0).ip() };
     let Nodes { root, ranks } = protocol.nodes(&setup);
     let mut w = World {
         case,
@@ -255,8 +255,8 @@ impl<P: Protocol> World<'_, P> {
     }
 
     fn run_loop(&mut self) {
-        let deadline = Instant::ZERO + self.case.deadline;
-        let mut guard = WorkGuard::new(self.case.ranks);
+        let deadline = Instant::ZERO + self.case.deadline();
+        let mut guard = WorkGuard::new(self.case.ranks());
         loop {
             while let Some((node, d)) = self.work.pop_front() {
                 self.deliver(node, d);
@@ -472,9 +472,9 @@ impl<P: Protocol> World<'_, P> {
             Effect::Connect { conn, addr } => {
                 // Names serve only an explicit schedule; without one, keeping a name for every
                 // connection of the run was memory for nothing (1.1 M entries at 1024 ranks).
-                let named = !self.case.schedule.is_empty();
+                let named = !self.case.schedule().is_empty();
                 if let (true, Node::Rank(from), Some((to, port))) = (named, node, addr_host(addr)) {
-                    if self.peer_ports.contains(port) && to < self.case.ranks {
+                    if self.peer_ports.contains(port) && to < self.case.ranks() {
                         let k = self.names.dials.entry((from, to)).or_insert(0);
                         self.names.by_conn.insert((node, conn), ConnName { from, to, k: *k });
                         *k += 1;
@@ -496,7 +496,7 @@ impl<P: Protocol> World<'_, P> {
             Effect::Drain { conn, deadline } => {
                 let Some(&sock) = self.sock_of.get(&(node, conn)) else { return };
                 let forced_fail =
-                    self.names.by_conn.get(&(node, conn)).is_some_and(|n| self.case.schedule.drain_fail.contains(n));
+                    self.names.by_conn.get(&(node, conn)).is_some_and(|n| self.case.schedule().drain_fail.contains(n));
                 if self.kernel.outq(sock) == 0 && !forced_fail {
                     self.work.push_back((node, OwnedInput::Drained { conn, waited: Duration::ZERO }));
                 } else {
@@ -570,7 +570,7 @@ impl<P: Protocol> World<'_, P> {
 
     fn dial(&mut self, node: Node, conn: ConnId, addr: SocketAddr) {
         let now = self.now;
-        let Some((to, port)) = addr_host(addr).filter(|(h, _)| *h < self.case.ranks) else {
+        let Some((to, port)) = addr_host(addr).filter(|(h, _)| *h < self.case.ranks()) else {
             self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason: format!("no route to {addr}") }));
             return;
         };
@@ -599,7 +599,7 @@ impl<P: Protocol> World<'_, P> {
             _ => None,
         };
         let nth = peer_rank.map_or(0, |r| self.names.accepts.get(&r).copied().unwrap_or(0));
-        let taken = match peer_rank.and_then(|r| self.case.schedule.accept_at(r, nth)) {
+        let taken = match peer_rank.and_then(|r| self.case.schedule().accept_at(r, nth)) {
             Some(want) => {
                 let by_kconn = &self.names.by_kconn;
                 let got = self.kernel.accept_where(self.now, l, |child| by_kconn.get(&child.conn()) == Some(&want));

@@ -111,6 +111,6 @@ impl WorkGuard {
             .filter(|w| w.split_once('=').is_some_and(|(k, _)| KernelConfig::knobs().iter().any(|(n, _)| *n == k)))
             .collect();
         let knobs = if knobs.is_empty() { "the adversary's".to_string() } else { knobs.join(" ") };
-        Some(GuardTrip { steps: spent, at: now, deadline: case.deadline, knobs })
+        Some(GuardTrip { steps: spent, at: now, deadline: case.deadline(), knobs })
     }
 }

@@ -69,8 +69,10 @@ pub fn cell(
     bounds: Bounds,
     walks: u32,
 ) -> Result<Cell, crate::CaseError> {
-    let mut case = Case::parse(&format!("{variant_keys} ranks={ranks} adversary=fifo"))?;
-    case.workload = Workload::Custom(ops.to_vec());
+    let case = Case::parse(&format!("{variant_keys} ranks={ranks} adversary=fifo"))?
+        .to_builder()
+        .workload(Workload::Custom(ops.to_vec()))
+        .build()?;
     Ok(explore_cell(&case, pair, faults, bounds, walks))
 }
 
@@ -86,5 +88,5 @@ pub fn explore_cell(case: &Case, pair: &str, faults: Faults, bounds: Bounds, wal
         }
         _ => None,
     };
-    Cell { pair: pair.to_string(), ranks: case.ranks, exploration, walked }
+    Cell { pair: pair.to_string(), ranks: case.ranks(), exploration, walked }
 }

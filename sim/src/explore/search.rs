@@ -15,7 +15,7 @@ use std::rc::Rc;
 use super::footprint::Footprint;
 use super::schedule::Schedule;
 use super::world::{start, Choice, Explored, Faults, WithWorld, World};
-use crate::case::{Case, EngineKind};
+use crate::case::Case;
 use crate::oracle::{Finding, Verdict};
 
 /// What to explore and when to stop.
@@ -165,7 +165,7 @@ pub(crate) fn search<P: Explored>(base: &Case, start: World<P>, bounds: Bounds) 
                 entry.0 += 1;
                 entry.1 = entry.1.saturating_add(count);
                 if verdict != Verdict::Pass && !ex.examples.contains_key(&verdict) {
-                    let case = with_schedule(base, &world.path());
+                    let case = with_schedule(base, &world.path()).expect("the explorer's path is of its own world");
                     ex.examples.insert(verdict, Counterexample { verdict, case, findings, depth });
                 }
                 if bounds.stop_at.is_some_and(|worst| verdict >= worst) {
@@ -258,12 +258,13 @@ struct Queued<P: Explored> {
 /// `case` as its counterexamples replay: on the fast engine, whatever engine the case named,
 /// with only the explorer's schedule.
 pub(crate) fn replay_base(case: &Case) -> Case {
-    Case { schedule: Schedule::default(), engine: EngineKind::Fast, ..case.clone() }
+    case.on_fast_engine_unscheduled()
 }
 
 /// `base` with the explicit schedule of `path`: each rank's accepts in order, and the drains
-/// that gave up.
-pub fn with_schedule(base: &Case, path: &[Choice]) -> Case {
+/// that gave up. An error only for a path that is not of `base`'s world (a rank it does not
+/// have, a drain its variant has not).
+pub fn with_schedule(base: &Case, path: &[Choice]) -> Result<Case, crate::CaseError> {
     let mut schedule = Schedule::default();
     for choice in path {
         match *choice {
@@ -274,5 +275,5 @@ pub fn with_schedule(base: &Case, path: &[Choice]) -> Case {
             Choice::Drain { gives_up: false, .. } => {}
         }
     }
-    Case { schedule, ..base.clone() }
+    base.with_schedule(schedule)
 }

@@ -32,7 +32,7 @@ fn the_reports_counterexample_is_found_at_n2_and_replays_on_the_fast_engine() {
     let cx = ex.counterexample().expect("nvshmem-3.4 fails in some accept order");
     assert_eq!(cx.verdict, Verdict::Corruption);
     assert_eq!(cx.depth, 6, "ring, alltoall and barrier accepts at both ranks");
-    assert_eq!(cx.case.schedule.accept_value().as_deref(), Some("0:1.0,1.1,1.2/1:0.0,0.2,0.1"));
+    assert_eq!(cx.case.schedule().accept_value().as_deref(), Some("0:1.0,1.1,1.2/1:0.0,0.2,0.1"));
     let text: Vec<String> = cx.findings.iter().map(|f| f.to_string()).collect();
     assert!(text.iter().any(|f| f.contains("took barrier #2 round 1 from rank 0")), "{text:?}");
     assert!(text.iter().any(|f| f.contains("zero GID: EINVAL")), "{text:?}");
@@ -41,9 +41,9 @@ fn the_reports_counterexample_is_found_at_n2_and_replays_on_the_fast_engine() {
     let why = crate::explain(&fast).join("\n");
     assert!(why.contains("the case's accept= order had rank 1 take"), "{why}");
     // The same case without the schedule passes on a FIFO kernel: the schedule is what fails it.
-    let fifo = Case { adversary: "fifo".into(), ..cx.case.clone() };
+    let fifo = cx.case.to_builder().adversary("fifo").build().unwrap();
     assert_eq!(run_case(&fifo, false).verdict, Verdict::Corruption);
-    let plain = Case { schedule: Default::default(), ..fifo };
+    let plain = fifo.with_schedule(Default::default()).unwrap();
     assert_eq!(run_case(&plain, false).verdict, Verdict::Pass);
 }
 
@@ -90,7 +90,7 @@ fn drain_timeouts_break_the_proposed_fix_and_replay_with_drain_fail() {
     let ex = explored(s, Faults { drain_timeout: true });
     let cx = ex.counterexample().expect("fail-open loses order");
     assert_eq!(cx.verdict, Verdict::Corruption);
-    assert!(!cx.case.schedule.drain_fail.is_empty(), "{}", cx.case);
+    assert!(!cx.case.schedule().drain_fail.is_empty(), "{}", cx.case);
     assert_replays(&ex);
 }
 

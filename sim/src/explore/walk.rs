@@ -33,7 +33,7 @@ impl WithWorld for Walks<'_> {
         let base = self.base;
         let mut worst: Option<Counterexample> = None;
         for i in 0..self.walks {
-            let mut rng = ChaCha8Rng::seed_from_u64(derive(base.seed, "walk", u64::from(i)));
+            let mut rng = ChaCha8Rng::seed_from_u64(derive(base.seed(), "walk", u64::from(i)));
             let mut world = start.clone();
             while !world.choices().is_empty() {
                 let choices = world.choices();
@@ -45,7 +45,7 @@ impl WithWorld for Walks<'_> {
                 continue;
             }
             let path = world.path();
-            let case = with_schedule(base, &path);
+            let case = with_schedule(base, &path).expect("the explorer's path is of its own world");
             worst = Some(Counterexample { verdict, case, findings, depth: path.len() });
             if verdict == Verdict::Corruption {
                 break;

@@ -77,7 +77,7 @@ pub trait WithWorld {
 /// apply), run until its first choice, handed to `with`: the one place the explorer reads which
 /// protocol a case names.
 pub fn start<W: WithWorld>(case: &Case, faults: Faults, with: W) -> W::Out {
-    match &case.nccl {
+    match &case.nccl() {
         Some(nc) => with.run(World::of(Nccl, nc.variant, nc.workload.clone(), case, faults)),
         None => with.run(World::new(case, faults)),
     }
@@ -246,7 +246,7 @@ impl World<Nvshmem> {
     /// The world of `case` (its variant, workload and ranks; the adversary does not apply), run
     /// until its first choice.
     pub fn new(case: &Case, faults: Faults) -> World {
-        World::of(Nvshmem, case.variant, case.workload.clone(), case, faults)
+        World::of(Nvshmem, case.variant(), case.workload().clone(), case, faults)
     }
 }
 
@@ -259,8 +259,8 @@ where
     /// The world of `protocol` with this variant and workload over `case`'s ranks and seed,
     /// run until its first choice.
     pub fn of(protocol: P, variant: P::Variant, workload: P::Workload, case: &Case, faults: Faults) -> World<P> {
-        let n = case.ranks;
-        let run = Rc::new(Run { protocol, variant, workload, seed: case.seed, n });
+        let n = case.ranks();
+        let run = Rc::new(Run { protocol, variant, workload, seed: case.seed(), n });
         let Nodes { root, ranks } = run.protocol.unqueued(&run.setup());
         let mut addrs = BTreeMap::new();
         for &l in <Listener<P> as ListenerKey>::ALL {

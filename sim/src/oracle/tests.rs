@@ -127,7 +127,8 @@ fn a_simulated_run_judged_from_its_per_rank_part_alone_keeps_its_per_rank_findin
         .iter()
         .map(|r| RankRecord { unexpected: Vec::new(), ended_at: Vec::new(), finished_at: None, ..r.clone() })
         .collect();
-    let (verdict, real) = judge(&case.workload.ops(case.seed), case.seed, case.ranks, &RunRecord::of_ranks(real));
+    let (verdict, real) =
+        judge(&case.workload().ops(case.seed()), case.seed(), case.ranks(), &RunRecord::of_ranks(real));
     assert_eq!(verdict, Verdict::Corruption);
     // The same per-rank findings; only the source of a wrong chunk may be told otherwise (by its
     // bytes rather than by the message the receive took).

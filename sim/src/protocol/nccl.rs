@@ -26,8 +26,8 @@ pub fn setup<'a>(nc: &'a NcclCase, case: &Case) -> Setup<'a, Variant, Workload> 
     Setup {
         variant: &nc.variant,
         workload: &nc.workload,
-        seed: case.seed,
-        n: case.ranks,
+        seed: case.seed(),
+        n: case.ranks(),
         root_ip: host_addr(0, 0).ip(),
     }
 }

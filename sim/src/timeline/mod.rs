@@ -48,7 +48,7 @@ pub fn render_html(report: &RunReport) -> String {
     }
     let model = Model::build(report);
     let lines = explain(report);
-    let header = header_height(&lines, report.case.ranks > MAX_LANES);
+    let header = header_height(&lines, report.case.ranks() > MAX_LANES);
     let pic = svg::render(&model, Layout { width: PICTURE_W, focus_budget: VIEWPORT_H - header - 170.0 });
     let (form, css) = controls(&pic);
     let mut h = String::new();
@@ -77,12 +77,12 @@ pub fn render_html(report: &RunReport) -> String {
         }
         h.push_str("</ol>\n");
     }
-    if report.case.ranks > MAX_LANES {
+    if report.case.ranks() > MAX_LANES {
         let shown = model.lanes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
         let _ = writeln!(
             h,
             "<p class=\"filtered\" id=\"filtered\">{} ranks: showing only {shown} and the connections between them.</p>",
-            report.case.ranks
+            report.case.ranks()
         );
     }
     h.push_str(LEGEND);

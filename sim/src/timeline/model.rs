@@ -139,7 +139,7 @@ impl Model {
     /// Extracts the model from a traced report (kernel notes present).
     pub fn build(report: &RunReport) -> Model {
         let out = &report.outcome;
-        let n = report.case.ranks;
+        let n = report.case.ranks();
         let overtake = if report.verdict.is_ok() { None } else { find_overtake(out) };
         let lanes: Vec<Node> = match &overtake {
             _ if n <= MAX_LANES => std::iter::once(Node::Root).chain((0..n).map(Node::Rank)).collect(),
@@ -164,7 +164,7 @@ impl Model {
         }
         m.drains =
             out.drains.iter().filter(|d| d.kconn.is_some_and(|k| m.conns.iter().any(|c| c.id == k))).copied().collect();
-        let specs = report.case.workload.ops(report.case.seed);
+        let specs = report.case.workload().ops(report.case.seed());
         for end in &out.record.ranks {
             let lane = Node::Rank(end.rank);
             if !m.lanes.contains(&lane) {

@@ -180,7 +180,7 @@ fn nccl_case(args: &SmokeArgs) -> anyhow::Result<Option<bootsim_sim::case::NcclC
         text.push_str(&format!(" ranks={n}"));
     }
     let case = bootsim_sim::case::Case::parse(&text).map_err(|e| anyhow!("{e}"))?;
-    Ok(case.nccl)
+    Ok(case.nccl().cloned())
 }
 
 impl SmokeArgs {

@@ -51,13 +51,13 @@ pub fn run<P: Protocol<Node: TaskNode>>(
     trace: bool,
     crash: Option<(u32, Duration)>,
 ) -> Outcome {
-    let n = case.ranks;
-    let kernel = Kernel::new(case.kernel_config(), derive(case.seed, "kernel", 0), n);
+    let n = case.ranks();
+    let kernel = Kernel::new(case.kernel_config().clone(), derive(case.seed(), "kernel", 0), n);
     let gate = GateHandle::new(kernel, trace);
     let mut sim = turmoil::Builder::new()
-        .rng_seed(derive(case.seed, "turmoil", 0))
+        .rng_seed(derive(case.seed(), "turmoil", 0))
         .epoch(UNIX_EPOCH)
-        .simulation_duration(case.deadline + Duration::from_secs(1))
+        .simulation_duration(case.deadline() + Duration::from_secs(1))
         .tick_duration(TICK)
         .min_message_latency(Duration::ZERO)
         .max_message_latency(Duration::ZERO)
@@ -66,7 +66,7 @@ pub fn run<P: Protocol<Node: TaskNode>>(
     // Hosts are named h0, h1, ... in order; naming h0 first gives it the address its host
     // gets when it registers below.
     let root_ip = sim.lookup("h0");
-    let setup = Setup { variant, workload, seed: case.seed, n, root_ip };
+    let setup = Setup { variant, workload, seed: case.seed(), n, root_ip };
     let Nodes { root, ranks } = protocol.nodes(&setup);
     let slots: Vec<Slot<P::Node>> = (0..n).map(|_| Arc::new(Mutex::new(None))).collect();
     let progress: Vec<Kept<P::Node>> = (0..n).map(|_| Kept::default()).collect();
@@ -119,7 +119,7 @@ pub fn run<P: Protocol<Node: TaskNode>>(
         if all {
             break;
         }
-        if sim.elapsed() >= case.deadline {
+        if sim.elapsed() >= case.deadline() {
             break;
         }
         // Unfinished ranks all blocked and the network idle: nothing can happen any more, so
@@ -159,7 +159,7 @@ struct Ends<N: SeamNode> {
 
 fn collect<P: Protocol<Node: TaskNode>>(protocol: &P, case: &Case, ends: Ends<P::Node>, gate: GateHandle) -> Outcome {
     let Ends { slots, progress, root, end, crashed } = ends;
-    let mut out = Outcome::new(case.ranks as usize);
+    let mut out = Outcome::new(case.ranks() as usize);
     let mut rank_lines: BTreeMap<u32, Vec<(Instant, String)>> = BTreeMap::new();
     let gate = gate.into_inner();
     let conn_ids = gate.as_ref().map(|g| g.conn_ids.clone()).unwrap_or_default();
