@@ -66,6 +66,16 @@ fn a_case_the_simulator_gives_up_on_is_verdict_guard_exit_3_naming_its_knobs_on_
 }
 
 #[test]
+fn shrink_refuses_a_case_the_work_guard_stopped_with_exit_3() {
+    // Each candidate could run to the guard's budget again, and a guard is no failure to keep.
+    let o = run(&["shrink", &costly("fast", "1ms")]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("stopped by the work guard (verdict guard)"), "{t}");
+    assert!(!t.contains("saved:"), "{t}");
+}
+
+#[test]
 fn sweep_counts_guard_stops_apart_from_errors_and_exits_3() {
     let case = costly("fast", "1ms");
     let mut args = vec!["sweep", "--variant", "nvshmem-3.7", "--ranks", "2", "--adversary", "cpu", "--seeds", "1"];

@@ -1,6 +1,8 @@
-//! The one duration grammar of case strings, kernel knobs and accept policies: a number and
-//! its unit, `500ns`, `2us` (or `2µs`), `1.5ms`, `3s`. A bare number is refused (it meant
-//! nanoseconds in one place and milliseconds in another), except `0`, which needs no unit.
+//! The one duration grammar of kernel knobs and accept policies (wire and interposer): a number
+//! and its unit, `500ns`, `2us` (or `2µs`), `1.5ms`, `3s`. A bare number is refused (it meant
+//! nanoseconds in one place and milliseconds in another), except `0`, which needs no unit. Keys
+//! that carry their unit in their name (`drain_ms`, `deadline_ms`) and the `stalls=` list's
+//! positional `START_US:DUR_US` fields keep their numbers, so recorded seeds still replay.
 
 use std::time::Duration;
 

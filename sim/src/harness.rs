@@ -144,15 +144,15 @@ where
 ///
 /// let case = Case::parse("workload=deepep ranks=2").unwrap();
 /// // The sequence-tagged fix: no accept order takes a message meant for another operation.
-/// let fixed = explore(&Nvshmem, &Variant::preset("seq").unwrap(), &case.workload, &case, Faults::default(), Bounds::default());
+/// let fixed = explore(&Nvshmem, &Variant::preset("seq").unwrap(), case.workload(), &case, Faults::default(), Bounds::default());
 /// assert!(fixed.proves_pass(), "{:?}", fixed.verdicts);
 /// // NVSHMEM 3.4: an accept order that corrupts, which the fast engine replays.
-/// let broken = explore(&Nvshmem, &Variant::NVSHMEM_3_4, &case.workload, &case, Faults::default(), Bounds::default());
+/// let broken = explore(&Nvshmem, &Variant::NVSHMEM_3_4, case.workload(), &case, Faults::default(), Bounds::default());
 /// let cx = broken.counterexample().expect("a failing schedule");
 /// assert_eq!(cx.verdict, Verdict::Corruption);
 /// let line = replay_line("nvshmem", "nvshmem-3.4", "deepep", &cx.case);
 /// assert!(line.ends_with("accept=0:1.0,1.1,1.2/1:0.0,0.2,0.1"), "{line}");
-/// assert_eq!(run(&Nvshmem, &Variant::NVSHMEM_3_4, &case.workload, &world_of(&line).unwrap(), false).verdict, Verdict::Corruption);
+/// assert_eq!(run(&Nvshmem, &Variant::NVSHMEM_3_4, case.workload(), &world_of(&line).unwrap(), false).verdict, Verdict::Corruption);
 /// ```
 pub fn explore<P>(
     protocol: &P,
@@ -177,7 +177,7 @@ where
 /// stalls replaced by the few forced ones (`stall_gap=off stalls=...`) that matter. The
 /// protocol's workload is kept as given. Deterministic: the same case always shrinks to the
 /// same one; [`replay_line`] of [`Shrunk::case`] is the line to keep. A case that does not fail
-/// is refused ([`ShrinkError::DoesNotFail`]).
+/// is refused ([`ShrinkError::DoesNotFail`]), and so is one the work guard stopped ([`ShrinkError::Guarded`]).
 ///
 /// ```
 /// use bootsim_nvshmem::Variant;
@@ -233,7 +233,7 @@ pub fn replay_line(protocol: &str, variant: impl Display, workload: impl Display
 /// use bootsim_sim::harness::world_of;
 ///
 /// let case = world_of("protocol=rendezvous variant=reused-tag workload=two-rounds engine=fast ranks=3 adversary=rss seed=9").unwrap();
-/// assert_eq!((case.ranks, case.adversary.as_str(), case.seed), (3, "rss", 9));
+/// assert_eq!((case.ranks(), case.adversary(), case.seed()), (3, "rss", 9));
 /// ```
 pub fn world_of(line: &str) -> Result<Case, CaseError> {
     let world: Vec<&str> = line.split_whitespace().filter(|w| !NAMED_APART.iter().any(|k| w.starts_with(k))).collect();

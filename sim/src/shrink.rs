@@ -51,6 +51,10 @@ pub enum ShrinkError {
     /// The case passes (or is benign): there is no failure to keep.
     #[error("the case does not fail (verdict {0}); shrink needs a failing case (corruption, error or hang)")]
     DoesNotFail(Verdict),
+    /// The engine's work guard stopped the case: it is too costly to simulate, not a failure of
+    /// the protocol, and each shrink candidate could run to the guard's budget again.
+    #[error("the case was stopped by the work guard (verdict guard): it is too costly to simulate, not a failure to keep; lower its kernel costs or deadline first")]
+    Guarded,
 }
 
 /// Shrinks a failing `case` (NVSHMEM's or NCCL's, as the case names it), keeping its verdict.
@@ -69,7 +73,10 @@ pub(crate) type Judged = (Verdict, Vec<Finding>, Outcome);
 /// with `ops` the case's NVSHMEM workload as fewer and smaller operations.
 pub(crate) fn shrink_by(case: &Case, ops: bool, run: &dyn Fn(&Case, bool) -> Judged) -> Result<Shrunk, ShrinkError> {
     let verdict = run(case, false).0;
-    if verdict.is_ok() {
+    if verdict == Verdict::Guard {
+        return Err(ShrinkError::Guarded);
+    }
+    if !verdict.is_violation() {
         return Err(ShrinkError::DoesNotFail(verdict));
     }
     let mut s = Shrinker { verdict, runs: 1, log: Vec::new(), run };

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use bootsim_sim::case::shorten;
-use bootsim_sim::shrink::{seed_entry, shrink as shrink_case};
+use bootsim_sim::shrink::{seed_entry, shrink as shrink_case, ShrinkError};
 use bootsim_sim::Case;
 
 /// Arguments of `bootsim shrink`.
@@ -39,7 +39,13 @@ pub fn shrink(a: ShrinkArgs) -> anyhow::Result<ExitCode> {
         Some(d) => parse_date(&d)?,
         None => today(),
     };
-    let s = shrink_case(&case).with_context(|| format!("cannot shrink '{case}'"))?;
+    let s = match shrink_case(&case) {
+        // Too costly to simulate is the world's limit, not the user's usage: exit 3.
+        Err(e @ ShrinkError::Guarded) => {
+            return Err(super::RuntimeFailure(anyhow::Error::new(e).context(format!("cannot shrink '{case}'"))).into())
+        }
+        r => r.with_context(|| format!("cannot shrink '{case}'"))?,
+    };
     for step in &s.log {
         eprintln!("  {step}");
     }

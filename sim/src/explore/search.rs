@@ -104,7 +104,7 @@ impl Exploration {
 pub const MAX_RANKS: u32 = 128;
 
 /// Explores every schedule of `case`'s accept order (and the `faults` chosen) within `bounds`;
-/// `case.ranks` must be at most [`MAX_RANKS`].
+/// `case.ranks()` must be at most [`MAX_RANKS`].
 pub fn explore(case: &Case, faults: Faults, bounds: Bounds) -> Exploration {
     let base = replay_base(case);
     start(&base, faults, Search { base: &base, bounds })

@@ -99,10 +99,12 @@ pub enum Finding {
         benign: bool,
     },
     /// An operation failed.
-    ///
-    /// `rank`: the rank whose operation failed (`None`: the root); `error`: the error's text.
-    #[allow(missing_docs)] // fields documented above: the line is left as is for the oracle branch
-    Error { rank: Option<u32>, error: String },
+    Error {
+        /// The rank whose operation failed (`None`: the root).
+        rank: Option<u32>,
+        /// The error's text.
+        error: String,
+    },
     /// A participant did not finish before the deadline.
     Hang {
         /// Who waits: a rank or the root.
@@ -113,16 +115,23 @@ pub enum Finding {
         unexpected: Vec<(i32, i32)>,
     },
     /// Connections left in an unexpected list at the end.
-    ///
-    /// `rank`'s list still holds connections with these (peer, tag) `entries`.
-    #[allow(missing_docs)] // fields documented above: the line is left as is for the oracle branch
-    Leak { rank: u32, entries: Vec<(i32, i32)> },
+    Leak {
+        /// The rank whose list it is.
+        rank: u32,
+        /// The (peer, tag) of each connection still on it.
+        entries: Vec<(i32, i32)>,
+    },
     /// A drain gave up (fail-open): ordering was no longer guaranteed.
-    ///
-    /// Rank `rank`'s drain of its connection to rank `to` (message tag `tag`) gave up after
-    /// `waited_ms` milliseconds.
-    #[allow(missing_docs)] // fields documented above: the line is left as is for the oracle branch
-    DrainGaveUp { rank: u32, to: u32, tag: i32, waited_ms: u64 },
+    DrainGaveUp {
+        /// The rank that drained.
+        rank: u32,
+        /// The rank its connection went to.
+        to: u32,
+        /// The drained message's tag.
+        tag: i32,
+        /// How long it waited, in milliseconds.
+        waited_ms: u64,
+    },
     /// The engine's work guard stopped the run after `steps` steps at simulated `at`, before
     /// its deadline: the case is too costly to simulate with its kernel `knobs`. `progress`
     /// names the unfinished ranks, latest progress first.
