@@ -95,11 +95,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         .filter(|s| guarded(s.case.variant_label()) && s.guards() > 0)
         .map(|s| s.case.variant_label())
         .collect();
-    let code = match (violated.is_empty(), stopped.is_empty()) {
-        (false, _) => ExitCode::from(1),
-        (true, false) => ExitCode::from(3),
-        (true, true) => ExitCode::SUCCESS,
-    };
+    let code = super::sweep::sweep_exit(!violated.is_empty(), !stopped.is_empty());
     if a.json {
         for s in &summaries {
             println!("{}", serde_json::to_string(&Row::of(s))?);
