@@ -66,6 +66,34 @@ fn a_case_the_simulator_gives_up_on_is_verdict_guard_exit_3_naming_its_knobs_on_
 }
 
 #[test]
+fn a_sweep_whose_knobs_do_not_fit_a_seeds_swarm_draw_is_refused_naming_the_seed() {
+    // Under swarm each seed draws its RX queues: a stall on queue 7 fits some draws, not all
+    // (it used to panic in the kernel model mid-sweep).
+    let o = run(&[
+        "sweep",
+        "--variant",
+        "nvshmem-3.7",
+        "--workload",
+        "deepep",
+        "--ranks",
+        "2",
+        "--adversary",
+        "swarm",
+        "--set",
+        "stall_gap=off",
+        "--set",
+        "stalls=0:7:p1:5",
+        "--seeds",
+        "200",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("the knobs do not fit the kernel adversary=swarm draws for it"), "{t}");
+    assert!(t.contains("queue 7 does not exist"), "{t}");
+    assert!(!t.contains("panicked"), "{t}");
+}
+
+#[test]
 fn shrink_refuses_a_case_the_work_guard_stopped_with_exit_3() {
     // Each candidate could run to the guard's budget again, and a guard is no failure to keep.
     let o = run(&["shrink", &costly("fast", "1ms")]);

@@ -744,6 +744,19 @@ impl Case {
         };
         Case { seed, kernel, ..self.clone() }
     }
+
+    /// Why this case's explicit knobs do not fit its kernel, if they do not: under `swarm` a
+    /// [`Case::with_seed`] may draw fewer RX queues or CPUs than a `stalls=` or `app_cpu`
+    /// names. Such a case must not run (the kernel model has no such queue); sweeps check it
+    /// for every seed before they start.
+    pub fn misfit(&self) -> Option<String> {
+        self.kernel.validate(self.ranks).err().map(|why| {
+            format!(
+                "seed {}: the knobs do not fit the kernel adversary={} draws for it: {why}",
+                self.seed, self.adversary
+            )
+        })
+    }
 }
 
 impl Case {

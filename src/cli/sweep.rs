@@ -99,6 +99,16 @@ pub fn sweep_all(variants: &[String], f: &Filters, shard: Shard) -> anyhow::Resu
     }
     let cases = variants.iter().map(|v| f.case(v)).collect::<anyhow::Result<Vec<_>>>()?;
     let seeds = shard.seeds(f.start, f.seeds);
+    // Under swarm each seed draws its kernel: a knob naming a queue or CPU that a draw lacks
+    // would leave the model nothing to run on; say which seed before running any.
+    for c in &cases {
+        if let Some(why) = seeds.iter().find_map(|&s| c.with_seed(s).misfit()) {
+            bail!(
+                "{}: {why}; name a queue or CPU every draw has (or set rx_queues/cpus), or pick other seeds",
+                c.variant_label()
+            );
+        }
+    }
     let bar = progress_bar((seeds.len() * cases.len()) as u64);
     let (done_before, failed_before) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let report = |done: usize, failed: usize| {
