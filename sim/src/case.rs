@@ -732,23 +732,26 @@ impl Case {
     }
 
     /// The same case with another seed (and, for `swarm`, the kernel configuration that seed
-    /// draws). Under `swarm` a knob checked against the profile (`stalls`, `app_cpu`) may not
-    /// fit the new seed's draw; [`Case::case_string`] then refuses to print the case.
-    pub fn with_seed(&self, seed: u64) -> Case {
+    /// draws), or an error naming the seed when a knob checked against the profile (`stalls`,
+    /// `app_cpu`) does not fit that draw ([`Case::misfit`]): such a case could not run (the
+    /// kernel model has no such queue or CPU) and no case string gives it.
+    pub fn with_seed(&self, seed: u64) -> Result<Case, CaseError> {
         let kernel = if self.adversary == "swarm" {
-            // Every knob parsed when the case was made, and `KernelConfig::set` reads only its
-            // value, never the configuration it changes: applying them again cannot fail.
-            kernel_for(&self.adversary, seed, &self.knobs).expect("knobs parsed when the case was made")
+            kernel_for(&self.adversary, seed, &self.knobs)?
         } else {
             self.kernel.clone()
         };
-        Case { seed, kernel, ..self.clone() }
+        let case = Case { seed, kernel, ..self.clone() };
+        match case.misfit() {
+            Some(why) => Err(CaseError(why)),
+            None => Ok(case),
+        }
     }
 
     /// Why this case's explicit knobs do not fit its kernel, if they do not: under `swarm` a
-    /// [`Case::with_seed`] may draw fewer RX queues or CPUs than a `stalls=` or `app_cpu`
-    /// names. Such a case must not run (the kernel model has no such queue); sweeps check it
-    /// for every seed before they start.
+    /// seed may draw fewer RX queues or CPUs than a `stalls=` or `app_cpu` names.
+    /// [`Case::with_seed`] refuses such a seed with this text; sweeps check every seed before
+    /// they start.
     pub fn misfit(&self) -> Option<String> {
         self.kernel.validate(self.ranks).err().map(|why| {
             format!(
@@ -761,10 +764,9 @@ impl Case {
 
 impl Case {
     /// The case string that reproduces this case, or why there is none, checked by parsing it
-    /// back. A parsed or built case always has one; a case changed since may not: under
-    /// `swarm`, [`Case::with_seed`] draws another kernel that a knob may no longer fit (a
-    /// `stalls=` queue it does not have), and a case parsed within a larger budget
-    /// ([`Case::parse_within`]) is over the case string's.
+    /// back. A parsed, built or reseeded case always has one ([`Case::with_seed`] refuses a seed
+    /// whose kernel the knobs do not fit), except a case parsed within a larger budget
+    /// ([`Case::parse_within`]) and over the case string's.
     pub fn case_string(&self) -> Result<String, CaseError> {
         let line = self.to_string();
         match Case::parse(&line) {
@@ -776,8 +778,9 @@ impl Case {
 }
 
 impl fmt::Display for Case {
-    /// The canonical case string of a parsed or built case (parsing it gives the case back);
-    /// for a case changed since, [`Case::case_string`] says whether it reproduces it.
+    /// The canonical case string: parsing it gives the case back, except for a case parsed
+    /// within a larger budget ([`Case::parse_within`]), whose line the parser refuses naming
+    /// the budget ([`Case::case_string`] says so up front).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(nc) = &self.nccl {
             write!(f, "engine={} protocol=nccl variant={}", self.engine.name(), nc.variant)?;
@@ -981,23 +984,32 @@ mod tests {
         let c = Case::parse("adversary=swarm seed=1 backlog=3").unwrap();
         assert_eq!(c.kernel_config().backlog, 3);
         for seed in 0..8 {
-            let moved = c.with_seed(seed);
+            let moved = c.with_seed(seed).unwrap();
             assert_eq!(moved, Case::parse(&format!("adversary=swarm seed={seed} backlog=3")).unwrap());
             assert_eq!(moved.kernel_config().backlog, 3);
         }
         let rss = Case::parse("adversary=rss seed=1").unwrap();
-        assert_eq!(rss.with_seed(9).kernel_config(), rss.kernel_config());
+        assert_eq!(rss.with_seed(9).unwrap().kernel_config(), rss.kernel_config());
     }
 
     #[test]
-    fn a_reseeded_swarm_case_whose_stall_no_longer_fits_has_no_case_string() {
+    fn a_seed_whose_swarm_draw_a_stall_does_not_fit_is_refused_naming_it() {
         // `stalls=` on RX queue 1 needs a draw of at least two queues.
         let line = |seed: u64| format!("adversary=swarm seed={seed} stalls=0:1:0:5");
         let fits = (0..256).find(|s| Case::parse(&line(*s)).is_ok()).unwrap();
         let misfit = (0..256).find(|s| Case::parse(&line(*s)).is_err()).unwrap();
-        let c = Case::parse(&line(fits)).unwrap().with_seed(misfit);
-        let err = c.case_string().unwrap_err().to_string();
-        assert!(err.contains("no case string reproduces this case") && err.contains("stalls"), "{err}");
+        let c = Case::parse(&line(fits)).unwrap();
+        let err = c.with_seed(misfit).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("seed {misfit}: the knobs do not fit the kernel adversary=swarm draws")),
+            "{err}"
+        );
+        assert!(err.contains("queue 1 does not exist"), "{err}");
+        // The line such a case would print is refused by the parser with the same reason.
+        let parsed = Case::parse(&line(misfit)).unwrap_err().to_string();
+        assert!(parsed.contains("queue 1 does not exist"), "{parsed}");
+        // A seed that fits moves the case as parsing its line would.
+        assert_eq!(c.with_seed(fits).unwrap(), c);
     }
 
     #[test]

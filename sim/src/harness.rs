@@ -18,14 +18,15 @@
 //! // NVSHMEM 3.4 under the `rss` adversary: a sweep of 50 seeds finds its corruption.
 //! let case = Case::parse("engine=fast ranks=2 adversary=rss").unwrap();
 //! let (variant, workload) = (Variant::NVSHMEM_3_4, Workload::Deepep { qps: 24 });
-//! let s = sweep(&Nvshmem, &variant, &workload, &case, 0..50, 1);
+//! let s = sweep(&Nvshmem, &variant, &workload, &case, 0..50, 1)?;
 //! let first = s.first_failure().expect("3.4 corrupts within 50 seeds");
 //! assert_eq!(first.verdict, Verdict::Corruption);
 //! // Its replay: the same verdict and the same trace, byte for byte.
-//! let failing = case.with_seed(first.seed);
+//! let failing = case.with_seed(first.seed)?;
 //! let (a, b) = (run(&Nvshmem, &variant, &workload, &failing, true), run(&Nvshmem, &variant, &workload, &failing, true));
 //! assert_eq!((a.verdict, a.trace.unwrap().digest), (b.verdict, b.trace.unwrap().digest));
 //! assert!(replay_line("nvshmem", "nvshmem-3.4", "deepep", &failing).ends_with("adversary=rss seed=3"));
+//! # Ok::<(), bootsim_sim::CaseError>(())
 //! ```
 
 use std::fmt::Display;
@@ -101,7 +102,9 @@ where
     j.finish(record)
 }
 
-/// Runs `case` with each of `seeds` (results in seed order) on `jobs` threads.
+/// Runs `case` with each of `seeds` (results in seed order) on `jobs` threads; an error, before
+/// any seed runs, names a seed whose `swarm` draw the case's knobs do not fit
+/// ([`Case::with_seed`]).
 pub fn sweep<P>(
     protocol: &P,
     variant: &P::Variant,
@@ -109,7 +112,7 @@ pub fn sweep<P>(
     case: &Case,
     seeds: impl IntoIterator<Item = u64>,
     jobs: usize,
-) -> SweepSummary
+) -> Result<SweepSummary, CaseError>
 where
     P: Protocol<Node: TaskNode> + Sync,
     P::Variant: Sync,
@@ -117,9 +120,9 @@ where
     P::Judge: Judge<Report = Report> + 'static,
 {
     let seeds: Vec<u64> = seeds.into_iter().collect();
-    sweep_with(case, &seeds, jobs, &|_, _| {}, &|seed| {
-        let r = run(protocol, variant, workload, &case.with_seed(seed), false);
-        SeedResult::of(seed, r.verdict, r.bootstrap_time, &r.findings)
+    sweep_with(case, &seeds, jobs, &|_, _| {}, &|c| {
+        let r = run(protocol, variant, workload, c, false);
+        SeedResult::of(c.seed(), r.verdict, r.bootstrap_time, &r.findings)
     })
 }
 
@@ -243,6 +246,17 @@ pub fn world_of(line: &str) -> Result<Case, CaseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Nvshmem;
+
+    #[test]
+    fn a_harness_sweep_over_a_seed_whose_draw_its_knobs_do_not_fit_is_an_error_naming_it() {
+        let line = |seed: u64| format!("ranks=2 adversary=swarm seed={seed} stall_gap=off stalls=0:7:p1:5");
+        let case = (0..512).find_map(|s| Case::parse(&line(s)).ok()).expect("a draw with 8 queues");
+        let misfit = (0..200).find(|&s| case.with_seed(s).is_err()).expect("a draw with fewer queues");
+        let e = sweep(&Nvshmem, &case.variant(), case.workload(), &case, 0..200, 1).unwrap_err();
+        assert!(e.to_string().contains(&format!("seed {misfit}: the knobs do not fit")), "{e}");
+        assert!(e.to_string().contains("queue 7 does not exist"), "{e}");
+    }
 
     #[test]
     fn a_replay_lines_world_words_parse_back_to_the_same_world() {

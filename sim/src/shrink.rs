@@ -131,10 +131,7 @@ impl Shrinker<'_> {
         if !stalls(&c).is_empty() {
             return None;
         }
-        (0..SEED_TRIES)
-            .filter(|s| *s != c.seed())
-            .map(|s| c.with_seed(s))
-            .find(|t| t.misfit().is_none() && self.keeps(t))
+        (0..SEED_TRIES).filter(|s| *s != c.seed()).filter_map(|s| c.with_seed(s).ok()).find(|t| self.keeps(t))
     }
 
     /// Fewer ranks, fewer ops, smaller ops, until none of them helps.

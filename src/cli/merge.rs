@@ -124,7 +124,7 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
                 JsonLine::Failure { seed, first_finding, .. } => Some((*seed, first_finding.clone())),
                 JsonLine::Summary { .. } => None,
             });
-            print_summary(&case, m.runs, |v| m.count(v), first);
+            print_summary(&case, m.runs, |v| m.count(v), first)?;
         }
     }
     Ok(super::sweep::sweep_exit(failed, stopped))

@@ -93,8 +93,8 @@ fn a_failing_case_shrinks_to_two_ranks_and_the_stalls_that_matter() {
     let (variant, workload) = (Variant::ReusedTag, Workload::TWO_ROUNDS);
     for adversary in ["rss", "lossy", "swarm"] {
         let world = case((0, adversary, 4));
-        let first = sweep(&Rendezvous, &variant, &workload, &world, 0..50, 1);
-        let failing = world.with_seed(first.first_failure().expect("a corruption within 50 seeds").seed);
+        let first = sweep(&Rendezvous, &variant, &workload, &world, 0..50, 1).unwrap();
+        let failing = world.with_seed(first.first_failure().expect("a corruption within 50 seeds").seed).unwrap();
         let s = shrink(&Rendezvous, &variant, &workload, &failing).expect("a failing case shrinks");
         let line = replay_line("rendezvous", variant, workload, &s.case);
         println!("{adversary}: {} runs, {:?}: {line}", s.runs, s.log);
@@ -116,8 +116,8 @@ fn a_seed_sweep_counts_the_bugs_hits_per_adversary_and_none_for_the_fix() {
     let mut hits = Vec::new();
     for adversary in ADVERSARIES {
         let c = case((0, adversary, 2));
-        let buggy = sweep(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &c, 0..100, 2);
-        let fixed = sweep(&Rendezvous, &Variant::RoundTag, &Workload::TWO_ROUNDS, &c, 0..100, 2);
+        let buggy = sweep(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &c, 0..100, 2).unwrap();
+        let fixed = sweep(&Rendezvous, &Variant::RoundTag, &Workload::TWO_ROUNDS, &c, 0..100, 2).unwrap();
         assert_eq!(fixed.failures(), 0, "{adversary}: {:?}", fixed.first_failure());
         assert_eq!(buggy.failures(), buggy.count(Verdict::Corruption), "{adversary}: only corruptions");
         println!("{adversary}: reused-tag {} of 100 seeds corrupt, round-tag 0", buggy.failures());
