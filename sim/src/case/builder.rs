@@ -222,7 +222,8 @@ impl Case {
         CaseBuilder::default()
     }
 
-    /// A builder holding this case's values, to make a changed copy.
+    /// A builder holding this case's values (its budget too, [`CaseBuilder::budget`]), to make
+    /// a changed copy.
     pub fn to_builder(&self) -> CaseBuilder {
         let (variant, load) = match &self.nccl {
             Some(nc) => (nc.variant.name().to_string(), Load::Nccl(nc.workload.clone())),
@@ -240,7 +241,7 @@ impl Case {
             deadline: self.deadline,
             knobs: self.knobs.clone(),
             schedule: self.schedule.clone(),
-            budget: PAYLOAD_BUDGET,
+            budget: self.budget,
         }
     }
 }
@@ -370,6 +371,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_case_parsed_within_a_larger_budget_rebuilds_equal_and_keeps_its_budget() {
+        let big = "workload=nvshmem-init ranks=4096";
+        let c = Case::parse_within(big, u128::MAX).unwrap();
+        assert_eq!(c.to_builder().build().unwrap(), c);
+        let changed = c.to_builder().seed(5).build().unwrap();
+        assert_eq!((changed.ranks(), changed.seed()), (4096, 5));
+        // Its line is over the case string's budget: the parser refuses it, naming the budget.
+        let e = c.case_string().unwrap_err().to_string();
+        assert!(e.contains("over the 4096 MiB budget"), "{e}");
+        // Within the default budget, a larger one changes nothing a line says.
+        let small = Case::parse_within("ranks=4", u128::MAX).unwrap();
+        assert_eq!(small.case_string().unwrap(), Case::parse("ranks=4").unwrap().to_string());
     }
 
     #[test]
