@@ -95,8 +95,21 @@ fn a_failing_case_shrinks_to_two_ranks_and_the_stalls_that_matter() {
         let world = case((0, adversary, 4));
         let first = sweep(&Rendezvous, &variant, &workload, &world, 0..50, 1).unwrap();
         let failing = world.with_seed(first.first_failure().expect("a corruption within 50 seeds").seed).unwrap();
+        // The sweep's case, at the failing seed, prints the protocol's line, which replays.
+        let swept = first.case.with_seed(failing.seed()).unwrap().to_string();
+        assert_eq!(swept, replay_line("rendezvous", variant, workload, &failing));
+        let again = run(&Rendezvous, &variant, &workload, &world_of(&swept).expect("the line parses"), false);
+        assert_eq!(again.verdict, Verdict::Corruption, "{swept}");
         let s = shrink(&Rendezvous, &variant, &workload, &failing).expect("a failing case shrinks");
-        let line = replay_line("rendezvous", variant, workload, &s.case);
+        // The shrunk case prints the line that replays it (not NVSHMEM's words), and reads back.
+        let line = s.case.to_string();
+        assert_eq!(line, replay_line("rendezvous", variant, workload, &s.case));
+        assert!(
+            line.starts_with("protocol=rendezvous variant=reused-tag workload=two-rounds engine=fast ranks=2 "),
+            "{line}"
+        );
+        assert_eq!(world_of(&line).expect("the line parses"), s.case, "the line reads back as the case");
+        assert_eq!(s.case.case_string().expect("a line that reproduces it"), line);
         println!("{adversary}: {} runs, {:?}: {line}", s.runs, s.log);
         assert_eq!(s.verdict, Verdict::Corruption);
         assert_eq!(s.case.ranks(), 2, "{line}");
