@@ -432,12 +432,15 @@ impl Case {
             if let Some(x) = words_of.as_mut() {
                 match key {
                     "protocol" => continue,
-                    "variant" => x.variant = value.to_string(),
-                    "workload" => x.workload = value.to_string(),
+                    "variant" => {
+                        x.variant = value.to_string();
+                        continue;
+                    }
+                    "workload" => {
+                        x.workload = value.to_string();
+                        continue;
+                    }
                     _ => {}
-                }
-                if key == "variant" || key == "workload" {
-                    continue;
                 }
             }
             let num = |what: &str| -> Result<u64, CaseError> {
