@@ -250,6 +250,14 @@ fn sweep_json_counts_are_an_object_and_merge_checks_the_layout() {
     let o = bootsim(&["merge", &old.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("layout 0") && stderr(&o).contains("re-run"), "{}", stderr(&o));
+    // A failure line's verdict is read as a verdict: an unknown one (or a pass) is refused.
+    let bad = dir.join("bad.jsonl");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(text.contains("\"verdict\":\"corruption\""), "{text}");
+    std::fs::write(&bad, text.replacen("\"verdict\":\"corruption\"", "\"verdict\":\"corrupted\"", 1)).unwrap();
+    let o = bootsim(&["merge", &bad.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("`corrupted` is no verdict of a failure line"), "{}", stderr(&o));
 }
 
 #[test]

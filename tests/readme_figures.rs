@@ -32,7 +32,7 @@ fn failing(case: &str, seeds: u64) -> Vec<u64> {
                 s.spawn(move || {
                     chunk
                         .into_iter()
-                        .filter(|&seed| !run_case(&base.with_seed(seed), false).verdict.is_ok())
+                        .filter(|&seed| !run_case(&base.with_seed(seed).unwrap(), false).verdict.is_ok())
                         .collect::<Vec<_>>()
                 })
             })

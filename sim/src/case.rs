@@ -7,7 +7,7 @@ use bootsim_nvshmem::{Variant, PRESETS};
 
 use crate::explore::schedule::Schedule;
 use crate::kernel::{KernelConfig, PROFILES};
-use bootsim_nvshmem::workload::{format_ops, parse_ops, OpSpec, Workload, WORKLOADS};
+use bootsim_nvshmem::workload::{parse_ops, OpSpec, Workload, WORKLOADS};
 
 mod builder;
 pub use builder::CaseBuilder;
@@ -56,6 +56,11 @@ pub struct Case {
     nccl: Option<NcclCase>,
     /// The adversary profile (drawn from the seed for `swarm`) with the knobs applied.
     kernel: KernelConfig,
+    /// The bound on the run's buffers it was checked against ([`Case::parse_within`]), kept
+    /// for a changed copy ([`Case::to_builder`]).
+    budget: u128,
+    /// The protocol of the user's own this case's world runs, if any ([`Case::named`]).
+    foreign: Option<Foreign>,
 }
 
 /// What a `protocol=nccl` case runs: one of NCCL's versions and workloads (crate
@@ -74,57 +79,16 @@ impl NcclCase {
     pub const DEFAULT_VARIANT: bootsim_nccl::Variant = bootsim_nccl::Variant::Nccl230;
     /// Channels per peer when a case names none (`InitParams::default`).
     pub const DEFAULT_CHANNELS: u32 = 2;
-
-    /// The workload's case-string words after `workload=NAME`: its parameters that differ
-    /// from the defaults.
-    fn params(&self) -> String {
-        nccl_params(&self.workload)
-    }
 }
 
-/// An NVSHMEM workload's case-string words after `workload=NAME`: its parameters that differ
-/// from the defaults.
-fn nvshmem_params(workload: &Workload) -> String {
-    match workload {
-        Workload::Deepep { qps } if *qps != 24 => format!(" qps={qps}"),
-        Workload::NvshmemInit { qps } if *qps != 2 => format!(" qps={qps}"),
-        Workload::QpCreate { k } if *k != 4 => format!(" k={k}"),
-        Workload::Churn { len } if *len != 12 => format!(" len={len}"),
-        Workload::Custom(ops) => format!(" ops={}", format_ops(ops)),
-        _ => String::new(),
-    }
-}
-
-/// An NCCL workload's case-string words after `workload=NAME`: its parameters that differ
-/// from the defaults.
-fn nccl_params(workload: &bootsim_nccl::Workload) -> String {
-    use bootsim_nccl::Workload as W;
-    let d = bootsim_nccl::InitParams::default();
-    let mut out = String::new();
-    match workload {
-        W::Init(p) => {
-            if p.ranks_per_node != d.ranks_per_node {
-                out.push_str(&format!(" gpus_per_node={}", p.ranks_per_node));
-            }
-            if p.channels != d.channels {
-                out.push_str(&format!(" channels={}", p.channels));
-            }
-            if p.collnet {
-                out.push_str(" collnet=on");
-            }
-        }
-        W::P2p { channels, distances } => {
-            if *channels != NcclCase::DEFAULT_CHANNELS {
-                out.push_str(&format!(" channels={channels}"));
-            }
-            if let Some(ds) = distances {
-                let ds: Vec<String> = ds.iter().map(u32::to_string).collect();
-                out.push_str(&format!(" distances={}", ds.join(",")));
-            }
-        }
-        W::Pair(first, second) => out.push_str(&format!(" pair={},{}", first.name(), second.name())),
-    }
-    out
+/// The words naming a protocol bootsim does not know (one of the user's own, run through
+/// [`crate::harness`]), its variant and its workload, as their `Display` gives them: a case of
+/// it prints the line [`crate::harness::world_of`] reads back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Foreign {
+    protocol: String,
+    variant: String,
+    workload: String,
 }
 
 /// A case string that does not parse; the message names the key and the accepted values.
@@ -232,6 +196,8 @@ impl Default for Case {
             // `rss` draws nothing from the seed; the test `the_default_case_is_the_empty_string`
             // holds this to the profile.
             kernel: KernelConfig::profile(DEFAULT_ADVERSARY).unwrap_or_default(),
+            budget: PAYLOAD_BUDGET,
+            foreign: None,
         }
     }
 }
@@ -426,14 +392,32 @@ impl Case {
     /// [`Case::parse`] with another bound on the run's buffers, for a caller that bounds the
     /// process's memory itself (`bench`'s scale points run under an address-space cap).
     pub fn parse_within(s: &str, budget: u128) -> Result<Case, CaseError> {
+        Case::parse_line(s, budget, false)
+    }
+
+    /// A case line of a protocol of the user's own (`protocol=NAME variant=V workload=W` and
+    /// the world's words, as [`crate::harness::replay_line`] prints it): its world, named with
+    /// those words so it prints the same line. A line of bootsim's own protocols parses as
+    /// [`Case::parse_within`] parses it.
+    pub(crate) fn parse_foreign(s: &str, budget: u128) -> Result<Case, CaseError> {
+        Case::parse_line(s, budget, true)
+    }
+
+    /// [`Case::parse_within`], and with `foreign` a line of a protocol bootsim does not know
+    /// ([`Case::parse_foreign`]).
+    fn parse_line(s: &str, budget: u128, foreign: bool) -> Result<Case, CaseError> {
         let err = |m: String| CaseError(m);
         // First, whatever the words' order: another protocol's words are not ours to judge.
+        let mut words_of = None;
         if let Some(name) = s.split_whitespace().find_map(|w| w.strip_prefix("protocol=")) {
             if !PROTOCOLS.contains(&name) {
-                return Err(unknown_protocol(name));
+                if !foreign {
+                    return Err(unknown_protocol(name));
+                }
+                words_of = Some(Foreign { protocol: name.into(), variant: String::new(), workload: String::new() });
             }
         }
-        let mut case = Case::default();
+        let mut case = Case { budget, ..Case::default() };
         let mut seen: Vec<&str> = Vec::new();
         let (mut workload, mut qps, mut k, mut len, mut ops) = (None, None, None, None, None);
         let mut engine = None;
@@ -444,6 +428,21 @@ impl Case {
                 return Err(err(format!("`{key}` given twice")));
             }
             seen.push(key);
+            // The user's protocol's words are its own: kept as they are.
+            if let Some(x) = words_of.as_mut() {
+                match key {
+                    "protocol" => continue,
+                    "variant" => {
+                        x.variant = value.to_string();
+                        continue;
+                    }
+                    "workload" => {
+                        x.workload = value.to_string();
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
             let num = |what: &str| -> Result<u64, CaseError> {
                 value.parse::<u64>().map_err(|_| err(format!("{key}=`{value}`: expected {what}")))
             };
@@ -593,6 +592,9 @@ impl Case {
             }
             return Ok(case);
         }
+        if let Some(x) = words_of {
+            return Case::of_foreign(case, x, &seen, engine);
+        }
         let misplaced = |key: &str, wl: &str| err(format!("`{key}` applies to workload={wl} only"));
         case.workload = match workload.as_deref().unwrap_or("deepep") {
             "deepep" => Workload::Deepep { qps: qps.unwrap_or(24) },
@@ -650,9 +652,36 @@ impl Case {
         Ok(case)
     }
 
-    /// `drain_fail=` needs an NVSHMEM variant with a drain.
+    /// The world `case` parsed from a line of a protocol of the user's own, named with `words`
+    /// (`seen`: every key given): NVSHMEM's own words do not apply, nor its memory estimate.
+    fn of_foreign(
+        mut case: Case,
+        words: Foreign,
+        seen: &[&str],
+        engine: Option<EngineKind>,
+    ) -> Result<Case, CaseError> {
+        let name = &words.protocol;
+        if let Some(key) = ["variant", "workload"].into_iter().find(|k| !seen.contains(k)) {
+            return Err(CaseError(format!(
+                "a line of protocol=`{name}` names its {key}= (as harness::replay_line prints it)"
+            )));
+        }
+        if let Some(key) = NVSHMEM_KEYS.iter().filter(|k| **k != "drain_fail").find(|k| seen.contains(k)) {
+            return Err(CaseError(format!("`{key}` applies to protocol=nvshmem only, not protocol=`{name}`")));
+        }
+        case.foreign = Some(words);
+        case.engine = engine.unwrap_or(EngineKind::Fast);
+        case.schedule.validate(case.ranks).map_err(CaseError)?;
+        case.kernel_config().validate(case.ranks).map_err(CaseError)?;
+        case.engine_can_run().map_err(CaseError)?;
+        Ok(case)
+    }
+
+    /// `drain_fail=` needs an NVSHMEM variant with a drain (another protocol's drains are its
+    /// own to know).
     fn drains_can_fail(&self) -> Result<(), String> {
-        if self.nccl.is_none() && !self.schedule.drain_fail.is_empty() && self.variant.drain.is_none() {
+        let nvshmem = self.nccl.is_none() && self.foreign.is_none();
+        if nvshmem && !self.schedule.drain_fail.is_empty() && self.variant.drain.is_none() {
             return Err(format!(
                 "drain_fail needs a variant with a drain (drain, pr97, or drain_ms > 0), not {}",
                 self.variant_name
@@ -723,32 +752,92 @@ impl Case {
         ops + n * n * INIT_BYTES_PER_PEER
     }
 
-    /// The variant's name as the case string gives it (NVSHMEM's preset or NCCL's version).
+    /// The variant's name as the case string gives it (NVSHMEM's preset, NCCL's version, or
+    /// the words of a protocol of the user's own, [`Case::named`]).
     pub fn variant_label(&self) -> &str {
-        match &self.nccl {
-            Some(nc) => nc.variant.name(),
-            None => &self.variant_name,
+        match (&self.foreign, &self.nccl) {
+            (Some(x), _) => &x.variant,
+            (None, Some(nc)) => nc.variant.name(),
+            (None, None) => &self.variant_name,
         }
     }
 
+    /// The protocol the case names: `nvshmem`, `nccl`, or one of the user's own ([`Case::named`]).
+    pub fn protocol(&self) -> &str {
+        match (&self.foreign, &self.nccl) {
+            (Some(x), _) => &x.protocol,
+            (None, Some(_)) => "nccl",
+            (None, None) => "nvshmem",
+        }
+    }
+
+    /// This case's world (engine, ranks, adversary, seed, deadline, schedule, knobs) running
+    /// `protocol`'s `variant` and `workload`, so that it prints the line that reproduces their
+    /// run: for NVSHMEM or NCCL the case that line parses to, for a protocol of the user's own
+    /// the world named with their words (`protocol=rendezvous variant=reused-tag
+    /// workload=two-rounds engine=fast ...`, which [`crate::harness::world_of`] reads back).
+    /// The harness names every case it hands back this way. An error when the words make no
+    /// such line: a word with whitespace or `=` in a user's protocol's name or variant, or
+    /// bootsim's own protocol with a variant or workload its case strings cannot say.
+    ///
+    /// ```
+    /// use bootsim_sim::Case;
+    ///
+    /// let world = Case::parse("ranks=3 adversary=swarm seed=9").unwrap();
+    /// let named = world.named("rendezvous", "reused-tag", "two-rounds").unwrap();
+    /// let line = "protocol=rendezvous variant=reused-tag workload=two-rounds engine=fast ranks=3 adversary=swarm seed=9";
+    /// assert_eq!(named.to_string(), line);
+    /// assert_eq!(bootsim_sim::harness::world_of(line).unwrap(), named);
+    /// // bootsim's own protocols: the case the line parses to.
+    /// let nvshmem = world.named("nvshmem", "nvshmem-3.4", "deepep qps=3").unwrap();
+    /// assert_eq!(nvshmem, Case::parse("variant=nvshmem-3.4 workload=deepep qps=3 ranks=3 adversary=swarm seed=9").unwrap());
+    /// assert!(world.named("nvshmem", "Overlapping/Fixed", "deepep").is_err());
+    /// ```
+    pub fn named(
+        &self,
+        protocol: &str,
+        variant: impl fmt::Display,
+        workload: impl fmt::Display,
+    ) -> Result<Case, CaseError> {
+        let (variant, workload) = (variant.to_string(), workload.to_string());
+        let line = replay_words(protocol, &variant, &workload, self);
+        if PROTOCOLS.contains(&protocol) {
+            return Case::parse_within(&line, self.budget);
+        }
+        let one_word = |w: &str| !w.is_empty() && !w.contains(|c: char| c.is_whitespace() || c == '=');
+        if let Some((key, w)) = [("protocol", protocol), ("variant", &variant), ("workload", &workload)]
+            .into_iter()
+            .find(|(_, w)| !one_word(w))
+        {
+            return Err(CaseError(format!(
+                "{key}=`{w}`: a protocol of your own is named in one word, without whitespace or `=` \
+                 (its Display makes the word)"
+            )));
+        }
+        Case::parse_foreign(&line, self.budget)
+    }
+
     /// The same case with another seed (and, for `swarm`, the kernel configuration that seed
-    /// draws). Under `swarm` a knob checked against the profile (`stalls`, `app_cpu`) may not
-    /// fit the new seed's draw; [`Case::case_string`] then refuses to print the case.
-    pub fn with_seed(&self, seed: u64) -> Case {
+    /// draws), or an error naming the seed when a knob checked against the profile (`stalls`,
+    /// `app_cpu`) does not fit that draw ([`Case::misfit`]): such a case could not run (the
+    /// kernel model has no such queue or CPU) and no case string gives it.
+    pub fn with_seed(&self, seed: u64) -> Result<Case, CaseError> {
         let kernel = if self.adversary == "swarm" {
-            // Every knob parsed when the case was made, and `KernelConfig::set` reads only its
-            // value, never the configuration it changes: applying them again cannot fail.
-            kernel_for(&self.adversary, seed, &self.knobs).expect("knobs parsed when the case was made")
+            kernel_for(&self.adversary, seed, &self.knobs)?
         } else {
             self.kernel.clone()
         };
-        Case { seed, kernel, ..self.clone() }
+        let case = Case { seed, kernel, ..self.clone() };
+        match case.misfit() {
+            Some(why) => Err(CaseError(why)),
+            None => Ok(case),
+        }
     }
 
     /// Why this case's explicit knobs do not fit its kernel, if they do not: under `swarm` a
-    /// [`Case::with_seed`] may draw fewer RX queues or CPUs than a `stalls=` or `app_cpu`
-    /// names. Such a case must not run (the kernel model has no such queue); sweeps check it
-    /// for every seed before they start.
+    /// seed may draw fewer RX queues or CPUs than a `stalls=` or `app_cpu` names.
+    /// [`Case::with_seed`] refuses such a seed with this text; sweeps check every seed before
+    /// they start.
     pub fn misfit(&self) -> Option<String> {
         self.kernel.validate(self.ranks).err().map(|why| {
             format!(
@@ -761,14 +850,17 @@ impl Case {
 
 impl Case {
     /// The case string that reproduces this case, or why there is none, checked by parsing it
-    /// back. A parsed or built case always has one; a case changed since may not: under
-    /// `swarm`, [`Case::with_seed`] draws another kernel that a knob may no longer fit (a
-    /// `stalls=` queue it does not have), and a case parsed within a larger budget
-    /// ([`Case::parse_within`]) is over the case string's.
+    /// back (for a protocol of the user's own, [`Case::named`], as [`crate::harness::world_of`]
+    /// reads it). A parsed, built or reseeded case always has one ([`Case::with_seed`] refuses a seed
+    /// whose kernel the knobs do not fit), except a case parsed within a larger budget
+    /// ([`Case::parse_within`]) and over the case string's.
     pub fn case_string(&self) -> Result<String, CaseError> {
         let line = self.to_string();
-        match Case::parse(&line) {
-            Ok(back) if back == *self => Ok(line),
+        let parsed =
+            if self.foreign.is_some() { Case::parse_foreign(&line, PAYLOAD_BUDGET) } else { Case::parse(&line) };
+        match parsed {
+            // The budget a case was checked against is no word of its line.
+            Ok(back) if back == (Case { budget: back.budget, ..self.clone() }) => Ok(line),
             Ok(_) => Err(CaseError(format!("no case string reproduces this case: `{line}` reads back as another"))),
             Err(e) => Err(CaseError(format!("no case string reproduces this case: {}", e.0))),
         }
@@ -776,12 +868,16 @@ impl Case {
 }
 
 impl fmt::Display for Case {
-    /// The canonical case string of a parsed or built case (parsing it gives the case back);
-    /// for a case changed since, [`Case::case_string`] says whether it reproduces it.
+    /// The canonical case string: parsing it gives the case back, except for a case parsed
+    /// within a larger budget ([`Case::parse_within`]), whose line the parser refuses naming
+    /// the budget ([`Case::case_string`] says so up front).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(x) = &self.foreign {
+            return f.write_str(&replay_words(&x.protocol, &x.variant, &x.workload, self));
+        }
         if let Some(nc) = &self.nccl {
             write!(f, "engine={} protocol=nccl variant={}", self.engine.name(), nc.variant)?;
-            write!(f, " workload={}{}", nc.workload.name(), nc.params())?;
+            write!(f, " workload={}", nc.workload)?;
             return self.fmt_world(f);
         }
         write!(f, "engine={} variant={}", self.engine.name(), self.variant_name)?;
@@ -791,8 +887,29 @@ impl fmt::Display for Case {
         if let Some(first) = self.first_tag {
             write!(f, " first_tag={first}")?;
         }
-        write!(f, " workload={}{}", self.workload.name(), nvshmem_params(&self.workload))?;
+        write!(f, " workload={}", self.workload)?;
         self.fmt_world(f)
+    }
+}
+
+/// The line of a run of `protocol`'s `variant` and `workload` in `case`'s world:
+/// `protocol=.. variant=.. workload=.. engine=fast ranks=2 adversary=rss seed=3 ...`.
+pub(crate) fn replay_words(
+    protocol: &str,
+    variant: &dyn fmt::Display,
+    workload: &dyn fmt::Display,
+    case: &Case,
+) -> String {
+    format!("protocol={protocol} variant={variant} workload={workload} {}", World(case))
+}
+
+/// A case's world words: its engine, then [`Case::fmt_world`]'s.
+struct World<'a>(&'a Case);
+
+impl fmt::Display for World<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "engine={}", self.0.engine.name())?;
+        self.0.fmt_world(f)
     }
 }
 
@@ -981,23 +1098,67 @@ mod tests {
         let c = Case::parse("adversary=swarm seed=1 backlog=3").unwrap();
         assert_eq!(c.kernel_config().backlog, 3);
         for seed in 0..8 {
-            let moved = c.with_seed(seed);
+            let moved = c.with_seed(seed).unwrap();
             assert_eq!(moved, Case::parse(&format!("adversary=swarm seed={seed} backlog=3")).unwrap());
             assert_eq!(moved.kernel_config().backlog, 3);
         }
         let rss = Case::parse("adversary=rss seed=1").unwrap();
-        assert_eq!(rss.with_seed(9).kernel_config(), rss.kernel_config());
+        assert_eq!(rss.with_seed(9).unwrap().kernel_config(), rss.kernel_config());
     }
 
     #[test]
-    fn a_reseeded_swarm_case_whose_stall_no_longer_fits_has_no_case_string() {
+    fn a_seed_whose_swarm_draw_a_stall_does_not_fit_is_refused_naming_it() {
         // `stalls=` on RX queue 1 needs a draw of at least two queues.
         let line = |seed: u64| format!("adversary=swarm seed={seed} stalls=0:1:0:5");
         let fits = (0..256).find(|s| Case::parse(&line(*s)).is_ok()).unwrap();
         let misfit = (0..256).find(|s| Case::parse(&line(*s)).is_err()).unwrap();
-        let c = Case::parse(&line(fits)).unwrap().with_seed(misfit);
-        let err = c.case_string().unwrap_err().to_string();
-        assert!(err.contains("no case string reproduces this case") && err.contains("stalls"), "{err}");
+        let c = Case::parse(&line(fits)).unwrap();
+        let err = c.with_seed(misfit).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("seed {misfit}: the knobs do not fit the kernel adversary=swarm draws")),
+            "{err}"
+        );
+        assert!(err.contains("queue 1 does not exist"), "{err}");
+        // The line such a case would print is refused by the parser with the same reason.
+        let parsed = Case::parse(&line(misfit)).unwrap_err().to_string();
+        assert!(parsed.contains("queue 1 does not exist"), "{parsed}");
+        // A seed that fits moves the case as parsing its line would.
+        assert_eq!(c.with_seed(fits).unwrap(), c);
+    }
+
+    #[test]
+    fn a_case_named_for_a_protocol_of_ones_own_prints_its_line_and_only_the_harness_reads_it() {
+        let world = Case::parse("engine=fast variant=nvshmem-3.4 ranks=3 adversary=swarm seed=4 backlog=2").unwrap();
+        let named = world.named("rendezvous", "reused-tag", "2x32-ring").unwrap();
+        let line = "protocol=rendezvous variant=reused-tag workload=2x32-ring engine=fast ranks=3 adversary=swarm seed=4 backlog=2";
+        assert_eq!(named.to_string(), line);
+        assert_eq!(named.case_string().unwrap(), line);
+        assert_eq!((named.protocol(), named.variant_label()), ("rendezvous", "reused-tag"));
+        assert_eq!(Case::parse_foreign(line, PAYLOAD_BUDGET).unwrap(), named);
+        assert_eq!(named.kernel_config(), world.kernel_config());
+        // The CLI's parser refuses it, naming the library.
+        assert!(Case::parse(line).unwrap_err().to_string().contains("harness::world_of(LINE)"));
+        // Reseeded, rebuilt, rescheduled: still the protocol's line.
+        let moved = named.with_seed(9).unwrap();
+        assert!(moved.to_string().starts_with("protocol=rendezvous variant=reused-tag workload=2x32-ring engine=fast"));
+        assert_eq!(named.to_builder().build().unwrap(), named);
+        assert_eq!(
+            named.to_builder().knob("backlog", "3").build().unwrap().to_string(),
+            line.replace("backlog=2", "backlog=3")
+        );
+        // Words that make no line, and NVSHMEM's words on another protocol's line, are refused.
+        let e = |r: Result<Case, CaseError>| r.unwrap_err().to_string();
+        assert!(
+            e(world.named("rendezvous", "reused tag", "w")).contains("variant=`reused tag`: a protocol of your own")
+        );
+        assert!(e(world.named("my=proto", "v", "w")).contains("protocol=`my=proto`"));
+        assert!(e(Case::parse_foreign("protocol=p variant=v ranks=2", PAYLOAD_BUDGET)).contains("names its workload="));
+        assert!(e(Case::parse_foreign("protocol=p variant=v workload=w qps=3", PAYLOAD_BUDGET))
+            .contains("`qps` applies to protocol=nvshmem only"));
+        // bootsim's own protocols: the case its line parses to, or why none.
+        let nccl = world.named("nccl", "nccl-2.19", "nccl-p2p channels=4").unwrap();
+        assert_eq!(nccl.to_string(), "engine=fast protocol=nccl variant=nccl-2.19 workload=nccl-p2p channels=4 ranks=3 adversary=swarm seed=4 backlog=2");
+        assert!(e(world.named("nvshmem", "Overlapping/Fixed", "deepep")).contains("variant=`Overlapping/Fixed`"));
     }
 
     #[test]

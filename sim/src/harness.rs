@@ -18,14 +18,15 @@
 //! // NVSHMEM 3.4 under the `rss` adversary: a sweep of 50 seeds finds its corruption.
 //! let case = Case::parse("engine=fast ranks=2 adversary=rss").unwrap();
 //! let (variant, workload) = (Variant::NVSHMEM_3_4, Workload::Deepep { qps: 24 });
-//! let s = sweep(&Nvshmem, &variant, &workload, &case, 0..50, 1);
+//! let s = sweep(&Nvshmem, &variant, &workload, &case, 0..50, 1)?;
 //! let first = s.first_failure().expect("3.4 corrupts within 50 seeds");
 //! assert_eq!(first.verdict, Verdict::Corruption);
 //! // Its replay: the same verdict and the same trace, byte for byte.
-//! let failing = case.with_seed(first.seed);
+//! let failing = case.with_seed(first.seed)?;
 //! let (a, b) = (run(&Nvshmem, &variant, &workload, &failing, true), run(&Nvshmem, &variant, &workload, &failing, true));
 //! assert_eq!((a.verdict, a.trace.unwrap().digest), (b.verdict, b.trace.unwrap().digest));
 //! assert!(replay_line("nvshmem", "nvshmem-3.4", "deepep", &failing).ends_with("adversary=rss seed=3"));
+//! # Ok::<(), bootsim_sim::CaseError>(())
 //! ```
 
 use std::fmt::Display;
@@ -101,7 +102,11 @@ where
     j.finish(record)
 }
 
-/// Runs `case` with each of `seeds` (results in seed order) on `jobs` threads.
+/// Runs `case` with each of `seeds` (results in seed order) on `jobs` threads; the summary's
+/// case is `case` [`Case::named`] with the protocol's variant and workload, so its line (and
+/// each seed's, [`Case::with_seed`]) reproduces their runs. An error, before any seed runs,
+/// names a seed whose `swarm` draw the case's knobs do not fit, or says why the words make no
+/// line.
 pub fn sweep<P>(
     protocol: &P,
     variant: &P::Variant,
@@ -109,17 +114,18 @@ pub fn sweep<P>(
     case: &Case,
     seeds: impl IntoIterator<Item = u64>,
     jobs: usize,
-) -> SweepSummary
+) -> Result<SweepSummary, CaseError>
 where
     P: Protocol<Node: TaskNode> + Sync,
-    P::Variant: Sync,
-    P::Workload: Sync,
+    P::Variant: Sync + Display,
+    P::Workload: Sync + Display,
     P::Judge: Judge<Report = Report> + 'static,
 {
     let seeds: Vec<u64> = seeds.into_iter().collect();
-    sweep_with(case, &seeds, jobs, &|_, _| {}, &|seed| {
-        let r = run(protocol, variant, workload, &case.with_seed(seed), false);
-        SeedResult::of(seed, r.verdict, r.bootstrap_time, &r.findings)
+    let case = case.named(protocol.name(), variant, workload)?;
+    sweep_with(&case, &seeds, jobs, &|_, _| {}, &|c| {
+        let r = run(protocol, variant, workload, c, false);
+        SeedResult::of(c.seed(), r.verdict, r.bootstrap_time, &r.findings)
     })
 }
 
@@ -132,27 +138,31 @@ where
 ///
 /// [`Exploration::proves_pass`] is the proof: every schedule explored and none fails. Otherwise
 /// [`Exploration::counterexample`] is the worst violation's shortest schedule, a case with an
-/// explicit `accept=` order the fast engine replays ([`run`]); [`replay_line`] of its case is
-/// the line to keep.
+/// explicit `accept=` order the fast engine replays ([`run`]), [`Case::named`] with the
+/// protocol's variant and workload: its line is the one to keep. An error only when those
+/// words make no line ([`Case::named`]).
 ///
 /// ```
 /// use bootsim_nvshmem::Variant;
 /// use bootsim_sim::explore::{Bounds, Faults};
-/// use bootsim_sim::harness::{explore, replay_line, run, world_of};
+/// use bootsim_sim::harness::{explore, run};
 /// use bootsim_sim::protocol::Nvshmem;
 /// use bootsim_sim::{Case, Verdict};
 ///
 /// let case = Case::parse("workload=deepep ranks=2").unwrap();
 /// // The sequence-tagged fix: no accept order takes a message meant for another operation.
-/// let fixed = explore(&Nvshmem, &Variant::preset("seq").unwrap(), case.workload(), &case, Faults::default(), Bounds::default());
+/// let fixed = explore(&Nvshmem, &Variant::preset("seq").unwrap(), case.workload(), &case, Faults::default(), Bounds::default())?;
 /// assert!(fixed.proves_pass(), "{:?}", fixed.verdicts);
 /// // NVSHMEM 3.4: an accept order that corrupts, which the fast engine replays.
-/// let broken = explore(&Nvshmem, &Variant::NVSHMEM_3_4, case.workload(), &case, Faults::default(), Bounds::default());
+/// let broken = explore(&Nvshmem, &Variant::NVSHMEM_3_4, case.workload(), &case, Faults::default(), Bounds::default())?;
 /// let cx = broken.counterexample().expect("a failing schedule");
 /// assert_eq!(cx.verdict, Verdict::Corruption);
-/// let line = replay_line("nvshmem", "nvshmem-3.4", "deepep", &cx.case);
+/// // Its case names the variant explored: the CLI replays its line.
+/// let line = cx.case.case_string()?;
+/// assert!(line.starts_with("engine=fast variant=nvshmem-3.4 workload=deepep"), "{line}");
 /// assert!(line.ends_with("accept=0:1.0,1.1,1.2/1:0.0,0.2,0.1"), "{line}");
-/// assert_eq!(run(&Nvshmem, &Variant::NVSHMEM_3_4, case.workload(), &world_of(&line).unwrap(), false).verdict, Verdict::Corruption);
+/// assert_eq!(run(&Nvshmem, &Variant::NVSHMEM_3_4, case.workload(), &Case::parse(&line)?, false).verdict, Verdict::Corruption);
+/// # Ok::<(), bootsim_sim::CaseError>(())
 /// ```
 pub fn explore<P>(
     protocol: &P,
@@ -161,28 +171,30 @@ pub fn explore<P>(
     case: &Case,
     faults: Faults,
     bounds: Bounds,
-) -> Exploration
+) -> Result<Exploration, CaseError>
 where
     P: Explored,
-    P::Variant: Clone,
-    P::Workload: Clone,
+    P::Variant: Clone + Display,
+    P::Workload: Clone + Display,
 {
-    let base = replay_base(case);
+    let base = replay_base(&case.named(protocol.name(), variant, workload)?);
     let start = World::of(protocol.clone(), variant.clone(), workload.clone(), &base, faults);
-    search(&base, start, bounds)
+    Ok(search(&base, start, bounds))
 }
 
 /// Shrinks a failing `case` of `protocol` to a minimal one with the same verdict, with sim's
 /// shrinker: fewer ranks, another seed while the adversary is random, and the random RX-queue
 /// stalls replaced by the few forced ones (`stall_gap=off stalls=...`) that matter. The
 /// protocol's workload is kept as given. Deterministic: the same case always shrinks to the
-/// same one; [`replay_line`] of [`Shrunk::case`] is the line to keep. A case that does not fail
-/// is refused ([`ShrinkError::DoesNotFail`]), and so is one the work guard stopped ([`ShrinkError::Guarded`]).
+/// same one. [`Shrunk::case`] is [`Case::named`] with the protocol's variant and workload: its
+/// line is the one to keep. A case that does not fail is refused ([`ShrinkError::DoesNotFail`]),
+/// and so is one the work guard stopped ([`ShrinkError::Guarded`]) or one whose words make no
+/// line ([`ShrinkError::Unnamed`]).
 ///
 /// ```
 /// use bootsim_nvshmem::Variant;
 /// use bootsim_nvshmem::workload::Workload;
-/// use bootsim_sim::harness::{replay_line, run, shrink, world_of};
+/// use bootsim_sim::harness::{replay_line, run, shrink};
 /// use bootsim_sim::protocol::Nvshmem;
 /// use bootsim_sim::{Case, Verdict};
 ///
@@ -192,16 +204,21 @@ where
 /// let s = shrink(&Nvshmem, &variant, &workload, &case).unwrap();
 /// assert_eq!(s.verdict, Verdict::Corruption);
 /// assert_eq!(s.case.kernel_config().stalls.len(), 1, "{}", s.case);
-/// let line = replay_line("nvshmem", "nvshmem-3.4", "deepep", &s.case);
-/// assert!(line.ends_with("seed=3 stall_gap=off stalls=0:1:p8:4246"), "{line}");
-/// assert_eq!(run(&Nvshmem, &variant, &workload, &world_of(&line).unwrap(), false).verdict, Verdict::Corruption);
+/// // The shrunk case names the variant shrunk: the CLI replays its line.
+/// let line = s.case.to_string();
+/// assert_eq!(line, "engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3 stall_gap=off stalls=0:1:p8:4246");
+/// assert_eq!(run(&Nvshmem, &variant, &workload, &Case::parse(&line).unwrap(), false).verdict, Verdict::Corruption);
+/// assert!(replay_line("nvshmem", "nvshmem-3.4", "deepep", &s.case).ends_with("seed=3 stall_gap=off stalls=0:1:p8:4246"));
 /// ```
 pub fn shrink<P>(protocol: &P, variant: &P::Variant, workload: &P::Workload, case: &Case) -> Result<Shrunk, ShrinkError>
 where
     P: Protocol<Node: TaskNode>,
+    P::Variant: Display,
+    P::Workload: Display,
     P::Judge: Judge<Report = Report> + 'static,
 {
-    shrink_by(case, false, &|c, trace| {
+    let case = case.named(protocol.name(), variant, workload).map_err(ShrinkError::Unnamed)?;
+    shrink_by(&case, false, &|c, trace| {
         let r = run(protocol, variant, workload, c, trace);
         (r.verdict, r.findings, r.outcome)
     })
@@ -209,23 +226,20 @@ where
 
 /// The words a replay line names apart from its world: the protocol's own types.
 const NAMED_APART: [&str; 3] = ["protocol=", "variant=", "workload="];
-/// NVSHMEM's words that go with its variant and workload, not the world.
-const NVSHMEM_WORDS: [&str; 6] = ["drain_ms=", "first_tag=", "qps=", "k=", "len=", "ops="];
 
-/// The words that reproduce a run of `case` with a protocol, variant and workload named
-/// apart: `protocol=.. variant=.. workload=.. engine=fast ranks=2 adversary=rss seed=3`. The
-/// case's world words are its case string without NVSHMEM's variant and workload words (the
-/// defaults it parses back to are what other protocols ignore), so [`world_of`] the line gives
-/// the same world back.
+/// The words that reproduce a run of `case`'s world with a protocol, variant and workload
+/// named apart: `protocol=.. variant=.. workload=.. engine=fast ranks=2 adversary=rss seed=3`
+/// (the world's words only: a case's own variant and workload words are left out), so
+/// [`world_of`] the line gives the same world back. For a case the harness handed back, its
+/// own line ([`Case::named`]) says the same.
 pub fn replay_line(protocol: &str, variant: impl Display, workload: impl Display, case: &Case) -> String {
-    let line = case.to_string();
-    let world: Vec<&str> =
-        line.split(' ').filter(|w| !NAMED_APART.iter().chain(&NVSHMEM_WORDS).any(|k| w.starts_with(k))).collect();
-    format!("protocol={protocol} variant={variant} workload={workload} {}", world.join(" "))
+    crate::case::replay_words(protocol, &variant, &workload, case)
 }
 
-/// The world of a replay line ([`replay_line`]'s words): the case its world words give, its
-/// `protocol=`, `variant=` and `workload=` words left to the caller, whose types they name.
+/// The world of a replay line ([`replay_line`]'s words), to run with the protocol, variant and
+/// workload its `protocol=`, `variant=` and `workload=` words name, whose types are the
+/// caller's: for a protocol of the user's own, the case named with those words
+/// ([`Case::named`], printing the line again); otherwise the case the world's words give.
 /// `run(&MyProtocol, &variant, &workload, &world_of(line)?, true)` in the caller's own cargo
 /// test replays the line (the `bootsim` CLI knows only its built-in protocols).
 ///
@@ -236,6 +250,13 @@ pub fn replay_line(protocol: &str, variant: impl Display, workload: impl Display
 /// assert_eq!((case.ranks(), case.adversary(), case.seed()), (3, "rss", 9));
 /// ```
 pub fn world_of(line: &str) -> Result<Case, CaseError> {
+    let foreign = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("protocol="))
+        .is_some_and(|p| !crate::case::PROTOCOLS.contains(&p));
+    if foreign {
+        return Case::parse_foreign(line, crate::case::PAYLOAD_BUDGET);
+    }
     let world: Vec<&str> = line.split_whitespace().filter(|w| !NAMED_APART.iter().any(|k| w.starts_with(k))).collect();
     Case::parse(&world.join(" "))
 }
@@ -243,6 +264,17 @@ pub fn world_of(line: &str) -> Result<Case, CaseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Nvshmem;
+
+    #[test]
+    fn a_harness_sweep_over_a_seed_whose_draw_its_knobs_do_not_fit_is_an_error_naming_it() {
+        let line = |seed: u64| format!("ranks=2 adversary=swarm seed={seed} stall_gap=off stalls=0:7:p1:5");
+        let case = (0..512).find_map(|s| Case::parse(&line(s)).ok()).expect("a draw with 8 queues");
+        let misfit = (0..200).find(|&s| case.with_seed(s).is_err()).expect("a draw with fewer queues");
+        let e = sweep(&Nvshmem, &case.variant(), case.workload(), &case, 0..200, 1).unwrap_err();
+        assert!(e.to_string().contains(&format!("seed {misfit}: the knobs do not fit")), "{e}");
+        assert!(e.to_string().contains("queue 7 does not exist"), "{e}");
+    }
 
     #[test]
     fn a_replay_lines_world_words_parse_back_to_the_same_world() {

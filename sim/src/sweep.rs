@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use std::time::Duration;
 
-use crate::case::Case;
+use crate::case::{Case, CaseError};
 use crate::oracle::{Finding, Verdict};
 use crate::run::run_case;
 
@@ -79,41 +79,51 @@ impl SweepSummary {
 
 /// Runs `seeds` (in the given order) of `case` on a pool of `jobs` threads of its own (rayon;
 /// results in seed order whatever the pool does); `progress` is called after each run with
-/// (done, failures: violations, not guard stops).
-pub fn sweep(case: &Case, seeds: &[u64], jobs: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> SweepSummary {
-    sweep_with(case, seeds, jobs, progress, &|seed| run_seed(case, seed))
+/// (done, failures: violations, not guard stops). A seed whose `swarm` draw the case's knobs
+/// do not fit ([`Case::with_seed`]) is an error naming it, before any seed runs.
+pub fn sweep(
+    case: &Case,
+    seeds: &[u64],
+    jobs: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<SweepSummary, CaseError> {
+    sweep_with(case, seeds, jobs, progress, &|c| {
+        let report = run_case(c, false);
+        SeedResult::of(c.seed(), report.verdict, report.bootstrap_time, &report.findings)
+    })
 }
 
-/// As [`sweep`], each seed run by `run_seed` (another protocol's run: `crate::harness`).
+/// As [`sweep`], each seed's case run by `run_seed` (another protocol's run: `crate::harness`).
 pub fn sweep_with(
     case: &Case,
     seeds: &[u64],
     jobs: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
-    run_seed: &(dyn Fn(u64) -> SeedResult + Sync),
-) -> SweepSummary {
+    run_seed: &(dyn Fn(&Case) -> SeedResult + Sync),
+) -> Result<SweepSummary, CaseError> {
+    // Only a `swarm` draw can misfit: check every seed before running any, so the error names
+    // the first such seed and no run is wasted.
+    if case.adversary() == "swarm" {
+        for &seed in seeds {
+            case.with_seed(seed)?;
+        }
+    }
     let done = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
-    let one = |&seed: &u64| {
-        let result = run_seed(seed);
+    let one = |&seed: &u64| -> Result<SeedResult, CaseError> {
+        let result = run_seed(&case.with_seed(seed)?);
         if result.verdict.is_violation() {
             failed.fetch_add(1, Ordering::Relaxed);
         }
         progress(done.fetch_add(1, Ordering::Relaxed) + 1, failed.load(Ordering::Relaxed));
-        result
+        Ok(result)
     };
     let results = match rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build() {
-        Ok(pool) => pool.install(|| seeds.par_iter().map(one).collect()),
+        Ok(pool) => pool.install(|| seeds.par_iter().map(one).collect::<Result<_, _>>()),
         // No threads to be had: the same results, one after another.
-        Err(_) => seeds.iter().map(one).collect(),
-    };
-    SweepSummary { case: case.clone(), results }
-}
-
-/// One seed's run, summarised.
-fn run_seed(case: &Case, seed: u64) -> SeedResult {
-    let report = run_case(&case.with_seed(seed), false);
-    SeedResult::of(seed, report.verdict, report.bootstrap_time, &report.findings)
+        Err(_) => seeds.iter().map(one).collect::<Result<_, _>>(),
+    }?;
+    Ok(SweepSummary { case: case.clone(), results })
 }
 
 impl SeedResult {
@@ -213,26 +223,29 @@ pub enum JsonLine {
 }
 
 impl JsonLine {
-    /// The failure lines (in seed order) and the summary line of one variant's sweep.
-    pub fn from_summary(s: &SweepSummary, start: u64, seeds: u64, shard: Shard) -> Vec<JsonLine> {
+    /// The failure lines (in seed order) and the summary line of one variant's sweep; an error
+    /// when `start` is a seed the sweep's knobs do not fit ([`Case::with_seed`]).
+    pub fn from_summary(s: &SweepSummary, start: u64, seeds: u64, shard: Shard) -> Result<Vec<JsonLine>, CaseError> {
         let variant = s.case.variant_label().to_string();
         let mut lines: Vec<JsonLine> = s
             .results
             .iter()
             .filter(|r| !r.verdict.is_ok())
-            .map(|r| JsonLine::Failure {
-                schema: SWEEP_JSON_SCHEMA,
-                variant: variant.clone(),
-                case: s.case.with_seed(r.seed).to_string(),
-                seed: r.seed,
-                verdict: r.verdict.name().to_string(),
-                first_finding: r.first_finding.clone(),
+            .map(|r| {
+                Ok(JsonLine::Failure {
+                    schema: SWEEP_JSON_SCHEMA,
+                    variant: variant.clone(),
+                    case: s.case.with_seed(r.seed)?.to_string(),
+                    seed: r.seed,
+                    verdict: r.verdict.name().to_string(),
+                    first_finding: r.first_finding.clone(),
+                })
             })
-            .collect();
+            .collect::<Result<_, CaseError>>()?;
         lines.push(JsonLine::Summary {
             schema: SWEEP_JSON_SCHEMA,
             variant,
-            case: s.case.with_seed(start).to_string(),
+            case: s.case.with_seed(start)?.to_string(),
             start,
             seeds,
             shard,
@@ -240,13 +253,39 @@ impl JsonLine {
             counts: verdict_counts(|v| s.count(v)),
             first_failure_seed: s.first_failure().map(|r| r.seed),
         });
-        lines
+        Ok(lines)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A swarm case whose `stalls=` names RX queue 7, at a seed whose draw has it.
+    fn stall_on_queue_7() -> Case {
+        let line =
+            |seed: u64| format!("workload=deepep ranks=2 adversary=swarm seed={seed} stall_gap=off stalls=0:7:p1:5");
+        (0..512).find_map(|s| Case::parse(&line(s)).ok()).expect("a draw with 8 queues")
+    }
+
+    #[test]
+    fn a_sweep_over_a_seed_whose_draw_its_knobs_do_not_fit_is_refused_before_any_run() {
+        let c = stall_on_queue_7();
+        let misfit = (0..200).find(|&s| c.with_seed(s).is_err()).expect("a draw with fewer queues");
+        let ran = AtomicUsize::new(0);
+        let seeds: Vec<u64> = (0..200).collect();
+        let e = sweep(&c, &seeds, 2, &|_, _| {
+            ran.fetch_add(1, Ordering::Relaxed);
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(&format!("seed {misfit}: the knobs do not fit the kernel adversary=swarm")), "{e}");
+        assert!(e.contains("queue 7 does not exist"), "{e}");
+        assert_eq!(ran.load(Ordering::Relaxed), 0, "no seed ran");
+        // The seeds that fit sweep as before.
+        let fitting: Vec<u64> = seeds.into_iter().filter(|&s| c.with_seed(s).is_ok()).take(3).collect();
+        assert_eq!(sweep(&c, &fitting, 1, &|_, _| {}).unwrap().results.len(), 3);
+    }
 
     #[test]
     fn shards_partition_the_range() {

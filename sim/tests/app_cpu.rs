@@ -16,7 +16,7 @@ fn total(words: &str) -> Duration {
     );
     let c = Case::parse(&case).unwrap();
     let seeds: Vec<u64> = (0..10).collect();
-    sweep(&c, &seeds, 1, &|_, _| {}).results.iter().map(|r| r.bootstrap_time).sum()
+    sweep(&c, &seeds, 1, &|_, _| {}).unwrap().results.iter().map(|r| r.bootstrap_time).sum()
 }
 
 #[test]

@@ -18,7 +18,7 @@ fn tally(case: &str, seeds: std::ops::Range<u64>) -> (String, usize) {
     let mut counts = std::collections::BTreeMap::<Verdict, usize>::new();
     let mut symptom = 0;
     for seed in seeds {
-        let r = run_case(&base.with_seed(seed), false);
+        let r = run_case(&base.with_seed(seed).unwrap(), false);
         *counts.entry(r.verdict).or_default() += 1;
         symptom += usize::from(r.findings.iter().any(is_1176));
     }

@@ -14,10 +14,10 @@ fn seeds(n: u64) -> Vec<u64> {
 #[test]
 fn nvshmem_3_4_corrupts_with_the_reports_symptoms_within_100_seeds() {
     let c = case("engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss");
-    let s = sweep(&c, &seeds(100), 2, &|_, _| {});
+    let s = sweep(&c, &seeds(100), 2, &|_, _| {}).unwrap();
     let first = s.first_failure().expect("3.4 fails within 100 seeds under rss");
     assert_eq!(first.verdict, Verdict::Corruption);
-    let report = run_case(&c.with_seed(first.seed), false);
+    let report = run_case(&c.with_seed(first.seed).unwrap(), false);
     let corruption = report.findings.iter().find_map(|f| match f {
         Finding::Corruption { detail: Some(d), source, .. } => {
             Some((d.expected_received().map(|(_, r)| r), d.consequence(), source.to_string()))
@@ -34,7 +34,7 @@ fn nvshmem_3_4_corrupts_with_the_reports_symptoms_within_100_seeds() {
 #[test]
 fn nvshmem_3_7_fails_with_a_size_mismatch_within_100_seeds() {
     let c = case("engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss");
-    let s = sweep(&c, &seeds(100), 2, &|_, _| {});
+    let s = sweep(&c, &seeds(100), 2, &|_, _| {}).unwrap();
     let first = s.first_failure().expect("3.7 fails within 100 seeds under rss");
     assert_eq!(first.verdict, Verdict::Error);
     assert!(first.first_finding.as_ref().unwrap().contains("message size mismatch: received 4 bytes instead of 576"));
@@ -48,7 +48,7 @@ fn robust_variants_never_fail_under_any_profile() {
                 let c = case(&format!(
                     "engine=fast variant={variant} workload={workload} ranks={ranks} adversary={adversary}"
                 ));
-                let s = sweep(&c, &seeds(20), 2, &|_, _| {});
+                let s = sweep(&c, &seeds(20), 2, &|_, _| {}).unwrap();
                 assert_eq!(s.failures(), 0, "{c}: {:?}", s.first_failure());
             }
         }
@@ -67,7 +67,7 @@ fn nvshmem_3_8_never_takes_one_message_for_another() {
             let c = case(&format!(
                 "engine=fast variant=nvshmem-3.8 workload={workload} ranks={ranks} adversary={adversary}"
             ));
-            let s = sweep(&c, &seeds(30), 2, &|_, _| {});
+            let s = sweep(&c, &seeds(30), 2, &|_, _| {}).unwrap();
             for v in [Verdict::Benign, Verdict::Corruption, Verdict::Error] {
                 assert_eq!(s.count(v), 0, "{c}: {v}: {:?}", s.first_failure());
             }
@@ -80,7 +80,7 @@ fn no_variant_fails_under_fifo() {
     for variant in bootsim_nvshmem::PRESETS {
         for (workload, ranks) in [("deepep", 2), ("nvshmem-init", 4), ("churn", 3)] {
             let c = case(&format!("engine=fast variant={variant} workload={workload} ranks={ranks} adversary=fifo"));
-            let s = sweep(&c, &seeds(10), 2, &|_, _| {});
+            let s = sweep(&c, &seeds(10), 2, &|_, _| {}).unwrap();
             assert_eq!(s.failures(), 0, "{c}: {:?}", s.first_failure());
             assert_eq!(s.count(Verdict::Pass), 10, "{c}: fifo never even reorders benignly");
         }
@@ -94,11 +94,11 @@ fn same_case_same_digest_and_jobs_do_not_matter() {
     let b = run_case(&c, true).trace.unwrap();
     assert_eq!(a.digest, b.digest);
     assert_eq!(a.lines, b.lines);
-    assert_ne!(a.digest, run_case(&c.with_seed(12), true).trace.unwrap().digest);
+    assert_ne!(a.digest, run_case(&c.with_seed(12).unwrap(), true).trace.unwrap().digest);
     let c = case("engine=fast variant=nvshmem-3.7 workload=deepep ranks=2 adversary=swarm");
-    let one = sweep(&c, &seeds(40), 1, &|_, _| {});
-    assert_eq!(one, sweep(&c, &seeds(40), 2, &|_, _| {}));
-    assert_eq!(one, sweep(&c, &seeds(40), 5, &|_, _| {}));
+    let one = sweep(&c, &seeds(40), 1, &|_, _| {}).unwrap();
+    assert_eq!(one, sweep(&c, &seeds(40), 2, &|_, _| {}).unwrap());
+    assert_eq!(one, sweep(&c, &seeds(40), 5, &|_, _| {}).unwrap());
     assert_eq!(one.results.iter().map(|r| r.seed).collect::<Vec<_>>(), seeds(40), "results in seed order");
 }
 

@@ -22,7 +22,7 @@ fn seeds(n: u64) -> Vec<u64> {
 fn the_report_is_found_on_turmoil_and_robust_variants_hold() {
     let first = |v: &str| {
         let c = case(&format!("engine=turmoil variant={v} workload=deepep ranks=2 adversary=rss"));
-        sweep(&c, &seeds(100), 2, &|_, _| {})
+        sweep(&c, &seeds(100), 2, &|_, _| {}).unwrap()
     };
     let s34 = first("nvshmem-3.4");
     assert_eq!(s34.first_failure().expect("3.4 fails within 100 seeds").verdict, Verdict::Corruption);
@@ -38,7 +38,7 @@ fn the_report_is_found_on_turmoil_and_robust_variants_hold() {
 fn nothing_fails_under_fifo_on_turmoil() {
     for v in PRESETS {
         let c = case(&format!("engine=turmoil variant={v} workload=deepep ranks=2 adversary=fifo"));
-        assert_eq!(sweep(&c, &seeds(20), 2, &|_, _| {}).failures(), 0, "{v}");
+        assert_eq!(sweep(&c, &seeds(20), 2, &|_, _| {}).unwrap().failures(), 0, "{v}");
     }
 }
 
@@ -74,7 +74,7 @@ fn failing(engine: &str, workload: &str, ranks: u32, adversary: &str, n: u64) ->
         .filter(|v| {
             let c =
                 case(&format!("engine={engine} variant={v} workload={workload} ranks={ranks} adversary={adversary}"));
-            sweep(&c, &seeds(n), 2, &|_, _| {}).failures() > 0
+            sweep(&c, &seeds(n), 2, &|_, _| {}).unwrap().failures() > 0
         })
         .collect()
 }
@@ -108,7 +108,7 @@ fn turmoil_retries_connects_the_model_times_out_as_nvshmem_does() {
         let c = case(&format!(
             "engine=turmoil variant={v} workload=deepep ranks=2 adversary=lossy syn_retries=1 loss_good=0.1"
         ));
-        let s = sweep(&c, &seeds(20), 2, &|_, _| {});
+        let s = sweep(&c, &seeds(20), 2, &|_, _| {}).unwrap();
         assert_eq!(s.failures(), 0, "{v}: {:?}", s.first_failure());
     }
 }

@@ -24,7 +24,7 @@ const SEEDS: u64 = 200;
 fn measure(case: &str) -> (String, u128) {
     let c = Case::parse(case).unwrap();
     let seeds: Vec<u64> = (0..SEEDS).collect();
-    let s = sweep(&c, &seeds, 2, &|_, _| {});
+    let s = sweep(&c, &seeds, 2, &|_, _| {}).unwrap();
     let counts = verdict_counts(|v| s.count(v));
     let text = counts.iter().filter(|(_, &n)| n > 0).map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ");
     let total = s.results.iter().map(|r| r.bootstrap_time.as_nanos()).sum();

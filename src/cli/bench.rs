@@ -97,7 +97,7 @@ struct Work {
 }
 
 /// A throughput subject: one run per call (argument: the seed).
-type Subject = Box<dyn FnMut(u64) -> Work>;
+type Subject = Box<dyn FnMut(u64) -> anyhow::Result<Work>>;
 
 /// Per subject and round: (runs/s, connections/s); per subject: the totals (runs, work, wall).
 struct Rates {
@@ -106,7 +106,7 @@ struct Rates {
 }
 
 /// Runs every subject over `rounds` interleaved rounds of `slice` each.
-fn interleaved(subjects: &mut [(String, Subject)], rounds: u32, slice: Duration) -> Rates {
+fn interleaved(subjects: &mut [(String, Subject)], rounds: u32, slice: Duration) -> anyhow::Result<Rates> {
     let mut r = Rates { rounds: vec![Vec::new(); subjects.len()], totals: vec![Default::default(); subjects.len()] };
     for round in 0..rounds {
         progress(&format!("throughput round {}/{rounds}", round + 1));
@@ -115,7 +115,7 @@ fn interleaved(subjects: &mut [(String, Subject)], rounds: u32, slice: Duration)
             let (mut runs, mut conns) = (0u64, 0u64);
             while start.elapsed() < slice || runs < 2 {
                 // Seeds continue across rounds: every run is a fresh seed.
-                let w = run(r.totals[i].0 + runs);
+                let w = run(r.totals[i].0 + runs)?;
                 conns += w.conns;
                 let t = &mut r.totals[i].1;
                 (t.conns, t.packets, t.sim) = (t.conns + w.conns, t.packets + w.packets, t.sim + w.sim);
@@ -127,7 +127,7 @@ fn interleaved(subjects: &mut [(String, Subject)], rounds: u32, slice: Duration)
             r.rounds[i].push((runs as f64 / t.as_secs_f64(), conns as f64 / t.as_secs_f64()));
         }
     }
-    r
+    Ok(r)
 }
 
 fn throughput_section(quick: bool, report: &mut Report) -> anyhow::Result<()> {
@@ -135,13 +135,13 @@ fn throughput_section(quick: bool, report: &mut Report) -> anyhow::Result<()> {
     let (deepep, init) = ("workload=deepep ranks=2", "workload=nvshmem-init ranks=16");
     let engine = |c: Case| -> Subject {
         Box::new(move |seed| {
-            let r = run_case(&c.with_seed(seed), false);
-            Work { conns: r.kernel.enqueued, packets: r.kernel.packets, sim: r.bootstrap_time }
+            let r = run_case(&c.with_seed(seed)?, false);
+            Ok(Work { conns: r.kernel.enqueued, packets: r.kernel.packets, sim: r.bootstrap_time })
         })
     };
     let bare: Subject = Box::new(|seed| {
         let (conns, sim) = bare_turmoil::run(16, seed);
-        Work { conns, packets: 0, sim }
+        Ok(Work { conns, packets: 0, sim })
     });
     let mut subjects: Vec<(String, Subject)> = vec![
         ("bare turmoil 16".into(), bare),
@@ -152,7 +152,7 @@ fn throughput_section(quick: bool, report: &mut Report) -> anyhow::Result<()> {
     ];
     let hosts = [16u64, 2, 16, 2, 16];
     let (rounds, slice) = if quick { (2, Duration::from_millis(100)) } else { (5, Duration::from_millis(800)) };
-    let rates = interleaved(&mut subjects, rounds, slice);
+    let rates = interleaved(&mut subjects, rounds, slice)?;
     let median =
         |i: usize, per_conn: bool| median_f(rates.rounds[i].iter().map(|r| if per_conn { r.1 } else { r.0 }).collect());
     // Median over rounds of a / b within the round (runs/s or connections/s).
@@ -425,18 +425,18 @@ fn scale_section(series: Series, max_ranks: u32) -> anyhow::Result<(Vec<ScaleRow
 /// Over `seeds` consecutive seeds: failures, and per failure the seeds and wall time since the
 /// previous failure (or the start): each is a sample of "seeds until the first failure" from a
 /// fresh start.
-fn detection(c: &Case, seeds: u64) -> (usize, Vec<u64>, Vec<Duration>) {
+fn detection(c: &Case, seeds: u64) -> anyhow::Result<(usize, Vec<u64>, Vec<Duration>)> {
     let (mut gaps, mut walls) = (Vec::new(), Vec::new());
     let (mut last, mut since) = (0u64, Instant::now());
     for s in 0..seeds {
-        if !run_case(&c.with_seed(s), false).verdict.is_ok() {
+        if !run_case(&c.with_seed(s)?, false).verdict.is_ok() {
             gaps.push(s + 1 - last);
             walls.push(since.elapsed());
             last = s + 1;
             since = Instant::now();
         }
     }
-    (gaps.len(), gaps, walls)
+    Ok((gaps.len(), gaps, walls))
 }
 
 fn detect_section(quick: bool, seeds: u64, report: &mut Report) -> anyhow::Result<()> {
@@ -451,7 +451,7 @@ fn detect_section(quick: bool, seeds: u64, report: &mut Report) -> anyhow::Resul
                 (true, false) => seeds.min(10),
             };
             progress(&format!("detect: {variant} {s}, {seeds} seeds"));
-            let (failures, mut gaps, mut walls) = detection(&c, seeds);
+            let (failures, mut gaps, mut walls) = detection(&c, seeds)?;
             report.detect.push(DetectRow {
                 variant: variant.into(),
                 case: name.into(),

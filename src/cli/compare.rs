@@ -147,14 +147,14 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     println!("{table}");
     for s in &summaries {
         if let Some(first) = s.first_failure() {
-            println!("{}: bootsim replay '{}'", s.case.variant_label(), s.case.with_seed(first.seed));
+            println!("{}: bootsim replay '{}'", s.case.variant_label(), s.case.with_seed(first.seed)?);
         }
         if let Some(g) = s.first_guard() {
             println!(
                 "{}: the work guard stopped {} run(s) (too costly to simulate, no verdict), first: bootsim replay '{}'",
                 s.case.variant_label(),
                 s.guards(),
-                s.case.with_seed(g.seed)
+                s.case.with_seed(g.seed)?
             );
         }
     }

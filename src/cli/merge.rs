@@ -30,7 +30,8 @@ struct Merged {
     shards: BTreeMap<u64, u64>,
     runs: usize,
     counts: BTreeMap<String, usize>,
-    failures: Vec<JsonLine>,
+    /// Failure lines with their verdicts, read once.
+    failures: Vec<(Verdict, JsonLine)>,
 }
 
 /// Merges the files; exit 1 if any seed found a violation, else 3 if the work guard stopped one,
@@ -63,7 +64,12 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
             }
             let m = by_variant.entry(variant.clone()).or_default();
             match parsed {
-                f @ JsonLine::Failure { .. } => m.failures.push(f),
+                JsonLine::Failure { ref verdict, .. } => {
+                    let v = Verdict::parse(verdict)
+                        .filter(|v| !v.is_ok())
+                        .with_context(|| format!("{}: `{verdict}` is no verdict of a failure line", at()))?;
+                    m.failures.push((v, parsed));
+                }
                 JsonLine::Summary { case, start, seeds, shard, runs, counts, .. } => {
                     add_summary(m, &variant, &at(), (case, start, seeds, shard, runs, counts))?;
                 }
@@ -91,17 +97,16 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
             );
             failed = true;
         }
-        let mut failures: Vec<&JsonLine> = m.failures.iter().collect();
-        failures.sort_by_key(|f| match f {
+        let mut failures: Vec<(Verdict, &JsonLine)> = m.failures.iter().map(|(v, f)| (*v, f)).collect();
+        failures.sort_by_key(|(_, f)| match f {
             JsonLine::Failure { seed, .. } => *seed,
             JsonLine::Summary { .. } => u64::MAX,
         });
-        failed |=
-            failures.iter().any(|f| matches!(f, JsonLine::Failure { verdict, .. } if verdict != Verdict::Guard.name()));
+        failed |= failures.iter().any(|(v, _)| v.is_violation());
         stopped |= m.count(Verdict::Guard) > 0;
         let case = Case::parse(&m.case).with_context(|| format!("{variant}: bad case in summary"))?;
         if a.json {
-            for f in &failures {
+            for (_, f) in &failures {
                 println!("{}", serde_json::to_string(f)?);
             }
             let line = JsonLine::Summary {
@@ -117,14 +122,12 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<ExitCode> {
             };
             println!("{}", serde_json::to_string(&line)?);
         } else {
-            let violation = failures
-                .iter()
-                .find(|f| matches!(f, JsonLine::Failure { verdict, .. } if verdict != Verdict::Guard.name()));
-            let first = violation.or(failures.first()).and_then(|f| match f {
+            let violation = failures.iter().find(|(v, _)| v.is_violation());
+            let first = violation.or(failures.first()).and_then(|(_, f)| match f {
                 JsonLine::Failure { seed, first_finding, .. } => Some((*seed, first_finding.clone())),
                 JsonLine::Summary { .. } => None,
             });
-            print_summary(&case, m.runs, |v| m.count(v), first);
+            print_summary(&case, m.runs, |v| m.count(v), first)?;
         }
     }
     Ok(super::sweep::sweep_exit(failed, stopped))
@@ -164,10 +167,11 @@ impl Merged {
     }
 }
 
-/// The lowest seed with a violation (a seed the work guard stopped is none).
-fn first_seed(failures: &[&JsonLine]) -> Option<u64> {
-    failures.iter().find_map(|f| match f {
-        JsonLine::Failure { seed, verdict, .. } if verdict != Verdict::Guard.name() => Some(*seed),
+/// The lowest seed with a violation (a seed the work guard stopped is none), of `failures` in
+/// seed order.
+fn first_seed(failures: &[(Verdict, &JsonLine)]) -> Option<u64> {
+    failures.iter().find_map(|(v, f)| match f {
+        JsonLine::Failure { seed, .. } if v.is_violation() => Some(*seed),
         _ => None,
     })
 }

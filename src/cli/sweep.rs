@@ -99,16 +99,6 @@ pub fn sweep_all(variants: &[String], f: &Filters, shard: Shard) -> anyhow::Resu
     }
     let cases = variants.iter().map(|v| f.case(v)).collect::<anyhow::Result<Vec<_>>>()?;
     let seeds = shard.seeds(f.start, f.seeds);
-    // Under swarm each seed draws its kernel: a knob naming a queue or CPU that a draw lacks
-    // would leave the model nothing to run on; say which seed before running any.
-    for c in &cases {
-        if let Some(why) = seeds.iter().find_map(|&s| c.with_seed(s).misfit()) {
-            bail!(
-                "{}: {why}; name a queue or CPU every draw has (or set rx_queues/cpus), or pick other seeds",
-                c.variant_label()
-            );
-        }
-    }
     let bar = progress_bar((seeds.len() * cases.len()) as u64);
     let (done_before, failed_before) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let report = |done: usize, failed: usize| {
@@ -120,16 +110,25 @@ pub fn sweep_all(variants: &[String], f: &Filters, shard: Shard) -> anyhow::Resu
     let summaries = cases
         .iter()
         .map(|c| {
-            let s = run_sweep(c, &seeds, f.jobs, &report);
+            // Under swarm each seed draws its kernel: the sweep refuses, before running any, a
+            // seed whose draw lacks a queue or CPU a knob names. The knobs and seeds are every
+            // variant's, so the first variant's sweep says it.
+            let s = run_sweep(c, &seeds, f.jobs, &report).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: {}; name a queue or CPU every draw has (or set rx_queues/cpus), or pick other seeds",
+                    c.variant_label(),
+                    e.0
+                )
+            })?;
             done_before.fetch_add(s.results.len(), Ordering::Relaxed);
             failed_before.fetch_add(s.failures(), Ordering::Relaxed);
-            s
+            Ok(s)
         })
-        .collect();
+        .collect::<anyhow::Result<Vec<_>>>();
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    Ok(summaries)
+    summaries
 }
 
 /// A progress bar (runs done, failures, rate) when stderr is a terminal; `None` otherwise.
@@ -151,14 +150,14 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let stopped = summaries.iter().any(|s| s.guards() > 0);
     if a.json {
         for s in &summaries {
-            for line in JsonLine::from_summary(s, a.filters.start, a.filters.seeds, shard) {
+            for line in JsonLine::from_summary(s, a.filters.start, a.filters.seeds, shard)? {
                 println!("{}", serde_json::to_string(&line)?);
             }
         }
     } else {
         for s in &summaries {
             let first = s.first_failure().or(s.first_guard()).map(|r| (r.seed, r.first_finding.clone()));
-            print_summary(&s.case, s.results.len(), |v| s.count(v), first);
+            print_summary(&s.case, s.results.len(), |v| s.count(v), first)?;
         }
     }
     Ok(sweep_exit(failed, stopped))
@@ -176,7 +175,12 @@ pub fn sweep_exit(violation: bool, stopped: bool) -> ExitCode {
 
 /// One variant's summary as `sweep` prints it (shared with `merge`): its first violation, else
 /// its first run the work guard stopped.
-pub fn print_summary(case: &Case, runs: usize, count: impl Fn(Verdict) -> usize, first: Option<(u64, Option<String>)>) {
+pub fn print_summary(
+    case: &Case,
+    runs: usize,
+    count: impl Fn(Verdict) -> usize,
+    first: Option<(u64, Option<String>)>,
+) -> anyhow::Result<()> {
     let counts: Vec<String> = Verdict::ALL.iter().map(|v| format!("{v}={}", count(*v))).collect();
     println!("{:<12} runs={runs} {}", case.variant_label(), counts.join(" "));
     if let Some((seed, finding)) = first {
@@ -185,6 +189,7 @@ pub fn print_summary(case: &Case, runs: usize, count: impl Fn(Verdict) -> usize,
             Some(f) => println!("  first failure: {f}"),
             None => {}
         }
-        println!("  replay: bootsim replay '{}'", case.with_seed(seed));
+        println!("  replay: bootsim replay '{}'", case.with_seed(seed)?);
     }
+    Ok(())
 }

@@ -19,7 +19,7 @@ fn case(ranks: u32) -> Case {
 /// Every schedule of `variant` and `workload` at `ranks`, to the end (no stop at a violation).
 fn everything(variant: Variant, workload: Workload, ranks: u32) -> Exploration {
     let bounds = Bounds { stop_at: None, ..Bounds::default() };
-    explore(&Rendezvous, &variant, &workload, &case(ranks), Faults::default(), bounds)
+    explore(&Rendezvous, &variant, &workload, &case(ranks), Faults::default(), bounds).expect("the words name a line")
 }
 
 /// The proof for `workload` at `ranks`: every schedule explored, each passes.
@@ -60,9 +60,14 @@ fn every_accept_order_of_the_round_tag_passes_in_a_ring_up_to_four_ranks() {
 fn the_reused_tag_has_a_corrupting_accept_order_whose_line_replays() {
     for (workload, ranks) in [(Workload::TWO_ROUNDS, 2), (Workload::TWO_ROUNDS, 3), (Workload::RING, 4)] {
         let ex =
-            explore(&Rendezvous, &Variant::ReusedTag, &workload, &case(ranks), Faults::default(), Bounds::default());
+            explore(&Rendezvous, &Variant::ReusedTag, &workload, &case(ranks), Faults::default(), Bounds::default())
+                .expect("the words name a line");
         let cx = ex.counterexample().expect("a schedule that corrupts");
-        let line = replay_line("rendezvous", Variant::ReusedTag, workload, &cx.case);
+        // The counterexample's case prints the line that replays it, the one replay_line makes.
+        let line = cx.case.to_string();
+        assert_eq!(line, replay_line("rendezvous", Variant::ReusedTag, workload, &cx.case));
+        assert!(line.starts_with(&format!("protocol=rendezvous variant=reused-tag workload={workload} ")), "{line}");
+        assert_eq!(world_of(&line).expect("the line parses"), cx.case, "the line reads back as the case");
         println!(
             "reused-tag, {workload}, {ranks} ranks: {} states; {} after {} choices: {line}",
             ex.states, cx.verdict, cx.depth
@@ -90,7 +95,7 @@ fn the_reused_tag_has_a_corrupting_accept_order_whose_line_replays() {
 fn the_reduction_keeps_every_final_state() {
     let reduced = everything(Variant::ReusedTag, Workload::RING, 4);
     let bounds = Bounds { stop_at: None, reduce: false, ..Bounds::default() };
-    let full = explore(&Rendezvous, &Variant::ReusedTag, &Workload::RING, &case(4), Faults::default(), bounds);
+    let full = explore(&Rendezvous, &Variant::ReusedTag, &Workload::RING, &case(4), Faults::default(), bounds).unwrap();
     println!(
         "reused-tag, ring, 4 ranks: {} transitions reduced, {} without; {} final states: {:?}",
         reduced.transitions, full.transitions, full.finals, full.verdicts

@@ -93,10 +93,23 @@ fn a_failing_case_shrinks_to_two_ranks_and_the_stalls_that_matter() {
     let (variant, workload) = (Variant::ReusedTag, Workload::TWO_ROUNDS);
     for adversary in ["rss", "lossy", "swarm"] {
         let world = case((0, adversary, 4));
-        let first = sweep(&Rendezvous, &variant, &workload, &world, 0..50, 1);
-        let failing = world.with_seed(first.first_failure().expect("a corruption within 50 seeds").seed);
+        let first = sweep(&Rendezvous, &variant, &workload, &world, 0..50, 1).unwrap();
+        let failing = world.with_seed(first.first_failure().expect("a corruption within 50 seeds").seed).unwrap();
+        // The sweep's case, at the failing seed, prints the protocol's line, which replays.
+        let swept = first.case.with_seed(failing.seed()).unwrap().to_string();
+        assert_eq!(swept, replay_line("rendezvous", variant, workload, &failing));
+        let again = run(&Rendezvous, &variant, &workload, &world_of(&swept).expect("the line parses"), false);
+        assert_eq!(again.verdict, Verdict::Corruption, "{swept}");
         let s = shrink(&Rendezvous, &variant, &workload, &failing).expect("a failing case shrinks");
-        let line = replay_line("rendezvous", variant, workload, &s.case);
+        // The shrunk case prints the line that replays it (not NVSHMEM's words), and reads back.
+        let line = s.case.to_string();
+        assert_eq!(line, replay_line("rendezvous", variant, workload, &s.case));
+        assert!(
+            line.starts_with("protocol=rendezvous variant=reused-tag workload=two-rounds engine=fast ranks=2 "),
+            "{line}"
+        );
+        assert_eq!(world_of(&line).expect("the line parses"), s.case, "the line reads back as the case");
+        assert_eq!(s.case.case_string().expect("a line that reproduces it"), line);
         println!("{adversary}: {} runs, {:?}: {line}", s.runs, s.log);
         assert_eq!(s.verdict, Verdict::Corruption);
         assert_eq!(s.case.ranks(), 2, "{line}");
@@ -116,8 +129,8 @@ fn a_seed_sweep_counts_the_bugs_hits_per_adversary_and_none_for_the_fix() {
     let mut hits = Vec::new();
     for adversary in ADVERSARIES {
         let c = case((0, adversary, 2));
-        let buggy = sweep(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &c, 0..100, 2);
-        let fixed = sweep(&Rendezvous, &Variant::RoundTag, &Workload::TWO_ROUNDS, &c, 0..100, 2);
+        let buggy = sweep(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &c, 0..100, 2).unwrap();
+        let fixed = sweep(&Rendezvous, &Variant::RoundTag, &Workload::TWO_ROUNDS, &c, 0..100, 2).unwrap();
         assert_eq!(fixed.failures(), 0, "{adversary}: {:?}", fixed.first_failure());
         assert_eq!(buggy.failures(), buggy.count(Verdict::Corruption), "{adversary}: only corruptions");
         println!("{adversary}: reused-tag {} of 100 seeds corrupt, round-tag 0", buggy.failures());

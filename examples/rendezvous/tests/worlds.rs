@@ -13,10 +13,10 @@ use bootsim_sim::{Case, Verdict};
 #[test]
 fn the_turmoil_engine_finds_the_reused_tag_and_passes_the_round_tag() {
     let case = Case::parse("engine=turmoil ranks=3 adversary=rss").unwrap();
-    let buggy = sweep(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &case, 0..30, 1);
+    let buggy = sweep(&Rendezvous, &Variant::ReusedTag, &Workload::TWO_ROUNDS, &case, 0..30, 1).unwrap();
     let first = buggy.first_failure().expect("the reused tag corrupts on turmoil within 30 seeds");
     assert_eq!(first.verdict, Verdict::Corruption, "{first:?}");
-    let fixed = sweep(&Rendezvous, &Variant::RoundTag, &Workload::TWO_ROUNDS, &case, 0..30, 1);
+    let fixed = sweep(&Rendezvous, &Variant::RoundTag, &Workload::TWO_ROUNDS, &case, 0..30, 1).unwrap();
     assert!(fixed.first_failure().is_none(), "the round tag failed on turmoil: {:?}", fixed.first_failure());
 }
 

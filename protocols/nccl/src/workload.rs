@@ -77,13 +77,47 @@ pub struct UnknownWorkload(pub String);
 /// The workloads' names.
 pub const WORKLOADS: [&str; 3] = ["nccl-init", "nccl-p2p", "nccl-pair"];
 
+impl std::fmt::Display for Workload {
+    /// The workload as a case string gives it: its name, then its parameters that differ from
+    /// [`Workload::by_name`]'s defaults (`nccl-p2p channels=4 distances=1,1`,
+    /// `nccl-pair pair=ring-setup,barrier`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())?;
+        let d = InitParams::default();
+        match self {
+            Workload::Init(p) => {
+                if p.ranks_per_node != d.ranks_per_node {
+                    write!(f, " gpus_per_node={}", p.ranks_per_node)?;
+                }
+                if p.channels != d.channels {
+                    write!(f, " channels={}", p.channels)?;
+                }
+                if p.collnet {
+                    f.write_str(" collnet=on")?;
+                }
+            }
+            Workload::P2p { channels, distances } => {
+                if *channels != d.channels {
+                    write!(f, " channels={channels}")?;
+                }
+                if let Some(ds) = distances {
+                    let ds: Vec<String> = ds.iter().map(u32::to_string).collect();
+                    write!(f, " distances={}", ds.join(","))?;
+                }
+            }
+            Workload::Pair(first, second) => write!(f, " pair={},{}", first.name(), second.name())?,
+        }
+        Ok(())
+    }
+}
+
 impl Workload {
     /// The workload called `name`, with its defaults (8 GPUs per node, 2 channels per peer,
     /// CollNet off; every peer once).
     pub fn by_name(name: &str) -> Result<Workload, UnknownWorkload> {
         match name {
             "nccl-init" => Ok(Workload::Init(InitParams::default())),
-            "nccl-p2p" => Ok(Workload::P2p { channels: 2, distances: None }),
+            "nccl-p2p" => Ok(Workload::P2p { channels: InitParams::default().channels, distances: None }),
             "nccl-pair" => Ok(Workload::Pair(Op::RingSetup, Op::Barrier)),
             other => Err(UnknownWorkload(other.to_string())),
         }

@@ -63,6 +63,22 @@ pub enum Workload {
     Custom(Vec<OpSpec>),
 }
 
+impl std::fmt::Display for Workload {
+    /// The workload as a case string gives it: its name, then its parameters that differ from
+    /// the defaults (`deepep`, `deepep qps=3`, `custom ops=allgather:8,barrier`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())?;
+        match self {
+            Workload::Deepep { qps } if *qps != 24 => write!(f, " qps={qps}"),
+            Workload::NvshmemInit { qps } if *qps != 2 => write!(f, " qps={qps}"),
+            Workload::QpCreate { k } if *k != 4 => write!(f, " k={k}"),
+            Workload::Churn { len } if *len != 12 => write!(f, " len={len}"),
+            Workload::Custom(ops) => write!(f, " ops={}", format_ops(ops)),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Names `Workload::parse` accepts.
 pub const WORKLOADS: [&str; 5] = ["deepep", "nvshmem-init", "qp-create", "churn", "custom"];
 

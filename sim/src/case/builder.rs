@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use bootsim_nvshmem::workload::Workload;
 
-use super::{nccl_params, nvshmem_params, Case, CaseError, EngineKind, PAYLOAD_BUDGET};
+use super::{Case, CaseError, EngineKind, Foreign, PAYLOAD_BUDGET};
 use crate::explore::schedule::Schedule;
 
 /// The workload a builder was given: NVSHMEM's or NCCL's.
@@ -42,6 +42,8 @@ pub struct CaseBuilder {
     knobs: Vec<(String, String)>,
     schedule: Schedule,
     budget: u128,
+    /// A protocol of the user's own, from [`Case::to_builder`] of a case [`Case::named`] it.
+    foreign: Option<Foreign>,
 }
 
 impl Default for CaseBuilder {
@@ -61,6 +63,7 @@ impl Default for CaseBuilder {
             knobs: Vec::new(),
             schedule: Schedule::default(),
             budget: PAYLOAD_BUDGET,
+            foreign: None,
         }
     }
 }
@@ -152,7 +155,10 @@ impl CaseBuilder {
     /// The case, or the first thing wrong with it, named as [`Case::parse`] names it.
     pub fn build(&self) -> Result<Case, CaseError> {
         let line = self.line()?;
-        let case = Case::parse_within(&line, self.budget)?;
+        let case = match self.foreign {
+            Some(_) => Case::parse_foreign(&line, self.budget)?,
+            None => Case::parse_within(&line, self.budget)?,
+        };
         let unsaid = |what: String| Err(CaseError(format!("{what}: no case string says it, so no case has it")));
         match &self.load {
             Some(Load::Nvshmem(w)) if *w != case.workload => return unsaid(format!("workload {w:?}")),
@@ -177,7 +183,11 @@ impl CaseBuilder {
                 return Err(CaseError(format!("{key}=`{value}`: a case string's values hold no whitespace")));
             }
         }
-        let mut words = vec![format!("engine={}", self.engine.name())];
+        let mut words = Vec::new();
+        if let Some(x) = &self.foreign {
+            words.push(format!("protocol={} variant={} workload={}", x.protocol, x.variant, x.workload));
+        }
+        words.push(format!("engine={}", self.engine.name()));
         let nccl =
             matches!(self.load, Some(Load::Nccl(_))) || self.variant.as_deref().is_some_and(|v| v.starts_with("nccl-"));
         if nccl {
@@ -193,8 +203,8 @@ impl CaseBuilder {
             words.push(format!("first_tag={first}"));
         }
         match &self.load {
-            Some(Load::Nvshmem(w)) => words.push(format!("workload={}{}", w.name(), nvshmem_params(w))),
-            Some(Load::Nccl(w)) => words.push(format!("workload={}{}", w.name(), nccl_params(w))),
+            Some(Load::Nvshmem(w)) => words.push(format!("workload={w}")),
+            Some(Load::Nccl(w)) => words.push(format!("workload={w}")),
             None => {}
         }
         words.push(format!("ranks={}", self.ranks));
@@ -222,25 +232,29 @@ impl Case {
         CaseBuilder::default()
     }
 
-    /// A builder holding this case's values, to make a changed copy.
+    /// A builder holding this case's values (its budget too, [`CaseBuilder::budget`]), to make
+    /// a changed copy.
     pub fn to_builder(&self) -> CaseBuilder {
-        let (variant, load) = match &self.nccl {
-            Some(nc) => (nc.variant.name().to_string(), Load::Nccl(nc.workload.clone())),
-            None => (self.variant_name.clone(), Load::Nvshmem(self.workload.clone())),
+        let (variant, load) = match (&self.foreign, &self.nccl) {
+            // The user's protocol's words stand for the variant and workload.
+            (Some(_), _) => (None, None),
+            (None, Some(nc)) => (Some(nc.variant.name().to_string()), Some(Load::Nccl(nc.workload.clone()))),
+            (None, None) => (Some(self.variant_name.clone()), Some(Load::Nvshmem(self.workload.clone()))),
         };
         CaseBuilder {
             engine: self.engine,
-            variant: Some(variant),
+            variant,
             drain_ms: self.drain_ms,
             first_tag: self.first_tag,
-            load: Some(load),
+            load,
             ranks: self.ranks,
             adversary: self.adversary.clone(),
             seed: self.seed,
             deadline: self.deadline,
             knobs: self.knobs.clone(),
             schedule: self.schedule.clone(),
-            budget: PAYLOAD_BUDGET,
+            budget: self.budget,
+            foreign: self.foreign.clone(),
         }
     }
 }
@@ -354,9 +368,14 @@ mod tests {
                     prop_assert_eq!(&Case::parse(&line).unwrap(), &case, "{}", line);
                     prop_assert_eq!(case.case_string().unwrap(), line);
                     prop_assert_eq!(&case.to_builder().build().unwrap(), &case);
-                    let moved = case.with_seed(case.seed().wrapping_add(1));
-                    if let Ok(line) = moved.case_string() {
-                        prop_assert_eq!(Case::parse(&line).unwrap(), moved);
+                    // Reseeded, it prints a line that gives it back, or it is refused naming the seed.
+                    let seed = case.seed().wrapping_add(1);
+                    match case.with_seed(seed) {
+                        Ok(moved) => {
+                            let line = moved.case_string().unwrap();
+                            prop_assert_eq!(Case::parse(&line).unwrap(), moved);
+                        }
+                        Err(e) => prop_assert!(e.to_string().contains(&format!("seed {seed}: the knobs do not fit")), "{}", e),
                     }
                 }
                 Err(e) => {
@@ -365,6 +384,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_case_parsed_within_a_larger_budget_rebuilds_equal_and_keeps_its_budget() {
+        let big = "workload=nvshmem-init ranks=4096";
+        let c = Case::parse_within(big, u128::MAX).unwrap();
+        assert_eq!(c.to_builder().build().unwrap(), c);
+        let changed = c.to_builder().seed(5).build().unwrap();
+        assert_eq!((changed.ranks(), changed.seed()), (4096, 5));
+        // Its line is over the case string's budget: the parser refuses it, naming the budget.
+        let e = c.case_string().unwrap_err().to_string();
+        assert!(e.contains("over the 4096 MiB budget"), "{e}");
+        // Within the default budget, a larger one changes nothing a line says.
+        let small = Case::parse_within("ranks=4", u128::MAX).unwrap();
+        assert_eq!(small.case_string().unwrap(), Case::parse("ranks=4").unwrap().to_string());
     }
 
     #[test]

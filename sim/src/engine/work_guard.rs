@@ -9,7 +9,6 @@ use std::time::Duration;
 use bootsim_core::{Instant, RunRecord};
 
 use crate::case::Case;
-use crate::kernel::KernelConfig;
 use crate::oracle::Finding;
 
 /// Unfinished ranks the guard's finding names by their last progress (then how many more).
@@ -105,11 +104,7 @@ impl WorkGuard {
             return None;
         }
         let spent = self.spent.saturating_add(work);
-        let text = case.to_string();
-        let knobs: Vec<&str> = text
-            .split_whitespace()
-            .filter(|w| w.split_once('=').is_some_and(|(k, _)| KernelConfig::knobs().iter().any(|(n, _)| *n == k)))
-            .collect();
+        let knobs: Vec<String> = case.knobs().iter().map(|(k, v)| format!("{k}={v}")).collect();
         let knobs = if knobs.is_empty() { "the adversary's".to_string() } else { knobs.join(" ") };
         Some(GuardTrip { steps: spent, at: now, deadline: case.deadline(), knobs })
     }

@@ -119,7 +119,7 @@ fn failures_a_sweep_finds_at_small_n_are_reachable_by_explore() {
     ] {
         let case = Case::parse(&format!("{s} adversary=rss")).unwrap();
         let seeds: Vec<u64> = (0..24).collect();
-        let swept = sweep(&case, &seeds, 1, &|_, _| {});
+        let swept = sweep(&case, &seeds, 1, &|_, _| {}).unwrap();
         let seen: BTreeSet<Verdict> = swept.results.iter().map(|r| r.verdict).filter(|v| !v.is_ok()).collect();
         failures += seen.len();
         let ex = explored(s, Faults::default());
