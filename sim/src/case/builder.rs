@@ -253,7 +253,7 @@ impl Case {
             deadline: self.deadline,
             knobs: self.knobs.clone(),
             schedule: self.schedule.clone(),
-            budget: self.budget,
+            budget: self.budget.0,
             foreign: self.foreign.clone(),
         }
     }
