@@ -2,7 +2,7 @@
 //! are built from a case and how its runs are judged and worded.
 
 pub mod nccl;
-mod nvshmem;
+pub mod nvshmem;
 
 pub use nccl::Nccl;
 pub use nvshmem::Nvshmem;
