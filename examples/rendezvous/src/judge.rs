@@ -120,6 +120,11 @@ mod tests {
             (&OpRef::Op(OpName(ROUND, OpId(2))), &OpRef::Op(OpName(ROUND, OpId(1))), 1, Some(0))
         );
         assert_eq!(origin(2).op, OpId(2));
+        // In `--json`: the keys every protocol's corruption has; this protocol adds no detail.
+        assert_eq!(
+            serde_json::to_string(&findings[2]).unwrap(),
+            r#"{"kind":"corruption","rank":0,"op":"exchange #1","peer":1,"source":"exchange #0's payload from rank 1 for rank 0"}"#
+        );
     }
 
     #[test]
