@@ -217,3 +217,30 @@ impl seam::Judge for Judge {
         conclude(mismatches, record, ops, errors)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sends_bytes_name_its_call_sender_and_receiver() {
+        let programs = Workload::Init(Default::default()).programs(Variant::Nccl28, 2);
+        let oracle = Oracle::new(&programs);
+        let sends = Sends::new(&oracle);
+        let (s, peer, size) = programs[1]
+            .iter()
+            .enumerate()
+            .find_map(|(s, p)| match p.step {
+                Step::Send { peer, size, .. } if size > 8 => Some((s, peer, size)),
+                _ => None,
+            })
+            .expect("rank 1 sends");
+        let got = sends.what(&payload(1, s, size)).expect("named");
+        let BytesAre::Payload(p) = &got else { panic!("{got:?}") };
+        assert_eq!((p.from, p.to, &p.op), (1, Some(peer), &step_ref(&oracle, 1, s)));
+        let call = programs[1][s].call;
+        assert_eq!(got.to_string(), format!("{call} (step {s})'s message from rank 1 for rank {peer}"));
+        assert_eq!(sends.what(&vec![0; size]), Some(BytesAre::Zeros { len: size }));
+        assert_eq!(sends.what(&vec![0xab; size + 1]), None);
+    }
+}
