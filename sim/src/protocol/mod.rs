@@ -6,3 +6,18 @@ pub mod nvshmem;
 
 pub use nccl::Nccl;
 pub use nvshmem::Nvshmem;
+
+use bootsim_core::MsgOrigin;
+
+use crate::case::Case;
+
+/// A message's step as `case`'s protocol names it in person-facing words (explain): NVSHMEM's
+/// operation and step from its origin's type (`barrier #2 round 1`, [`crate::words::step_name`]),
+/// NCCL's call and source line from its programs. `rank` sent it to `peer` (`sent`), or its
+/// receive from `peer` took it. The one place explain asks which protocol a case names.
+pub fn message_name(case: &Case, rank: u32, peer: u32, origin: &MsgOrigin, sent: bool) -> String {
+    match case.nccl() {
+        Some(nc) => nccl::message_name(nc, case.ranks(), rank, peer, origin, sent),
+        None => crate::words::step_name(origin),
+    }
+}
