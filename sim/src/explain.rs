@@ -165,9 +165,10 @@ pub fn explain(report: &RunReport) -> Vec<String> {
             l
         }
     };
-    // NCCL's runs end in many hangs behind the one error that aborted a rank: the error first.
+    // Where the case's protocol says so (NCCL: many hangs behind the one error that aborted a
+    // rank), the worst finding first.
     let mut findings: Vec<&Finding> = report.findings.iter().collect();
-    if report.case.nccl().is_some() {
+    if crate::protocol::worst_first(&report.case) {
         findings.sort_by_key(|f| std::cmp::Reverse(f.verdict()));
     }
     for f in findings {

@@ -23,7 +23,7 @@ mod payloads;
 pub use finding::{BytesAre, Detail, Finding, OpRef, Payload, Provenance, Verdict, Who, WrongItem};
 pub(crate) use judge::conclude;
 pub use judge::Judge;
-pub use payloads::{NoPayloads, Origins, Payloads};
+pub use payloads::{Origins, Payloads};
 
 /// Judges the record of one run of `n` ranks whose workload's bytes `payloads` tells.
 /// Findings come in a fixed order: mismatches as taken; then per rank its init error, each

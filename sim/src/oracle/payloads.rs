@@ -42,32 +42,3 @@ pub trait Payloads: Origins + fmt::Debug + Send {
         None
     }
 }
-
-/// A workload of no operations: a judge of it checks no bytes, only what every protocol
-/// shares (mismatches, errors, hangs, leaks, drains).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoPayloads;
-
-impl Origins for NoPayloads {
-    fn what(&self, _: &[u8]) -> Option<BytesAre> {
-        None
-    }
-}
-
-impl Payloads for NoPayloads {
-    fn ops(&self) -> usize {
-        0
-    }
-
-    fn op_type(&self, _: usize) -> Option<OpType> {
-        None
-    }
-
-    fn expected(&self, _: u32, _: usize) -> Option<Vec<u8>> {
-        None
-    }
-
-    fn senders(&self, _: u32, _: usize) -> Vec<u32> {
-        Vec::new()
-    }
-}
