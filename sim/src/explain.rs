@@ -13,7 +13,7 @@ use crate::engine::outcome::Outcome;
 use crate::kernel::{Dir, EventKind};
 use crate::oracle::{Finding, Verdict};
 use crate::run::{run_case, RunReport};
-use crate::words::{ms, ms_d, seg_name, step_name};
+use crate::words::{ms, ms_d, seg_name};
 
 /// A message that a later message from the same sender overtook at the receiver.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,9 +165,10 @@ pub fn explain(report: &RunReport) -> Vec<String> {
             l
         }
     };
-    // NCCL's runs end in many hangs behind the one error that aborted a rank: the error first.
+    // Where the case's protocol says so (NCCL: many hangs behind the one error that aborted a
+    // rank), the worst finding first.
     let mut findings: Vec<&Finding> = report.findings.iter().collect();
-    if report.case.nccl().is_some() {
+    if crate::protocol::worst_first(&report.case) {
         findings.sort_by_key(|f| std::cmp::Reverse(f.verdict()));
     }
     for f in findings {
@@ -189,21 +190,14 @@ pub fn explain(report: &RunReport) -> Vec<String> {
     lines
 }
 
-/// A sent message's step as the protocol names it: NVSHMEM's operation and step, NCCL's call
-/// and source line.
+/// A sent message's step as the case's protocol names it ([`crate::protocol::message_name`]).
 fn sent_name(report: &RunReport, s: &SentMsg) -> String {
-    match &report.case.nccl() {
-        Some(nc) => crate::protocol::nccl::message_name(nc, report.case.ranks(), s.from, s.to, &s.origin, true),
-        None => step_name(&s.origin),
-    }
+    crate::protocol::message_name(&report.case, s.from, s.to, &s.origin, true)
 }
 
-/// A receive's step (rank `t.rank`'s, from `t.from`) as the protocol names it.
+/// A receive's step (rank `t.rank`'s, from `t.from`) as the case's protocol names it.
 fn taken_name(report: &RunReport, t: &bootsim_core::TakenMsg) -> String {
-    match &report.case.nccl() {
-        Some(nc) => crate::protocol::nccl::message_name(nc, report.case.ranks(), t.rank, t.from, &t.origin, false),
-        None => step_name(&t.origin),
-    }
+    crate::protocol::message_name(&report.case, t.rank, t.from, &t.origin, false)
 }
 
 fn overtake_lines(report: &RunReport, o: &Overtake) -> Vec<String> {

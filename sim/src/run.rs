@@ -51,7 +51,7 @@ pub fn run_case(case: &Case, trace: bool) -> RunReport {
                 }
             };
             let judged = outcome.verdict_with(|| {
-                crate::oracle::Judge::new(&case.workload().ops(case.seed()), case.seed(), case.ranks())
+                crate::protocol::nvshmem::judge_of(&case.workload().ops(case.seed()), case.seed(), case.ranks())
             });
             (outcome, judged)
         }

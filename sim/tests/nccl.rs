@@ -84,3 +84,22 @@ fn nccl_on_the_turmoil_engine_shows_1176_on_2_19_only() {
     let (counts, symptom) = tally("engine=turmoil variant=nccl-2.21 workload=nccl-p2p ranks=2 adversary=rss", 0..20);
     assert_eq!((counts.as_str(), symptom), ("pass=20", 0));
 }
+
+/// `--json`'s corruption of an NCCL run: the keys every protocol's corruption has, and none of
+/// NVSHMEM's QP keys (docs/json.md: a protocol's detail keys are its own); `op` and `source`
+/// name NCCL's calls and program steps.
+#[test]
+fn an_nccl_corruption_in_json_has_the_shared_keys_only() {
+    let case = "engine=fast protocol=nccl variant=nccl-2.8 workload=nccl-init ranks=2 adversary=rss seed=5";
+    let report = run_case(&Case::parse(case).unwrap(), false);
+    let f = report.findings.iter().find(|f| matches!(f, Finding::Corruption { .. })).expect("a corruption");
+    let Finding::Corruption { rank, op, peer, source, .. } = f else { unreachable!() };
+    let (op, source) = (op.to_string(), source.to_string());
+    let text = |s: &str| serde_json::to_string(s).unwrap();
+    let want =
+        format!(r#"{{"kind":"corruption","rank":{rank},"op":{},"peer":{peer},"source":{}}}"#, text(&op), text(&source));
+    assert_eq!(serde_json::to_string(f).unwrap(), want);
+    assert!(op.starts_with("ncclTransportP2pSetup(") && op.ends_with(')'), "{op}");
+    assert!(op.contains(" at transport.cc:") && op.contains(" (step "), "{op}");
+    assert!(source.contains(" (step ") && source.contains(" from rank "), "{source}");
+}

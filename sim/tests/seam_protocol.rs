@@ -118,3 +118,23 @@ fn explore_runs_a_protocol_that_is_not_nvshmem() {
     let again = World::of(SimCheckIn::default(), (), (), &case, Faults::default());
     assert_eq!(world.fingerprint(), again.fingerprint(), "the same world, the same fingerprint");
 }
+
+/// The judge names no protocol: no file of `sim/src/oracle/` uses a protocol crate (what it
+/// needs of a workload's bytes it asks through `oracle::Payloads`), and explain reaches a
+/// protocol's words only through `sim/src/protocol/`.
+#[test]
+fn the_oracle_names_no_protocol_crate() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/oracle");
+    let mut files = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for krate in ["bootsim_nvshmem", "bootsim_nccl"] {
+            assert!(!text.contains(krate), "{} uses {krate}", path.display());
+        }
+        files += 1;
+    }
+    assert!(files >= 10, "{files} files read");
+    let explain = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/explain.rs")).unwrap();
+    assert!(!explain.contains("nccl()") && !explain.contains("protocol::nccl"), "explain asks protocol/ for words");
+}

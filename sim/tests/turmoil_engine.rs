@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bootsim_nvshmem::PRESETS;
 use bootsim_sim::engine::turmoil;
-use bootsim_sim::oracle::judge;
+use bootsim_sim::protocol::nvshmem::judge;
 use bootsim_sim::protocol::Nvshmem;
 use bootsim_sim::sweep::sweep;
 use bootsim_sim::{run_case, Case, Finding, Verdict};

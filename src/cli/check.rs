@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use bootsim_core::RunRecord;
-use bootsim_sim::oracle::judge;
+use bootsim_sim::protocol::nvshmem::judge;
 use bootsim_sim::Verdict;
 
 use super::real_nvshmem::REPORT_POLICY;

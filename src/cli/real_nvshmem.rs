@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
 use bootsim_core::RunRecord;
-use bootsim_sim::oracle::judge;
+use bootsim_sim::protocol::nvshmem::judge;
 use bootsim_sim::Verdict;
 
 use super::smoke::parse_workload;

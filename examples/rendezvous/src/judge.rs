@@ -1,123 +1,77 @@
-//! The protocol's judge: each exchange round's bytes against the payloads the seed implies,
-//! a wrong chunk named by the message its receive took; the checks any protocol shares
-//! (mismatches, errors, hangs, leaks, drains) are bootsim's oracle's, fed the same record.
+//! The protocol's judge: bootsim's oracle (`bootsim_sim::oracle::Judge`, whose checks every
+//! protocol shares: each operation's bytes, mismatches, errors, hangs, early ends, leaks,
+//! drains), told this protocol's payloads: each exchange round's correct result from the seed,
+//! and what a wrong chunk's bytes are.
 
-use std::collections::BTreeMap;
-
-use bootsim_core::seam::Judge as SeamJudge;
-use bootsim_core::{RunRecord, SentMsg, TakenMsg};
-use bootsim_sim::oracle::{self, Finding, Provenance, Verdict};
+use bootsim_core::{OpId, OpName, OpType};
+use bootsim_sim::oracle::{self, BytesAre, OpRef, Origins, Payload, Payloads};
 
 use crate::payload::{expected, provenance, receives_from};
 use crate::protocol::Workload;
+use crate::types::ROUND;
 
-/// A judge of one run of a [`Workload`] over `n` ranks with payload seed `seed`.
-#[derive(Debug)]
-pub struct Judge {
-    workload: Workload,
-    seed: u64,
-    n: u32,
-    /// The checks every protocol shares; its workload is empty, so it judges no bytes.
-    shared: oracle::Judge,
-    /// Per (rank, round, peer): the message that round's receive took from the peer, if known.
-    took: BTreeMap<(u32, u32, u32), SentMsg>,
-    /// Wrong bytes per rank, in operation order (so the findings' order does not depend on
-    /// how a world interleaved the ranks).
-    corruptions: BTreeMap<u32, Vec<Finding>>,
+/// A judge of one run of a [`Workload`]: bootsim's oracle told its [`Rounds`].
+pub type Judge = oracle::Judge;
+
+/// A judge of `workload` over `n` ranks with payload seed `seed`.
+pub fn judge(workload: Workload, seed: u64, n: u32) -> Judge {
+    oracle::Judge::new(Rounds { workload, seed, n }, n)
 }
 
-impl Judge {
-    /// A judge of `workload` over `n` ranks with payload seed `seed`.
-    pub fn new(workload: Workload, seed: u64, n: u32) -> Judge {
-        Judge {
-            workload,
-            seed,
-            n,
-            shared: oracle::Judge::new(&[], seed, n),
-            took: BTreeMap::new(),
-            corruptions: BTreeMap::new(),
-        }
-    }
+/// The exchange rounds of a run as the oracle checks them: `workload` over `n` ranks with
+/// payload seed `seed`.
+#[derive(Clone, Copy, Debug)]
+pub struct Rounds {
+    /// The workload.
+    pub workload: Workload,
+    /// The payload seed.
+    pub seed: u64,
+    /// Ranks in the run.
+    pub n: u32,
+}
 
-    /// Where a wrong chunk of rank `r`'s round `round` from `peer` came from.
-    fn source(&self, r: u32, round: u32, peer: u32, chunk: &[u8]) -> String {
-        if let Some(s) = self.took.get(&(r, round, peer)) {
-            return format!("exchange #{}'s message from rank {} (tag {:#x})", s.origin.op.0 - 1, s.from, s.tag);
-        }
-        match provenance(self.seed, self.n, self.workload.rounds, chunk) {
-            Some((f, t, k)) => format!("exchange #{}'s payload from rank {f} for rank {t}", k - 1),
-            None => "bytes of unknown origin".to_string(),
-        }
+impl Origins for Rounds {
+    /// A payload of the run: exchange #k's from one rank for another.
+    fn what(&self, bytes: &[u8]) -> Option<BytesAre> {
+        let (from, to, round) = provenance(self.seed, self.n, self.workload.rounds, bytes)?;
+        let op = OpRef::Op(OpName(ROUND, OpId(round)));
+        Some(BytesAre::Payload(Payload { op, part: "payload", from, to: Some(to) }))
     }
 }
 
-impl SeamJudge for Judge {
-    type Report = (Verdict, Vec<Finding>);
-
-    fn taken(&mut self, taken: &TakenMsg, source: Option<&SentMsg>) {
-        self.shared.taken(taken, source);
-        if let Some(s) = source {
-            self.took.insert((taken.rank, taken.origin.op.0, taken.from), s.clone());
-        }
+impl Payloads for Rounds {
+    fn ops(&self) -> usize {
+        self.workload.rounds as usize
     }
 
-    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, String>) {
-        self.shared.completed(rank, index, result);
-        let round = index as u32 + 1;
-        let Ok(got) = result else { return };
-        let (len, n) = (self.workload.len, self.n);
-        let want = expected(self.seed, self.workload.peers, rank, n, round, len);
-        if *got != want && round <= self.workload.rounds {
-            for (i, peer) in receives_from(self.workload.peers, rank, n).into_iter().enumerate() {
-                let (want, chunk) =
-                    (&want[i * len..(i + 1) * len], got.get(i * len..(i + 1) * len).unwrap_or_default());
-                if chunk != want {
-                    let source = self.source(rank, round, peer, chunk);
-                    self.corruptions.entry(rank).or_default().push(Finding::Corruption {
-                        rank,
-                        op: format!("exchange #{index}"),
-                        peer,
-                        source: Provenance::Told(source),
-                        detail: None,
-                    });
-                }
-            }
-        }
-        self.took.retain(|&(r, k, _), _| r != rank || k > round);
+    fn op_type(&self, index: usize) -> Option<OpType> {
+        (index < self.ops()).then_some(ROUND)
     }
 
-    fn init_ended(&mut self, rank: u32) {
-        self.shared.init_ended(rank);
+    fn expected(&self, rank: u32, index: usize) -> Option<Vec<u8>> {
+        let (w, round) = (self.workload, index as u32 + 1);
+        (round <= w.rounds).then(|| expected(self.seed, w.peers, rank, self.n, round, w.len))
     }
 
-    fn finish(&mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
-        let shared = std::mem::replace(&mut self.shared, oracle::Judge::new(&[], self.seed, self.n));
-        let (_, mut findings) = shared.finish(record);
-        findings.extend(std::mem::take(&mut self.corruptions).into_values().flatten());
-        // The shared checks know no workload: a rank that stopped early without an error is ours to name.
-        let rounds = self.workload.rounds as usize;
-        for rank in record.ranks.iter().filter(|r| !r.failed() && r.ops.len() < rounds) {
-            let error = format!("ended after {} of {rounds} exchange rounds without an error", rank.ops.len());
-            findings.push(Finding::Error { rank: Some(rank.rank), error });
-        }
-        let verdict = findings.iter().map(Finding::verdict).max().unwrap_or(Verdict::Pass);
-        (verdict, findings)
+    fn senders(&self, rank: u32, _index: usize) -> Vec<u32> {
+        receives_from(self.workload.peers, rank, self.n)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use bootsim_core::{Instant, OpId};
+    use bootsim_core::{Instant, RunRecord, SentMsg, TakenMsg};
+    use bootsim_sim::oracle::{Finding, Verdict};
 
     use super::*;
     use crate::payload::payload;
     use crate::types::origin;
 
     #[test]
-    fn right_bytes_pass_and_a_swapped_chunk_is_named_by_the_message_taken() {
+    fn right_bytes_pass_and_a_swapped_chunk_is_named_by_the_message_taken_or_its_bytes() {
         let (w, seed, n) = (Workload::TWO_ROUNDS, 3, 2);
         let mut record = RunRecord::new(n as usize);
-        let mut j = Judge::new(w, seed, n);
+        let mut j = judge(w, seed, n);
         for r in 0..n {
             for k in 1..=2 {
                 let got = expected(seed, w.peers, r, n, k, w.len);
@@ -128,7 +82,7 @@ mod tests {
         assert_eq!(j.finish(&record), (Verdict::Pass, vec![]));
 
         // Rank 0's round 1 took rank 1's round-2 message (same tag), and round 2 the round-1 one.
-        let mut j = Judge::new(w, seed, n);
+        let mut j = judge(w, seed, n);
         let sent = |k| SentMsg { from: 1, to: 0, tag: 1, origin: origin(k), size: w.len, at: Instant::ZERO };
         let taken = |k| TakenMsg {
             at: Instant::ZERO,
@@ -143,26 +97,42 @@ mod tests {
         j.taken(&taken(1), Some(&sent(2)));
         j.completed(0, 0, &Ok(payload(seed, 1, 0, 2, w.len)));
         j.completed(0, 1, &Ok(payload(seed, 1, 0, 1, w.len)));
-        let (verdict, findings) = j.finish(&RunRecord::new(0));
+        let mut record = RunRecord::new(1);
+        record.ranks[0].ops = vec![Ok(Vec::new()); 2];
+        let (verdict, findings) = j.finish(&record);
         let text: Vec<String> = findings.iter().map(ToString::to_string).collect();
         assert_eq!(verdict, Verdict::Corruption);
         assert_eq!(
             text,
             [
-                "mismatch: rank 0 round #0 step 1 took round #1 step 1 from rank 1",
-                "corruption: rank 0 exchange #0 chunk from rank 1 holds exchange #1's message from rank 1 (tag 0x1)",
+                "mismatch: rank 0 exchange #0 step 1 took exchange #1 step 1 from rank 1",
+                "corruption: rank 0 exchange #0 chunk from rank 1 holds exchange #1 step 1 from rank 1",
                 "corruption: rank 0 exchange #1 chunk from rank 1 holds exchange #0's payload from rank 1 for rank 0",
             ]
         );
+        // Typed: the operation, and the bytes' round, sender and receiver.
+        let Finding::Corruption { op, source: oracle::Provenance::Bytes(BytesAre::Payload(p)), .. } = &findings[2]
+        else {
+            panic!("{findings:?}")
+        };
+        assert_eq!(
+            (op, &p.op, p.from, p.to),
+            (&OpRef::Op(OpName(ROUND, OpId(2))), &OpRef::Op(OpName(ROUND, OpId(1))), 1, Some(0))
+        );
         assert_eq!(origin(2).op, OpId(2));
+        // In `--json`: the keys every protocol's corruption has; this protocol adds no detail.
+        assert_eq!(
+            serde_json::to_string(&findings[2]).unwrap(),
+            r#"{"kind":"corruption","rank":0,"op":"exchange #1","peer":1,"source":"exchange #0's payload from rank 1 for rank 0"}"#
+        );
     }
 
     #[test]
     fn a_rank_that_stops_early_without_an_error_is_one() {
         let mut record = RunRecord::new(1);
         record.ranks[0].ops.push(Ok(Vec::new()));
-        let (verdict, findings) = Judge::new(Workload::TWO_ROUNDS, 0, 1).finish(&record);
+        let (verdict, findings) = judge(Workload::TWO_ROUNDS, 0, 1).finish(&record);
         assert_eq!(verdict, Verdict::Error);
-        assert_eq!(findings[0].to_string(), "error: rank 0: ended after 1 of 2 exchange rounds without an error");
+        assert_eq!(findings[0].to_string(), "error: rank 0: ended after 1 of 2 operations without an error");
     }
 }

@@ -29,7 +29,7 @@
 //! | [`Completed`](bootsim_core::seam::Completed): an operation's end | [`Completion`]: init is operation 0, round `k` operation `k`; errors are [`Error`] |
 //! | [`Observed`](bootsim_core::seam::Observed): events, and what the record keeps of them | [`Event`]: `Sent` / `Taken` become the record's message log, `Stray` its strays |
 //! | [`Protocol`](bootsim_core::seam::Protocol): nodes for n ranks, variants, workloads, trace words | [`Rendezvous`], [`Variant`], [`Workload`] |
-//! | [`Judge`](bootsim_core::seam::Judge): the verdict | [`Judge`]: round bytes against [`payload()`]s, the shared checks from bootsim's oracle |
+//! | [`Judge`](bootsim_core::seam::Judge): the verdict | [`Judge`]: bootsim's oracle told the protocol's [`Rounds`] (`oracle::Payloads`: each round's bytes from [`payload()`]s, what wrong bytes are) |
 //!
 //! Nothing of this crate is known to any engine: the fast engine runs it as `fast::run(&Rendezvous,
 //! &variant, &workload, &case, trace)` (see `tests/fast.rs`), `tests/memory.rs` steps it in
@@ -50,7 +50,7 @@ mod root;
 mod types;
 pub mod wire;
 
-pub use judge::Judge;
+pub use judge::{judge, Judge, Rounds};
 pub use node::Node;
 pub use payload::payload;
 pub use protocol::{Peers, Rendezvous, Variant, Workload};

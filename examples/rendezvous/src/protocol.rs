@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use bootsim_core::seam::{Completed, Nodes, Protocol, Setup};
 
-use crate::judge::Judge;
+use crate::judge::{judge, Judge};
 use crate::node::Node;
 use crate::rank::{Rank, RankConfig};
 use crate::root::Root;
@@ -120,7 +120,7 @@ impl Protocol for Rendezvous {
     }
 
     fn judge(&self, setup: &Setup<'_, Variant, Workload>) -> Judge {
-        Judge::new(*setup.workload, setup.seed, setup.n)
+        judge(*setup.workload, setup.seed, setup.n)
     }
 
     fn event_words(&self, event: &Event, kconn: Option<u64>) -> String {

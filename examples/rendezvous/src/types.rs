@@ -183,7 +183,7 @@ pub enum Event {
 }
 
 /// The protocol's one operation type: an exchange round.
-pub const ROUND: OpType = OpType::new(&OpTypeDef { code: 0, name: "round", step: "step", bytes_unused: false });
+pub const ROUND: OpType = OpType::new(&OpTypeDef { code: 0, name: "exchange", step: "step", bytes_unused: false });
 
 /// A round's messages as the record names them: the round is the operation, one step each.
 pub fn origin(round: u32) -> MsgOrigin {

@@ -69,9 +69,9 @@ fn a_proptest_sweep_finds_the_reused_tag_and_its_case_replays_identically() {
     assert_eq!((streamed.verdict, &streamed.findings), (a.verdict, &a.findings));
     assert_eq!(a.verdict, Verdict::Corruption, "{:?}", a.findings);
     let text: Vec<String> = a.findings.iter().map(ToString::to_string).collect();
-    assert!(text.iter().any(|f| f.contains("took round #1 step 1 from rank")), "a mismatch: {text:?}");
+    assert!(text.iter().any(|f| f.contains("took exchange #1 step 1 from rank")), "a mismatch: {text:?}");
     assert!(
-        text.iter().any(|f| f.starts_with("corruption: ") && f.contains("holds exchange #1's message from rank")),
+        text.iter().any(|f| f.starts_with("corruption: ") && f.contains("holds exchange #1 step 1 from rank")),
         "round 1 holds round 2's bytes: {text:?}"
     );
     assert!(ta.lines.iter().any(|l| l.contains("exchange #0 took message from rank")), "the trace shows the take");

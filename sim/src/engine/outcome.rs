@@ -10,7 +10,7 @@ use bootsim_nvshmem::BootstrapError;
 use sha2::{Digest, Sha256};
 
 use crate::kernel::{EventKind, Flow, KernelStats};
-use crate::oracle::{Finding, Judge, Verdict};
+use crate::oracle::{Finding, Verdict};
 use bootsim_nvshmem::workload::OpSpec;
 
 /// A participant of a run.
@@ -98,7 +98,7 @@ impl Outcome {
     /// The verdict and findings of an NVSHMEM run of `specs` (payload seed `seed`, `n` ranks):
     /// [`Outcome::verdict_by`] NVSHMEM's judge.
     pub fn verdict(&mut self, specs: &[OpSpec], seed: u64, n: u32) -> (Verdict, Vec<Finding>) {
-        self.verdict_with(|| Judge::new(specs, seed, n))
+        self.verdict_with(|| crate::protocol::nvshmem::judge_of(specs, seed, n))
     }
 
     /// The verdict and findings: the streaming judge's, else the record judged whole by `judge`

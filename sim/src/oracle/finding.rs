@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use bootsim_core::MsgOrigin;
+use bootsim_core::{MsgOrigin, OpName, OpType};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
@@ -75,8 +75,8 @@ pub enum Finding {
     Corruption {
         /// The rank whose operation returned the wrong bytes.
         rank: u32,
-        /// The operation, as the trace names it.
-        op: String,
+        /// The operation (or, for a protocol that names program steps, the step).
+        op: OpRef,
         /// The peer whose chunk was wrong.
         peer: u32,
         /// Where the received bytes came from, e.g. "barrier #2 round 1 from rank 0".
@@ -92,7 +92,7 @@ pub enum Finding {
         /// The rank whose receive took it.
         rank: u32,
         /// The step the receive was for.
-        taken_for: String,
+        taken_for: OpRef,
         /// Where the message taken came from.
         source: Provenance,
         /// Whether its bytes are never used (neither side reads them), so no harm is done.
@@ -248,7 +248,117 @@ impl Serialize for Who {
     }
 }
 
-/// Where the bytes of a wrong chunk came from.
+/// An operation, or one step of one, as a finding names it: kept typed, rendered at the edge
+/// (the finding's line, explain, the timeline, `--json`'s string).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpRef {
+    /// A workload operation: its type and id (`alltoall #1`).
+    Op(OpName),
+    /// One step of an operation (`barrier #2 round 1`).
+    Step(MsgOrigin),
+    /// A step of a protocol's per-rank program, by the call the protocol runs there in its own
+    /// words (NCCL: `bootstrapAllGather(peer addresses) at bootstrap.cc:NNN`; None where the
+    /// program has no such step): `CALL (step 9)`, or `step 9`.
+    Call {
+        /// The call, as the protocol names it.
+        call: Option<String>,
+        /// Its index in the rank's program.
+        step: usize,
+    },
+}
+
+impl fmt::Display for OpRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpRef::Op(op) => write!(f, "{op}"),
+            OpRef::Step(origin) => write!(f, "{origin}"),
+            OpRef::Call { call: Some(call), step } => write!(f, "{call} (step {step})"),
+            OpRef::Call { call: None, step } => write!(f, "step {step}"),
+        }
+    }
+}
+
+impl Serialize for OpRef {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One sender's part of an operation, as the protocol whose workload made it names it:
+/// `alltoall #2's chunk from rank 1 for rank 0`, `allgather #0's slice of rank 3`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Payload {
+    /// The operation.
+    pub op: OpRef,
+    /// What one sender's part of it is called: `chunk`, `slice`, `word`, `payload`.
+    pub part: &'static str,
+    /// The rank that sent it.
+    pub from: u32,
+    /// The rank it was made for, where each receiver gets its own (None: the same for all).
+    pub to: Option<u32>,
+}
+
+impl fmt::Display for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Payload { op, part, from, to } = self;
+        match to {
+            Some(to) => write!(f, "{op}'s {part} from rank {from} for rank {to}"),
+            None => write!(f, "{op}'s {part} of rank {from}"),
+        }
+    }
+}
+
+/// What some bytes are, told by the bytes themselves: every payload of a protocol's workload
+/// is derived from what it belongs to (seed, operation, sender, receiver), so bytes equal to
+/// one name it. A protocol tells it ([`super::Payloads::what`]) for worlds that record no
+/// messages (NVSHMEM's real plugin).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BytesAre {
+    /// A payload of the workload.
+    Payload(Payload),
+    /// All `len` bytes zero: nothing was written into them.
+    Zeros {
+        /// How many.
+        len: usize,
+    },
+    /// A shorter message's bytes (`head`) copied into the first bytes, the other `rest` bytes
+    /// zero: a message of an operation of type `kind` taken for this one (`whose`, where its
+    /// bytes name it).
+    ShortCopy {
+        /// The short message's bytes.
+        head: Vec<u8>,
+        /// The zero bytes after it.
+        rest: usize,
+        /// The type of operation whose message it is.
+        kind: OpType,
+        /// Whose message it is, if its bytes tell.
+        whose: Option<Payload>,
+    },
+}
+
+impl fmt::Display for BytesAre {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BytesAre::Payload(p) => write!(f, "{p}"),
+            BytesAre::Zeros { len } => write!(f, "{len} zero bytes: nothing was written into it"),
+            BytesAre::ShortCopy { head, rest, kind, whose } => {
+                write!(f, "a {}-byte message ", head.len())?;
+                for b in head {
+                    write!(f, "{b:02x}")?;
+                }
+                if let Some(w) = whose {
+                    write!(f, " ({w})")?;
+                }
+                write!(
+                    f,
+                    " copied into its first bytes, the other {rest} bytes zero: a {kind}'s message taken for this one"
+                )
+            }
+        }
+    }
+}
+
+/// Where the bytes of a wrong chunk (or a receive's message) came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Provenance {
     /// The message the receive took: who sent it, and the operation and step it belongs to.
@@ -258,16 +368,26 @@ pub enum Provenance {
         /// Its operation and step on the sender.
         origin: MsgOrigin,
     },
-    /// What the protocol can tell of them otherwise: from the bytes themselves (a world that
-    /// records no messages), or in its own names for its calls.
-    Told(String),
+    /// The message the receive took, by the sender's program step (NCCL's calls).
+    Sent {
+        /// The sending rank.
+        from: u32,
+        /// Its step on the sender.
+        step: OpRef,
+    },
+    /// What the bytes themselves tell (a world that records no messages).
+    Bytes(BytesAre),
+    /// Nothing tells.
+    Unknown,
 }
 
 impl fmt::Display for Provenance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Provenance::Message { from, origin } => write!(f, "{origin} from rank {from}"),
-            Provenance::Told(text) => f.write_str(text),
+            Provenance::Sent { from, step } => write!(f, "{step} from rank {from}"),
+            Provenance::Bytes(bytes) => write!(f, "{bytes}"),
+            Provenance::Unknown => f.write_str("bytes of unknown origin"),
         }
     }
 }

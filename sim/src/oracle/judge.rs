@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use bootsim_core::ids::OpType;
 use bootsim_core::{MsgOrigin, OpId, RunRecord, SentMsg, TakenMsg};
 
-use super::{drain, errors, integrity, leaks, liveness, mismatches, provenance_of, Finding, Provenance, Verdict};
-use bootsim_nvshmem::workload::{expected_result, OpSpec};
+use super::{
+    drain, errors, integrity, leaks, liveness, mismatches, provenance_of, Finding, Payloads, Provenance, Verdict,
+};
 
 /// A take of one rank not yet judged with its operation: the receiving step (its origin, in
 /// pieces), the peer it asked for and which message it was. 24 bytes: a world in an all-to-all
@@ -93,11 +94,11 @@ impl Pending {
     }
 }
 
-/// The oracle's state while a run goes on; [`Judge::finish`] gives the verdict.
+/// The oracle's state while a run goes on; [`Judge::finish`] gives the verdict. It asks the
+/// protocol's [`Payloads`] what each operation must deliver and what wrong bytes are.
 #[derive(Debug)]
 pub struct Judge {
-    specs: Vec<OpSpec>,
-    seed: u64,
+    payloads: Box<dyn Payloads>,
     n: u32,
     /// Mismatches, in the order they were taken.
     mismatches: Vec<Finding>,
@@ -105,18 +106,17 @@ pub struct Judge {
     pending: Vec<Pending>,
     /// Per rank: each operation's error or corruption, in operation order.
     ops: Vec<Vec<Finding>>,
-    /// Each allgather's expected result by operation index, with how many ranks have yet to
-    /// complete it: the same for every rank, so made once, not once per rank (it was 14 % of
-    /// a 64-rank run's instructions), and dropped when the last rank is judged.
+    /// Each expected result the same for every rank (an allgather's) by operation index, with
+    /// how many ranks have yet to complete it: made once, not once per rank (it was 14 % of a
+    /// 64-rank run's instructions), and dropped when the last rank is judged.
     allgathers: BTreeMap<usize, (Vec<u8>, u32)>,
 }
 
 impl Judge {
-    /// A judge of `specs` over `n` ranks with payload seed `seed`.
-    pub fn new(specs: &[OpSpec], seed: u64, n: u32) -> Judge {
+    /// A judge of a run of `n` ranks whose workload's bytes `payloads` tells.
+    pub fn new(payloads: impl Payloads + 'static, n: u32) -> Judge {
         Judge {
-            specs: specs.to_vec(),
-            seed,
+            payloads: Box::new(payloads),
             n,
             mismatches: Vec::new(),
             pending: Vec::new(),
@@ -143,24 +143,19 @@ impl Judge {
             Err(e) => ops.push(errors::op(r, e)),
             Ok(got) => {
                 let source = |peer: u32| pending.source(op, peer);
-                let (specs, seed, n) = (&self.specs, self.seed, self.n);
-                let expected = |spec| expected_result(spec, seed, index as u32, r, n);
-                match specs.get(index) {
-                    Some(&spec @ OpSpec::Allgather(_)) => {
-                        let (bytes, left) =
-                            self.allgathers.entry(index).or_insert_with(|| (expected(spec).unwrap_or_default(), n));
-                        ops.extend(integrity::check(specs, seed, n, r, index, got, bytes, &source));
-                        *left = left.saturating_sub(1);
-                        if *left == 0 {
-                            self.allgathers.remove(&index);
-                        }
+                let (payloads, n) = (&*self.payloads, self.n);
+                if payloads.same_for_all(index) {
+                    let (bytes, left) = self
+                        .allgathers
+                        .entry(index)
+                        .or_insert_with(|| (payloads.expected(r, index).unwrap_or_default(), n));
+                    ops.extend(integrity::check(payloads, r, index, got, bytes, &source));
+                    *left = left.saturating_sub(1);
+                    if *left == 0 {
+                        self.allgathers.remove(&index);
                     }
-                    Some(&spec) => {
-                        if let Some(bytes) = expected(spec) {
-                            ops.extend(integrity::check(specs, seed, n, r, index, got, &bytes, &source));
-                        }
-                    }
-                    None => {}
+                } else if let Some(bytes) = payloads.expected(r, index) {
+                    ops.extend(integrity::check(payloads, r, index, got, &bytes, &source));
                 }
             }
         }
@@ -176,9 +171,9 @@ impl Judge {
     /// init error, each operation's error or corruption in order, and its hang, early end or
     /// leak; then the root; then drains. What `record` holds beyond the fed messages and
     /// operations (ends, waits, the root, drains) is read here.
-    pub fn finish(mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
+    pub fn finish(&mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
         let findings = std::mem::take(&mut self.mismatches);
-        let ops = self.specs.len();
+        let ops = self.payloads.ops();
         conclude(
             findings,
             record,
@@ -220,26 +215,76 @@ fn slot<T: Default>(table: &mut Vec<T>, r: u32) -> &mut T {
     &mut table[r]
 }
 
+impl bootsim_core::seam::Judge for Judge {
+    type Report = (Verdict, Vec<Finding>);
+
+    fn taken(&mut self, taken: &TakenMsg, source: Option<&SentMsg>) {
+        Judge::taken(self, taken, source);
+    }
+
+    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, String>) {
+        Judge::completed(self, rank, index, result);
+    }
+
+    fn init_ended(&mut self, rank: u32) {
+        Judge::init_ended(self, rank);
+    }
+
+    fn finish(&mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
+        Judge::finish(self, record)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use bootsim_core::{Instant, MsgOrigin, OpId, SentMsg, TakenMsg};
-    use bootsim_nvshmem::OpKind;
-
-    use bootsim_core::RunRecord;
+    use bootsim_core::{Instant, MsgOrigin, OpId, OpType, OpTypeDef, RunRecord, SentMsg, TakenMsg};
 
     use super::{provenance_of, Judge, Pending, PendingTake};
-    use crate::oracle::Verdict;
-    use bootsim_nvshmem::workload::{expected_result, OpSpec};
+    use crate::oracle::{BytesAre, Origins, Payloads, Verdict};
+
+    const GATHER: OpType = OpType::new(&OpTypeDef { code: 1, name: "gather", step: "step", bytes_unused: false });
+
+    /// A toy workload: every operation gathers one byte per rank, `index * 16 + rank`, the
+    /// same result for every rank.
+    #[derive(Debug)]
+    struct Gathers {
+        ops: usize,
+        n: u32,
+    }
+
+    impl Origins for Gathers {
+        fn what(&self, _: &[u8]) -> Option<BytesAre> {
+            None
+        }
+    }
+
+    impl Payloads for Gathers {
+        fn ops(&self) -> usize {
+            self.ops
+        }
+        fn op_type(&self, index: usize) -> Option<OpType> {
+            (index < self.ops).then_some(GATHER)
+        }
+        fn expected(&self, _: u32, index: usize) -> Option<Vec<u8>> {
+            Some((0..self.n).map(|p| (index as u32 * 16 + p) as u8).collect())
+        }
+        fn same_for_all(&self, _: usize) -> bool {
+            true
+        }
+        fn senders(&self, _: u32, _: usize) -> Vec<u32> {
+            (0..self.n).collect()
+        }
+    }
 
     #[test]
-    fn an_allgathers_expected_bytes_are_made_once_shared_by_every_rank_and_dropped_after_the_last() {
-        let (specs, seed, n) = ([OpSpec::Allgather(8), OpSpec::Allgather(3)], 4, 3);
-        let mut j = Judge::new(&specs, seed, n);
+    fn a_result_the_same_for_every_rank_is_made_once_and_dropped_after_the_last() {
+        let (ops, n) = (2, 3);
+        let mut j = Judge::new(Gathers { ops, n }, n);
         for r in 0..n {
-            for (i, s) in specs.iter().enumerate() {
-                let mut got = expected_result(*s, seed, i as u32, r, n).unwrap();
+            for i in 0..ops {
+                let mut got = Gathers { ops, n }.expected(r, i).unwrap();
                 if (r, i) == (1, 1) {
-                    got[3] ^= 1; // rank 1's second allgather: rank 1's own slice, byte 0, is wrong
+                    got[1] ^= 1; // rank 1's second gather: rank 1's own byte is wrong
                 }
                 j.completed(r, i, &Ok(got));
             }
@@ -249,13 +294,14 @@ mod tests {
         // The ends as the streaming world leaves them: each operation's bytes dropped once judged.
         let mut record = RunRecord::new(n as usize);
         for rank in &mut record.ranks {
-            rank.ops = vec![Ok(Vec::new()); specs.len()];
+            rank.ops = vec![Ok(Vec::new()); ops];
         }
         let (verdict, findings) = j.finish(&record);
         assert_eq!(verdict, Verdict::Corruption);
         assert_eq!(findings.len(), 1, "{findings:?}");
-        assert!(
-            findings[0].to_string().starts_with("corruption: rank 1 allgather #1 chunk from rank 1 "),
+        assert_eq!(
+            findings[0].to_string(),
+            "corruption: rank 1 gather #1 chunk from rank 1 holds bytes of unknown origin",
             "{findings:?}"
         );
     }
@@ -264,7 +310,7 @@ mod tests {
     fn a_pending_take_is_small_and_names_its_source_as_the_sent_message_would() {
         // A world in an alltoall holds one per message.
         assert!(std::mem::size_of::<PendingTake>() <= 24, "{}", std::mem::size_of::<PendingTake>());
-        let origin = |op, step| MsgOrigin { op: OpId(op), kind: OpKind::Alltoall.op_type(), step };
+        let origin = |op, step| MsgOrigin { op: OpId(op), kind: GATHER, step };
         let t = TakenMsg {
             at: Instant::ZERO,
             rank: 1,

@@ -5,7 +5,7 @@
 
 use bootsim_core::{SentMsg, TakenMsg};
 
-use super::{provenance_of, Finding};
+use super::{provenance_of, Finding, OpRef};
 
 /// The mismatch of a receive that took `t`, the message `sent`: none if it was its own step's.
 pub(super) fn of_take(t: &TakenMsg, sent: &SentMsg) -> Option<Finding> {
@@ -13,15 +13,34 @@ pub(super) fn of_take(t: &TakenMsg, sent: &SentMsg) -> Option<Finding> {
         return None;
     }
     let benign = sent.origin.kind.bytes_unused() && t.origin.kind.bytes_unused();
-    Some(Finding::Mismatch { rank: t.rank, taken_for: t.origin.to_string(), source: provenance_of(sent), benign })
+    Some(Finding::Mismatch { rank: t.rank, taken_for: OpRef::Step(t.origin), source: provenance_of(sent), benign })
 }
 
 #[cfg(test)]
 mod tests {
-    use bootsim_core::{Instant, MessageLog, MsgOrigin, OpId};
-    use bootsim_nvshmem::OpKind;
+    use bootsim_core::{Instant, MessageLog, MsgOrigin, OpId, OpType, OpTypeDef};
 
     use super::*;
+
+    /// Two operation types as a protocol defines them: one whose bytes nobody reads.
+    #[derive(Clone, Copy)]
+    enum OpKind {
+        Alltoall,
+        Barrier,
+    }
+
+    impl OpKind {
+        fn op_type(self) -> OpType {
+            match self {
+                OpKind::Alltoall => {
+                    OpType::new(&OpTypeDef { code: 2, name: "alltoall", step: "step", bytes_unused: false })
+                }
+                OpKind::Barrier => {
+                    OpType::new(&OpTypeDef { code: 3, name: "barrier", step: "round", bytes_unused: true })
+                }
+            }
+        }
+    }
 
     /// Every receive in `log` that took another step's message, in the order they were taken.
     fn check(log: &MessageLog) -> Vec<Finding> {

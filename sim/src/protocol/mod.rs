@@ -1,8 +1,30 @@
 //! The protocols the engines run, each bound to the seam (`bootsim_core::seam`): how its nodes
-//! are built from a case and how its runs are judged and worded.
+//! are built from a case and how its runs are judged and worded; and the one place a report
+//! (explain) asks which protocol a case names, for its words.
+
+use bootsim_core::MsgOrigin;
+
+use crate::case::Case;
 
 pub mod nccl;
-mod nvshmem;
+pub mod nvshmem;
 
 pub use nccl::Nccl;
 pub use nvshmem::Nvshmem;
+
+/// A message's step as `case`'s protocol names it in person-facing words (explain): NVSHMEM's
+/// operation and step from its origin's type (`barrier #2 round 1`, [`crate::words::step_name`]),
+/// NCCL's call and source line from its programs. `rank` sent it to `peer` (`sent`), or its
+/// receive from `peer` took it.
+pub fn message_name(case: &Case, rank: u32, peer: u32, origin: &MsgOrigin, sent: bool) -> String {
+    match case.nccl() {
+        Some(nc) => nccl::message_name(nc, case.ranks(), rank, peer, origin, sent),
+        None => crate::words::step_name(origin),
+    }
+}
+
+/// Whether explain tells `case`'s findings worst first rather than in the judge's order: NCCL
+/// aborts a rank's init at its first error, so its runs end in many hangs behind that one error.
+pub fn worst_first(case: &Case) -> bool {
+    case.nccl().is_some()
+}

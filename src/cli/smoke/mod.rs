@@ -37,7 +37,7 @@ use bootsim_adapters::tokio_sockets::{real_limits, run_blocking, Rendezvous, Ses
 use bootsim_core::{Culprit, RunRecord};
 use bootsim_nvshmem::workload::{build_op, Workload};
 use bootsim_nvshmem::{UniqueId, Variant};
-use bootsim_sim::oracle::judge;
+use bootsim_sim::protocol::nvshmem::judge;
 
 pub(crate) mod plugin;
 pub(crate) mod plugin_smoke;

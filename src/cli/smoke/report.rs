@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bootsim_core::{RankRecord, RunRecord};
 use bootsim_nvshmem::workload::OpSpec;
-use bootsim_sim::oracle::judge;
+use bootsim_sim::protocol::nvshmem::judge;
 use bootsim_sim::{Finding, Verdict};
 
 /// Judges the ranks of one iteration and prints `rank r/n iter i[ label]: ok ...` or

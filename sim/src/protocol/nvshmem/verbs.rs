@@ -6,7 +6,7 @@ use std::fmt;
 
 use bootsim_nvshmem::QpHandle;
 
-use super::WrongItem;
+use crate::oracle::WrongItem;
 use bootsim_nvshmem::workload::{qp_handle, OpSpec};
 
 /// What `ibv_modify_qp` to RTR would do with a received handle.

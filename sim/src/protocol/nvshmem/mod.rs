@@ -1,11 +1,11 @@
 //! NVSHMEM's UID bootstrap as the engines run it: the root and a rank per host with the case's
-//! workload queued, judged by [`oracle::Judge`] against the workload's payloads, worded by
-//! [`crate::words`].
+//! workload queued, judged by [`oracle::Judge`] against the workload's payloads
+//! (`payloads.rs`, with `verbs.rs`' account of a wrong QP handle), worded by [`crate::words`].
 
 use std::net::SocketAddr;
 
-use bootsim_core::seam::{self, Nodes, Protocol, Setup};
-use bootsim_core::{Instant, RunRecord, SentMsg, TakenMsg};
+use bootsim_core::seam::{Nodes, Protocol, Setup};
+use bootsim_core::{Instant, RunRecord};
 use bootsim_nvshmem::ports::ROOT_PORT;
 use bootsim_nvshmem::seam::NvshmemNode;
 use bootsim_nvshmem::{Completion, Event, Limits, Rank, RankConfig, Root, RootConfig};
@@ -14,7 +14,15 @@ use bootsim_nvshmem::{UniqueId, Variant};
 use crate::oracle::{self, Finding, Verdict};
 use crate::words::{completion_line, event_line};
 use bootsim_core::seed::derive;
-use bootsim_nvshmem::workload::{build_op, queue_op, Workload};
+use bootsim_nvshmem::workload::{build_op, queue_op, OpSpec, Workload};
+
+mod payloads;
+mod verbs;
+
+#[cfg(test)]
+mod tests;
+
+pub use payloads::NvshmemPayloads;
 
 /// NVSHMEM's UID bootstrap (every preset variant).
 #[derive(Clone, Copy, Debug, Default)]
@@ -68,7 +76,7 @@ impl Protocol for Nvshmem {
     }
 
     fn judge(&self, setup: &Setup<'_, Variant, Workload>) -> oracle::Judge {
-        oracle::Judge::new(&setup.workload.ops(setup.seed), setup.seed, setup.n)
+        judge_of(&setup.workload.ops(setup.seed), setup.seed, setup.n)
     }
 
     fn event_words(&self, event: &Event, kconn: Option<u64>) -> String {
@@ -80,22 +88,13 @@ impl Protocol for Nvshmem {
     }
 }
 
-impl seam::Judge for oracle::Judge {
-    type Report = (Verdict, Vec<Finding>);
+/// A judge of a run of `specs` over `n` ranks with payload seed `seed`, fed as it goes.
+pub fn judge_of(specs: &[OpSpec], seed: u64, n: u32) -> oracle::Judge {
+    oracle::Judge::new(NvshmemPayloads::new(specs, seed, n), n)
+}
 
-    fn taken(&mut self, taken: &TakenMsg, source: Option<&SentMsg>) {
-        oracle::Judge::taken(self, taken, source);
-    }
-
-    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, String>) {
-        oracle::Judge::completed(self, rank, index, result);
-    }
-
-    fn init_ended(&mut self, rank: u32) {
-        oracle::Judge::init_ended(self, rank);
-    }
-
-    fn finish(&mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
-        std::mem::replace(self, oracle::Judge::new(&[], 0, 0)).finish(record)
-    }
+/// Judges the record of one run of `specs` over `n` ranks with payload seed `seed` (see
+/// [`oracle::judge`]): every NVSHMEM world's record, simulated or real, goes through it.
+pub fn judge(specs: &[OpSpec], seed: u64, n: u32, record: &RunRecord) -> (Verdict, Vec<Finding>) {
+    oracle::judge(NvshmemPayloads::new(specs, seed, n), n, record)
 }

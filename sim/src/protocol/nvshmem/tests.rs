@@ -1,5 +1,7 @@
-//! The one judge across worlds: the same ends judged the same whether a simulated engine or a
-//! real world recorded them, and what each world leaves out changes nothing else.
+//! NVSHMEM's runs judged: a wrong chunk named by the message taken or by its bytes, the QP
+//! fields of its `--json`, and the one judge across worlds (the same ends judged the same
+//! whether a simulated engine or a real world recorded them; what each world leaves out changes
+//! nothing else).
 
 use bootsim_core::{Instant, OpId, RankRecord, RunRecord};
 use bootsim_driver::{rank_record, NodeRun};
@@ -13,8 +15,10 @@ type DriverError = bootsim_driver::DriverError<NvshmemNode>;
 use super::*;
 use crate::case::Case;
 use crate::engine::Outcome;
+use crate::oracle::Provenance;
 use crate::run::run_case;
-use bootsim_nvshmem::workload::expected_result;
+use bootsim_core::{MsgOrigin, SentMsg, TakenMsg};
+use bootsim_nvshmem::workload::{alltoall_chunk, expected_result};
 
 fn ok_record(specs: &[OpSpec], seed: u64, r: u32, n: u32) -> RankRecord {
     let ops = specs
@@ -136,7 +140,7 @@ fn a_simulated_run_judged_from_its_per_rank_part_alone_keeps_its_per_rank_findin
         Finding::Corruption { source: _, .. } => {
             let mut f = f.clone();
             if let Finding::Corruption { source, .. } = &mut f {
-                *source = crate::oracle::Provenance::Told(String::new());
+                *source = Provenance::Unknown;
             }
             Some(f)
         }
@@ -148,4 +152,85 @@ fn a_simulated_run_judged_from_its_per_rank_part_alone_keeps_its_per_rank_findin
     let real: Vec<Finding> = real.iter().filter_map(strip).collect();
     assert!(!sim.is_empty());
     assert_eq!(sim, real);
+}
+
+/// Rank 1's findings when its operation `index` of `specs` (seed 5, two ranks) delivers `got`,
+/// the messages it took being `taken` (sent, taken) pairs.
+fn judged(specs: &[OpSpec], index: usize, got: Vec<u8>, taken: &[(SentMsg, TakenMsg)]) -> Vec<Finding> {
+    let mut j = judge_of(specs, 5, 2);
+    for (s, t) in taken {
+        j.taken(t, Some(s));
+    }
+    j.completed(1, index, &Ok(got));
+    j.finish(&RunRecord::new(2)).1.into_iter().filter(|f| matches!(f, Finding::Corruption { .. })).collect()
+}
+
+#[test]
+fn a_wrong_chunk_is_named_by_the_message_taken_else_by_its_bytes() {
+    let (specs, seed, n) = ([OpSpec::Alltoall(48), OpSpec::Alltoall(48)], 5, 2);
+    let right = expected_result(specs[1], seed, 1, 1, n).unwrap();
+    assert_eq!(judged(&specs, 1, right.clone(), &[]), vec![]);
+    // Rank 1's chunk from rank 0 holds alltoall #0's chunk.
+    let mut got = right.clone();
+    got[..48].copy_from_slice(&alltoall_chunk(seed, 0, 0, 1, 48));
+    let by_bytes = judged(&specs, 1, got.clone(), &[]);
+    let text = by_bytes[0].to_string();
+    assert_eq!(by_bytes.len(), 1, "{by_bytes:?}");
+    assert!(
+        text.starts_with(
+            "corruption: rank 1 alltoall #1 chunk from rank 0 holds alltoall #0's chunk from rank 0 for rank 1; "
+        ),
+        "{text}"
+    );
+    // The chunk holds QP handles: what the verbs layer would do with the first wrong one.
+    assert!(
+        text.ends_with("cross-wired QP: rank 1 would connect to rank 0's QP 0 meant for rank 1 (alltoall #0)"),
+        "{text}"
+    );
+    let sent_origin = MsgOrigin { op: OpId(1), kind: OpKind::Alltoall.op_type(), step: 1 };
+    let sent = SentMsg { from: 0, to: 1, tag: 1, origin: sent_origin, size: 48, at: Instant::ZERO };
+    let taken_origin = MsgOrigin { op: OpId(2), kind: OpKind::Alltoall.op_type(), step: 1 };
+    let t = TakenMsg {
+        at: Instant::ZERO,
+        rank: 1,
+        from: 0,
+        tag: 1,
+        origin: taken_origin,
+        size: 48,
+        expected_size: 48,
+        conn: None,
+    };
+    let by_message = judged(&specs, 1, got, &[(sent, t)]);
+    let text = by_message[0].to_string();
+    let want = "corruption: rank 1 alltoall #1 chunk from rank 0 holds alltoall #0 step 1 from rank 0; ";
+    assert!(text.starts_with(want), "{text}");
+    let Finding::Corruption { source: Provenance::Message { from: 0, origin }, .. } = &by_message[0] else {
+        panic!("{by_message:?}")
+    };
+    assert_eq!(*origin, sent_origin);
+}
+
+#[test]
+fn the_json_of_a_corruption_keeps_nvshmems_qp_fields_where_they_always_were() {
+    // The fields `--json` has always had, null where no QP handle is named.
+    let (specs, seed, n) = ([OpSpec::Allgather(8), OpSpec::Alltoall(48)], 5, 2);
+    let right = expected_result(specs[0], seed, 0, 1, n).unwrap();
+    let mut got = right.clone();
+    got[0] ^= 1;
+    let f = &judged(&specs, 0, got, &[])[0];
+    assert_eq!(
+        serde_json::to_string(f).unwrap(),
+        r#"{"kind":"corruption","rank":1,"op":"allgather #0","peer":0,"source":"bytes of unknown origin","expected_qp":null,"received_qp":null,"verbs":null}"#
+    );
+    let right = expected_result(specs[1], seed, 1, 1, n).unwrap();
+    let mut got = right.clone();
+    got[..48].fill(0);
+    let f = &judged(&specs, 1, got, &[])[0];
+    let json = serde_json::to_string(f).unwrap();
+    let Finding::Corruption { detail: Some(d), .. } = f else { panic!("{f:?}") };
+    let (e, r) = d.expected_received().unwrap();
+    let want = format!(
+        r#"{{"kind":"corruption","rank":1,"op":"alltoall #1","peer":0,"source":"48 zero bytes: nothing was written into it","expected_qp":"{e}","received_qp":"{r}","verbs":"rank 1 would call ibv_modify_qp(RTR) with QPN 0x0 and a zero GID: EINVAL"}}"#
+    );
+    assert_eq!(json, want);
 }
