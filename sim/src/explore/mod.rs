@@ -12,6 +12,4 @@ pub use search::{explore, Bounds, Counterexample, Exploration};
 pub use world::{start, Choice, Explored, Faults, RootOrder, WithWorld, World};
 
 #[cfg(test)]
-mod root_order_tests;
-#[cfg(test)]
 mod tests;
