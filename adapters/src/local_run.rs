@@ -4,7 +4,8 @@
 //! (127.x.y.z), so the root's listener takes the port its key names ([`ListenerKey::port`], as in
 //! simulation) without colliding with another run; the ranks' listeners take ephemeral ports
 //! there. The ranks start once the root listens. A rank still running at the deadline is stopped
-//! and recorded with what it waited for (the nodes have no timers of their own).
+//! and recorded with what it waited for (the nodes have no timers of their own). [`run_ranks`]
+//! runs ranks alone, built to check in to a root outside this process (a real library's).
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -54,9 +55,39 @@ where
     let ip = free_loopback(port)?;
     let setup = Setup { variant, workload, seed, n, root_ip: ip };
     let Nodes { root, ranks } = protocol.nodes(&setup);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let net = TokioNet { rendezvous_port: port, ..TokioNet::new(ip) };
-    let kept: Vec<Kept<P::Node>> = ranks.iter().map(|_| Kept::default()).collect();
+    let Ranks { record, ranks: ends } = run_on(net, Some(root), ranks, deadline)?;
+    let mut judge = protocol.judge(&setup);
+    judge.feed(&record);
+    let report = judge.finish(&record);
+    Ok(LocalRun { record, report, ranks: ends, ip, elapsed: started.elapsed() })
+}
+
+/// What [`run_ranks`] gives: the ranks' record (the root not observed) and each rank's run.
+pub struct Ranks<N: TaskNode> {
+    /// Every rank's end as the real worlds record it (as [`LocalRun::record`]).
+    pub record: RunRecord,
+    /// Each rank's run or error, by rank; `None` for a rank stopped at the deadline.
+    pub ranks: Vec<Option<RunResult<N>>>,
+}
+
+/// Runs rank nodes built to check in to a root this process does not run (a real library's, at
+/// the address their nodes were given), their listeners on `ip`, giving up on the ranks still
+/// running after `deadline`. Fails only when it could not run (no runtime).
+pub fn run_ranks<N: TaskNode>(ranks: Vec<N>, ip: IpAddr, deadline: Duration) -> io::Result<Ranks<N>>
+where
+    ErrorOf<N>: PartialEq,
+{
+    run_on(TokioNet::new(ip), None, ranks, deadline)
+}
+
+/// The root (if this run has it) and the ranks on `net` by the deadline, recorded.
+fn run_on<N: TaskNode>(net: TokioNet, root: Option<N>, ranks: Vec<N>, deadline: Duration) -> io::Result<Ranks<N>>
+where
+    ErrorOf<N>: PartialEq,
+{
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let kept: Vec<Kept<N>> = ranks.iter().map(|_| Kept::default()).collect();
     let Ran { ranks: ends, panicked, root } = rt.block_on(run_nodes(net, root, ranks, &kept, deadline));
     drop(rt);
     let records = ends.iter().zip(&kept).zip(0u32..).map(|((end, kept), r)| match end {
@@ -65,10 +96,7 @@ where
     });
     let mut record = RunRecord::of_ranks(records.collect());
     record.root = root;
-    let mut judge = protocol.judge(&setup);
-    judge.feed(&record);
-    let report = judge.finish(&record);
-    Ok(LocalRun { record, report, ranks: ends, ip, elapsed: started.elapsed() })
+    Ok(Ranks { record, ranks: ends })
 }
 
 /// How the nodes of a local run ended.
@@ -78,18 +106,32 @@ struct Ran<N: TaskNode> {
     ranks: Vec<Option<RunResult<N>>>,
     /// The ranks whose node panicked, with the panic's message.
     panicked: Vec<(u32, String)>,
-    /// The root's end, as the judge's root checks read it.
+    /// The root's end, as the judge's root checks read it (not observed without a root).
     root: RootEnd,
 }
 
-/// The root on its own task, then, once it listens, each rank on its own; every rank's end,
-/// then the root's, all by the deadline.
-async fn run_nodes<N: TaskNode>(net: TokioNet, root: N, ranks: Vec<N>, kept: &[Kept<N>], deadline: Duration) -> Ran<N> {
+/// The root (if any) on its own task, then, once it listens, each rank on its own; every rank's
+/// end, then the root's, all by the deadline.
+async fn run_nodes<N: TaskNode>(
+    net: TokioNet,
+    root: Option<N>,
+    ranks: Vec<N>,
+    kept: &[Kept<N>],
+    deadline: Duration,
+) -> Ran<N> {
     let until = tokio::time::Instant::now() + deadline;
-    let (tx, listening) = oneshot::channel();
-    let root = tokio::spawn(run_root_notify(net.clone(), root, Some(tx)));
-    // A root that failed to listen drops the sender: the ranks then report it missing.
-    let _ = tokio::time::timeout_at(until, listening).await;
+    let root = root.map(|root| {
+        let (tx, listening) = oneshot::channel();
+        (tokio::spawn(run_root_notify(net.clone(), root, Some(tx))), listening)
+    });
+    let root = match root {
+        Some((task, listening)) => {
+            // A root that failed to listen drops the sender: the ranks then report it missing.
+            let _ = tokio::time::timeout_at(until, listening).await;
+            Some(task)
+        }
+        None => None,
+    };
     let tasks: Vec<_> = (0u32..)
         .zip(ranks)
         .zip(kept)
@@ -109,6 +151,7 @@ async fn run_nodes<N: TaskNode>(net: TokioNet, root: N, ranks: Vec<N>, kept: &[K
             Err(_) => None,
         });
     }
+    let Some(root) = root else { return Ran { ranks: ends, panicked, root: RootEnd::NotObserved } };
     let root = match tokio::time::timeout_at(until, root).await {
         Ok(Ok(Ok(_))) => RootEnd::Done,
         Ok(Ok(Err(e))) => RootEnd::Failed(e.to_string()),

@@ -372,8 +372,8 @@ impl Case {
             ),
             (
                 "accept",
-                "explicit accept order, TO:FROM.K,...[/TO:...]: rank TO's peer listener takes rank FROM's K-th \
-                 connection to it next (fast engine; `bootsim explore` prints it)"
+                "explicit accept order, TO:FROM.K,...[/TO:...]: rank TO's peer listener (TO `root`: the root's \
+                 listener) takes rank FROM's K-th connection to it next (fast engine; `bootsim explore` prints it)"
                     .into(),
                 "the kernel's order".into(),
             ),

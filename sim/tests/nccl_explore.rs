@@ -3,12 +3,17 @@
 //! n = 2, 3, 4 on five workload shapes; nccl-2.19's #1176 and nccl-2.8's silent wrong-message
 //! receive found, each counterexample an `accept=` case the fast engine replays to the same
 //! verdict; the reductions keep every verdict; the hazard map's cells of back-to-back
-//! operations. Figures (states, time): `cargo test -p bootsim-sim --test nccl_explore -- --nocapture`.
+//! operations; the root's check-in order, explored for 2.30 (whose root answers early) and
+//! shown to change no final state of any variant. Figures (states, time):
+//! `cargo test -p bootsim-sim --test nccl_explore -- --nocapture`.
 
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
 use bootsim_sim::explore::hazard::explore_cell;
-use bootsim_sim::explore::{explore, Bounds, Exploration, Faults};
+use bootsim_sim::explore::search::with_schedule;
+use bootsim_sim::explore::{explore, Bounds, Choice, Exploration, Faults, RootOrder, World};
+use bootsim_sim::protocol::Nccl;
 use bootsim_sim::{run_case, Case, Verdict};
 
 /// Every workload shape explored at `n` as case-string keys: one channel; 2 ranks per node (so
@@ -199,4 +204,126 @@ fn the_hazard_map_of_back_to_back_operations() {
         let got = cell("nccl-2.19", &format!("ring-setup,{second}"), 2);
         assert!(!got.is_ok(), "ring-setup>{second}: {got}");
     }
+}
+
+/// `case`'s explorer world with the root's check-ins taken as `order` says.
+fn world(case: &Case, order: RootOrder) -> World<Nccl> {
+    let nc = case.nccl().expect("an NCCL case");
+    World::of_ordering(Nccl, nc.variant, nc.workload.clone(), case, Faults::default(), order)
+}
+
+/// Everything reachable from a world.
+struct Reached {
+    /// Distinct states.
+    states: usize,
+    /// Every final state's fingerprint, with its verdict.
+    finals: BTreeMap<u128, Verdict>,
+    /// The path to the first (so a shortest) final state judged worse than pass, and its verdict.
+    failing: Option<(Vec<Choice>, Verdict)>,
+}
+
+/// Everything reachable from `start` (breadth-first, merged by fingerprint, no sleep sets).
+fn reachable(start: World<Nccl>) -> Reached {
+    let mut seen = BTreeSet::from([start.fingerprint()]);
+    let (mut finals, mut failing) = (BTreeMap::new(), None);
+    let mut queue = VecDeque::from([start]);
+    while let Some(w) = queue.pop_front() {
+        if w.choices().is_empty() {
+            let verdict = w.judge().0;
+            if verdict != Verdict::Pass && failing.is_none() {
+                failing = Some((w.path(), verdict));
+            }
+            finals.insert(w.fingerprint(), verdict);
+            continue;
+        }
+        for &c in w.choices() {
+            let next = w.step(c);
+            if seen.insert(next.fingerprint()) {
+                queue.push_back(next);
+            }
+        }
+    }
+    Reached { states: seen.len(), finals, failing }
+}
+
+/// The proof that NCCL's check-in order changes nothing the judge or a rank sees, for every
+/// variant and shape at n = 2 and 3: with the root's accepts explored in every order, exactly
+/// the same final states are reached (each judged the same) as with the root FIFO, and the only
+/// states added are those while check-ins are still due (2.30's root answers a rank early whose
+/// successor checked in, so which ranks are answered while others have not checked in differs
+/// by order; up to 2.22 nobody is answered before everyone checked in). Why: no rank dials a
+/// peer listener before its init's ring allgather is over, which needs every rank's ring up, so
+/// every check-in precedes every peer accept; each answer's bytes (the successor's address) do
+/// not depend on the order; and a root that is done forgets what it kept (`Root::finish`).
+#[test]
+fn the_roots_check_in_order_changes_no_final_state_of_any_nccl_variant() {
+    for v in bootsim_nccl::variant::NAMES {
+        for n in 2..=3u32 {
+            for shape in SHAPES {
+                let c = Case::parse(&format!("variant={v} {shape} ranks={n}")).unwrap();
+                let fifo = reachable(world(&c, RootOrder::Fifo));
+                let any = reachable(world(&c, RootOrder::Explored));
+                assert_eq!(fifo.finals, any.finals, "{v} n={n} {shape}: the same final states, judged the same");
+                // The states added are exactly the prefixes of the n! check-in orders (the root
+                // waiting with k of the n in): no other choice comes between two check-ins, and
+                // every order reaches one state once the last is in.
+                let n = n as usize;
+                let prefixes: usize = (0..n).map(|k| (n - k + 1..=n).product::<usize>()).sum();
+                assert_eq!(any.states, fifo.states + prefixes, "{v} n={n} {shape}: only the orders' prefixes");
+                println!("{v} n={n} {shape}: {} -> {} states, {} final", fifo.states, any.states, fifo.finals.len());
+            }
+        }
+    }
+}
+
+/// The choices along one complete schedule of `case`'s world (every schedule of a variant that
+/// passes takes every connection once, so all have this length).
+fn schedule_length(case: &Case, order: RootOrder) -> usize {
+    let mut w = world(case, order);
+    while let Some(&c) = w.choices().first() {
+        w = w.step(c);
+    }
+    w.path().len()
+}
+
+/// The explorer branches on the root only where the protocol says its order matters: 2.30's
+/// schedules take one more choice per rank (its check-in) than with the root FIFO, 2.21's none;
+/// NVSHMEM's root stays FIFO.
+#[test]
+fn only_2_30s_root_is_explored_by_default() {
+    let p2p = |v: &str| Case::parse(&format!("variant={v} workload=nccl-p2p channels=1 ranks=3")).unwrap();
+    let (v230, v221) = (p2p("nccl-2.30"), p2p("nccl-2.21"));
+    assert_eq!(schedule_length(&v230, RootOrder::AsProtocolSays), schedule_length(&v230, RootOrder::Fifo) + 3);
+    assert_eq!(schedule_length(&v221, RootOrder::AsProtocolSays), schedule_length(&v221, RootOrder::Fifo));
+    assert_eq!(schedule_length(&v221, RootOrder::Explored), schedule_length(&v221, RootOrder::Fifo) + 3);
+    assert!(matches!(world(&v230, RootOrder::AsProtocolSays).choices()[0], Choice::CheckIn { .. }));
+    let nvshmem = Case::parse("variant=nvshmem-3.7 workload=deepep ranks=3").unwrap();
+    let first = World::new(&nvshmem, Faults::default());
+    assert!(!first.choices().is_empty() && first.choices().iter().all(|c| matches!(c, Choice::Accept { .. })));
+}
+
+/// A counterexample found with the root's accepts explored names them (`accept=root:...`) and
+/// replays on the fast engine to the same verdict; a root order given by hand is the one the
+/// fast engine's root takes.
+#[test]
+fn root_accepts_are_scheduled_by_accept_root_and_replay() {
+    let c = Case::parse(&format!("variant=nccl-2.19 {} ranks=2", SHAPES[0])).unwrap();
+    let (path, verdict) =
+        reachable(world(&c, RootOrder::Explored)).failing.expect("2.19 breaks whatever the root's order");
+    let cx = with_schedule(&c.on_fast_engine_unscheduled(), &path).unwrap();
+    let line = cx.to_string();
+    assert!(line.contains("accept=root:0.0,1.0/") || line.contains("accept=root:1.0,0.0/"), "{line}");
+    let again = Case::parse(&line).unwrap();
+    assert_eq!(again, cx);
+    assert_eq!(run_case(&again, false).verdict, verdict, "{line}");
+    // The fast engine's root takes the check-ins in the order named, and 2.30's answers follow
+    // it: rank 1 as soon as it checked in (its successor, rank 2, was in), then rank 2 and rank 0
+    // once rank 0 checked in.
+    let reversed = "variant=nccl-2.30 workload=nccl-p2p channels=1 ranks=3 accept=root:2.0,1.0,0.0";
+    let report = run_case(&Case::parse(reversed).unwrap(), true);
+    assert_eq!(report.verdict, Verdict::Pass);
+    let lines = report.trace.expect("traced").lines;
+    let took = lines.iter().filter_map(|l| l.split_once("check-in of rank ").map(|(_, r)| &r[..1]));
+    let answered = lines.iter().filter_map(|l| l.split_once("sent rank ").map(|(_, r)| &r[..1]));
+    assert_eq!(took.chain(answered).collect::<Vec<_>>(), ["2", "1", "0", "1", "2", "0"], "{lines:#?}");
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by the tests that run `bootsim smoke` as processes.
 #![allow(dead_code)]
 
+pub mod nccl_ranks;
+
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 

@@ -11,8 +11,9 @@ use crate::Culprit;
 
 use super::io::{Input, Output};
 
-/// A protocol's own key for its listeners; the world only needs a port for each and which one
-/// is the rank-to-rank listener an `accept=` schedule names connections of.
+/// A protocol's own key for its listeners; the world only needs a port for each, which one
+/// is the rank-to-rank listener an `accept=` schedule names connections of, and whether the
+/// root's check-ins are taken in an order that matters.
 pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display + 'static {
     /// Every listener of the protocol (the world reads which ports are peer listeners' from it).
     const ALL: &'static [Self];
@@ -23,36 +24,59 @@ pub trait ListenerKey: Copy + Eq + Ord + Hash + fmt::Debug + fmt::Display + 'sta
     /// True for the root's listeners (the root shares host 0 with rank 0, so a world tells
     /// their listeners apart by this and the port).
     fn is_root(self) -> bool;
+    /// True for a root listener whose check-ins' order can change what the root does (NCCL's
+    /// early replies from 2.23): an explorer branches on it and `accept=root:` names them.
+    /// Default: false, the root ends the same whatever order it took them in.
+    fn check_in_order_matters(self) -> bool {
+        false
+    }
 }
 
-/// The ports of a protocol's rank-to-rank listeners, as a world names connections to them for
-/// an `accept=` schedule. Keys of one port can differ in [`ListenerKey::is_peer`] (NCCL's ring
-/// listener is the peer one before 2.23 only): every port one of them names at first, then the
-/// key a node listens with decides ([`PeerPorts::listened`]; nodes listen before anyone dials).
+/// The ports whose accept order a world lets an `accept=` schedule (and an explorer) decide: the
+/// protocol's rank-to-rank listeners and, where its check-in order matters
+/// ([`ListenerKey::check_in_order_matters`]), the root's. Keys of one port can differ in
+/// [`ListenerKey::is_peer`] (NCCL's ring listener is the peer one before 2.23 only) and in
+/// whether check-in order matters (NCCL's root from 2.23): every port a peer key names at first,
+/// then the key a node listens with decides ([`PeerPorts::listened`]; nodes listen before anyone
+/// dials).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PeerPorts(Vec<u16>);
+pub struct PeerPorts {
+    peers: Vec<u16>,
+    /// The root listener's port, once it listened with a key whose check-in order matters.
+    root: Option<u16>,
+}
 
 impl PeerPorts {
     /// Every port a peer key of `L` has.
     pub fn of<L: ListenerKey>() -> PeerPorts {
-        PeerPorts(L::ALL.iter().filter(|l| l.is_peer()).map(|l| l.port()).collect())
+        PeerPorts { peers: L::ALL.iter().filter(|l| l.is_peer()).map(|l| l.port()).collect(), root: None }
     }
 
-    /// A node listened with `listener`: its port is a peer port exactly when the key is a peer's.
+    /// A node listened with `listener`: its port is a peer port exactly when the key is a peer's;
+    /// the root's is ordered exactly when its check-in order matters.
     pub fn listened<L: ListenerKey>(&mut self, listener: L) {
         let port = listener.port();
-        if listener.is_root() || self.contains(port) == listener.is_peer() {
+        if listener.is_root() {
+            self.root = listener.check_in_order_matters().then_some(port);
             return;
         }
-        self.0.retain(|&p| p != port);
+        if self.contains(port) == listener.is_peer() {
+            return;
+        }
+        self.peers.retain(|&p| p != port);
         if listener.is_peer() {
-            self.0.push(port);
+            self.peers.push(port);
         }
     }
 
     /// Whether connections to `port` are to a peer listener.
     pub fn contains(&self, port: u16) -> bool {
-        self.0.contains(&port)
+        self.peers.contains(&port)
+    }
+
+    /// Whether the root's listener at `port` takes its check-ins in an order that matters.
+    pub fn root_ordered(&self, port: u16) -> bool {
+        self.root == Some(port)
     }
 }
 

@@ -255,6 +255,16 @@ impl Root {
             self.out.effect(Effect::Close { conn });
         }
         self.phase = Phase::Done;
+        // The thread returns and frees what it kept: a root done is the same whatever order it
+        // took the check-ins in (so an explorer merges those orders once it is done).
+        self.info.clear();
+        self.nranks = None;
+        self.root_addr = Vec::new();
+        self.ring_info = Vec::new();
+        self.count = 0;
+        self.answers.clear();
+        self.shape = None;
+        self.next_conn = 0;
         self.out.effect(Effect::CloseListener { listener: self.key(Listener::Root) });
         let result = result.map(|()| Vec::new()).map_err(Failure::Root);
         self.out.completed(Completion { step: 0, call: None, result });

@@ -21,21 +21,25 @@ use crate::rank::{Rank, RankConfig};
 use crate::root::{Root, RootConfig};
 use crate::variant::Variant;
 
-/// One of NCCL's listeners as the seam sees it: which socket, and whether it is the one ranks
-/// dial for point-to-point messages (the ring's listener before 2.23, the P2P one from 2.23).
+/// One of NCCL's listeners as the seam sees it: which socket, and whether the order its accepts
+/// take connections in can change what its node does: the listener ranks dial for
+/// point-to-point messages (the ring's before 2.23, the P2P one from 2.23), and the root's from
+/// 2.23, whose early replies depend on which ranks have checked in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key {
     /// The socket.
     pub listener: Listener,
-    /// True where `bootstrapSend` connects to it.
-    pub peer: bool,
+    /// True where accept order matters: `bootstrapSend` connects to it, or it is the root's
+    /// listener of a root that answers early.
+    pub ordered: bool,
 }
 
 impl Key {
     /// `listener`'s key under `variant`.
     pub fn of(variant: Variant, listener: Listener) -> Key {
         let p2p = if variant.separate_p2p_listener() { Listener::P2p } else { Listener::Ring };
-        Key { listener, peer: listener == p2p }
+        let ordered = listener == p2p || (listener == Listener::Root && variant.root_early_replies());
+        Key { listener, ordered }
     }
 }
 
@@ -52,11 +56,12 @@ impl fmt::Display for Key {
 
 impl seam::ListenerKey for Key {
     const ALL: &'static [Key] = &[
-        Key { listener: Listener::Ring, peer: true },
-        Key { listener: Listener::Ring, peer: false },
-        Key { listener: Listener::P2p, peer: true },
-        Key { listener: Listener::FromRoot, peer: false },
-        Key { listener: Listener::Root, peer: false },
+        Key { listener: Listener::Ring, ordered: true },
+        Key { listener: Listener::Ring, ordered: false },
+        Key { listener: Listener::P2p, ordered: true },
+        Key { listener: Listener::FromRoot, ordered: false },
+        Key { listener: Listener::Root, ordered: false },
+        Key { listener: Listener::Root, ordered: true },
     ];
 
     fn port(self) -> u16 {
@@ -64,11 +69,18 @@ impl seam::ListenerKey for Key {
     }
 
     fn is_peer(self) -> bool {
-        self.peer
+        self.ordered && self.listener != Listener::Root
     }
 
     fn is_root(self) -> bool {
         self.listener == Listener::Root
+    }
+
+    /// From 2.23 the root answers a rank as soon as it and its successor have checked in
+    /// (src/bootstrap.cc:351-369 in 2.30.7), so which ranks are answered while others have not
+    /// checked in yet depends on the order it took them.
+    fn check_in_order_matters(self) -> bool {
+        self.ordered && self.listener == Listener::Root
     }
 }
 

@@ -20,7 +20,7 @@ use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, Ret
 use super::outcome::{Node, Outcome, TraceSink};
 use super::work_guard::WorkGuard;
 use crate::case::Case;
-use crate::explore::schedule::ConnName;
+use crate::explore::schedule::{CheckInName, ConnName};
 use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::oracle::{Finding, Verdict};
 use crate::words::{host_addr, kernel_line, ConnRef};
@@ -98,9 +98,17 @@ struct Drain {
 }
 
 /// What an explicit schedule (`accept=`, `drain_fail=`) needs: every rank-to-peer-listener
-/// connection's name, and how far each rank's accepts have gone.
+/// connection's name (and every check-in's), and how far each listener's accepts have gone.
 #[derive(Default)]
 struct Names {
+    /// Connections each rank opened to the root's listener so far.
+    check_ins: BTreeMap<u32, u32>,
+    /// A rank's check-in by its core id.
+    check_in_by_conn: BTreeMap<(Node, ConnId), CheckInName>,
+    /// Every kernel connection dialed for a named check-in (retries included).
+    check_in_by_kconn: BTreeMap<u64, CheckInName>,
+    /// Accepts taken so far on the root's listener.
+    root_accepts: usize,
     /// Connections each rank opened to each peer listener so far.
     dials: BTreeMap<(u32, u32), u32>,
     /// A rank's dialed connection by its core id.
@@ -478,6 +486,10 @@ impl<P: Protocol> World<'_, P> {
                         let k = self.names.dials.entry((from, to)).or_insert(0);
                         self.names.by_conn.insert((node, conn), ConnName { from, to, k: *k });
                         *k += 1;
+                    } else if to == 0 && Key::<P>::ALL.iter().any(|l| l.is_root() && l.port() == port) {
+                        let k = self.names.check_ins.entry(from).or_insert(0);
+                        self.names.check_in_by_conn.insert((node, conn), CheckInName { from, k: *k });
+                        *k += 1;
                     }
                 }
                 self.dialing.insert((node, conn), Dialing { addr, retry: ConnectRetry::new(self.retry.clone()) });
@@ -584,10 +596,14 @@ impl<P: Protocol> World<'_, P> {
         if let Some(&name) = self.names.by_conn.get(&(node, conn)) {
             self.names.by_kconn.insert(sock.conn(), name);
         }
+        if let Some(&name) = self.names.check_in_by_conn.get(&(node, conn)) {
+            self.names.check_in_by_kconn.insert(sock.conn(), name);
+        }
     }
 
     /// Takes the next connection for `l`'s outstanding accept: the one `accept=` names for a
-    /// rank's peer listener (waiting until it is queued), else the kernel queue's oldest.
+    /// rank's peer listener or the root's (waiting until it is queued), else the kernel queue's
+    /// oldest.
     fn try_accept(&mut self, l: ListenerId) {
         let Some(&conn) = self.pending_accept.get(&l) else {
             self.names.waiting.remove(&l);
@@ -598,22 +614,34 @@ impl<P: Protocol> World<'_, P> {
             (Node::Rank(r), l) if l.is_peer() => Some(r),
             _ => None,
         };
-        let nth = peer_rank.map_or(0, |r| self.names.accepts.get(&r).copied().unwrap_or(0));
-        let taken = match peer_rank.and_then(|r| self.case.schedule().accept_at(r, nth)) {
-            Some(want) => {
-                let by_kconn = &self.names.by_kconn;
-                let got = self.kernel.accept_where(self.now, l, |child| by_kconn.get(&child.conn()) == Some(&want));
-                if got.is_none() {
-                    self.names.waiting.insert(l);
-                }
-                got
+        let root = node == Node::Root && listener.is_root();
+        let nth = match peer_rank {
+            Some(r) => self.names.accepts.get(&r).copied().unwrap_or(0),
+            None => self.names.root_accepts,
+        };
+        let schedule = self.case.schedule();
+        let want_peer = peer_rank.and_then(|r| schedule.accept_at(r, nth));
+        let want_check_in = if root { schedule.check_in_at(nth) } else { None };
+        let taken = if want_peer.is_some() || want_check_in.is_some() {
+            let names = &self.names;
+            let got = self.kernel.accept_where(self.now, l, |child| {
+                let k = child.conn();
+                want_peer.is_some_and(|w| names.by_kconn.get(&k) == Some(&w))
+                    || want_check_in.is_some_and(|w| names.check_in_by_kconn.get(&k) == Some(&w))
+            });
+            if got.is_none() {
+                self.names.waiting.insert(l);
             }
-            None => self.kernel.accept(self.now, l),
+            got
+        } else {
+            self.kernel.accept(self.now, l)
         };
         let Some((sock, flow)) = taken else { return };
         self.names.waiting.remove(&l);
         if let Some(r) = peer_rank {
             self.names.accepts.insert(r, nth + 1);
+        } else if root {
+            self.names.root_accepts = nth + 1;
         }
         self.pending_accept.remove(&l);
         self.sock_of.insert((node, conn), sock);

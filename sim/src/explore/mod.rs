@@ -9,7 +9,7 @@ pub mod walk;
 pub mod world;
 
 pub use search::{explore, Bounds, Counterexample, Exploration};
-pub use world::{start, Choice, Explored, Faults, WithWorld, World};
+pub use world::{start, Choice, Explored, Faults, RootOrder, WithWorld, World};
 
 #[cfg(test)]
 mod tests;

@@ -261,19 +261,8 @@ pub(crate) fn replay_base(case: &Case) -> Case {
     case.on_fast_engine_unscheduled()
 }
 
-/// `base` with the explicit schedule of `path`: each rank's accepts in order, and the drains
-/// that gave up. An error only for a path that is not of `base`'s world (a rank it does not
-/// have, a drain its variant has not).
+/// `base` with the explicit schedule of `path` ([`Schedule::of_path`]). An error only for a path
+/// that is not of `base`'s world (a rank it does not have, a drain its variant has not).
 pub fn with_schedule(base: &Case, path: &[Choice]) -> Result<Case, crate::CaseError> {
-    let mut schedule = Schedule::default();
-    for choice in path {
-        match *choice {
-            Choice::Accept { at, conn } => schedule.accept.entry(at).or_default().push(conn),
-            Choice::Drain { conn, gives_up: true } => {
-                schedule.drain_fail.insert(conn);
-            }
-            Choice::Drain { gives_up: false, .. } => {}
-        }
-    }
-    base.with_schedule(schedule)
+    base.with_schedule(Schedule::of_path(path))
 }

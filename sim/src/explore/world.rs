@@ -1,7 +1,8 @@
 //! The explorer's world: a protocol's root and N ranks (any [`Protocol`] of the seam whose
 //! nodes are `Clone + Hash`; NVSHMEM's by default) over zero-latency in-memory connections,
 //! where every step is deterministic except the choices an explorer makes: which connection a
-//! rank's peer listener accepts next and, with faults on, whether a drain gives up.
+//! rank's peer listener accepts next, which check-in the root takes next where its order matters,
+//! and, with faults on, whether a drain gives up.
 //!
 //! The accept-queue model. A connection to a peer listener is *in flight* from its connect until
 //! it is accepted, and may be accepted in any order, limited by causality:
@@ -17,9 +18,14 @@
 //! A drain's outcome is decided as soon as it starts, before any other choice: only its sender
 //! (blocked in the drain) sees it, so deciding it later adds no behaviour.
 //!
-//! The root's rendezvous and a rank's root listener are FIFO: each rank's state after its
-//! check-in does not depend on the order the root took them (the root answers in rank order once
-//! all are in), and the root listener only ever sees the root's one connection.
+//! A rank's root listener is FIFO: it only ever sees the root's one connection. The root's
+//! rendezvous is FIFO where the protocol says its check-in order does not matter (NVSHMEM's and
+//! NCCL's up to 2.22 answer in rank order once all are in, so each rank's state after its
+//! check-in is the same whatever the order); where it says it does
+//! ([`seam::ListenerKey::check_in_order_matters`]: NCCL's early replies from 2.23), the root's
+//! accepts are choices too ([`Choice::CheckIn`], `accept=root:`), in flight as a peer listener's
+//! connections are. [`RootOrder`] overrides the protocol's word, to measure what branching there
+//! adds.
 //! Time never moves: nothing here waits on a timer (no stagger below 129 ranks, no op or header
 //! timeouts, drains answered at once or by a choice).
 
@@ -36,7 +42,7 @@ use bootsim_core::seam::{
 use bootsim_core::{ConnId, Instant, MsgOrigin};
 
 use super::footprint::{Footprint, Key, LinkId, Res};
-use super::schedule::ConnName;
+use super::schedule::{CheckInName, ConnName};
 use crate::case::Case;
 use crate::engine::outcome::{Node, Outcome};
 use crate::oracle::{Finding, Verdict};
@@ -93,6 +99,11 @@ pub enum Choice {
         /// The connection, as schedules name it.
         conn: ConnName,
     },
+    /// The root's outstanding accept takes this check-in (where its order matters).
+    CheckIn {
+        /// The connection, as schedules name it.
+        conn: CheckInName,
+    },
     /// A drain of this connection completes (`gives_up: false`) or gives up at its deadline.
     Drain {
         /// The connection, as schedules name it.
@@ -100,6 +111,18 @@ pub enum Choice {
         /// Whether the drain gives up at its deadline instead of completing.
         gives_up: bool,
     },
+}
+
+/// Whether the explorer branches on the order the root takes check-ins.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RootOrder {
+    /// As the protocol's root listener says ([`seam::ListenerKey::check_in_order_matters`]).
+    #[default]
+    AsProtocolSays,
+    /// FIFO: check-ins are taken in the order their connects were made.
+    Fifo,
+    /// Every order causality allows, whatever the protocol says.
+    Explored,
 }
 
 /// Which faults the explorer may choose.
@@ -113,6 +136,8 @@ pub struct Faults {
 struct Link {
     listener: Key,
     name: Option<ConnName>,
+    /// Its name as a connection to the root's listener.
+    check_in: Option<CheckInName>,
     /// The accepted end, once accepted.
     server: Option<ConnId>,
     /// Bytes the client wrote before the accept (delivered with it).
@@ -198,8 +223,10 @@ where
 {
     run: Rc<Run<P>>,
     addrs: Rc<BTreeMap<SocketAddr, Key>>,
-    /// The ports of the protocol's rank-to-rank listeners (accepted in any order).
+    /// The ports of the protocol's rank-to-rank listeners (accepted in any order), and whether
+    /// the root's check-in order matters.
     peer_ports: Rc<PeerPorts>,
+    root_order: RootOrder,
     faults: Faults,
     /// A peer listener takes only the connections its pending accept would keep
     /// ([`seam::Node::would_keep`]; on unless [`World::reducing`] turned it off).
@@ -224,6 +251,8 @@ where
     /// Connects to a listener not yet open (NVSHMEM retries "refused").
     waiting_connects: BTreeMap<Key, Vec<LinkId>>,
     dials: BTreeMap<(u32, u32), u32>,
+    /// Connections each rank opened to the root's listener.
+    check_in_dials: BTreeMap<u32, u32>,
     /// Drains awaiting the explorer's decision (faults on), with their bound; decided first,
     /// lowest first.
     drains: BTreeMap<LinkId, Duration>,
@@ -259,6 +288,18 @@ where
     /// The world of `protocol` with this variant and workload over `case`'s ranks and seed,
     /// run until its first choice.
     pub fn of(protocol: P, variant: P::Variant, workload: P::Workload, case: &Case, faults: Faults) -> World<P> {
+        World::of_ordering(protocol, variant, workload, case, faults, RootOrder::AsProtocolSays)
+    }
+
+    /// [`World::of`], branching on the root's check-in order as `root_order` says.
+    pub fn of_ordering(
+        protocol: P,
+        variant: P::Variant,
+        workload: P::Workload,
+        case: &Case,
+        faults: Faults,
+        root_order: RootOrder,
+    ) -> World<P> {
         let n = case.ranks();
         let run = Rc::new(Run { protocol, variant, workload, seed: case.seed(), n });
         let Nodes { root, ranks } = run.protocol.unqueued(&run.setup());
@@ -276,6 +317,7 @@ where
             run,
             addrs: Rc::new(addrs),
             peer_ports: Rc::new(PeerPorts::of::<Listener<P>>()),
+            root_order,
             faults,
             wanted_first: true,
             root,
@@ -292,6 +334,7 @@ where
             know: BTreeMap::new(),
             waiting_connects: BTreeMap::new(),
             dials: BTreeMap::new(),
+            check_in_dials: BTreeMap::new(),
             drains: BTreeMap::new(),
             observed: vec![0; n as usize],
             root_done: None,
@@ -331,6 +374,21 @@ where
         matches!(key.0, Node::Rank(_)) && self.peer_ports.contains(key.1)
     }
 
+    /// Whether `key` is the root's listener and its accept order is explored.
+    fn is_ordered_root(&self, key: Key) -> bool {
+        key.0 == Node::Root
+            && match self.root_order {
+                RootOrder::AsProtocolSays => self.peer_ports.root_ordered(key.1),
+                RootOrder::Fifo => false,
+                RootOrder::Explored => true,
+            }
+    }
+
+    /// Whether `key`'s connections are in flight until a choice takes them (else FIFO).
+    fn is_ordered(&self, key: Key) -> bool {
+        self.is_peer(key) || self.is_ordered_root(key)
+    }
+
     /// The node's state machine.
     fn node(&mut self, node: Node) -> &mut P::Node {
         match node {
@@ -356,29 +414,13 @@ where
         match choice {
             Choice::Accept { at, conn } => {
                 let link = w.link_named(conn).expect("a chosen connection exists");
-                let key = w.links[&link].listener;
-                debug_assert_eq!(key.0, Node::Rank(at), "a rank's peer listener");
-                w.trace.write(Res::Entry(link));
-                if let Some(q) = w.inflight.get_mut(&key) {
-                    // The guard: what it had to follow is no longer in flight.
-                    for &a in q.get(&link).into_iter().flatten() {
-                        w.trace.read(Res::Entry(a));
-                    }
-                    q.remove(&link);
-                    // Nothing has to follow it any more: forget it everywhere.
-                    for (&e, after) in q.iter_mut() {
-                        if after.remove(&link) {
-                            w.trace.write(Res::Entry(e));
-                        }
-                    }
-                }
-                // Knowledge of its drain is part of its entry (written above): every reader of a
-                // node's knowledge reads the entries it holds (`World::known_by`).
-                for known in w.know.values_mut() {
-                    known.remove(&link);
-                }
-                w.know.retain(|_, k| !k.is_empty());
-                w.accept(key, link);
+                debug_assert_eq!(w.links[&link].listener.0, Node::Rank(at), "a rank's peer listener");
+                w.take_inflight(link);
+            }
+            Choice::CheckIn { conn } => {
+                let link = w.link_checking_in(conn).expect("a chosen check-in exists");
+                debug_assert_eq!(w.links[&link].listener.0, Node::Root, "the root's listener");
+                w.take_inflight(link);
             }
             Choice::Drain { conn, gives_up } => {
                 w.trace.global();
@@ -421,6 +463,7 @@ where
         self.know.hash(h);
         self.waiting_connects.hash(h);
         self.dials.hash(h);
+        self.check_in_dials.hash(h);
         self.drains.hash(h);
         self.observed.hash(h);
         self.root_done.hash(h);
@@ -459,6 +502,36 @@ where
         self.links.iter().find(|(_, l)| l.name == Some(name)).map(|(id, _)| *id)
     }
 
+    fn link_checking_in(&self, name: CheckInName) -> Option<LinkId> {
+        self.links.iter().find(|(_, l)| l.check_in == Some(name)).map(|(id, _)| *id)
+    }
+
+    /// The chosen in-flight connection `link` is accepted by its listener's outstanding accept.
+    fn take_inflight(&mut self, link: LinkId) {
+        let key = self.links[&link].listener;
+        self.trace.write(Res::Entry(link));
+        if let Some(q) = self.inflight.get_mut(&key) {
+            // The guard: what it had to follow is no longer in flight.
+            for &a in q.get(&link).into_iter().flatten() {
+                self.trace.read(Res::Entry(a));
+            }
+            q.remove(&link);
+            // Nothing has to follow it any more: forget it everywhere.
+            for (&e, after) in q.iter_mut() {
+                if after.remove(&link) {
+                    self.trace.write(Res::Entry(e));
+                }
+            }
+        }
+        // Knowledge of its drain is part of its entry (written above): every reader of a
+        // node's knowledge reads the entries it holds (`World::known_by`).
+        for known in self.know.values_mut() {
+            known.remove(&link);
+        }
+        self.know.retain(|_, k| !k.is_empty());
+        self.accept(key, link);
+    }
+
     fn kconn(link: LinkId) -> u64 {
         let (node, conn) = link;
         let owner = match node {
@@ -488,23 +561,26 @@ where
             return;
         }
         for &key in self.pending_accept.keys() {
-            let Node::Rank(at) = key.0 else { continue };
-            if !self.is_peer(key) {
+            if !self.is_ordered(key) {
                 continue;
             }
             let Some(inflight) = self.inflight.get(&key) else { continue };
-            let open: Vec<LinkId> = inflight
-                .iter()
-                .filter(|(_, after)| after.iter().all(|a| !inflight.contains_key(a)))
-                .map(|(l, _)| *l)
-                .collect();
+            let open =
+                inflight.iter().filter(|(_, after)| after.iter().all(|a| !inflight.contains_key(a))).map(|(l, _)| *l);
+            let Node::Rank(at) = key.0 else {
+                // The root's check-ins: it keeps every one.
+                choices.extend(open.map(|l| Choice::CheckIn {
+                    conn: self.links[&l].check_in.expect("check-ins in flight are named"),
+                }));
+                continue;
+            };
             // Wanted first: the connections the pending accept would keep, none while it has none
             // of those (taking another only sets it aside, which taking it later also does).
             let listener = self.listener_at(key);
             let node = &self.ranks[at as usize];
             let kept = |l: &LinkId| !self.wanted_first || node.would_keep(listener, &self.links[l].early);
-            for l in open.iter().filter(|l| kept(l)) {
-                let conn = self.links[l].name.expect("peer-listener connections are named");
+            for l in open.filter(|l| kept(l)) {
+                let conn = self.links[&l].name.expect("peer-listener connections are named");
                 choices.push(Choice::Accept { at, conn });
             }
         }
@@ -617,9 +693,20 @@ where
                     }
                     _ => None,
                 };
+                // Named whatever the root's order, so that a world explored both ways ends in
+                // the same states.
+                let check_in = match node {
+                    Node::Rank(from) if key.0 == Node::Root => {
+                        let k = self.check_in_dials.entry(from).or_insert(0);
+                        *k += 1;
+                        Some(CheckInName { from, k: *k - 1 })
+                    }
+                    _ => None,
+                };
                 let link = Link {
                     listener: key,
                     name,
+                    check_in,
                     server: None,
                     early: Vec::new(),
                     early_eof: false,
@@ -721,12 +808,12 @@ where
     }
 
     /// A connect to an open listener: the client is connected at once; the connection joins
-    /// the listener's queue (FIFO listeners) or its in-flight set (peer listeners), after every
-    /// drained connection to that listener its dialer knows of.
+    /// the listener's queue (FIFO listeners) or its in-flight set (peer listeners, an ordered
+    /// root's), after every drained connection to that listener its dialer knows of.
     fn connect(&mut self, link: LinkId, key: Key) {
         self.trace.write(Res::Node(link.0));
         self.work.push_back((link.0, OwnedInput::Connected { conn: link.1 }));
-        if self.is_peer(key) {
+        if self.is_ordered(key) {
             self.trace.write(Res::Entry(link));
             for &d in self.know.get(&link.0).into_iter().flatten() {
                 self.trace.read(Res::Entry(d));
@@ -785,7 +872,7 @@ where
 
     /// FIFO listeners take their queue's head as soon as an accept is outstanding.
     fn accept_fifo(&mut self, key: Key) {
-        if self.is_peer(key) || !self.pending_accept.contains_key(&key) {
+        if self.is_ordered(key) || !self.pending_accept.contains_key(&key) {
             return;
         }
         self.trace.write(Res::Pending(key));

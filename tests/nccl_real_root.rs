@@ -12,6 +12,10 @@
 //! A deliberately wrong model (the root behaviour of the other family: answers in rank order
 //! after everyone, against early answers, and the other `extInfo` layout) must fail.
 //!
+//! The whole of `nccl-init` against the real root runs the model ranks with the one async
+//! driver over tokio sockets (`bootsim_adapters::local_run::run_ranks`), which is why this test
+//! is the CLI package's rather than `bootsim-nccl`'s (whose dev-dependencies may not point up).
+//!
 //! Without the library in the cache the test is a counted skip (bootsim-skip's one rule), and
 //! under `CI` it fails (CI runs `make deps`, which fetches it).
 
@@ -25,6 +29,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bootsim_adapters::local_run::run_ranks;
 use bootsim_core::codec::decode_sockaddr;
 use bootsim_core::ConnId;
 use bootsim_nccl::seam::{Failure, Key};
@@ -32,6 +37,7 @@ use bootsim_nccl::{
     Call, CallKind, Effect, Input, Listener, Observation, Output, Planned, Rank, RankConfig, Root, RootConfig, Step,
     Variant,
 };
+use common::nccl_ranks::every_step_done;
 
 /// Each version in the cache and the variant that models its root.
 const CASES: [(&str, Variant); 4] = [
@@ -60,7 +66,7 @@ fn main() {
                 lib.display()
             );
             // Fails under CI (which runs `make deps`), else a counted SKIPPED line.
-            bootsim_skip::can_run("nccl-wheel", Err(msg));
+            bootsim_adapters::skip::can_run("nccl-wheel", Err(msg));
             continue;
         }
         for n in 2..=8 {
@@ -523,23 +529,15 @@ fn drive(real: &RealRoot, run: Run) -> Result<(), String> {
     Ok(())
 }
 
-/// Model ranks of `model` run all of `nccl-init` (2 ranks per node, CollNet on) over loopback,
-/// checking in to the real root; returns how many steps completed.
+/// Model ranks of `model` run all of `nccl-init` (2 ranks per node, CollNet on) over loopback
+/// with the async driver, checking in to the real root; returns how many steps completed.
 fn whole_init(lib: &Path, model: Variant, n: u32) -> Result<usize, String> {
     let real = RealRoot::start(lib)?;
     let progs =
         bootsim_nccl::nccl_init(model, n, bootsim_nccl::InitParams { ranks_per_node: 2, channels: 2, collnet: true });
-    let steps: usize = progs.iter().map(Vec::len).sum();
-    let mut lb = common::loopback::Loopback::new(model, progs, Some((real.magic, real.addr)));
-    lb.run(Duration::from_secs(20));
-    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lb.assert_all_done("nccl-init")));
-    match (done, lb.completed()) {
-        (Ok(()), k) if k == steps => Ok(k),
-        (Ok(()), k) => Err(format!("{k} of {steps} steps completed")),
-        (Err(p), _) => {
-            Err(format!("{} [NCCL: {}]", p.downcast_ref::<String>().cloned().unwrap_or_default(), real.finish()))
-        }
-    }
+    let (_, ranks) = bootsim_nccl::seam::nodes(model, progs.clone(), real.magic, real.addr);
+    let ran = run_ranks(ranks, real.addr.ip(), Duration::from_secs(20)).map_err(|e| format!("cannot run: {e}"))?;
+    every_step_done(&ran.ranks, &progs).map_err(|e| format!("{e} [NCCL: {}]", real.finish()))
 }
 
 /// Sends the real root one check-in of the `wrong` variant, and the model's `model` root the same

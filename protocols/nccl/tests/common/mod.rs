@@ -1,4 +1,0 @@
-//! What several test binaries share.
-#![allow(dead_code)]
-
-pub mod loopback;
