@@ -10,13 +10,20 @@ pub fn sends_to(peers: Peers, r: u32, n: u32) -> Vec<u32> {
     match peers {
         Peers::All => (0..n).filter(|&p| p != r).collect(),
         Peers::Ring => Some((r + 1) % n.max(1)).filter(|&p| p != r).into_iter().collect(),
+        Peers::Neighbours => {
+            let n = n.max(1);
+            let mut p: Vec<u32> = [(r + n - 1) % n, (r + 1) % n].into_iter().filter(|&p| p != r).collect();
+            p.sort_unstable();
+            p.dedup();
+            p
+        }
     }
 }
 
 /// The ranks rank `r` of `n` receives from in each round, in rank order (its result's order).
 pub fn receives_from(peers: Peers, r: u32, n: u32) -> Vec<u32> {
     match peers {
-        Peers::All => sends_to(peers, r, n),
+        Peers::All | Peers::Neighbours => sends_to(peers, r, n),
         Peers::Ring => Some((r + n.max(1) - 1) % n.max(1)).filter(|&p| p != r).into_iter().collect(),
     }
 }
@@ -60,6 +67,13 @@ mod tests {
         assert_eq!(expected(7, Peers::Ring, 1, 3, 1, 16), base);
         assert_eq!((sends_to(Peers::Ring, 2, 3), receives_from(Peers::Ring, 0, 3)), (vec![0], vec![2]));
         assert_eq!((sends_to(Peers::Ring, 0, 1), sends_to(Peers::All, 1, 3)), (vec![], vec![0, 2]));
+        // Both neighbours: two peers from 4 ranks up, everyone else below.
+        assert_eq!(
+            (sends_to(Peers::Neighbours, 0, 4), receives_from(Peers::Neighbours, 2, 4)),
+            (vec![1, 3], vec![1, 3])
+        );
+        assert_eq!((sends_to(Peers::Neighbours, 1, 3), sends_to(Peers::Neighbours, 1, 2)), (vec![0, 2], vec![0]));
+        assert_eq!(sends_to(Peers::Neighbours, 0, 1), vec![]);
         assert_eq!(provenance(7, 3, 2, &payload(7, 2, 0, 2, 16)), Some((2, 0, 2)));
         assert_eq!(provenance(7, 3, 2, &[0; 16]), None);
     }

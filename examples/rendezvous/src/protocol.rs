@@ -63,6 +63,9 @@ pub enum Peers {
     All,
     /// Its ring successor (sends) and predecessor (receives): one message each way.
     Ring,
+    /// Both ring neighbours, its predecessor and its successor (sends and receives): two peers
+    /// from 4 ranks up, so a receive matches among several peers' messages, as in an all-to-all.
+    Neighbours,
 }
 
 /// What the ranks do after init: `rounds` exchange rounds of `len`-byte messages with `peers`.
@@ -84,16 +87,27 @@ impl Workload {
     /// Two ring rounds of 32 bytes: the same hazard with one message per rank and round (small
     /// enough for the explorer at 4 ranks).
     pub const RING: Workload = Workload { rounds: 2, len: 32, peers: Peers::Ring };
+    /// Two rounds of 32 bytes with both ring neighbours: the all-to-all's hazard (a peer's
+    /// round-2 connection overtaking its round-1 one, among other peers' connections) with two
+    /// peers a rank instead of n - 1 (small enough for the explorer at 4 ranks; at 3 ranks it is
+    /// the all-to-all).
+    pub const NEIGHBOURS: Workload = Workload { rounds: 2, len: 32, peers: Peers::Neighbours };
 }
 
 impl fmt::Display for Workload {
-    /// `two-rounds`, `ring`, or `{rounds}x{len}-{all|ring}`.
+    /// `two-rounds`, `ring`, `neighbours`, or `{rounds}x{len}-{all|ring|neighbours}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Workload::TWO_ROUNDS => f.write_str("two-rounds"),
             Workload::RING => f.write_str("ring"),
+            Workload::NEIGHBOURS => f.write_str("neighbours"),
             Workload { rounds, len, peers } => {
-                write!(f, "{rounds}x{len}-{}", if peers == Peers::All { "all" } else { "ring" })
+                let peers = match peers {
+                    Peers::All => "all",
+                    Peers::Ring => "ring",
+                    Peers::Neighbours => "neighbours",
+                };
+                write!(f, "{rounds}x{len}-{peers}")
             }
         }
     }

@@ -1,5 +1,11 @@
 //! Breadth-first search over the explorer's choices, with states identified by fingerprint:
 //! every distinct state is expanded once, and the first violation found is a shortest one.
+//! The visited set keeps 16 bytes a state, its 128-bit fingerprint ([`World::fingerprint`]:
+//! the first 128 bits of a SHA-256), never the state: only the frontier (one BFS level) holds
+//! whole worlds. Two distinct states taken for one (and a schedule left unexplored) needs a
+//! fingerprint collision: for `S` states that has probability at most S²/2^129 (about 10^-27
+//! at a million states), and the per-rank multiset digest inside it adds at most m·2^-128 a
+//! pair (see `World::observe`).
 //! Partial-order reduction by sleep sets (Godefroid): after exploring choice `a` at a state, a
 //! sibling `b` explored later carries `a` in its sleep set while the steps taken stay independent
 //! of `a` (disjoint footprints, see [`super::footprint`]): `a` is not taken there, since every

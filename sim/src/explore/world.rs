@@ -256,9 +256,10 @@ where
     /// Drains awaiting the explorer's decision (faults on), with their bound; decided first,
     /// lowest first.
     drains: BTreeMap<LinkId, Duration>,
-    /// Per rank, a running hash of what the oracle judges that the rank's state forgets: its
-    /// completions and, for every message it took, the message that was sent. (Drains that gave
-    /// up are findings that never change a verdict: worlds differing only there are merged.)
+    /// Per rank, a digest of what the oracle judges that the rank's state forgets: its
+    /// completions and, for every message it took, the message that was sent, as a multiset
+    /// (their order is not kept: see `World::observe`). (Drains that gave up are findings that
+    /// never change a verdict: worlds differing only there are merged.)
     observed: Vec<u128>,
     /// Root completion, when it came.
     root_done: Option<<P::Node as seam::Node>::Completion>,
@@ -610,12 +611,23 @@ where
         self.collect(Node::Rank(r));
     }
 
-    /// Folds `item` into rank `r`'s running digest (SHA-256 of the previous digest and the item's
-    /// `Hash` bytes: stable across Rust releases, unlike std's `DefaultHasher`).
+    /// Adds `item` to rank `r`'s multiset digest: the sum, modulo 2^128, of each item's 128-bit
+    /// SHA-256 of its `Hash` bytes (stable across Rust releases, unlike std's `DefaultHasher`).
+    ///
+    /// A sum, not a chain, so the order a rank took its messages in is forgotten: worlds whose
+    /// ranks took the same messages for the same receives and completed with the same bytes, in
+    /// another order, are one state. That is sound because every judge's verdict is a function
+    /// of that multiset: a take is judged on its own (the receive it was for against the message
+    /// it was), a completion on its own bytes, and the rest comes from the nodes' states. Only
+    /// which take a finding's words name, and the findings' order, may differ; an example's
+    /// findings are always its own schedule's. Two different multisets get one digest with
+    /// probability at most m·2^-128 (m the most copies of one item), as the fingerprint's bound.
+    /// It is what lets a rank's receives from different peers, accepted in any order, meet again
+    /// (the rendezvous example's proofs at 4 ranks, `examples/rendezvous/tests/explore.rs`).
     fn observe(&mut self, r: u32, item: &impl Hash) {
-        let mut bytes = ByteSink(self.observed[r as usize].to_le_bytes().to_vec());
+        let mut bytes = ByteSink(Vec::new());
         item.hash(&mut bytes);
-        self.observed[r as usize] = digest128(&bytes.0);
+        self.observed[r as usize] = self.observed[r as usize].wrapping_add(digest128(&bytes.0));
     }
 
     fn link_of(&self, node: Node, conn: ConnId) -> Option<LinkId> {
