@@ -73,7 +73,7 @@ mod tests {
             (vec![1, 3], vec![1, 3])
         );
         assert_eq!((sends_to(Peers::Neighbours, 1, 3), sends_to(Peers::Neighbours, 1, 2)), (vec![0, 2], vec![0]));
-        assert_eq!(sends_to(Peers::Neighbours, 0, 1), vec![]);
+        assert_eq!(sends_to(Peers::Neighbours, 0, 1), Vec::<u32>::new());
         assert_eq!(provenance(7, 3, 2, &payload(7, 2, 0, 2, 16)), Some((2, 0, 2)));
         assert_eq!(provenance(7, 3, 2, &[0; 16]), None);
     }

@@ -145,7 +145,8 @@ fn the_reused_tag_corrupts_with_both_neighbours_at_four_ranks_under_the_proofs_b
 fn the_reduction_keeps_every_final_state() {
     let reduced = everything(Variant::ReusedTag, Workload::RING, 4);
     let bounds = Bounds { stop_at: None, reduce: false, ..Bounds::default() };
-    let full = explore(&Rendezvous, &Variant::ReusedTag, &Workload::RING, &case(4), Faults::default(), bounds);
+    let full = explore(&Rendezvous, &Variant::ReusedTag, &Workload::RING, &case(4), Faults::default(), bounds)
+        .expect("the words name a line");
     println!(
         "reused-tag, ring, 4 ranks: {} transitions reduced, {} without; {} final states: {:?}",
         reduced.transitions, full.transitions, full.finals, full.verdicts
