@@ -337,7 +337,7 @@ fn took_line(report: &RunReport, o: &Overtake, taken: &SentMsg) -> String {
         );
     }
     let failure = report.findings.iter().find_map(|f| match f {
-        Finding::Error { rank: Some(x), error } if *x == r => Some(strip_rank(error, r)),
+        Finding::Error { rank: Some(x), error } if *x == r => Some(error.text()),
         _ => None,
     });
     match failure {
@@ -348,36 +348,19 @@ fn took_line(report: &RunReport, o: &Overtake, taken: &SentMsg) -> String {
     }
 }
 
-/// `rank 0: rank 0: x` -> `x`.
-fn strip_rank(error: &str, r: u32) -> &str {
-    let prefix = format!("rank {r}: ");
-    let mut s = error;
-    while let Some(rest) = s.strip_prefix(&prefix) {
-        s = rest;
-    }
-    s
-}
-
 /// For a hang: how many ranks were stuck, and why up to two of their last connects never
 /// reached the peer's accept() (backlog drops, losses, retransmissions, a peer not accepting).
 /// A cycle of ranks each blocked in connect() to the next (NVSHMEM sends before it receives,
 /// so none of them accepts): named, with what NVSHMEM would do about it.
 fn connect_deadlock(report: &RunReport) -> Option<String> {
     let out = &report.outcome;
-    // Who each unfinished rank is dialing, from its wait ("send to rank 7 tag 0x8 (connect of local c85)").
+    // Who each unfinished rank is dialing to send to, from its typed wait.
     let dialing: BTreeMap<u32, u32> = out
         .record
         .ranks
         .iter()
         .enumerate()
-        .filter_map(|(r, e)| {
-            let w = e.unfinished.as_deref()?;
-            if !w.contains("(connect of ") {
-                return None;
-            }
-            let to = w.split("send to rank ").nth(1)?.split_whitespace().next()?.parse().ok()?;
-            Some((r as u32, to))
-        })
+        .filter_map(|(r, e)| Some((r as u32, e.unfinished.as_ref()?.connecting_to_send()?)))
         .collect();
     for &start in dialing.keys() {
         let mut cycle = vec![start];
@@ -536,7 +519,8 @@ fn consequence(f: &Finding, told: &[String]) -> Option<String> {
             None => format!("Symptom: rank {rank}'s {op} reported success with wrong bytes in rank {peer}'s chunk."),
         },
         Finding::Error { rank: Some(r), error } => {
-            let e = strip_rank(error, *r);
+            // The record names the rank: the protocol's words never start with it.
+            let e = error.text();
             if told.iter().any(|l| l.contains(e)) {
                 return None;
             }

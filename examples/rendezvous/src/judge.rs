@@ -61,7 +61,7 @@ impl SeamJudge for Judge {
         }
     }
 
-    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, String>) {
+    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, bootsim_core::RecordedError>) {
         self.shared.completed(rank, index, result);
         let round = index as u32 + 1;
         let Ok(got) = result else { return };
@@ -98,7 +98,7 @@ impl SeamJudge for Judge {
         let rounds = self.workload.rounds as usize;
         for rank in record.ranks.iter().filter(|r| !r.failed() && r.ops.len() < rounds) {
             let error = format!("ended after {} of {rounds} exchange rounds without an error", rank.ops.len());
-            findings.push(Finding::Error { rank: Some(rank.rank), error });
+            findings.push(Finding::Error { rank: Some(rank.rank), error: error.into() });
         }
         let verdict = findings.iter().map(Finding::verdict).max().unwrap_or(Verdict::Pass);
         (verdict, findings)

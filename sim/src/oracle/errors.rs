@@ -1,7 +1,7 @@
 //! Errors: every typed error a rank's init or operation, or the root, ended with is a finding,
 //! stated as the record holds it.
 
-use bootsim_core::{RankRecord, RootEnd};
+use bootsim_core::{RankRecord, RecordedError, RootEnd};
 
 use super::Finding;
 
@@ -11,8 +11,8 @@ pub(super) fn init(rank: &RankRecord) -> Option<Finding> {
 }
 
 /// An operation's error of rank `rank`.
-pub(super) fn op(rank: u32, error: &str) -> Finding {
-    Finding::Error { rank: Some(rank), error: error.to_string() }
+pub(super) fn op(rank: u32, error: &RecordedError) -> Finding {
+    Finding::Error { rank: Some(rank), error: error.clone() }
 }
 
 /// The root's error, if it failed.
@@ -32,7 +32,7 @@ mod tests {
         let r = RankRecord { rank: 2, init: Some("init: cannot listen".into()), ..Default::default() };
         assert_eq!(init(&r).unwrap().to_string(), "error: rank 2: init: cannot listen");
         assert_eq!(init(&RankRecord::default()), None);
-        assert_eq!(op(r.rank, "barrier #1 failed").to_string(), "error: rank 2: barrier #1 failed");
+        assert_eq!(op(r.rank, &"barrier #1 failed".into()).to_string(), "error: rank 2: barrier #1 failed");
         assert_eq!(root(&RootEnd::Failed("root: bad".into())).unwrap().to_string(), "error: root: bad");
         for quiet in [RootEnd::NotObserved, RootEnd::Done, RootEnd::Waiting("x".into())] {
             assert_eq!(root(&quiet), None);

@@ -19,7 +19,7 @@ pub(super) fn rank(rank: &RankRecord, ops: usize) -> Option<Finding> {
     let failed = rank.init.is_some() || rank.ops.iter().any(Result::is_err);
     (!failed && rank.ops.len() < ops).then(|| Finding::Error {
         rank: Some(r),
-        error: format!("ended after {} of {} operations without an error", rank.ops.len(), ops),
+        error: format!("ended after {} of {} operations without an error", rank.ops.len(), ops).into(),
     })
 }
 

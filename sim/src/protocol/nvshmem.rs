@@ -87,7 +87,7 @@ impl seam::Judge for oracle::Judge {
         oracle::Judge::taken(self, taken, source);
     }
 
-    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, String>) {
+    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, bootsim_core::RecordedError>) {
         oracle::Judge::completed(self, rank, index, result);
     }
 
