@@ -635,6 +635,69 @@ mod tests {
         assert!(first.contains("when the run stopped at") && !first.contains("deadline"), "{first}");
     }
 
+    /// A connect deadlock is read from the record's typed waits: the peer each rank is in
+    /// connect() to, to send; never from the words (which may name another rank, or be all a
+    /// world has).
+    #[test]
+    fn a_connect_deadlock_names_the_ranks_from_the_typed_wait() {
+        use bootsim_core::{Awaited, Blocked, Culprit};
+        let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=custom ops=barrier ranks=3 seed=1").unwrap();
+        let mut report = run_case(&c, true);
+        let dialing = |to: u32, words: &str| Awaited::Protocol {
+            op: None,
+            peer: Some(Culprit::Rank(to)),
+            blocked: Blocked::ConnectToSend,
+            text: words.to_string(),
+        };
+        let ranks = &mut report.outcome.record.ranks;
+        // The words name rank 2; the typed peers are ranks 1 and 0.
+        ranks[0].unfinished = Some(dialing(1, "barrier #0: send to rank 2 tag 0x1 (connect of local c4)"));
+        ranks[1].unfinished = Some(dialing(0, "somewhere else"));
+        let line = connect_deadlock(&report).expect("a deadlock");
+        assert!(line.starts_with("Deadlock: ranks 0 and 1 each wait in connect() for the other"), "{line}");
+        // A cycle of three, through the typed peers.
+        let ranks = &mut report.outcome.record.ranks;
+        ranks[1].unfinished = Some(dialing(2, ""));
+        ranks[2].unfinished = Some(dialing(0, ""));
+        let line = connect_deadlock(&report).expect("a deadlock");
+        assert!(line.contains("ranks 0 -> 1 -> 2 each wait in connect() for the next"), "{line}");
+        // Words alone (a text fallback), or a connect that is not a send's, are no deadlock.
+        let ranks = &mut report.outcome.record.ranks;
+        ranks[0].unfinished = Some("barrier #0: send to rank 1 tag 0x1 (connect of local c4)".into());
+        ranks[1].unfinished = Some("barrier #0: send to rank 0 tag 0x1 (connect of local c4)".into());
+        ranks[2].unfinished = Some(Awaited::Protocol {
+            op: None,
+            peer: Some(Culprit::Rank(0)),
+            blocked: Blocked::Connect,
+            text: String::new(),
+        });
+        assert_eq!(connect_deadlock(&report), None);
+    }
+
+    /// Findings whose errors and waits are only words (a world's text fallback) explain as the
+    /// typed ones do: their words are what is shown.
+    #[test]
+    fn a_text_fallback_record_explains_with_the_same_words() {
+        let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=churn ranks=8 adversary=swarm seed=2").unwrap();
+        let mut report = run_case(&c, true);
+        let typed = explain(&report);
+        let mut texts = 0;
+        for f in &mut report.findings {
+            match f {
+                Finding::Error { error, .. } => *error = error.text().into(),
+                Finding::Hang { waiting, .. } => *waiting = waiting.text().into(),
+                _ => continue,
+            }
+            texts += 1;
+        }
+        assert!(texts > 1, "the case must hold errors and hangs: {:?}", report.findings);
+        assert_eq!(explain(&report), typed);
+        let told = |what: &str| typed.iter().any(|l| l.contains(what));
+        assert!(told(" first and failed: ") && told(" hangs: it still waits for "), "{typed:?}");
+        let words = Finding::Error { rank: Some(4), error: "its words".into() };
+        assert_eq!(consequence(&words, &[]).as_deref(), Some("Then rank 4 failed: its words."));
+    }
+
     #[test]
     fn the_decisive_stall_overlaps_the_window_in_which_the_overtake_happened() {
         let mut named = 0;
