@@ -38,4 +38,19 @@ mod tests {
             assert_eq!(root(&quiet), None);
         }
     }
+
+    #[test]
+    fn a_typed_error_keeps_its_peer_and_shows_only_its_words() {
+        use bootsim_core::Culprit;
+        let typed =
+            RecordedError::Protocol { op: 3, culprit: Some(Culprit::Rank(1)), text: "barrier #2 failed".into() };
+        let r = RankRecord { rank: 2, ops: vec![Ok(vec![]), Err(typed.clone())], ..Default::default() };
+        let Finding::Error { error, .. } = op(r.rank, r.ops[1].as_ref().unwrap_err()) else { panic!() };
+        assert_eq!((error.culprit(), error.op()), (Some(Culprit::Rank(1)), Some(3)));
+        // `--json` (docs/json.md) keeps its keys and the words as `error`, typed or text alike.
+        for error in [typed, "barrier #2 failed".into()] {
+            let json = serde_json::to_value(Finding::Error { rank: Some(2), error }).unwrap();
+            assert_eq!(json, serde_json::json!({"kind": "error", "rank": 2, "error": "barrier #2 failed"}));
+        }
+    }
 }

@@ -63,4 +63,23 @@ mod tests {
         );
         assert_eq!(root(&RootEnd::NotObserved), None);
     }
+
+    #[test]
+    fn a_hang_keeps_the_typed_wait_and_shows_only_its_words() {
+        use bootsim_core::{Awaited, Blocked, Culprit};
+        let wait = Awaited::Protocol {
+            op: None,
+            peer: Some(Culprit::Rank(7)),
+            blocked: Blocked::ConnectToSend,
+            text: "send to rank 7 tag 0x8 (connect of local c85)".into(),
+        };
+        let hung = RankRecord { rank: 3, unfinished: Some(wait.clone()), ..Default::default() };
+        let Some(Finding::Hang { waiting, .. }) = rank(&hung, 1) else { panic!() };
+        assert_eq!(waiting, wait);
+        let json = serde_json::to_value(root(&RootEnd::Waiting(wait)).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "hang", "who": "the root", "waiting": "send to rank 7 tag 0x8 (connect of local c85)", "unexpected": []})
+        );
+    }
 }
