@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bootsim_core::seam::{Judge, ListenerKey, Node, Nodes, Protocol, Setup};
 use bootsim_core::{RankRecord, RootEnd, RunRecord};
-use bootsim_driver::{rank_record, run_rank_watched, run_root_notify, ErrorOf, Kept, RunResult, TaskNode};
+use bootsim_driver::{rank_record, root_error, run_rank_watched, run_root_notify, ErrorOf, Kept, RunResult, TaskNode};
 use tokio::sync::oneshot;
 
 use crate::tokio_sockets::TokioNet;
@@ -154,8 +154,8 @@ async fn run_nodes<N: TaskNode>(
     let Some(root) = root else { return Ran { ranks: ends, panicked, root: RootEnd::NotObserved } };
     let root = match tokio::time::timeout_at(until, root).await {
         Ok(Ok(Ok(_))) => RootEnd::Done,
-        Ok(Ok(Err(e))) => RootEnd::Failed(e.to_string()),
-        Ok(Err(e)) => RootEnd::Failed(format!("the root's node panicked: {}", panic_text(e))),
+        Ok(Ok(Err(e))) => RootEnd::Failed(root_error(&e)),
+        Ok(Err(e)) => RootEnd::Failed(format!("the root's node panicked: {}", panic_text(e)).into()),
         Err(_) => RootEnd::Waiting("(still running at the deadline)".into()),
     };
     Ran { ranks: ends, panicked, root }
@@ -185,8 +185,8 @@ where
     record.unexpected = unexpected;
     record.finished_at = None;
     match panicked {
-        Some(why) => record.init = Some(format!("rank {r}'s node panicked: {why}")),
-        None => record.unfinished = Some(waiting.unwrap_or_else(|| "(still running at the deadline)".to_string())),
+        Some(why) => record.init = Some(format!("rank {r}'s node panicked: {why}").into()),
+        None => record.unfinished = Some(waiting.unwrap_or_else(|| "(still running at the deadline)".into())),
     }
     record
 }

@@ -16,6 +16,7 @@ pub mod codec;
 pub mod culprit;
 pub mod drain;
 pub mod duration;
+pub mod ending;
 pub mod ids;
 #[cfg(any(test, feature = "testing"))]
 pub mod memnet;
@@ -28,6 +29,7 @@ pub mod time;
 
 pub use culprit::Culprit;
 pub use drain::{DrainPoll, DrainStep};
+pub use ending::{Awaited, Blocked, RecordedError};
 pub use ids::{ConnId, MsgOrigin, OpId, OpName, OpType, OpTypeDef};
 pub use record::{DrainGiveUp, MessageLog, RankRecord, RootEnd, RunRecord, SentMsg, TakenMsg};
 pub use retry::{ConnectFailure, ConnectRetry, GaveUp, RetryPolicy, RetryStep};

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::ending::{Awaited, RecordedError};
 use crate::ids::MsgOrigin;
 use crate::time::Instant;
 
@@ -41,12 +42,12 @@ impl RunRecord {
 pub struct RankRecord {
     /// The rank.
     pub rank: u32,
-    /// Init's error, if it failed, as its finding states it.
-    pub init: Option<String>,
+    /// Init's error, if it failed.
+    pub init: Option<RecordedError>,
     /// The workload's operations that ended, in order: received bytes or the error.
-    pub ops: Vec<Result<Vec<u8>, String>>,
+    pub ops: Vec<Result<Vec<u8>, RecordedError>>,
     /// Set when the rank was stopped before it ended: what it was waiting in.
-    pub unfinished: Option<String>,
+    pub unfinished: Option<Awaited>,
     /// Its unexpected list at the end, (peer, tag) head first; empty where not observed.
     pub unexpected: Vec<(i32, i32)>,
     /// When init and then each operation ended; empty where the world keeps no time.
@@ -62,7 +63,7 @@ impl RankRecord {
     }
 
     /// Records the end of init (`index` 0) or of the workload's operation `index - 1`, at `at`.
-    pub fn ended(&mut self, index: usize, at: Instant, result: Result<Vec<u8>, String>) {
+    pub fn ended(&mut self, index: usize, at: Instant, result: Result<Vec<u8>, RecordedError>) {
         self.ended_at.push(at);
         match (index, result) {
             (0, Err(e)) => self.init = Some(e),
@@ -81,9 +82,9 @@ pub enum RootEnd {
     /// It served every check-in.
     Done,
     /// It failed.
-    Failed(String),
+    Failed(RecordedError),
     /// Still running when the run stopped: what it waited for.
-    Waiting(String),
+    Waiting(Awaited),
 }
 
 /// A point-to-point message as its sender handed it over.

@@ -5,12 +5,12 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bootsim_core::seam::Node;
-use bootsim_core::Instant;
+use bootsim_core::{Awaited, Instant};
 
 use super::{NodeRun, Watch};
 
-/// What a node waits for (one line) and its unexpected list (peer, tag), head first.
-pub type Wait = (Option<String>, Vec<(i32, i32)>);
+/// What a node waits for ([`Node::awaited`]) and its unexpected list (peer, tag), head first.
+pub type Wait = (Option<Awaited>, Vec<(i32, i32)>);
 
 /// What a [`Kept`] holds.
 pub struct Progress<N: Node> {
@@ -69,7 +69,7 @@ where
     N::Completion: Clone,
 {
     fn blocked(&mut self, node: &N) {
-        self.waited((node.waiting_for(), node.unexpected()));
+        self.waited((node.awaited(), node.unexpected()));
     }
 
     fn event(&mut self, at: Instant, event: &N::Event) {

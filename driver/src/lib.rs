@@ -35,7 +35,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 pub use dial::{retry_dial, Attempt, DialFailed};
 pub use drain::{poll_drain, DrainOutcome, DrainReport};
 pub use kept::{Kept, Progress, Wait};
-pub use record::{rank_record, run_of};
+pub use record::{rank_record, root_error, run_of};
 pub use run::{run_rank, run_rank_watched, run_root, run_root_notify};
 pub use strangers::is_stranger_dropped;
 

@@ -2,7 +2,7 @@
 
 use bootsim_core::report::init_text;
 use bootsim_core::seam::{Completed, Node};
-use bootsim_core::RankRecord;
+use bootsim_core::{Awaited, RankRecord, RecordedError};
 
 use super::{DriverError, ErrorOf, NodeRun};
 
@@ -15,6 +15,15 @@ pub fn run_of<N: Node>(result: &Result<NodeRun<N>, DriverError<N>>) -> Option<&N
     }
 }
 
+/// The root's failure as a record states it ([`bootsim_core::RootEnd::Failed`]): its typed
+/// error, or the words of a run that never started.
+pub fn root_error<N: Node>(error: &DriverError<N>) -> RecordedError {
+    match error {
+        DriverError::Root(e) => RecordedError::of_root::<N::Completion>(e),
+        other => RecordedError::Text(other.to_string()),
+    }
+}
+
 /// What rank `rank` of a driver run reports. A protocol's timeout ([`Completed::is_hang`]) is
 /// a hang: the protocol has no timeout (NVSHMEM's none), so where bootsim gives up, it would
 /// wait forever.
@@ -24,15 +33,17 @@ where
 {
     let mut report = RankRecord { rank, ..Default::default() };
     let Some(run) = run_of(result) else {
-        report.init = result.as_ref().err().map(|e| init_text(e.to_string()));
+        report.init = result.as_ref().err().map(|e| RecordedError::Text(init_text(e.to_string())));
         return report;
     };
-    let text = |i: usize, e: &ErrorOf<N>| N::Completion::error_text(rank, i as u32, e);
+    let typed = |i: usize, e: &ErrorOf<N>| RecordedError::of::<N::Completion>(rank, i as u32, e);
     let mut put = |i: usize, r: Result<&[u8], &ErrorOf<N>>| match (i, r) {
-        (_, Err(e)) if N::Completion::is_hang(e) => report.unfinished = Some(text(i, e)),
-        (0, Err(e)) => report.init = Some(init_text(text(i, e))),
+        (_, Err(e)) if N::Completion::is_hang(e) => {
+            report.unfinished = Some(Awaited::of_hang::<N::Completion>(rank, i as u32, e));
+        }
+        (0, Err(e)) => report.init = Some(typed(i, e).map_text(init_text)),
         (0, Ok(_)) => {}
-        (_, r) => report.ops.push(r.map(<[u8]>::to_vec).map_err(|e| text(i, e))),
+        (_, r) => report.ops.push(r.map(<[u8]>::to_vec).map_err(|e| typed(i, e))),
     };
     for (i, c) in run.completions.iter().enumerate() {
         put(i, c.result());

@@ -216,7 +216,10 @@ fn a_failed_init_is_the_rank_error_and_its_record_says_init() {
         assert!(error.starts_with("cannot reach the root: "), "{error}");
         assert_eq!((*completed, run.completions.len(), *culprit), (0, 1, None));
         let record = rank_record(3, &result);
-        assert!(record.init.as_deref().is_some_and(|t| t.starts_with("init: cannot reach the root")), "{record:?}");
+        assert!(
+            record.init.as_ref().is_some_and(|t| t.text().starts_with("init: cannot reach the root")),
+            "{record:?}"
+        );
         assert!(record.ops.is_empty() && record.failed());
     });
 }

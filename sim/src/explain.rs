@@ -331,7 +331,7 @@ fn took_line(report: &RunReport, o: &Overtake, taken: &SentMsg) -> String {
         );
     }
     let failure = report.findings.iter().find_map(|f| match f {
-        Finding::Error { rank: Some(x), error } if *x == r => Some(strip_rank(error, r)),
+        Finding::Error { rank: Some(x), error } if *x == r => Some(error.text()),
         _ => None,
     });
     match failure {
@@ -342,36 +342,19 @@ fn took_line(report: &RunReport, o: &Overtake, taken: &SentMsg) -> String {
     }
 }
 
-/// `rank 0: rank 0: x` -> `x`.
-fn strip_rank(error: &str, r: u32) -> &str {
-    let prefix = format!("rank {r}: ");
-    let mut s = error;
-    while let Some(rest) = s.strip_prefix(&prefix) {
-        s = rest;
-    }
-    s
-}
-
 /// For a hang: how many ranks were stuck, and why up to two of their last connects never
 /// reached the peer's accept() (backlog drops, losses, retransmissions, a peer not accepting).
 /// A cycle of ranks each blocked in connect() to the next (NVSHMEM sends before it receives,
 /// so none of them accepts): named, with what NVSHMEM would do about it.
 fn connect_deadlock(report: &RunReport) -> Option<String> {
     let out = &report.outcome;
-    // Who each unfinished rank is dialing, from its wait ("send to rank 7 tag 0x8 (connect of local c85)").
+    // Who each unfinished rank is dialing to send to, from its typed wait.
     let dialing: BTreeMap<u32, u32> = out
         .record
         .ranks
         .iter()
         .enumerate()
-        .filter_map(|(r, e)| {
-            let w = e.unfinished.as_deref()?;
-            if !w.contains("(connect of ") {
-                return None;
-            }
-            let to = w.split("send to rank ").nth(1)?.split_whitespace().next()?.parse().ok()?;
-            Some((r as u32, to))
-        })
+        .filter_map(|(r, e)| Some((r as u32, e.unfinished.as_ref()?.connecting_to_send()?)))
         .collect();
     for &start in dialing.keys() {
         let mut cycle = vec![start];
@@ -530,7 +513,8 @@ fn consequence(f: &Finding, told: &[String]) -> Option<String> {
             None => format!("Symptom: rank {rank}'s {op} reported success with wrong bytes in rank {peer}'s chunk."),
         },
         Finding::Error { rank: Some(r), error } => {
-            let e = strip_rank(error, *r);
+            // The record names the rank: the protocol's words never start with it.
+            let e = error.text();
             if told.iter().any(|l| l.contains(e)) {
                 return None;
             }
@@ -643,6 +627,69 @@ mod tests {
         assert!(report.outcome.end.saturating_since(Instant::ZERO) < c.deadline(), "stopped early");
         let first = stuck_lines(&report).remove(0);
         assert!(first.contains("when the run stopped at") && !first.contains("deadline"), "{first}");
+    }
+
+    /// A connect deadlock is read from the record's typed waits: the peer each rank is in
+    /// connect() to, to send; never from the words (which may name another rank, or be all a
+    /// world has).
+    #[test]
+    fn a_connect_deadlock_names_the_ranks_from_the_typed_wait() {
+        use bootsim_core::{Awaited, Blocked, Culprit};
+        let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=custom ops=barrier ranks=3 seed=1").unwrap();
+        let mut report = run_case(&c, true);
+        let dialing = |to: u32, words: &str| Awaited::Protocol {
+            op: None,
+            peer: Some(Culprit::Rank(to)),
+            blocked: Blocked::ConnectToSend,
+            text: words.to_string(),
+        };
+        let ranks = &mut report.outcome.record.ranks;
+        // The words name rank 2; the typed peers are ranks 1 and 0.
+        ranks[0].unfinished = Some(dialing(1, "barrier #0: send to rank 2 tag 0x1 (connect of local c4)"));
+        ranks[1].unfinished = Some(dialing(0, "somewhere else"));
+        let line = connect_deadlock(&report).expect("a deadlock");
+        assert!(line.starts_with("Deadlock: ranks 0 and 1 each wait in connect() for the other"), "{line}");
+        // A cycle of three, through the typed peers.
+        let ranks = &mut report.outcome.record.ranks;
+        ranks[1].unfinished = Some(dialing(2, ""));
+        ranks[2].unfinished = Some(dialing(0, ""));
+        let line = connect_deadlock(&report).expect("a deadlock");
+        assert!(line.contains("ranks 0 -> 1 -> 2 each wait in connect() for the next"), "{line}");
+        // Words alone (a text fallback), or a connect that is not a send's, are no deadlock.
+        let ranks = &mut report.outcome.record.ranks;
+        ranks[0].unfinished = Some("barrier #0: send to rank 1 tag 0x1 (connect of local c4)".into());
+        ranks[1].unfinished = Some("barrier #0: send to rank 0 tag 0x1 (connect of local c4)".into());
+        ranks[2].unfinished = Some(Awaited::Protocol {
+            op: None,
+            peer: Some(Culprit::Rank(0)),
+            blocked: Blocked::Connect,
+            text: String::new(),
+        });
+        assert_eq!(connect_deadlock(&report), None);
+    }
+
+    /// Findings whose errors and waits are only words (a world's text fallback) explain as the
+    /// typed ones do: their words are what is shown.
+    #[test]
+    fn a_text_fallback_record_explains_with_the_same_words() {
+        let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=churn ranks=8 adversary=swarm seed=2").unwrap();
+        let mut report = run_case(&c, true);
+        let typed = explain(&report);
+        let mut texts = 0;
+        for f in &mut report.findings {
+            match f {
+                Finding::Error { error, .. } => *error = error.text().into(),
+                Finding::Hang { waiting, .. } => *waiting = waiting.text().into(),
+                _ => continue,
+            }
+            texts += 1;
+        }
+        assert!(texts > 1, "the case must hold errors and hangs: {:?}", report.findings);
+        assert_eq!(explain(&report), typed);
+        let told = |what: &str| typed.iter().any(|l| l.contains(what));
+        assert!(told(" first and failed: ") && told(" hangs: it still waits for "), "{typed:?}");
+        let words = Finding::Error { rank: Some(4), error: "its words".into() };
+        assert_eq!(consequence(&words, &[]).as_deref(), Some("Then rank 4 failed: its words."));
     }
 
     #[test]

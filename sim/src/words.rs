@@ -281,6 +281,7 @@ mod tests {
             waiting: "recv from rank 1".into(),
             after: std::time::Duration::from_secs(1),
             peer: Some(bootsim_core::Culprit::Rank(1)),
+            blocked: bootsim_core::Blocked::Other,
         };
         let line = super::completion_line(&Completion { op: OpId(3), kind: OpKind::Barrier, result: Err(error) });
         assert!(line.starts_with("barrier #2 failed: "), "{line}");

@@ -9,7 +9,7 @@ use bootsim_sim::{run_case, Case, Finding, Verdict};
 
 /// The #1176 symptom: NCCL's truncation error on a 4-byte (sync) receive.
 fn is_1176(f: &Finding) -> bool {
-    matches!(f, Finding::Error { error, .. } if error.contains("Message truncated : received ") && error.ends_with("instead of 4"))
+    matches!(f, Finding::Error { error, .. } if error.text().contains("Message truncated : received ") && error.text().ends_with("instead of 4"))
 }
 
 /// (verdict counts as `name=n` for the non-zero ones, runs showing the #1176 symptom).

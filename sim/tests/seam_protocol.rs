@@ -22,14 +22,14 @@ struct Ends;
 impl Judge for Ends {
     type Report = (Verdict, Vec<Finding>);
     fn taken(&mut self, _: &TakenMsg, _: Option<&SentMsg>) {}
-    fn completed(&mut self, _: u32, _: usize, _: &Result<Vec<u8>, String>) {}
+    fn completed(&mut self, _: u32, _: usize, _: &Result<Vec<u8>, bootsim_core::RecordedError>) {}
     fn init_ended(&mut self, _: u32) {}
     fn finish(&mut self, record: &RunRecord) -> (Verdict, Vec<Finding>) {
         let ended = record.ranks.iter().filter(|r| r.finished_at.is_some()).count();
         let mut findings = Vec::new();
         if ended != record.ranks.len() || record.root != RootEnd::Done {
             let error = format!("{ended} of {} ranks ended; root {:?}", record.ranks.len(), record.root);
-            findings.push(Finding::Error { rank: None, error });
+            findings.push(Finding::Error { rank: None, error: error.into() });
         }
         (if findings.is_empty() { Verdict::Pass } else { Verdict::Error }, findings)
     }
@@ -100,7 +100,11 @@ fn a_rank_that_never_comes_is_the_protocols_judges_finding() {
     let (verdict, findings) = out.verdict_by(short.judge(&setup));
     assert_eq!(verdict, Verdict::Error, "{findings:?}");
     assert!(findings[0].to_string().contains("3 of 3 ranks ended"), "{findings:?}");
-    assert!(matches!(out.record.root, RootEnd::Waiting(ref w) if w == "the others"), "{:?}", out.record.root);
+    assert!(
+        matches!(out.record.root, RootEnd::Waiting(ref w @ bootsim_core::Awaited::Protocol { .. }) if w.text() == "the others"),
+        "{:?}",
+        out.record.root
+    );
 }
 
 #[test]

@@ -113,7 +113,8 @@ fn check_one(a: &CheckArgs, arg: &str) -> anyhow::Result<Vec<Answer>> {
             for (session, on_wire) in runs {
                 let policy = on_wire.map(|()| REPORT_POLICY.parse::<Policy>()).transpose()?;
                 let it = session.run(policy)?;
-                if let Some(why) = it.ranks.iter().find_map(|e| e.record.init.as_ref().filter(|t| t.contains("cannot")))
+                if let Some(why) =
+                    it.ranks.iter().find_map(|e| e.record.init.as_ref().filter(|t| t.text().contains("cannot")))
                 {
                     return Err(super::runtime(anyhow!("{wl} at {n} ranks could not run: {why}")));
                 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 use bootsim_adapters::plugin::AFTER_PEER_FAILED;
 use bootsim_adapters::tokio_sockets::{real_limits, run_blocking_until, Rendezvous, SessionConfig};
-use bootsim_core::RankRecord;
+use bootsim_core::{Awaited, RankRecord, RecordedError};
 use bootsim_driver::rank_record;
 use bootsim_nvshmem::workload::{build_op, parse_ops};
 use bootsim_nvshmem::Variant;
@@ -44,7 +44,9 @@ pub struct CoreRankArgs {
     op_timeout_ms: u64,
 }
 
-/// What a core-rank process reports: the parts of its [`RankRecord`] the oracle reads.
+/// What a core-rank process reports: the parts of its [`RankRecord`] the oracle reads, the
+/// errors and the wait in their words (the parent's record holds them as text: the typed peer
+/// and operation do not cross the process boundary; blame does, on stderr).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct CoreRankOut {
     /// Init's error.
@@ -58,7 +60,13 @@ pub(crate) struct CoreRankOut {
 impl CoreRankOut {
     /// As rank `rank`'s record.
     pub fn record(self, rank: u32) -> RankRecord {
-        RankRecord { rank, init: self.init, ops: self.ops, unfinished: self.unfinished, ..Default::default() }
+        RankRecord {
+            rank,
+            init: self.init.map(RecordedError::Text),
+            ops: self.ops.into_iter().map(|o| o.map_err(RecordedError::Text)).collect(),
+            unfinished: self.unfinished.map(Awaited::Text),
+            ..Default::default()
+        }
     }
 }
 
@@ -84,7 +92,11 @@ pub fn core_rank(a: CoreRankArgs) -> anyhow::Result<ExitCode> {
     // The parent stops this process as a launcher would when another rank fails.
     let result = run_blocking_until(cfg, ops, &|| false, AFTER_PEER_FAILED).expect("never asked to stop");
     let r = rank_record(a.rank, &result);
-    let out = CoreRankOut { init: r.init, ops: r.ops, unfinished: r.unfinished };
+    let out = CoreRankOut {
+        init: r.init.map(|e| e.to_string()),
+        ops: r.ops.into_iter().map(|o| o.map_err(|e| e.to_string())).collect(),
+        unfinished: r.unfinished.map(|w| w.to_string()),
+    };
     println!("{}", serde_json::to_string(&out)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -106,7 +106,8 @@ pub fn supervise_with(
                         patience.as_millis()
                     )
                 }
-            });
+            }
+            .into());
             break;
         }
         match rx.recv_timeout((limit - now).min(Duration::from_millis(20))) {
@@ -133,11 +134,10 @@ pub fn supervise_with(
     // Its output is closed (or it was killed): it ends now, or within the timeout at most.
     let status = wait_bounded(&mut child, op_timeout);
     if status.is_err() && run.record.unfinished.is_none() {
-        run.record.unfinished = Some(format!(
-            "{}: closed its output but did not exit within {} ms (killed)",
-            current.0,
-            op_timeout.as_millis()
-        ));
+        run.record.unfinished = Some(
+            format!("{}: closed its output but did not exit within {} ms (killed)", current.0, op_timeout.as_millis())
+                .into(),
+        );
     }
     run.stderr = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
     run.took = started.elapsed();
@@ -166,8 +166,8 @@ pub fn supervise_with(
     if let Some(e) = error {
         let e = format!("{}: {e}", current.0);
         match current.1 {
-            None => run.record.init = Some(bootsim_core::report::init_text(e)),
-            Some(_) => run.record.ops.push(Err(e)),
+            None => run.record.init = Some(bootsim_core::report::init_text(e).into()),
+            Some(_) => run.record.ops.push(Err(e.into())),
         }
     }
     run
@@ -289,13 +289,13 @@ mod tests {
         let run = supervise(3, sh(script), Duration::from_millis(300));
         assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the timeout");
         let u = run.record.unfinished.unwrap();
-        assert!(u.starts_with("barrier #1: no progress for 300 ms"), "{u}");
+        assert!(u.text().starts_with("barrier #1: no progress for 300 ms"), "{u}");
         assert_eq!((run.record.init, run.record.ops.len()), (None, 0));
         // Once a peer has failed, the blocked rank is stopped early, as a launcher would.
         let t0 = Instant::now();
         let run = supervise_with(3, sh(script), Duration::from_secs(60), &|| true);
         assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the grace after a peer's failure");
-        assert!(run.record.unfinished.unwrap().contains("still blocked 500 ms after another rank failed"));
+        assert!(run.record.unfinished.unwrap().text().contains("still blocked 500 ms after another rank failed"));
     }
 
     #[test]
@@ -303,7 +303,7 @@ mod tests {
         let t0 = Instant::now();
         let run = supervise(4, sh("exec >&-; exec sleep 30"), Duration::from_millis(300));
         assert!(t0.elapsed() < Duration::from_secs(20), "bounded by the timeout");
-        assert!(run.record.unfinished.unwrap().contains("closed its output but did not exit"));
+        assert!(run.record.unfinished.unwrap().text().contains("closed its output but did not exit"));
     }
 
     #[test]
@@ -315,7 +315,11 @@ mod tests {
         let run = supervise(1, sh(script), Duration::from_secs(10));
         assert_eq!(
             run.record.ops,
-            vec![Err("alltoall #0: message size mismatch: received 4 bytes, expected 576 bytes (the plugin's words); returned -3".to_string())]
+            // The plugin's words only: a real binary's errors are the record's text fallback.
+            vec![Err(bootsim_core::RecordedError::Text(
+                "alltoall #0: message size mismatch: received 4 bytes, expected 576 bytes (the plugin's words); returned -3"
+                    .to_string()
+            ))]
         );
         let run = supervise(
             2,
@@ -323,7 +327,7 @@ mod tests {
             Duration::from_secs(10),
         );
         assert_eq!(
-            run.record.init.as_deref(),
+            run.record.init.as_ref().map(bootsim_core::RecordedError::text),
             Some("init: the rank process exited with status 255; its last stderr line: version mismatch")
         );
         let run = supervise(
@@ -331,6 +335,6 @@ mod tests {
             sh(r#"echo '{"event":"begin","what":"init","index":null}'; kill -SEGV $$"#),
             Duration::from_secs(10),
         );
-        assert!(run.record.init.unwrap().contains("killed by signal 11"));
+        assert!(run.record.init.unwrap().text().contains("killed by signal 11"));
     }
 }

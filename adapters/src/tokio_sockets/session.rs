@@ -195,7 +195,7 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError
         // where rank 0 reports its own wait.
         (
             Err(DriverError::Failed {
-                error: BootstrapError::Timeout { rank, op, waiting, after, peer },
+                error: BootstrapError::Timeout { rank, op, waiting, after, peer, blocked },
                 completed,
                 run,
                 culprit,
@@ -208,6 +208,7 @@ fn combine(rank: Result<RankRun, DriverError>, root: Result<RootRun, DriverError
                 waiting: format!("{waiting}; the root waits for {root_waiting}"),
                 after,
                 peer,
+                blocked,
             },
             completed,
             run,

@@ -175,7 +175,7 @@ pub struct Counts(pub usize);
 impl Judge for Counts {
     type Report = usize;
     fn taken(&mut self, _: &TakenMsg, _: Option<&SentMsg>) {}
-    fn completed(&mut self, _: u32, _: usize, _: &Result<Vec<u8>, String>) {
+    fn completed(&mut self, _: u32, _: usize, _: &Result<Vec<u8>, crate::RecordedError>) {
         self.0 += 1;
     }
     fn init_ended(&mut self, _: u32) {}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::ids::{ConnId, MsgOrigin};
 use crate::time::Instant;
-use crate::Culprit;
+use crate::{Awaited, Culprit};
 
 use super::io::{Input, Output};
 
@@ -109,6 +109,11 @@ pub trait Node {
     /// The rank that could unblock it, where the node knows one (for a wait-for graph).
     fn culprit(&self) -> Option<u32> {
         None
+    }
+    /// What the node is blocked on, typed, as the run record keeps it (read when a run stops).
+    /// Default: [`Node::waiting_for`]'s words and [`Node::culprit`]'s rank.
+    fn awaited(&self) -> Option<Awaited> {
+        self.waiting_for().map(|text| Awaited::told(text, self.culprit().map(Culprit::Rank)))
     }
     /// Its unexpected list, head first, as (peer, tag) (read when a run stops).
     fn unexpected(&self) -> Vec<(i32, i32)> {

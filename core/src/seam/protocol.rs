@@ -2,6 +2,7 @@
 
 use std::net::IpAddr;
 
+use crate::ending::RecordedError;
 use crate::record::{RunRecord, SentMsg, TakenMsg};
 
 use super::node::Node;
@@ -78,7 +79,7 @@ pub trait Judge {
     /// A receive took `taken`, which is `source` when the world knows the message sent.
     fn taken(&mut self, taken: &TakenMsg, source: Option<&SentMsg>);
     /// `rank`'s operation `index` (from 0, init apart) ended with `result`.
-    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, String>);
+    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, RecordedError>);
     /// `rank`'s init ended (its takes are judged by nothing else).
     fn init_ended(&mut self, rank: u32);
     /// The conclusion; `record` gives what was not fed (ends, waits, the root, drains).

@@ -312,7 +312,7 @@ impl seam::Judge for Judge {
         }
     }
 
-    fn completed(&mut self, _rank: u32, _index: usize, _result: &Result<Vec<u8>, String>) {}
+    fn completed(&mut self, _rank: u32, _index: usize, _result: &Result<Vec<u8>, bootsim_core::RecordedError>) {}
 
     fn init_ended(&mut self, _rank: u32) {}
 

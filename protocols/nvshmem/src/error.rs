@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::OpKind;
 use bootsim_core::codec::WireError;
-pub use bootsim_core::Culprit;
+pub use bootsim_core::{Blocked, Culprit};
 
 /// Why an operation (or the root) failed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -162,6 +162,8 @@ pub enum BootstrapError {
         after: Duration,
         /// The one the step waited for, when it waited for one.
         peer: Option<Culprit>,
+        /// How the step was blocked on `peer` (in connect() to it, or otherwise).
+        blocked: Blocked,
     },
     /// The application asked for something the protocol cannot do.
     #[error("rank {rank}: invalid {op}: {reason}")]
@@ -292,6 +294,7 @@ mod tests {
             waiting,
             after: Duration::from_secs(1),
             peer: Some(Culprit::Rank(1)),
+            blocked: Blocked::Other,
         };
         assert_eq!(t.culprit(0), Some(Culprit::Rank(1)));
         let missing = BootstrapError::RootTimeout { waiting: String::new(), after: Duration::ZERO, missing: vec![3] };
@@ -311,6 +314,7 @@ mod tests {
             waiting: "init: receiving from the ring predecessor (bytes on local c3 from rank 3's old address)".into(),
             after: Duration::from_secs(1),
             peer: Some(Culprit::Rank(2)),
+            blocked: Blocked::Other,
         };
         assert_eq!(t.culprit(0), Some(Culprit::Rank(2)));
         let w = BootstrapError::Wire {

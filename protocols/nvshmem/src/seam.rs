@@ -166,6 +166,14 @@ impl Node for NvshmemNode {
         }
     }
 
+    /// A rank's typed wait ([`Rank::awaited`]); the root's words.
+    fn awaited(&self) -> Option<bootsim_core::Awaited> {
+        match self {
+            NvshmemNode::Root(n) => n.waiting_for().map(|text| bootsim_core::Awaited::told(text, None)),
+            NvshmemNode::Rank(n) => n.awaited(),
+        }
+    }
+
     fn unexpected(&self) -> Vec<(i32, i32)> {
         match self {
             NvshmemNode::Root(_) => Vec::new(),

@@ -28,6 +28,7 @@ use bootsim_core::seed::derive;
 
 /// A protocol's listener key.
 type Key<P> = <<P as Protocol>::Node as bootsim_core::seam::Node>::Listener;
+type CompletionOf<P> = <<P as Protocol>::Node as bootsim_core::seam::Node>::Completion;
 
 fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
     match addr {
@@ -310,9 +311,9 @@ impl<P: Protocol> World<'_, P> {
         self.out.end = self.now;
         self.out.kernel = self.kernel.stats();
         for (r, rank) in self.ranks.iter().enumerate() {
-            self.out.rank_stopped(r as u32, rank.waiting_for(), rank.unexpected());
+            self.out.rank_stopped(r as u32, rank.awaited(), rank.unexpected());
         }
-        self.out.root_stopped(self.root.waiting_for());
+        self.out.root_stopped(self.root.awaited());
         self.out.trace = self.sink.finish();
         SPARE_READ_BUF.set(std::mem::take(&mut self.buf));
         self.out
@@ -550,7 +551,9 @@ impl<P: Protocol> World<'_, P> {
         match node {
             Node::Root => {
                 self.remaining -= 1;
-                self.out.root_finished(c.into_result().err().map(|e| e.to_string()));
+                self.out.root_finished(
+                    c.into_result().err().map(|e| bootsim_core::RecordedError::of_root::<CompletionOf<P>>(&e)),
+                );
             }
             Node::Rank(r) => {
                 // The rank starts its next operation itself; it is done once none is left.

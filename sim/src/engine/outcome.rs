@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use bootsim_core::seam::{Completed, Judge as SeamJudge, Noted, Observed};
-use bootsim_core::{ConnId, DrainGiveUp, Instant, RootEnd, RunRecord, SentMsg, TakenMsg};
+use bootsim_core::{Awaited, ConnId, DrainGiveUp, Instant, RecordedError, RootEnd, RunRecord, SentMsg, TakenMsg};
 use bootsim_nvshmem::BootstrapError;
 use sha2::{Digest, Sha256};
 
@@ -137,7 +137,7 @@ impl Outcome {
     pub fn completed<C: Completed>(&mut self, r: u32, at: Instant, c: C) {
         let op = c.op();
         let index = op as usize;
-        let mut result = c.into_result().map_err(|e| C::error_text(r, op, &e));
+        let mut result = c.into_result().map_err(|e| RecordedError::of::<C>(r, op, &e));
         let rank = &mut self.record.ranks[r as usize];
         if let Some(StreamJudge(j)) = &mut self.judge {
             if index == 0 {
@@ -163,11 +163,11 @@ impl Outcome {
 
     /// Records the root's result.
     pub fn root_ended(&mut self, result: &Result<Vec<u8>, BootstrapError>) {
-        self.root_finished(result.as_ref().err().map(|e| e.to_string()));
+        self.root_finished(result.as_ref().err().map(RecordedError::of_root::<bootsim_nvshmem::Completion>));
     }
 
     /// Records the root's end: done, or failed with this error.
-    pub fn root_finished(&mut self, error: Option<String>) {
+    pub fn root_finished(&mut self, error: Option<RecordedError>) {
         self.record.root = match error {
             None => RootEnd::Done,
             Some(e) => RootEnd::Failed(e),
@@ -176,7 +176,7 @@ impl Outcome {
 
     /// Records where rank `r` stands when the run stops: its unexpected list and, unless it
     /// ended, what it waits for.
-    pub fn rank_stopped(&mut self, r: u32, waiting_for: Option<String>, unexpected: Vec<(i32, i32)>) {
+    pub fn rank_stopped(&mut self, r: u32, waiting_for: Option<Awaited>, unexpected: Vec<(i32, i32)>) {
         let end = &mut self.record.ranks[r as usize];
         end.unexpected = unexpected;
         if end.finished_at.is_none() {
@@ -185,9 +185,9 @@ impl Outcome {
     }
 
     /// Records what the root waits for when the run stops, unless it ended.
-    pub fn root_stopped(&mut self, waiting_for: Option<String>) {
+    pub fn root_stopped(&mut self, waiting_for: Option<Awaited>) {
         if self.record.root == RootEnd::NotObserved {
-            self.record.root = RootEnd::Waiting(waiting_for.unwrap_or_default());
+            self.record.root = RootEnd::Waiting(waiting_for.unwrap_or_else(|| String::new().into()));
         }
     }
 

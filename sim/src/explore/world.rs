@@ -51,6 +51,7 @@ use crate::words::host_addr;
 
 /// A protocol's listener key.
 type Listener<P> = <<P as Protocol>::Node as seam::Node>::Listener;
+type CompletionOf<P> = <<P as Protocol>::Node as seam::Node>::Completion;
 
 /// A protocol the explorer searches: its nodes, completions and events are cloned and hashed
 /// with each state, and its judge (the one the fast engine uses) gives a verdict and findings.
@@ -485,7 +486,7 @@ where
                 Entry::Event(node, ev, kconn) => out.record_event(Instant::ZERO, *node, ev.clone(), *kconn),
                 Entry::Completed(Node::Rank(r), c) => out.completed(*r, Instant::ZERO, c.clone()),
                 Entry::Completed(Node::Root, c) => {
-                    out.root_finished(c.result().err().map(|e| e.to_string()));
+                    out.root_finished(c.result().err().map(bootsim_core::RecordedError::of_root::<CompletionOf<P>>));
                 }
             }
         }
@@ -493,9 +494,9 @@ where
             if self.stopped[r] || (self.exhausted[r] && rank.is_finished()) {
                 out.rank_ended(r as u32, Instant::ZERO);
             }
-            out.rank_stopped(r as u32, rank.waiting_for(), rank.unexpected());
+            out.rank_stopped(r as u32, rank.awaited(), rank.unexpected());
         }
-        out.root_stopped(self.root.waiting_for());
+        out.root_stopped(self.root.awaited());
         out
     }
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use bootsim_core::{MsgOrigin, OpName, OpType};
+use bootsim_core::{Awaited, MsgOrigin, OpName, OpType, RecordedError};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
@@ -102,15 +102,17 @@ pub enum Finding {
     Error {
         /// The rank whose operation failed (`None`: the root).
         rank: Option<u32>,
-        /// The error's text.
-        error: String,
+        /// The error, typed as the record holds it (its words in `--json`).
+        #[serde(serialize_with = "as_text")]
+        error: RecordedError,
     },
     /// A participant did not finish before the deadline.
     Hang {
         /// Who waits: a rank or the root.
         who: Who,
-        /// What it waits for.
-        waiting: String,
+        /// What it waits for, typed as the record holds it (its words in `--json`).
+        #[serde(serialize_with = "as_text")]
+        waiting: Awaited,
         /// The (peer, tag) pairs on its unexpected list.
         unexpected: Vec<(i32, i32)>,
     },
@@ -222,6 +224,11 @@ impl Finding {
             Finding::Guard { .. } => Verdict::Guard,
         }
     }
+}
+
+/// A typed part of a finding as its words, in `--json`.
+fn as_text<T: fmt::Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(value)
 }
 
 /// A participant of a run: a rank or the root (`rank 3`, `the root` in words and `--json`).

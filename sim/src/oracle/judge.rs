@@ -135,7 +135,7 @@ impl Judge {
 
     /// Rank `r`'s operation `index` (from 0; init is not one) ended with `result`: its error,
     /// or its bytes checked against the workload with the messages it took.
-    pub fn completed(&mut self, r: u32, index: usize, result: &Result<Vec<u8>, String>) {
+    pub fn completed(&mut self, r: u32, index: usize, result: &Result<Vec<u8>, bootsim_core::RecordedError>) {
         slot(&mut self.ops, r);
         let (pending, ops) = (slot(&mut self.pending, r), &mut self.ops[r as usize]);
         let op = OpId(index as u32 + 1);
@@ -222,7 +222,7 @@ impl bootsim_core::seam::Judge for Judge {
         Judge::taken(self, taken, source);
     }
 
-    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, String>) {
+    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, bootsim_core::RecordedError>) {
         Judge::completed(self, rank, index, result);
     }
 

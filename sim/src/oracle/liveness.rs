@@ -19,7 +19,7 @@ pub(super) fn rank(rank: &RankRecord, ops: usize) -> Option<Finding> {
     let failed = rank.init.is_some() || rank.ops.iter().any(Result::is_err);
     (!failed && rank.ops.len() < ops).then(|| Finding::Error {
         rank: Some(r),
-        error: format!("ended after {} of {} operations without an error", rank.ops.len(), ops),
+        error: format!("ended after {} of {} operations without an error", rank.ops.len(), ops).into(),
     })
 }
 
@@ -62,5 +62,24 @@ mod tests {
             "hang: the root waits for check-in 3"
         );
         assert_eq!(root(&RootEnd::NotObserved), None);
+    }
+
+    #[test]
+    fn a_hang_keeps_the_typed_wait_and_shows_only_its_words() {
+        use bootsim_core::{Awaited, Blocked, Culprit};
+        let wait = Awaited::Protocol {
+            op: None,
+            peer: Some(Culprit::Rank(7)),
+            blocked: Blocked::ConnectToSend,
+            text: "send to rank 7 tag 0x8 (connect of local c85)".into(),
+        };
+        let hung = RankRecord { rank: 3, unfinished: Some(wait.clone()), ..Default::default() };
+        let Some(Finding::Hang { waiting, .. }) = rank(&hung, 1) else { panic!() };
+        assert_eq!(waiting, wait);
+        let json = serde_json::to_value(root(&RootEnd::Waiting(wait)).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "hang", "who": "the root", "waiting": "send to rank 7 tag 0x8 (connect of local c85)", "unexpected": []})
+        );
     }
 }

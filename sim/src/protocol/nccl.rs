@@ -194,7 +194,7 @@ impl seam::Judge for Judge {
         self.inner.taken(taken, source);
     }
 
-    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, String>) {
+    fn completed(&mut self, rank: u32, index: usize, result: &Result<Vec<u8>, bootsim_core::RecordedError>) {
         self.inner.completed(rank, index, result);
     }
 

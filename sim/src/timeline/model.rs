@@ -324,7 +324,7 @@ fn mismatch(report: &RunReport, o: Overtake) -> Mismatch {
         _ => None,
     });
     let error = report.findings.iter().find_map(|f| match f {
-        Finding::Error { rank: Some(r), error } if *r == o.receiver => Some(error.clone()),
+        Finding::Error { rank: Some(r), error } if *r == o.receiver => Some(error.to_string()),
         _ => None,
     });
     let exp_msg =

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use bootsim_adapters::plugin::Held;
-use bootsim_core::RankRecord;
+use bootsim_core::{RankRecord, RecordedError};
 use bootsim_nvshmem::UniqueId;
 
 /// How one rank ended, as far as causes go.
@@ -89,8 +89,8 @@ pub(crate) fn root_addr(uid: &Path) -> Option<SocketAddr> {
 pub(crate) fn lost_the_root(record: &mut RankRecord, root: SocketAddr) {
     let words = format!("; it gave up: it lost rank 0 (the root at {root})");
     let failure = record.init.as_mut().or_else(|| record.ops.iter_mut().rev().find_map(|o| o.as_mut().err()));
-    if let Some(text) = failure {
-        text.push_str(&words);
+    if let Some(e) = failure {
+        *e = std::mem::replace(e, RecordedError::Text(String::new())).map_text(|text| text + &words);
     }
 }
 
@@ -142,6 +142,6 @@ mod tests {
     fn a_rank_that_lost_the_root_says_so() {
         let mut r = RankRecord { rank: 1, init: Some("init: reset".into()), ..Default::default() };
         lost_the_root(&mut r, "127.0.0.1:29500".parse().unwrap());
-        assert_eq!(r.init.unwrap(), "init: reset; it gave up: it lost rank 0 (the root at 127.0.0.1:29500)");
+        assert_eq!(r.init.unwrap().text(), "init: reset; it gave up: it lost rank 0 (the root at 127.0.0.1:29500)");
     }
 }

@@ -6,6 +6,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use bootsim_adapters::nvshmem::{DriverError, RankRun};
+use bootsim_core::{Blocked, Culprit};
 use bootsim_nvshmem::BootstrapError;
 use bootsim_nvshmem::OpKind;
 
@@ -19,11 +20,20 @@ pub fn could_not_run(result: &Result<RankRun, DriverError>, root: Option<SocketA
         DriverError::Failed { error: e @ (BootstrapError::Listen { .. } | BootstrapError::Connect { .. }), .. } => {
             Some(e.to_string())
         }
+        // Init timed out in connect() to the root: checking in (the only dial to the root).
         DriverError::Failed {
-            error: BootstrapError::Timeout { rank, op: OpKind::Init, waiting, after, .. },
+            error:
+                BootstrapError::Timeout {
+                    rank,
+                    op: OpKind::Init,
+                    after,
+                    peer: Some(Culprit::Root),
+                    blocked: Blocked::Connect,
+                    ..
+                },
             completed: 0,
             ..
-        } if waiting.contains("checking in with the root (connect of") => {
+        } => {
             let root = root?;
             // A port in the ephemeral range can connect to itself (simultaneous open) when
             // nothing listens: that is no root either.

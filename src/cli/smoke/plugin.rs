@@ -261,7 +261,8 @@ impl Session {
                 Err(e) => return RankEnd::cannot_start(r, &e.to_string(), t0),
             };
             // A plugin that does not load is this machine's problem, not the protocol's.
-            let setup = run.record.init.as_deref().filter(|e| e.contains(CANNOT_LOAD)).map(str::to_string);
+            let setup =
+                run.record.init.as_ref().map(|e| e.text()).filter(|e| e.contains(CANNOT_LOAD)).map(str::to_string);
             let mut end = RankEnd { setup, stuck_at: run.stopped_at, ..RankEnd::new(run.record, run.stderr, run.took) };
             end.held = run.held;
             if let Some(root) = run.lost.filter(|a| r != 0 && Some(*a) == root_addr(uid)) {
@@ -291,10 +292,13 @@ impl Session {
                 }
                 None => RankRecord {
                     rank: r,
-                    unfinished: Some(format!(
-                        "still blocked {} ms after another rank failed (stopped as a launcher would)",
-                        AFTER_PEER_FAILED.as_millis()
-                    )),
+                    unfinished: Some(
+                        format!(
+                            "still blocked {} ms after another rank failed (stopped as a launcher would)",
+                            AFTER_PEER_FAILED.as_millis()
+                        )
+                        .into(),
+                    ),
                     ..Default::default()
                 },
             };
@@ -365,14 +369,17 @@ impl Session {
         let stderr: Vec<String> =
             err.and_then(|h| h.join().ok()).unwrap_or_default().lines().map(String::from).collect();
         let record = match (stopped, serde_json::from_str::<CoreRankOut>(stdout.trim())) {
-            (Some(u), _) => RankRecord { rank: r, unfinished: Some(u), ..Default::default() },
+            (Some(u), _) => RankRecord { rank: r, unfinished: Some(u.into()), ..Default::default() },
             (None, Ok(o)) => o.record(r),
             (None, Err(_)) => RankRecord {
                 rank: r,
-                init: Some(bootsim_core::report::init_text(format!(
-                    "the core-rank process ended without its record; its last stderr line: {}",
-                    stderr.last().map_or("", String::as_str)
-                ))),
+                init: Some(
+                    bootsim_core::report::init_text(format!(
+                        "the core-rank process ended without its record; its last stderr line: {}",
+                        stderr.last().map_or("", String::as_str)
+                    ))
+                    .into(),
+                ),
                 ..Default::default()
             },
         };

@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use bootsim_core::codec::{WireError, SOCKADDR_LEN};
 use bootsim_core::ids::{ConnId, OpId};
 use bootsim_core::time::Instant;
+use bootsim_core::{Awaited, Blocked};
 
 use crate::error::{BootstrapError, Culprit};
 use crate::io::Outbox;
@@ -293,6 +294,28 @@ impl Rank {
         })
     }
 
+    /// What the running operation is blocked in, as the run record keeps it: [`Rank::waiting`]'s
+    /// words, the operation, the peer its step waits for, and whether it sits in connect() to
+    /// that peer to send it a message (NVSHMEM accepts nothing meanwhile).
+    pub fn awaited(&self) -> Option<Awaited> {
+        let (peer, blocked) = self.blocked_on()?;
+        let waiting = self.waiting()?;
+        Some(Awaited::Protocol { op: Some(waiting.op), peer, blocked, text: waiting.to_string() })
+    }
+
+    /// The peer the running operation's front step waits for and how it is blocked on it.
+    fn blocked_on(&self) -> Option<(Option<Culprit>, Blocked)> {
+        let op = self.op.as_ref()?;
+        let step = op.steps.front();
+        let peer = step.and_then(|s| exec::step_peer(s, &op.wait, self.cfg.rank, self.cfg.nranks));
+        let blocked = match (step, op.wait) {
+            (Some(Step::Send { .. }), Wait::Connecting(_)) => Blocked::ConnectToSend,
+            (Some(_), Wait::Connecting(_)) => Blocked::Connect,
+            _ => Blocked::Other,
+        };
+        Some((peer, blocked))
+    }
+
     /// 3.8's `reserve_tags`: the call's one tag, or the exhaustion error (the counter unmoved).
     fn reserve_call_tag(&mut self, op: OpKind) -> Result<i32, BootstrapError> {
         let tag = self.next_call_tag;
@@ -544,9 +567,9 @@ impl Rank {
         if let (Some(op), Some(limit)) = (&self.op, self.cfg.limits.op_timeout) {
             if self.now >= self.last_progress + limit && !matches!(op.wait, Wait::Until(_)) {
                 let waiting = self.waiting_for().unwrap_or_default();
-                let peer = op.steps.front().and_then(|s| exec::step_peer(s, &op.wait, self.cfg.rank, self.cfg.nranks));
+                let (peer, blocked) = self.blocked_on().unwrap_or_default();
                 let (rank, kind) = (self.cfg.rank, op.kind);
-                self.fail(BootstrapError::Timeout { rank, op: kind, waiting, after: limit, peer });
+                self.fail(BootstrapError::Timeout { rank, op: kind, waiting, after: limit, peer, blocked });
             }
         }
         self.advance();

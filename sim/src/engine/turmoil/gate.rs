@@ -25,7 +25,7 @@ pub fn sim_now() -> Instant {
 }
 
 /// What a rank last said it waits for, and its unexpected list (peer, tag), head first.
-pub type RankWait = (Option<String>, Vec<(i32, i32)>);
+pub type RankWait = (Option<bootsim_core::Awaited>, Vec<(i32, i32)>);
 
 /// Where a connect's handshake stands in the kernel model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,7 +233,7 @@ impl Gate {
     }
 
     /// Records what a rank's state machine waits for (shown when the run ends unfinished).
-    pub fn report_wait(&mut self, host: u32, waiting: Option<String>, unexpected: Vec<(i32, i32)>) {
+    pub fn report_wait(&mut self, host: u32, waiting: Option<bootsim_core::Awaited>, unexpected: Vec<(i32, i32)>) {
         let new = (waiting, unexpected);
         if self.waits.get(&host) != Some(&new) {
             self.last_change = self.clock();

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use bootsim_core::seam::{Completed, Node as SeamNode, Nodes, Observed, Protocol, Setup};
-use bootsim_core::{ConnId, Instant};
-use bootsim_driver::{run_rank_watched, run_root, DriverError, Kept, NodeRun, RunResult, TaskNode};
+use bootsim_core::{Awaited, ConnId, Instant, RecordedError};
+use bootsim_driver::{root_error, run_rank_watched, run_root, DriverError, Kept, NodeRun, RunResult, TaskNode};
 
 use super::outcome::{Node, Outcome};
 use super::work_guard::WorkGuard;
@@ -170,9 +170,9 @@ fn collect<P: Protocol<Node: TaskNode>>(protocol: &P, case: &Case, ends: Ends<P:
         let Some((at, res)) = taken else {
             let (waiting, unexpected) = waits.get(&r).cloned().unwrap_or_default();
             let waiting = match (crashed, waiting) {
-                (Some(c), _) if c == r => "nothing: its host crashed".to_string(),
+                (Some(c), _) if c == r => "nothing: its host crashed".into(),
                 (_, Some(w)) => w,
-                (_, None) => "(still running at the deadline)".to_string(),
+                (_, None) => "(still running at the deadline)".into(),
             };
             // What it did before it stopped: its messages and completions count (explain and the
             // oracle see the overtaking that left it waiting).
@@ -188,14 +188,15 @@ fn collect<P: Protocol<Node: TaskNode>>(protocol: &P, case: &Case, ends: Ends<P:
             Err(DriverError::Failed { error, run, .. }) if <P::Node as SeamNode>::Completion::is_hang(&error) => {
                 // An operation timeout (not set by this engine, kept for protocols that set one).
                 rec.events(r, &run);
-                rec.out.rank_stopped(r, Some(error.to_string()), Vec::new());
+                let peer = <P::Node as SeamNode>::Completion::culprit(r, &error);
+                rec.out.rank_stopped(r, Some(Awaited::told(error.to_string(), peer)), Vec::new());
                 continue;
             }
             Err(DriverError::Failed { run, .. }) => *run,
             Err(other) => {
                 // Not made by the driver for a rank (setup and the root's own errors); kept
                 // as the rank's init error should that change.
-                rec.out.record.ranks[r as usize].ended(0, at, Err(other.to_string()));
+                rec.out.record.ranks[r as usize].ended(0, at, Err(RecordedError::Text(other.to_string())));
                 rec.out.rank_ended(r, at);
                 continue;
             }
@@ -208,9 +209,10 @@ fn collect<P: Protocol<Node: TaskNode>>(protocol: &P, case: &Case, ends: Ends<P:
     match root.lock().unwrap_or_else(|p| p.into_inner()).take() {
         Some(Ok(())) => out.root_finished(None),
         Some(Err(DriverError::Root(e))) if <P::Node as SeamNode>::Completion::is_hang(&e) => {
-            out.root_stopped(Some(e.to_string()))
+            let peer = <P::Node as SeamNode>::Completion::culprit(0, &e);
+            out.root_stopped(Some(Awaited::told(e.to_string(), peer)))
         }
-        Some(Err(e)) => out.root_finished(Some(e.to_string())),
+        Some(Err(e)) => out.root_finished(Some(root_error(&e))),
         None => out.root_stopped(None),
     }
     out.end = end;

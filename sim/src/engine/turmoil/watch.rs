@@ -28,7 +28,7 @@ where
     N::Completion: Clone,
 {
     fn blocked(&mut self, node: &N) {
-        let wait = (node.waiting_for(), node.unexpected());
+        let wait = (node.awaited(), node.unexpected());
         if self.kept.waited(wait.clone()) {
             self.gate.lock().report_wait(self.host, wait.0, wait.1);
         }
