@@ -250,7 +250,7 @@ impl Net {
                         RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall).with_script(script, kicks);
                     if cfg.load.queue_model_on() {
                         let flows = flood[usize::from(q)];
-                        rx.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
+                        rx.set_loaded(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
                     }
                     rx
                 }));
