@@ -106,10 +106,6 @@ impl Scheduled {
     fn new(at: Instant, seq: u64, work: Work) -> Scheduled {
         Scheduled { key: u128::from(at.as_nanos()) << 64 | u128::from(seq), work }
     }
-
-    fn at(&self) -> Instant {
-        Instant::from_nanos((self.key >> 64) as u64)
-    }
 }
 
 impl Timed for Scheduled {
@@ -135,6 +131,113 @@ impl Ord for Scheduled {
     }
 }
 
+/// A packet's agenda work (arrival, backlog, delivery) in 16 bytes, so that an entry of the
+/// packet heap, with its 16-byte key, is 32 bytes, two to a cache line (a [`Work`] is 32 bytes
+/// alone, its entry 48): thousands are in flight at 1024 ranks and every push and pop moves
+/// one entry per level of the heap.
+#[derive(Clone, Copy, Debug)]
+struct PackedPkt {
+    /// The connection (low 48 bits) and, for a backlog entry, the CPU (high 16).
+    conn_cpu: u64,
+    /// The segment's number (`Data`, `Fin`) or acknowledgement (`DataAck`), else 0.
+    num: u32,
+    /// The receiving host (at most 65 536 hosts: `Case::parse` bounds the ranks).
+    host: u16,
+    /// Its RX queue (at most 128, `Net::new`).
+    queue: u8,
+    /// The work's kind (bits 0-1), the direction (bit 2) and the segment's kind (bits 3-5).
+    bits: u8,
+}
+
+impl PackedPkt {
+    const CONN_BITS: u32 = 48;
+
+    /// `work`, which is not a timer, packed.
+    fn pack(work: Work) -> PackedPkt {
+        let (kind, pkt, cpu) = match work {
+            Work::Arrive(pkt) => (0u8, pkt, 0u16),
+            Work::Backlog { pkt, cpu } => (1, pkt, cpu),
+            Work::Deliver(pkt) => (2, pkt, 0),
+            Work::Timer { .. } => unreachable!("timers wait on the wheel"),
+        };
+        let (seg, num) = match pkt.seg {
+            Seg::Syn => (0u8, 0),
+            Seg::SynAck => (1, 0),
+            Seg::Ack => (2, 0),
+            Seg::Data { idx } => (3, idx),
+            Seg::Fin { idx } => (4, idx),
+            Seg::DataAck { upto } => (5, upto),
+            Seg::Rst => (6, 0),
+        };
+        debug_assert!(pkt.conn < 1 << Self::CONN_BITS && pkt.host <= u32::from(u16::MAX) && pkt.queue <= 0xff);
+        let dir = match pkt.dir {
+            Dir::ToServer => 0u8,
+            Dir::ToClient => 1,
+        };
+        PackedPkt {
+            conn_cpu: pkt.conn | u64::from(cpu) << Self::CONN_BITS,
+            num,
+            host: pkt.host as u16,
+            queue: pkt.queue as u8,
+            bits: kind | dir << 2 | seg << 3,
+        }
+    }
+
+    /// The work packed.
+    fn unpack(self) -> Work {
+        let num = self.num;
+        let seg = match self.bits >> 3 {
+            0 => Seg::Syn,
+            1 => Seg::SynAck,
+            2 => Seg::Ack,
+            3 => Seg::Data { idx: num },
+            4 => Seg::Fin { idx: num },
+            5 => Seg::DataAck { upto: num },
+            _ => Seg::Rst,
+        };
+        let dir = if self.bits & 4 == 0 { Dir::ToServer } else { Dir::ToClient };
+        let pkt = Pkt {
+            conn: self.conn_cpu & ((1 << Self::CONN_BITS) - 1),
+            host: u32::from(self.host),
+            queue: u16::from(self.queue),
+            dir,
+            seg,
+        };
+        match self.bits & 3 {
+            0 => Work::Arrive(pkt),
+            1 => Work::Backlog { pkt, cpu: (self.conn_cpu >> Self::CONN_BITS) as u16 },
+            _ => Work::Deliver(pkt),
+        }
+    }
+}
+
+// Two entries to a cache line.
+const _: () = assert!(std::mem::size_of::<PktEntry>() == 32);
+
+/// An entry of the packet heap: its key as [`Scheduled`]'s, its work packed.
+#[derive(Clone, Copy, Debug)]
+struct PktEntry {
+    key: u128,
+    pkt: PackedPkt,
+}
+
+impl PartialEq for PktEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl Eq for PktEntry {}
+impl PartialOrd for PktEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for PktEntry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
 /// One of the agenda's two heaps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Lane {
@@ -151,7 +254,7 @@ pub(crate) struct Net {
     latency_ns: u64,
     jitter_ns: u64,
     /// Packets in flight (short-lived, dense).
-    agenda: BinaryHeap<Reverse<Scheduled>>,
+    agenda: BinaryHeap<Reverse<PktEntry>>,
     /// Retransmission timers (long, mostly stale by the time they fire); kept apart so the
     /// packet heap stays small. Both heaps share one sequence counter.
     timers: Wheel<Scheduled>,
@@ -250,7 +353,7 @@ impl Net {
                         RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall).with_script(script, kicks);
                     if cfg.load.queue_model_on() {
                         let flows = flood[usize::from(q)];
-                        rx.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
+                        rx.set_loaded(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
                     }
                     rx
                 }));
@@ -294,6 +397,7 @@ impl Net {
             self.timers.push(entry);
             return;
         }
+        let entry = PktEntry { key: entry.key, pkt: PackedPkt::pack(work) };
         if self.taken == Some(Lane::Packets) {
             // The packet being handled is still at the top of its heap: the new one takes its
             // place, one sift down from the top (usually short: new entries are due soon)
@@ -316,20 +420,22 @@ impl Net {
         }
     }
 
-    /// The earliest entry overall, by (time, seq), and where it is.
-    fn earliest(&self) -> Option<(&Scheduled, Lane)> {
+    /// The earliest entry overall, by (time, seq): its key and where it is.
+    fn earliest(&self) -> Option<(u128, Lane)> {
         match (self.agenda.peek(), self.timers.peek()) {
             (None, None) => None,
-            (Some(Reverse(a)), None) => Some((a, Lane::Packets)),
-            (None, Some(t)) => Some((t, Lane::Timers)),
-            (Some(Reverse(a)), Some(t)) => Some(if a.key <= t.key { (a, Lane::Packets) } else { (t, Lane::Timers) }),
+            (Some(Reverse(a)), None) => Some((a.key, Lane::Packets)),
+            (None, Some(t)) => Some((t.key, Lane::Timers)),
+            (Some(Reverse(a)), Some(t)) => {
+                Some(if a.key <= t.key { (a.key, Lane::Packets) } else { (t.key, Lane::Timers) })
+            }
         }
     }
 
     /// Time of the earliest agenda entry.
     pub(crate) fn next_due(&self) -> Option<Instant> {
         debug_assert!(self.taken.is_none(), "asked for the next entry while one is being handled");
-        self.earliest().map(|(s, _)| s.at())
+        self.earliest().map(|(key, _)| Instant::from_nanos((key >> 64) as u64))
     }
 
     /// Take the earliest agenda entry if it is due at or before `now`. It stays in its queue
@@ -337,12 +443,15 @@ impl Net {
     /// removes it if nothing did, so call this until it returns `None`.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, Work)> {
         self.settle();
-        let (top, lane) = self.earliest()?;
-        let at = top.at();
+        let (key, lane) = self.earliest()?;
+        let at = Instant::from_nanos((key >> 64) as u64);
         if at > now {
             return None;
         }
-        let work = top.work;
+        let work = match lane {
+            Lane::Packets => self.agenda.peek().map(|Reverse(e)| e.pkt.unpack()),
+            Lane::Timers => self.timers.peek().map(|t| t.work),
+        }?;
         self.taken = Some(lane);
         self.taken_at = at;
         Some((at, work))
@@ -511,6 +620,32 @@ mod tests {
         assert!(per.contains(&0), "{per:?}");
         cfg.set("flood_rate", "0").unwrap();
         assert_eq!(per_cpu(&cfg), vec![0; 8]);
+    }
+
+    #[test]
+    fn packed_packet_work_unpacks_to_itself() {
+        let segs = [
+            Seg::Syn,
+            Seg::SynAck,
+            Seg::Ack,
+            Seg::Data { idx: u32::MAX },
+            Seg::Fin { idx: 7 },
+            Seg::DataAck { upto: 1 << 31 },
+            Seg::Rst,
+        ];
+        for seg in segs {
+            for dir in [Dir::ToServer, Dir::ToClient] {
+                let pkt = Pkt { conn: (1 << 48) - 1, host: 65_535, queue: 127, dir, seg };
+                for work in [Work::Arrive(pkt), Work::Backlog { pkt, cpu: 1024 }, Work::Deliver(pkt)] {
+                    assert_eq!(PackedPkt::pack(work).unpack(), work);
+                }
+                let small = Pkt { conn: 3, host: 0, queue: 0, ..pkt };
+                assert_eq!(
+                    PackedPkt::pack(Work::Backlog { pkt: small, cpu: 0 }).unpack(),
+                    Work::Backlog { pkt: small, cpu: 0 }
+                );
+            }
+        }
     }
 
     #[test]

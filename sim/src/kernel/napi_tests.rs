@@ -16,7 +16,7 @@ fn queue(words: &str, flows: u32, script: Vec<(u64, u64)>) -> (RxQueue, StallPar
     cfg.apply_words(words).unwrap();
     let sp = StallParams::new(&cfg);
     let mut q = RxQueue::new(stream(1, Purpose::Stall, 0, 0), &sp).with_script(script, Vec::new());
-    q.loaded = Some(Loaded::new(LoadParams::new(&cfg, flows, 1)));
+    q.set_loaded(Loaded::new(LoadParams::new(&cfg, flows, 1)));
     (q, sp)
 }
 
@@ -43,7 +43,7 @@ fn budget_deferral_delays_the_301st_packet_of_a_burst() {
 
     // Without a budget the 301st packet follows at once; a time budget works the same way.
     let (mut q, sp) = queue("service=2us", 0, Vec::new());
-    q.loaded = Some(Loaded::new(LoadParams::new(&KernelConfig { rx_queues: 1, ..KernelConfig::default() }, 0, 1)));
+    q.set_loaded(Loaded::new(LoadParams::new(&KernelConfig { rx_queues: 1, ..KernelConfig::default() }, 0, 1)));
     let last = (0..301).map(|_| offer(&mut q, &sp, 0, 2).unwrap()).last().unwrap();
     assert_eq!(last.done.as_nanos(), 602 * US);
     let (mut q, sp) = queue("service=2us napi_budget_time=100us ksoftirqd_delay=1ms", 0, Vec::new());
@@ -90,7 +90,7 @@ fn the_same_offers_give_the_same_completions_with_random_stalls() {
         cfg.set("stall_gap", "50us").unwrap();
         let sp = StallParams::new(&cfg);
         let mut q = RxQueue::new(stream(7, Purpose::Stall, 0, 3), &sp);
-        q.loaded = Some(Loaded::new(LoadParams::new(&cfg, 2, 1)));
+        q.set_loaded(Loaded::new(LoadParams::new(&cfg, 2, 1)));
         (0..3000u64)
             .map(|i| {
                 q.offer(Instant::from_nanos(i * i % 7919 * 300 + i * 1000), Duration::from_micros(3), &sp, Via::Ring)
