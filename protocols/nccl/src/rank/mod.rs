@@ -76,7 +76,7 @@ struct Want {
     stream: Option<ConnId>,
 }
 
-/// The ring allgather in progress.
+/// The ring allgather in progress (`gather.rs`): one slice per direction, not n.
 #[derive(Clone, Debug, Hash)]
 struct Gather {
     pair: Pair,
@@ -85,13 +85,21 @@ struct Gather {
     n: usize,
     size: usize,
     round: usize,
-    buf: Vec<u8>,
+    /// The ring's ranks in order (the intra-node ring's); empty for the ring of all ranks.
+    ranks: Vec<u32>,
+    /// The slices to write next round: on `next` (the one last taken from `prev`, first this
+    /// rank's own) and on `prev` (last taken from `next`; 2.30).
+    to_next: Vec<u8>,
+    to_prev: Vec<u8>,
+    /// The slices taken that are not the ones predicted, by slot.
+    odd: BTreeMap<usize, Vec<u8>>,
+    /// Init's allgather: each slot's address as taken (empty for the others).
+    addrs: Vec<Option<SocketAddr>>,
     /// Slices still to read this round: from `prev` (ring 0) and from `next` (ring 1, 2.30).
     want_prev: Option<usize>,
     want_next: Option<usize>,
     /// Close both sockets at the end (the intra-node ring).
     close: bool,
-    addresses: bool,
 }
 
 #[derive(Clone, Debug, Hash)]
@@ -152,6 +160,7 @@ pub struct Rank {
     next_conn: u64,
     listeners: BTreeMap<Listener, SocketAddr>,
     conns: BTreeMap<ConnId, Conn>,
+    /// The peers' addresses from init's allgather (empty before it ends).
     peers: Vec<Option<SocketAddr>>,
     ring: Option<Pair>,
     unexpected: Vec<Unexpected>,
@@ -168,14 +177,13 @@ pub struct Rank {
 impl Rank {
     /// A rank that starts its program at once.
     pub fn new(cfg: RankConfig) -> Rank {
-        let n = cfg.nranks as usize;
         let mut rank = Rank {
             cfg,
             out: Outbox::default(),
             next_conn: 0,
             listeners: BTreeMap::new(),
             conns: BTreeMap::new(),
-            peers: vec![None; n],
+            peers: Vec::new(),
             ring: None,
             unexpected: Vec::new(),
             step: 0,
@@ -363,8 +371,7 @@ impl Rank {
                 let Some(pair) = self.ring else {
                     return self.invalid("an allgather before bootstrapInit built the ring".into());
                 };
-                let (me, n) = (self.cfg.rank as usize, self.cfg.nranks as usize);
-                self.start_gather(pair, me, n, size, addresses, false);
+                self.start_gather(pair, Vec::new(), size, addresses, false);
             }
             Step::Send { peer, tag, logical_tag, size } => {
                 let Some(addr) = self.peers.get(peer as usize).copied().flatten() else {
@@ -510,8 +517,8 @@ impl Rank {
     fn progress(&mut self) {
         loop {
             let before = self.step;
-            // Matched by reference, fields copied out: an allgather's state holds its whole
-            // buffer (n slices), and cloning it per input made a run cubic in n.
+            // Matched by reference, fields copied out: cloning an allgather's state per input
+            // (its whole buffer of n slices, then) once made a run cubic in n.
             let moved = match &self.state {
                 State::InitListening => self.init_listening(),
                 &State::InitSuccessor { conn, accepted: true } => self.init_successor(conn),
