@@ -6,25 +6,21 @@
 //! sender's program makes ([`payload`], with the sender's address first in init's allgather),
 //! only a slice that differs is kept, and the result is made whole once, when the allgather
 //! completes. The addresses of init's allgather are the one table kept afterwards (NCCL keeps
-//! `peerCommAddresses`, n addresses; the other allgathers' results are the caller's).
+//! `peerCommAddresses`, n addresses: `peers.rs`); the other allgathers' results are the
+//! caller's.
 
+use super::peers::{Layout, Peers};
 use super::*;
 
 impl Rank {
     pub(super) fn start_gather(&mut self, pair: Pair, ranks: Vec<u32>, size: usize, addresses: bool, close: bool) {
         let (n, rank) = (if ranks.is_empty() { self.cfg.nranks as usize } else { ranks.len() }, self.cfg.rank);
         let me = if ranks.is_empty() { rank as usize } else { ranks.iter().position(|&r| r == rank).expect("checked") };
-        let mine = if addresses {
-            let mut b = payload(rank, self.step, size);
-            let addr = self.listeners.get(&self.p2p_listener()).copied();
-            if let (Some(a), true) = (addr, size >= SOCKADDR_LEN) {
-                b[..SOCKADDR_LEN].copy_from_slice(&encode_sockaddr(&a));
-            }
-            b
-        } else {
-            payload(rank, self.step, size)
-        };
-        let addrs = if addresses { vec![None; n] } else { Vec::new() };
+        let own = self.listeners.get(&self.p2p_listener()).copied().filter(|_| addresses);
+        let mut mine = payload(rank, self.step, size);
+        if let (Some(a), true) = (own, size >= SOCKADDR_LEN) {
+            mine[..SOCKADDR_LEN].copy_from_slice(&encode_sockaddr(&a));
+        }
         let mut g = Gather {
             pair,
             me,
@@ -35,7 +31,8 @@ impl Rank {
             to_next: mine.clone(),
             to_prev: Vec::new(),
             odd: BTreeMap::new(),
-            addrs,
+            addresses,
+            layout: own.and_then(|a| Layout::around(a, me)),
             want_prev: None,
             want_next: None,
             close,
@@ -49,15 +46,12 @@ impl Rank {
     }
 
     /// Keeps slice `slot` of the allgather (its bytes zero-padded to the slice size, as NCCL's
-    /// buffer holds a shorter message): its address, and its bytes if they are not the ones
-    /// predicted. Gives the padded bytes back (the slice to forward).
+    /// buffer holds a shorter message) if it is not the one predicted. Gives the padded bytes
+    /// back (the slice to forward).
     fn took(&mut self, slot: usize, mut bytes: Vec<u8>) -> Vec<u8> {
         let step = self.step;
         let State::Gathering(g) = &mut self.state else { return bytes };
         bytes.resize(g.size, 0);
-        if !g.addrs.is_empty() {
-            g.addrs[slot] = bytes.get(..SOCKADDR_LEN).and_then(|b| decode_sockaddr(b.try_into().ok()?).ok());
-        }
         if g.predicted(slot, step) != bytes {
             g.odd.insert(slot, bytes.clone());
         }
@@ -72,7 +66,7 @@ impl Rank {
         let bidirectional = self.cfg.variant.bidirectional_allgather();
         let rounds = if bidirectional { n / 2 } else { n.saturating_sub(1) };
         if g.round >= rounds {
-            let State::Gathering(mut g) = std::mem::replace(&mut self.state, State::Idle) else {
+            let State::Gathering(g) = std::mem::replace(&mut self.state, State::Idle) else {
                 unreachable!("matched above")
             };
             if g.close {
@@ -82,8 +76,8 @@ impl Rank {
                 self.conns.remove(&g.pair.prev);
             }
             let result = g.result(step);
-            if !g.addrs.is_empty() {
-                self.peers = std::mem::take(&mut g.addrs);
+            if g.addresses {
+                self.peers = Peers::of_slices(&result, g.size, g.layout);
             }
             return self.complete(Ok(result));
         }
@@ -145,11 +139,11 @@ impl Gather {
     }
 
     /// The bytes slot `slot` holds if its sender sent what its program makes in step `step`
-    /// (with the address taken first in init's allgather).
+    /// (in init's allgather, with its address first where the layout puts it).
     fn predicted(&self, slot: usize, step: usize) -> Vec<u8> {
         let mut b = payload(self.rank_of(slot), step, self.size);
-        if let (Some(Some(a)), true) = (self.addrs.get(slot), self.size >= SOCKADDR_LEN) {
-            b[..SOCKADDR_LEN].copy_from_slice(&encode_sockaddr(a));
+        if let (Some(a), true) = (self.layout.and_then(|l| l.of(slot)), self.size >= SOCKADDR_LEN) {
+            b[..SOCKADDR_LEN].copy_from_slice(&encode_sockaddr(&a));
         }
         b
     }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use bootsim_core::codec::{decode_sockaddr, encode_frame, encode_sockaddr, FrameReader, WireError, SOCKADDR_LEN};
+use bootsim_core::codec::{encode_frame, encode_sockaddr, FrameReader, WireError, SOCKADDR_LEN};
 use bootsim_core::ConnId;
 
 use crate::bootstrap_op::BootstrapOp;
@@ -22,6 +22,7 @@ use crate::variant::Variant;
 
 mod gather;
 mod init;
+mod peers;
 mod recv;
 
 /// What a rank is told.
@@ -93,8 +94,10 @@ struct Gather {
     to_prev: Vec<u8>,
     /// The slices taken that are not the ones predicted, by slot.
     odd: BTreeMap<usize, Vec<u8>>,
-    /// Init's allgather: each slot's address as taken (empty for the others).
-    addrs: Vec<Option<SocketAddr>>,
+    /// Init's allgather, whose slices start with their sender's address; where the ranks'
+    /// addresses are predicted to be (from this rank's own).
+    addresses: bool,
+    layout: Option<peers::Layout>,
     /// Slices still to read this round: from `prev` (ring 0) and from `next` (ring 1, 2.30).
     want_prev: Option<usize>,
     want_next: Option<usize>,
@@ -160,8 +163,8 @@ pub struct Rank {
     next_conn: u64,
     listeners: BTreeMap<Listener, SocketAddr>,
     conns: BTreeMap<ConnId, Conn>,
-    /// The peers' addresses from init's allgather (empty before it ends).
-    peers: Vec<Option<SocketAddr>>,
+    /// The peers' addresses from init's allgather (none before it ends).
+    peers: peers::Peers,
     ring: Option<Pair>,
     unexpected: Vec<Unexpected>,
     step: usize,
@@ -183,7 +186,7 @@ impl Rank {
             next_conn: 0,
             listeners: BTreeMap::new(),
             conns: BTreeMap::new(),
-            peers: Vec::new(),
+            peers: peers::Peers::default(),
             ring: None,
             unexpected: Vec::new(),
             step: 0,
@@ -374,7 +377,7 @@ impl Rank {
                 self.start_gather(pair, Vec::new(), size, addresses, false);
             }
             Step::Send { peer, tag, logical_tag, size } => {
-                let Some(addr) = self.peers.get(peer as usize).copied().flatten() else {
+                let Some(addr) = self.peers.get(peer as usize) else {
                     return self.invalid(format!("send to rank {peer}, whose address is not known"));
                 };
                 let conn = self.conn();
@@ -396,7 +399,7 @@ impl Rank {
                     return self.complete(Ok(payload(self.cfg.rank, self.step, size)));
                 }
                 let next = ranks[(me + 1) % ranks.len()];
-                let Some(addr) = self.peers.get(next as usize).copied().flatten() else {
+                let Some(addr) = self.peers.get(next as usize) else {
                     return self.invalid(format!("intra-node allgather to rank {next}, whose address is not known"));
                 };
                 let conn = self.conn();
@@ -500,7 +503,7 @@ impl Rank {
         let to = match &self.state {
             State::InitCheckIn { conn: c } if *c == conn => ("the root".to_string(), self.cfg.root),
             State::Sending { conn: c, to, .. } if *c == conn => {
-                (format!("rank {to}"), self.peers[*to as usize].expect("known at start"))
+                (format!("rank {to}"), self.peers.get(*to as usize).expect("known at start"))
             }
             State::InitRing { next, .. } | State::IntraConnect { next, .. } if *next == conn => {
                 ("its ring successor".to_string(), self.ring_addr.unwrap_or(self.cfg.root))
