@@ -7,9 +7,10 @@ use bootsim_nvshmem::{Variant, PRESETS};
 
 use crate::explore::schedule::Schedule;
 use crate::kernel::{KernelConfig, PROFILES};
-use bootsim_nvshmem::workload::{parse_ops, OpSpec, Workload, WORKLOADS};
+use bootsim_nvshmem::workload::{parse_ops, Workload, WORKLOADS};
 
 mod builder;
+mod memory;
 pub use builder::CaseBuilder;
 
 /// Which engine runs the case.
@@ -134,13 +135,7 @@ fn cut_quoted(message: &str) -> String {
 /// simulated clock cannot overflow).
 pub const MAX_DEADLINE_MS: u64 = 86_400_000;
 
-/// What init holds per rank for each peer, at most: the allgathered 28-byte address, the
-/// decoded address (6 bytes for IPv4, 32 counted, as for IPv6) and the per-peer sequence and
-/// stream slots (48 bytes, taken only by the transports that use them). Init's tables grow with
-/// the square of the ranks: at 16384 ranks they alone are up to 29 GB.
-pub const INIT_BYTES_PER_PEER: u128 = 28 + 32 + 48;
-
-/// The most payload bytes (all ranks' buffers) one run may need: 4 GiB.
+/// The most memory one run may need ([`Case::payload_bytes`]'s estimate): 4 GiB.
 pub const PAYLOAD_BUDGET: u128 = 4 << 30;
 
 const KEYS: &str =
@@ -594,8 +589,8 @@ impl Case {
             let bytes = case.payload_bytes();
             if bytes > budget {
                 return Err(err(format!(
-                    "ranks={} with protocol=nccl needs about {} MiB (every rank's program and messages grow \
-                     with the square of the ranks), over the {} MiB budget: use fewer ranks",
+                    "ranks={} with protocol=nccl needs about {} MiB (every rank's state and its host's, and \
+                     more with the square of the ranks), over the {} MiB budget: use fewer ranks",
                     case.ranks,
                     bytes >> 20,
                     budget >> 20
@@ -647,8 +642,8 @@ impl Case {
         let bytes = case.payload_bytes();
         if bytes > budget {
             return Err(err(format!(
-                "ranks={} with workload={} needs about {} MiB (init's address tables, which grow with \
-                 the square of the ranks, and every rank's send and receive buffers), over the {} MiB \
+                "ranks={} with workload={} needs about {} MiB (every rank's state and its host's, its \
+                 largest operation in flight, and more with the square of the ranks), over the {} MiB \
                  budget: use fewer ranks or smaller operations",
                 case.ranks,
                 case.workload.name(),
@@ -735,32 +730,6 @@ impl Case {
     /// the knobs; parsed once, when the case was made.
     pub fn kernel_config(&self) -> &KernelConfig {
         &self.kernel
-    }
-
-    /// Bytes of send and receive buffers all ranks hold over the run (the memory a run needs).
-    pub fn payload_bytes(&self) -> u128 {
-        let n = u128::from(self.ranks);
-        if let Some(nc) = &self.nccl {
-            // Every rank's program has a few steps per peer, and every setup's connectInfo
-            // (128 bytes per channel) goes to every peer.
-            let channels = match &nc.workload {
-                bootsim_nccl::Workload::Init(p) => p.channels,
-                bootsim_nccl::Workload::P2p { channels, .. } => *channels,
-                bootsim_nccl::Workload::Pair(..) => 1,
-            };
-            return n * n * (INIT_BYTES_PER_PEER + 1024 + 8 * 128 * u128::from(channels));
-        }
-        let ops: u128 = self
-            .workload
-            .ops(self.seed)
-            .iter()
-            .map(|op| match op {
-                OpSpec::Allgather(len) => 2 * *len as u128 * n * n,
-                OpSpec::Alltoall(len) => 2 * *len as u128 * n * n,
-                OpSpec::Barrier => 4 * n,
-            })
-            .sum();
-        ops + n * n * INIT_BYTES_PER_PEER
     }
 
     /// The variant's name as the case string gives it (NVSHMEM's preset, NCCL's version, or
@@ -1213,11 +1182,14 @@ mod tests {
         assert!(e("nonsense").contains("not key=value"));
         assert!(e("workload=custom ops=alltoall:1048576 ranks=4096").contains("over the 4096 MiB budget"));
         assert!(e("qps=1024 ranks=65536").contains("budget"));
-        // A caller that bounds its own memory (the bench's scale child) may ask for more.
-        let big = "workload=nvshmem-init ranks=4096";
-        assert!(e(big).contains("over the 4096 MiB budget"));
-        assert_eq!(Case::parse_within(big, u128::MAX).map(|c| c.ranks), Ok(4096));
-        assert!(Case::parse_within(big, 1 << 30).unwrap_err().to_string().contains("over the 1024 MiB budget"));
+        // nvshmem-init at 4096 ranks fits (about 800 MiB); a caller that bounds its own memory
+        // (the bench's scale child) may ask for more, or less.
+        let big = "workload=nvshmem-init ranks=4096 deadline_ms=3600000";
+        assert_eq!(Case::parse(big).map(|c| c.ranks), Ok(4096));
+        assert!(e("workload=nvshmem-init ranks=16384").contains("over the 4096 MiB budget"));
+        assert!(e("variant=persistent workload=nvshmem-init ranks=4096").contains("over the 4096 MiB budget"));
+        assert_eq!(Case::parse_within("workload=nvshmem-init ranks=16384", u128::MAX).map(|c| c.ranks), Ok(16384));
+        assert!(Case::parse_within(big, 512 << 20).unwrap_err().to_string().contains("over the 512 MiB budget"));
         assert!(e("rto_min=0ns").contains("rto_min"));
         assert!(e("rto_min=2s rto_max=1s").contains("above rto_max"));
         assert!(e("stall_gap=off stalls=0:7:0:5 rx_queues=2").contains("does not exist"));
@@ -1313,7 +1285,8 @@ mod tests {
         assert!(e("workload=nccl-p2p ranks=4 distances=1,4").contains("not a peer distance below ranks=4"));
         assert!(e("workload=nccl-p2p distances=1,x").contains("distances=`1,x`"));
         assert!(e("variant=nccl-2.19 engine=turmoil accept=1:0.0").contains("engine=fast only"));
-        assert!(e("variant=nccl-2.19 ranks=65536").contains("over the 4096 MiB budget"));
+        assert!(e("variant=nccl-2.19 workload=nccl-p2p ranks=4096").contains("over the 4096 MiB budget"));
+        assert!(Case::parse("variant=nccl-2.19 ranks=4096").is_ok(), "nccl-init holds nothing per pair");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use bootsim_core::codec::{decode_sockaddr, encode_frame, encode_sockaddr, FrameReader, WireError, SOCKADDR_LEN};
+use bootsim_core::codec::{encode_frame, encode_sockaddr, FrameReader, WireError, SOCKADDR_LEN};
 use bootsim_core::ConnId;
 
 use crate::bootstrap_op::BootstrapOp;
@@ -22,6 +22,7 @@ use crate::variant::Variant;
 
 mod gather;
 mod init;
+mod peers;
 mod recv;
 
 /// What a rank is told.
@@ -76,7 +77,7 @@ struct Want {
     stream: Option<ConnId>,
 }
 
-/// The ring allgather in progress.
+/// The ring allgather in progress (`gather.rs`): one slice per direction, not n.
 #[derive(Clone, Debug, Hash)]
 struct Gather {
     pair: Pair,
@@ -85,13 +86,23 @@ struct Gather {
     n: usize,
     size: usize,
     round: usize,
-    buf: Vec<u8>,
+    /// The ring's ranks in order (the intra-node ring's); empty for the ring of all ranks.
+    ranks: Vec<u32>,
+    /// The slices to write next round: on `next` (the one last taken from `prev`, first this
+    /// rank's own) and on `prev` (last taken from `next`; 2.30).
+    to_next: Vec<u8>,
+    to_prev: Vec<u8>,
+    /// The slices taken that are not the ones predicted, by slot.
+    odd: BTreeMap<usize, Vec<u8>>,
+    /// Init's allgather, whose slices start with their sender's address; where the ranks'
+    /// addresses are predicted to be (from this rank's own).
+    addresses: bool,
+    layout: Option<peers::Layout>,
     /// Slices still to read this round: from `prev` (ring 0) and from `next` (ring 1, 2.30).
     want_prev: Option<usize>,
     want_next: Option<usize>,
     /// Close both sockets at the end (the intra-node ring).
     close: bool,
-    addresses: bool,
 }
 
 #[derive(Clone, Debug, Hash)]
@@ -152,7 +163,8 @@ pub struct Rank {
     next_conn: u64,
     listeners: BTreeMap<Listener, SocketAddr>,
     conns: BTreeMap<ConnId, Conn>,
-    peers: Vec<Option<SocketAddr>>,
+    /// The peers' addresses from init's allgather (none before it ends).
+    peers: peers::Peers,
     ring: Option<Pair>,
     unexpected: Vec<Unexpected>,
     step: usize,
@@ -168,14 +180,13 @@ pub struct Rank {
 impl Rank {
     /// A rank that starts its program at once.
     pub fn new(cfg: RankConfig) -> Rank {
-        let n = cfg.nranks as usize;
         let mut rank = Rank {
             cfg,
             out: Outbox::default(),
             next_conn: 0,
             listeners: BTreeMap::new(),
             conns: BTreeMap::new(),
-            peers: vec![None; n],
+            peers: peers::Peers::default(),
             ring: None,
             unexpected: Vec::new(),
             step: 0,
@@ -363,11 +374,10 @@ impl Rank {
                 let Some(pair) = self.ring else {
                     return self.invalid("an allgather before bootstrapInit built the ring".into());
                 };
-                let (me, n) = (self.cfg.rank as usize, self.cfg.nranks as usize);
-                self.start_gather(pair, me, n, size, addresses, false);
+                self.start_gather(pair, Vec::new(), size, addresses, false);
             }
             Step::Send { peer, tag, logical_tag, size } => {
-                let Some(addr) = self.peers.get(peer as usize).copied().flatten() else {
+                let Some(addr) = self.peers.get(peer as usize) else {
                     return self.invalid(format!("send to rank {peer}, whose address is not known"));
                 };
                 let conn = self.conn();
@@ -389,7 +399,7 @@ impl Rank {
                     return self.complete(Ok(payload(self.cfg.rank, self.step, size)));
                 }
                 let next = ranks[(me + 1) % ranks.len()];
-                let Some(addr) = self.peers.get(next as usize).copied().flatten() else {
+                let Some(addr) = self.peers.get(next as usize) else {
                     return self.invalid(format!("intra-node allgather to rank {next}, whose address is not known"));
                 };
                 let conn = self.conn();
@@ -493,7 +503,7 @@ impl Rank {
         let to = match &self.state {
             State::InitCheckIn { conn: c } if *c == conn => ("the root".to_string(), self.cfg.root),
             State::Sending { conn: c, to, .. } if *c == conn => {
-                (format!("rank {to}"), self.peers[*to as usize].expect("known at start"))
+                (format!("rank {to}"), self.peers.get(*to as usize).expect("known at start"))
             }
             State::InitRing { next, .. } | State::IntraConnect { next, .. } if *next == conn => {
                 ("its ring successor".to_string(), self.ring_addr.unwrap_or(self.cfg.root))
@@ -510,8 +520,8 @@ impl Rank {
     fn progress(&mut self) {
         loop {
             let before = self.step;
-            // Matched by reference, fields copied out: an allgather's state holds its whole
-            // buffer (n slices), and cloning it per input made a run cubic in n.
+            // Matched by reference, fields copied out: cloning an allgather's state per input
+            // (its whole buffer of n slices, then) once made a run cubic in n.
             let moved = match &self.state {
                 State::InitListening => self.init_listening(),
                 &State::InitSuccessor { conn, accepted: true } => self.init_successor(conn),

@@ -38,8 +38,7 @@ impl Rank {
         match want.stream {
             Some(next) => {
                 let (ranks, size) = self.intra.take().expect("an intra-node ring is being built");
-                let me = ranks.iter().position(|&r| r == self.cfg.rank).expect("checked at start");
-                self.start_gather(Pair { next, prev: conn }, me, ranks.len(), size, false, true);
+                self.start_gather(Pair { next, prev: conn }, ranks, size, false, true);
             }
             None => self.state = State::Payload { want, conn, header },
         }

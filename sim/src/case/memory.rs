@@ -1,0 +1,82 @@
+//! The memory a case's run needs, estimated before it runs so that a case too large for the
+//! machine is refused up front ([`PAYLOAD_BUDGET`](super::PAYLOAD_BUDGET)). The figures are
+//! fitted to the peak RSS of untraced fast-engine runs (`/usr/bin/time -v bootsim run`, less
+//! the 8.5 MiB the process holds before it starts): a part per rank (its node, its host's kernel
+//! state), a part per pair of ranks, what a transport keeps per peer, and the largest operation
+//! a rank has in flight. A traced run keeps every result and message besides (its trace is
+//! larger still).
+
+use bootsim_nvshmem::workload::OpSpec;
+use bootsim_nvshmem::Transport;
+
+use super::Case;
+
+/// Per rank, whatever its workload: fitted over `nvshmem-init` at 256, 1024 and 2048 ranks
+/// (18 980, 81 888 and 240 468 KB peak: 30 518 bytes per rank and 41.7 per pair).
+pub const RANK_BYTES: u128 = 30_518;
+
+/// Per ordered pair of ranks (the kernel's and the engine's state of the connections made).
+pub const PAIR_BYTES: u128 = 42;
+
+/// Per pair, besides, under the sequenced transport: its two per-peer sequence tables
+/// (`seq` at 256 and 512 ranks: 12 bytes per pair more than `nvshmem-3.7`).
+pub const SEQUENCED_PAIR_BYTES: u128 = 16;
+
+/// Per pair, besides, under the persistent transport: a connection kept open per ordered pair
+/// (`persistent` at 256 and 512 ranks: 99 676 and 365 636 KB, 1 385 bytes per pair).
+pub const PERSISTENT_PAIR_BYTES: u128 = 1_344;
+
+/// A rank's largest operation in flight, in copies of its per-peer length: chunks made when
+/// sent, the kernel's send and receive queues, an allgather's result made whole when it
+/// completes (`custom` at 64 ranks, 64 KiB per peer: an all-to-all 5.3 copies per rank, an
+/// allgather 9.2).
+const ALLTOALL_COPIES: u128 = 6;
+const ALLGATHER_COPIES: u128 = 10;
+
+/// NCCL's ranks, per rank: fitted over `nccl-init` (2 channels) at 256, 1024 and 2048 ranks
+/// (16 624, 42 364 and 76 716 KB peak: 34 297 bytes per rank, nothing per pair), less the
+/// setups counted by [`NCCL_SETUP_BYTES_PER_CHANNEL`] (init's few, over its ring and tree
+/// neighbours).
+pub const NCCL_RANK_BYTES: u128 = 34_297 - 2 * NCCL_SETUP_BYTES_PER_CHANNEL;
+
+/// Per rank, for each transport setup of its program and each channel it connects: its
+/// program steps, the oracle's entries and its connectInfo messages. Fitted over `nccl-p2p`
+/// (every peer once, 2 channels) at 128 and 256 ranks (57 476 and 206 104 KB peak: 3 097
+/// bytes per setup).
+pub const NCCL_SETUP_BYTES_PER_CHANNEL: u128 = 1_550;
+
+impl Case {
+    /// About the memory this case's run needs, in bytes (untraced; see the module's notes).
+    pub fn payload_bytes(&self) -> u128 {
+        let n = u128::from(self.ranks);
+        if let Some(nc) = &self.nccl {
+            let (setups, channels) = match &nc.workload {
+                bootsim_nccl::Workload::Init(p) => (2, p.channels),
+                bootsim_nccl::Workload::P2p { channels, distances } => {
+                    (distances.as_ref().map_or(n.saturating_sub(1), |d| d.len() as u128), *channels)
+                }
+                bootsim_nccl::Workload::Pair(..) => (2, 1),
+            };
+            return n * (NCCL_RANK_BYTES + setups * u128::from(channels) * NCCL_SETUP_BYTES_PER_CHANNEL);
+        }
+        let per_pair = PAIR_BYTES
+            + match self.variant.transport {
+                Transport::PerMessage => 0,
+                Transport::Sequenced => SEQUENCED_PAIR_BYTES,
+                Transport::Persistent => PERSISTENT_PAIR_BYTES,
+            };
+        let in_flight = self
+            .workload
+            .ops(self.seed)
+            .iter()
+            .map(|op| match op {
+                // The result's bit per peer, besides.
+                OpSpec::Allgather(len) => ALLGATHER_COPIES * *len as u128 + n / 8,
+                OpSpec::Alltoall(len) => ALLTOALL_COPIES * *len as u128 + n / 8,
+                OpSpec::Barrier => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        n * (RANK_BYTES + in_flight) + n * n * per_pair
+    }
+}
