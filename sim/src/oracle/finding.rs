@@ -317,7 +317,7 @@ impl fmt::Display for Payload {
 
 /// What some bytes are, told by the bytes themselves: every payload of a protocol's workload
 /// is derived from what it belongs to (seed, operation, sender, receiver), so bytes equal to
-/// one name it. A protocol tells it ([`super::Payloads::what`]) for worlds that record no
+/// one name it. A protocol tells it ([`super::payloads::Origins::what`]) for worlds that record no
 /// messages (NVSHMEM's real plugin).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BytesAre {

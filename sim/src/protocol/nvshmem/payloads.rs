@@ -99,7 +99,7 @@ impl Payloads for NvshmemPayloads {
     }
 
     /// In an alltoall of QP handles, the first handle that differs, with what the verbs layer
-    /// would do with it; for other chunks a [`WrongQp`] naming none (its `--json` keys null).
+    /// would do with it; for other chunks a `WrongQp` naming none (its `--json` keys null).
     fn detail(&self, rank: u32, index: usize, expected: &[u8], got: &[u8]) -> Option<Detail> {
         let mut qp = None;
         if let Some(&OpSpec::Alltoall(l)) = self.specs.get(index) {
