@@ -213,3 +213,19 @@ fn an_nccl_pair_case_without_its_pair_is_refused_with_2_and_the_right_form() {
         assert!(o.stdout.is_empty(), "nothing runs: {}", text(&o));
     }
 }
+
+/// A run that keeps every result (traced, replayed, on turmoil) is sized with them: a case an
+/// untraced run fits is refused with 2 before it starts, naming the bytes and the way out.
+#[test]
+fn a_traced_run_whose_kept_results_do_not_fit_is_refused_with_2_before_it_starts() {
+    let big = "workload=nvshmem-init ranks=4096";
+    for args in [&["run", "--trace", big][..], &["replay", big], &["run", &format!("{big} engine=turmoil")]] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("keeps every rank's results, about") && err.contains("without --trace"),
+            "{args:?}: {err}"
+        );
+    }
+}

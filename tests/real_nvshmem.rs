@@ -148,7 +148,7 @@ fn the_3_8_tag_counter_runs_out_at_the_same_call_in_the_binary_and_in_the_core()
         "{out}"
     );
     assert!(
-        out.contains("[bootsim nvshmem-3.8 first_tag=0x7ffffffe]: FAIL after")
+        out.contains("[bootsim nvshmem-3.8 first_tag=2147483646]: FAIL after")
             && out.contains("error: rank 1: alltoall #2: UID bootstrap message tag space exhausted"),
         "{out}"
     );

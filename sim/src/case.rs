@@ -584,6 +584,9 @@ impl Case {
             case.nccl = Some(nc);
             case.engine = engine.unwrap_or(EngineKind::Fast);
             case.engine_can_run().map_err(err)?;
+            if case.engine == EngineKind::Turmoil {
+                case.check_kept_results()?;
+            }
             case.schedule.validate(case.ranks).map_err(err)?;
             case.kernel_config().validate(case.ranks).map_err(err)?;
             let bytes = case.payload_bytes();
@@ -655,6 +658,9 @@ impl Case {
         // unless the case says engine=turmoil. Every printed case string names its engine.
         case.engine = engine.unwrap_or(EngineKind::Fast);
         case.engine_can_run().map_err(err)?;
+        if case.engine == EngineKind::Turmoil {
+            case.check_kept_results()?;
+        }
         Ok(case)
     }
 
@@ -1138,6 +1144,10 @@ mod tests {
         let nccl = world.named("nccl", "nccl-2.19", "nccl-p2p channels=4").unwrap();
         assert_eq!(nccl.to_string(), "engine=fast protocol=nccl variant=nccl-2.19 workload=nccl-p2p channels=4 ranks=3 adversary=swarm seed=4 backlog=2");
         assert!(e(world.named("nvshmem", "Overlapping/Fixed", "deepep")).contains("variant=`Overlapping/Fixed`"));
+        // A preset with its tag counter moved prints words the parser reads back.
+        let near = bootsim_nvshmem::Variant::preset("nvshmem-3.8").unwrap().with_first_tag(0x7fff_fffe);
+        let moved = world.named("nvshmem", near, "deepep").unwrap();
+        assert_eq!((moved.first_tag(), moved.variant_label()), (Some(0x7fff_fffe), "nvshmem-3.8"));
     }
 
     #[test]

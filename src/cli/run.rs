@@ -120,6 +120,13 @@ fn parse(case: &str) -> anyhow::Result<Case> {
     Case::parse(case).with_context(|| format!("in '{}'", shorten(case)))
 }
 
+/// A case whose run keeps every result (traced): refused up front if those do not fit.
+fn parse_traced(case: &str) -> anyhow::Result<Case> {
+    let c = parse(case)?;
+    c.check_kept_results().with_context(|| format!("in '{}'", shorten(case)))?;
+    Ok(c)
+}
+
 /// 0 nothing wrong, 1 a violation, 3 verdict guard: a case the simulator stopped before its
 /// deadline (its work guard) could not be run within bounds, so there is no verdict on the
 /// protocol (a violation found before the guard tripped still exits 1).
@@ -171,7 +178,7 @@ fn trace_text(lines: &[String]) -> String {
 
 /// One run: verdict, summary and explanation; the trace with `--trace`.
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let case = parse(&a.case)?;
+    let case = if a.trace { parse_traced(&a.case)? } else { parse(&a.case)? };
     let report = run_case(&case, a.trace);
     if a.json {
         print_json(&report_json("run", &report, a.trace, None))?;
@@ -189,7 +196,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// The same run with the full trace and its digest; `--timeline` writes the picture.
 pub fn replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
-    let case = parse(&a.case)?;
+    let case = parse_traced(&a.case)?;
     let report = run_case(&case, true);
     let written = match &a.timeline {
         Some(path) => {

@@ -181,7 +181,7 @@ impl fmt::Display for Variant {
             return f.write_str(name);
         }
         if let (Some(first), Some(name)) = (self.first_call_tag(), self.with_first_tag(1).preset_name()) {
-            return write!(f, "{name} first_tag={first:#x}");
+            return write!(f, "{name} first_tag={first}");
         }
         let drain = self.drain.map_or("off".to_string(), |d| format!("{}ms", d.as_millis()));
         let tags = match self.tags {
@@ -234,7 +234,7 @@ mod tests {
         assert_eq!(Variant::NVSHMEM_3_8.first_call_tag(), Some(1));
         assert_eq!(Variant::NVSHMEM_3_8.with_first_tag(1), Variant::NVSHMEM_3_8);
         let near = Variant::NVSHMEM_3_8.with_first_tag(0x7fff_fffe);
-        assert_eq!(near.to_string(), "nvshmem-3.8 first_tag=0x7ffffffe");
+        assert_eq!(near.to_string(), "nvshmem-3.8 first_tag=2147483646");
         assert_eq!(Variant::NVSHMEM_3_7.with_first_tag(9), Variant::NVSHMEM_3_7);
         assert_eq!(Variant::NVSHMEM_3_8.uid_version(), NVSHMEM_UID_VERSION);
     }

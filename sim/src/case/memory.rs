@@ -9,7 +9,7 @@
 use bootsim_nvshmem::workload::OpSpec;
 use bootsim_nvshmem::Transport;
 
-use super::Case;
+use super::{Case, CaseError};
 
 /// Per rank, whatever its workload: fitted over `nvshmem-init` at 256, 1024 and 2048 ranks
 /// (18 980, 81 888 and 240 468 KB peak: 30 518 bytes per rank and 41.7 per pair).
@@ -78,5 +78,56 @@ impl Case {
             .max()
             .unwrap_or(0);
         n * (RANK_BYTES + in_flight) + n * n * per_pair
+    }
+
+    /// About the bytes of results a run keeps besides when it keeps every rank's results: a
+    /// traced run (`run --trace`, `replay`, the timeline) and every turmoil run. Each
+    /// operation's result per rank (an allgather's or all-to-all's `n` chunks; NCCL's
+    /// allgathered peer and graph information and its connectInfo), over all ranks. The trace's
+    /// own lines come on top.
+    pub fn kept_results_bytes(&self) -> u128 {
+        let n = u128::from(self.ranks);
+        if let Some(nc) = &self.nccl {
+            use bootsim_nccl::workload::{ALLGATHER3_LEN, PEER_INFO_LEN};
+            // Every rank's allgathers hold one item (and one address) per rank.
+            let gathered = (PEER_INFO_LEN + ALLGATHER3_LEN) as u128 + 32;
+            let (setups, channels) = match &nc.workload {
+                bootsim_nccl::Workload::Init(p) => (2, p.channels),
+                bootsim_nccl::Workload::P2p { channels, distances } => {
+                    (distances.as_ref().map_or(n.saturating_sub(1), |d| d.len() as u128), *channels)
+                }
+                bootsim_nccl::Workload::Pair(..) => (2, 1),
+            };
+            return n * n * gathered + n * setups * u128::from(channels) * 128;
+        }
+        let per_rank: u128 = self
+            .workload
+            .ops(self.seed)
+            .iter()
+            .map(|op| match op {
+                OpSpec::Allgather(len) | OpSpec::Alltoall(len) => n * *len as u128,
+                OpSpec::Barrier => 4,
+            })
+            .sum();
+        n * per_rank
+    }
+
+    /// Whether a run that keeps every result (traced, or on the turmoil engine) fits the
+    /// budget this case was checked against; refused naming the bytes and what to do. The
+    /// parser asks it of every `engine=turmoil` case, `run --trace` and `replay` of theirs.
+    pub fn check_kept_results(&self) -> Result<(), CaseError> {
+        let (bytes, budget) = (self.payload_bytes() + self.kept_results_bytes(), self.budget.0);
+        if bytes <= budget {
+            return Ok(());
+        }
+        Err(CaseError(format!(
+            "ranks={} with protocol={}: a traced or turmoil run keeps every rank's results, about {} MiB, over \
+             the {} MiB budget: run it untraced on the fast engine (`bootsim run` without --trace), or with \
+             fewer ranks",
+            self.ranks,
+            self.protocol(),
+            bytes >> 20,
+            budget >> 20
+        )))
     }
 }
