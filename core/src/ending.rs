@@ -128,7 +128,12 @@ impl Awaited {
     /// A protocol's error that is its node giving up waiting ([`Completed::is_hang`]), for
     /// `rank`'s operation `op`: what it waited for, and the peer it blamed.
     pub fn of_hang<C: Completed>(rank: u32, op: u32, error: &C::Error) -> Awaited {
-        Awaited::told(C::error_text(rank, op, error), C::culprit(rank, error))
+        Awaited::of_hang_told::<C>(C::error_text(rank, op, error), rank, error)
+    }
+
+    /// [`Awaited::of_hang`] in the given words (a world that states the error its own way).
+    pub fn of_hang_told<C: Completed>(text: String, rank: u32, error: &C::Error) -> Awaited {
+        Awaited::Protocol { op: None, peer: C::culprit(rank, error), blocked: C::blocked(error), text }
     }
 
     /// Its words, as findings and reports print them.

@@ -33,4 +33,4 @@ mod protocol;
 pub use io::{Effect, Input, Observation, Output, OwnedInput};
 pub use node::{Completed, ListenerKey, Node, NodeOutput, Noted, Observed, PeerPorts};
 pub use outbox::Outbox;
-pub use protocol::{Judge, Nodes, Protocol, Setup};
+pub use protocol::{CompletionOf, Judge, Nodes, Protocol, Setup};

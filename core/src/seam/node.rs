@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::ids::{ConnId, MsgOrigin};
 use crate::time::Instant;
-use crate::{Awaited, Culprit};
+use crate::{Awaited, Blocked, Culprit};
 
 use super::io::{Input, Output};
 
@@ -166,6 +166,11 @@ pub trait Completed {
     fn culprit(rank: u32, error: &Self::Error) -> Option<Culprit> {
         let _ = (rank, error);
         None
+    }
+    /// How a hang error's operation was blocked on that peer (default: otherwise).
+    fn blocked(error: &Self::Error) -> Blocked {
+        let _ = error;
+        Blocked::Other
     }
 }
 

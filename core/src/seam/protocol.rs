@@ -32,6 +32,9 @@ pub struct Nodes<N> {
     pub ranks: Vec<N>,
 }
 
+/// The completion type of protocol `P`'s nodes (what a world reads an operation's end from).
+pub type CompletionOf<P> = <<P as Protocol>::Node as Node>::Completion;
+
 /// A bootstrap protocol as every world sees it.
 pub trait Protocol {
     /// Its nodes (root and ranks: one type, an enum where they differ).

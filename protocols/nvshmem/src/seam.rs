@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use bootsim_core::ids::ConnId;
 use bootsim_core::seam::{Completed, ListenerKey, Node, NodeOutput, Noted, Observed};
 use bootsim_core::time::Instant;
-use bootsim_core::Culprit;
+use bootsim_core::{Blocked, Culprit};
 
 use crate::error::BootstrapError;
 use crate::io::{Completion, Event, Input};
@@ -56,6 +56,12 @@ impl Completed for Completion {
 
     fn culprit(rank: u32, error: &BootstrapError) -> Option<Culprit> {
         error.culprit(rank)
+    }
+    fn blocked(error: &BootstrapError) -> Blocked {
+        match error {
+            BootstrapError::Timeout { blocked, .. } => *blocked,
+            _ => Blocked::Other,
+        }
     }
 }
 
@@ -217,5 +223,20 @@ mod tests {
         assert!(Listener::Rendezvous.is_root() && !Listener::Peers.is_root() && !Listener::FromRoot.is_root());
         assert_eq!(Listener::Rendezvous.port(), crate::ports::ROOT_PORT);
         assert_eq!(Listener::Peers.port(), crate::ports::PEERS_PORT);
+    }
+    #[test]
+    fn a_timeout_in_connect_to_send_keeps_how_it_was_blocked_in_the_record() {
+        let timeout = |blocked| BootstrapError::Timeout {
+            rank: 3,
+            op: OpKind::Alltoall,
+            waiting: "send to rank 5 (connect of a message connection)".into(),
+            after: std::time::Duration::from_secs(20),
+            peer: Some(Culprit::Rank(5)),
+            blocked,
+        };
+        let waited = bootsim_core::Awaited::of_hang::<Completion>(3, 1, &timeout(Blocked::ConnectToSend));
+        assert_eq!((waited.connecting_to_send(), waited.peer()), (Some(5), Some(Culprit::Rank(5))));
+        let other = bootsim_core::Awaited::of_hang::<Completion>(3, 1, &timeout(Blocked::Other));
+        assert_eq!(other.connecting_to_send(), None);
     }
 }

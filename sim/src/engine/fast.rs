@@ -28,7 +28,7 @@ use bootsim_core::seed::derive;
 
 /// A protocol's listener key.
 type Key<P> = <<P as Protocol>::Node as bootsim_core::seam::Node>::Listener;
-type CompletionOf<P> = <<P as Protocol>::Node as bootsim_core::seam::Node>::Completion;
+use bootsim_core::seam::CompletionOf;
 
 fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
     match addr {

@@ -51,7 +51,7 @@ use crate::words::host_addr;
 
 /// A protocol's listener key.
 type Listener<P> = <<P as Protocol>::Node as seam::Node>::Listener;
-type CompletionOf<P> = <<P as Protocol>::Node as seam::Node>::Completion;
+use bootsim_core::seam::CompletionOf;
 
 /// A protocol the explorer searches: its nodes, completions and events are cloned and hashed
 /// with each state, and its judge (the one the fast engine uses) gives a verdict and findings.
@@ -625,8 +625,11 @@ where
     /// probability at most m·2^-128 (m the most copies of one item), as the fingerprint's bound.
     /// It is what lets a rank's receives from different peers, accepted in any order, meet again
     /// (the rendezvous example's proofs at 4 ranks, `examples/rendezvous/tests/explore.rs`).
-    fn observe(&mut self, r: u32, item: &impl Hash) {
+    /// `kind` tells a take (0) from a completion (1), so that no two items of different kinds
+    /// hash to the same bytes.
+    fn observe(&mut self, r: u32, kind: u8, item: &impl Hash) {
         let mut bytes = ByteSink(Vec::new());
+        kind.hash(&mut bytes);
         item.hash(&mut bytes);
         self.observed[r as usize] = self.observed[r as usize].wrapping_add(digest128(&bytes.0));
     }
@@ -793,7 +796,7 @@ where
                 let sent = l.sent.get(l.taken).copied();
                 l.taken += 1;
                 if let Node::Rank(r) = node {
-                    self.observe(r, &(&origin, &from, sent));
+                    self.observe(r, 0, &(&origin, &from, sent));
                 }
             }
             _ => {}
@@ -809,7 +812,7 @@ where
             }
             Node::Rank(r) => {
                 let ok = c.result().is_ok();
-                self.observe(r, &c);
+                self.observe(r, 1, &c);
                 self.log(Entry::Completed(node, c));
                 if ok {
                     self.start_next(r);

@@ -328,6 +328,9 @@ impl Drop for Net {
 
 impl Net {
     pub(crate) fn new(cfg: KernelConfig, seed: u64, hosts: u32) -> Net {
+        // A packet's host and queue are packed into 16 and 8 bits (`PackedPkt`); the case's
+        // bounds (ranks ≤ 65 536, rx_queues ≤ 128) keep them there, checked once here.
+        assert!(hosts <= 1 << 16, "{hosts} hosts: a packet names its host in 16 bits");
         let stall = StallParams::new(&cfg);
         let loss = LossParams::new(&cfg);
         let queues = cfg.rx_queues.clamp(1, 128);

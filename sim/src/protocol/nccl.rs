@@ -7,12 +7,12 @@ use std::net::SocketAddr;
 
 use bootsim_core::seam::{self, Nodes, Protocol, Setup};
 use bootsim_core::{MsgOrigin, RunRecord, SentMsg, TakenMsg};
-use bootsim_nccl::program::{payload, Planned, Step};
+use bootsim_nccl::program::Planned;
 use bootsim_nccl::seam::{nodes, origin_nth, origin_step, Completion, NcclNode};
 use bootsim_nccl::{Event, Listener, Mismatch, Oracle, Variant, Workload};
 
 use crate::case::{Case, NcclCase};
-use crate::oracle::{conclude, BytesAre, Finding, OpRef, Origins, Payload, Provenance, Verdict};
+use crate::oracle::{conclude, Finding, OpRef, Provenance, Verdict};
 use crate::words::{host_addr, ConnRef};
 use bootsim_core::seed::derive;
 
@@ -154,39 +154,6 @@ pub fn mismatch_finding(oracle: &Oracle, m: &Mismatch, rank_failed: bool) -> Fin
     Finding::Corruption { rank: m.rank, op: taken_for, peer: m.got.0, source, detail: None }
 }
 
-/// What `bytes` are among the messages of NCCL's `programs`: a send's payload
-/// ([`bootsim_nccl::program::payload`], derived from its sender and step), named by the sender's
-/// step. NCCL's judge names a taken message by the world's message log; this tells a message
-/// by its bytes where no log was kept.
-#[derive(Debug)]
-pub struct Sends<'a> {
-    oracle: &'a Oracle,
-}
-
-impl<'a> Sends<'a> {
-    /// The sends of the programs `oracle` judges.
-    pub fn new(oracle: &'a Oracle) -> Sends<'a> {
-        Sends { oracle }
-    }
-}
-
-impl Origins for Sends<'_> {
-    fn what(&self, bytes: &[u8]) -> Option<BytesAre> {
-        if !bytes.is_empty() && bytes.iter().all(|&b| b == 0) {
-            return Some(BytesAre::Zeros { len: bytes.len() });
-        }
-        self.oracle.programs().iter().enumerate().find_map(|(r, program)| {
-            program.iter().enumerate().find_map(|(s, p)| match p.step {
-                Step::Send { peer, size, .. } if size == bytes.len() && payload(r as u32, s, size) == bytes => {
-                    let op = step_ref(self.oracle, r as u32, s);
-                    Some(BytesAre::Payload(Payload { op, part: "message", from: r as u32, to: Some(peer) }))
-                }
-                _ => None,
-            })
-        })
-    }
-}
-
 impl seam::Judge for Judge {
     type Report = (Verdict, Vec<Finding>);
 
@@ -215,32 +182,5 @@ impl seam::Judge for Judge {
             errors.map(|e| Finding::Error { rank: Some(r), error: e.clone() }).collect()
         };
         conclude(mismatches, record, ops, errors)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_sends_bytes_name_its_call_sender_and_receiver() {
-        let programs = Workload::Init(Default::default()).programs(Variant::Nccl28, 2);
-        let oracle = Oracle::new(&programs);
-        let sends = Sends::new(&oracle);
-        let (s, peer, size) = programs[1]
-            .iter()
-            .enumerate()
-            .find_map(|(s, p)| match p.step {
-                Step::Send { peer, size, .. } if size > 8 => Some((s, peer, size)),
-                _ => None,
-            })
-            .expect("rank 1 sends");
-        let got = sends.what(&payload(1, s, size)).expect("named");
-        let BytesAre::Payload(p) = &got else { panic!("{got:?}") };
-        assert_eq!((p.from, p.to, &p.op), (1, Some(peer), &step_ref(&oracle, 1, s)));
-        let call = programs[1][s].call;
-        assert_eq!(got.to_string(), format!("{call} (step {s})'s message from rank 1 for rank {peer}"));
-        assert_eq!(sends.what(&vec![0; size]), Some(BytesAre::Zeros { len: size }));
-        assert_eq!(sends.what(&vec![0xab; size + 1]), None);
     }
 }

@@ -188,8 +188,8 @@ fn collect<P: Protocol<Node: TaskNode>>(protocol: &P, case: &Case, ends: Ends<P:
             Err(DriverError::Failed { error, run, .. }) if <P::Node as SeamNode>::Completion::is_hang(&error) => {
                 // An operation timeout (not set by this engine, kept for protocols that set one).
                 rec.events(r, &run);
-                let peer = <P::Node as SeamNode>::Completion::culprit(r, &error);
-                rec.out.rank_stopped(r, Some(Awaited::told(error.to_string(), peer)), Vec::new());
+                let waited = Awaited::of_hang_told::<<P::Node as SeamNode>::Completion>(error.to_string(), r, &error);
+                rec.out.rank_stopped(r, Some(waited), Vec::new());
                 continue;
             }
             Err(DriverError::Failed { run, .. }) => *run,
@@ -209,8 +209,7 @@ fn collect<P: Protocol<Node: TaskNode>>(protocol: &P, case: &Case, ends: Ends<P:
     match root.lock().unwrap_or_else(|p| p.into_inner()).take() {
         Some(Ok(())) => out.root_finished(None),
         Some(Err(DriverError::Root(e))) if <P::Node as SeamNode>::Completion::is_hang(&e) => {
-            let peer = <P::Node as SeamNode>::Completion::culprit(0, &e);
-            out.root_stopped(Some(Awaited::told(e.to_string(), peer)))
+            out.root_stopped(Some(Awaited::of_hang_told::<<P::Node as SeamNode>::Completion>(e.to_string(), 0, &e)))
         }
         Some(Err(e)) => out.root_finished(Some(root_error(&e))),
         None => out.root_stopped(None),
