@@ -89,8 +89,6 @@ pub struct NcclCase {
 impl NcclCase {
     /// The variant when a case names none: the newest modelled.
     pub const DEFAULT_VARIANT: bootsim_nccl::Variant = bootsim_nccl::Variant::Nccl230;
-    /// Channels per peer when a case names none (`InitParams::default`).
-    pub const DEFAULT_CHANNELS: u32 = 2;
 }
 
 /// The words naming a protocol bootsim does not know (one of the user's own, run through
@@ -606,10 +604,10 @@ impl Case {
         }
         let misplaced = |key: &str, wl: &str| err(format!("`{key}` applies to workload={wl} only"));
         case.workload = match workload.as_deref().unwrap_or("deepep") {
-            "deepep" => Workload::Deepep { qps: qps.unwrap_or(24) },
-            "nvshmem-init" => Workload::NvshmemInit { qps: qps.unwrap_or(2) },
-            "qp-create" => Workload::QpCreate { k: k.unwrap_or(4) },
-            "churn" => Workload::Churn { len: len.unwrap_or(12) },
+            "deepep" => Workload::Deepep { qps: qps.unwrap_or(Workload::DEEPEP_QPS) },
+            "nvshmem-init" => Workload::NvshmemInit { qps: qps.unwrap_or(Workload::INIT_QPS) },
+            "qp-create" => Workload::QpCreate { k: k.unwrap_or(Workload::QP_CREATE_K) },
+            "churn" => Workload::Churn { len: len.unwrap_or(Workload::CHURN_LEN) },
             _ => Workload::Custom(ops.clone().ok_or_else(|| {
                 err("workload=custom needs ops=..., e.g. ops=allgather:8,alltoall:576,barrier".into())
             })?),
@@ -1016,7 +1014,7 @@ impl NcclWords {
                     return err(format!("distances: {d} is not a peer distance below ranks={ranks}"));
                 }
                 bootsim_nccl::Workload::P2p {
-                    channels: self.channels.unwrap_or(NcclCase::DEFAULT_CHANNELS),
+                    channels: self.channels.unwrap_or(bootsim_nccl::InitParams::default().channels),
                     distances: self.distances.clone(),
                 }
             }

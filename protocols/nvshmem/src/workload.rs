@@ -63,16 +63,27 @@ pub enum Workload {
     Custom(Vec<OpSpec>),
 }
 
+impl Workload {
+    /// `deepep`'s QP handles per peer when a case does not say (`qps=`).
+    pub const DEEPEP_QPS: u32 = 24;
+    /// `nvshmem-init`'s RC QPs per peer when a case does not say (`qps=`).
+    pub const INIT_QPS: u32 = 2;
+    /// `qp-create`'s alltoalls when a case does not say (`k=`).
+    pub const QP_CREATE_K: u32 = 4;
+    /// `churn`'s collectives when a case does not say (`len=`).
+    pub const CHURN_LEN: u32 = 12;
+}
+
 impl std::fmt::Display for Workload {
     /// The workload as a case string gives it: its name, then its parameters that differ from
     /// the defaults (`deepep`, `deepep qps=3`, `custom ops=allgather:8,barrier`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())?;
         match self {
-            Workload::Deepep { qps } if *qps != 24 => write!(f, " qps={qps}"),
-            Workload::NvshmemInit { qps } if *qps != 2 => write!(f, " qps={qps}"),
-            Workload::QpCreate { k } if *k != 4 => write!(f, " k={k}"),
-            Workload::Churn { len } if *len != 12 => write!(f, " len={len}"),
+            Workload::Deepep { qps } if *qps != Workload::DEEPEP_QPS => write!(f, " qps={qps}"),
+            Workload::NvshmemInit { qps } if *qps != Workload::INIT_QPS => write!(f, " qps={qps}"),
+            Workload::QpCreate { k } if *k != Workload::QP_CREATE_K => write!(f, " k={k}"),
+            Workload::Churn { len } if *len != Workload::CHURN_LEN => write!(f, " len={len}"),
             Workload::Custom(ops) => write!(f, " ops={}", format_ops(ops)),
             _ => Ok(()),
         }
