@@ -1,6 +1,6 @@
 //! NVSHMEM's UID bootstrap in the real worlds: its rank and root built from their configs
 //! (operations queued) and handed to the protocol-blind async driver (`bootsim_driver`), as
-//! `sim/src/protocol/nvshmem.rs` builds them for the engines; and the driver's run types for
+//! `sim/src/protocol/nvshmem/` builds them for the engines; and the driver's run types for
 //! NVSHMEM's nodes.
 
 use std::net::SocketAddr;

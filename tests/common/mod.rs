@@ -1,4 +1,5 @@
-//! Helpers shared by the tests that run `bootsim smoke` as processes.
+//! Helpers shared by the CLI tests: running `bootsim` (and `bootsim smoke`) as processes, and
+//! checking NCCL ranks run over the async driver (`nccl_ranks`).
 #![allow(dead_code)]
 
 pub mod nccl_ranks;

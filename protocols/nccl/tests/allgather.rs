@@ -27,6 +27,7 @@ fn every_allgather_result_is_every_rank_s_slice_in_rank_order() {
                     let got = w.result(r, step).unwrap_or_else(|| panic!("{v} n={n}: rank {r} step {step} ended"));
                     let got = got.as_ref().unwrap_or_else(|e| panic!("{v} n={n}: rank {r} step {step}: {e}"));
                     assert_eq!(got.len(), senders.len() * size, "{v} n={n} rank {r} step {step}");
+                    let mut addrs = std::collections::BTreeSet::new();
                     for (slot, &from) in senders.iter().enumerate() {
                         let slice = &got[slot * size..(slot + 1) * size];
                         let sent = payload(from, step, size);
@@ -34,6 +35,7 @@ fn every_allgather_result_is_every_rank_s_slice_in_rank_order() {
                             let addr = decode_sockaddr(slice[..SOCKADDR_LEN].try_into().unwrap())
                                 .unwrap_or_else(|e| panic!("{v} n={n} rank {r}: slot {slot}'s address: {e}"));
                             assert!(addr.port() != 0, "{v}: rank {from}'s listener port");
+                            assert!(addrs.insert(addr), "{v} n={n} rank {r}: slot {slot} repeats {addr}");
                             assert_eq!(&slice[SOCKADDR_LEN..], &sent[SOCKADDR_LEN..], "{v} n={n} rank {r} slot {slot}");
                         } else {
                             assert_eq!(slice, &sent[..], "{v} n={n} rank {r} step {step} slot {slot}");
