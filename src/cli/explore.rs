@@ -10,7 +10,7 @@ use bootsim_sim::case::shorten;
 use bootsim_sim::explore::hazard::{cell, explore_cell, pairs, Cell};
 use bootsim_sim::explore::search::MAX_RANKS;
 use bootsim_sim::explore::{explore as explore_case, Bounds, Exploration, Faults};
-use bootsim_sim::{run_case, Case, Verdict};
+use bootsim_sim::{run_case, Case, Finding, Verdict};
 
 /// Arguments of `bootsim explore`.
 #[derive(clap::Args, Debug)]
@@ -156,8 +156,14 @@ fn print_exploration(ex: &Exploration, faults: Faults) {
         (None, None) => {
             println!("result: no violation in any schedule (proved for this model)");
             if let Some(b) = ex.examples.get(&Verdict::Benign) {
-                let unused =
-                    if ex.case.nccl().is_some() { "flag bytes are unused" } else { "barrier bytes are unused" };
+                let unused = b
+                    .findings
+                    .iter()
+                    .find_map(|f| match f {
+                        Finding::Mismatch { taken_for, benign: true, .. } => Some(taken_for.unused_bytes()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "no bytes of the swapped messages are read".into());
                 println!("  benign swaps are reachable ({unused}): bootsim replay '{}'", b.case);
             }
         }

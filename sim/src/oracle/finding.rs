@@ -165,8 +165,11 @@ impl fmt::Display for Finding {
                 Ok(())
             }
             Finding::Mismatch { rank, taken_for, source, benign } => {
-                let b = if *benign { " (benign: barrier bytes are unused)" } else { "" };
-                write!(f, "mismatch: rank {rank} {taken_for} took {source}{b}")
+                write!(f, "mismatch: rank {rank} {taken_for} took {source}")?;
+                if *benign {
+                    write!(f, " (benign: {})", taken_for.unused_bytes())?;
+                }
+                Ok(())
             }
             Finding::Error { rank: Some(r), error } => write!(f, "error: rank {r}: {error}"),
             Finding::Error { rank: None, error } => write!(f, "error: {error}"),
@@ -272,6 +275,19 @@ pub enum OpRef {
         /// Its index in the rank's program.
         step: usize,
     },
+}
+
+impl OpRef {
+    /// Why a swap of messages of this operation is benign, in its protocol's words: its
+    /// messages' bytes are read by neither side (`barrier bytes are unused`).
+    pub fn unused_bytes(&self) -> String {
+        match self {
+            OpRef::Op(OpName(kind, _)) | OpRef::Step(MsgOrigin { kind, .. }) => {
+                format!("{} bytes are unused", kind.name())
+            }
+            OpRef::Call { .. } => "neither message's bytes are read".into(),
+        }
+    }
 }
 
 impl fmt::Display for OpRef {
