@@ -12,6 +12,7 @@ use bootsim_core::SentMsg;
 use crate::engine::outcome::Outcome;
 use crate::kernel::{Dir, EventKind};
 use crate::oracle::{Finding, Verdict};
+use crate::protocol::RootPorts;
 use crate::run::{run_case, RunReport};
 use crate::words::{ms, ms_d, seg_name};
 
@@ -394,6 +395,7 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
     if hung.is_empty() {
         return Vec::new();
     }
+    let ports = crate::protocol::root_ports(&report.case);
     let at_deadline =
         out.end.saturating_since(Instant::ZERO) + std::time::Duration::from_millis(1) >= report.case.deadline();
     let when = if at_deadline {
@@ -416,8 +418,7 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
                 _ => None,
             })?;
             let accepted = notes.iter().any(|(_, e)| matches!(e, EventKind::Accepted { .. }));
-            (flow.client.0 == r && flow.server_port != bootsim_nvshmem::ports::ROOT_PORT && !accepted)
-                .then_some((k, syn, flow, notes))
+            (flow.client.0 == r && flow.server_port != ports.root && !accepted).then_some((k, syn, flow, notes))
         });
         if let Some((k, syn, flow, notes)) = pending {
             stuck.push((enqueued_at(out, k), r, k, syn, flow.server.0, notes));
@@ -451,10 +452,10 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
 
 /// Who a connection joins, as people name them: the root's check-in listener and its
 /// connections to a rank's root listener are the root's, the rest are ranks'.
-fn endpoints(flow: &crate::kernel::Flow) -> (String, String) {
-    use bootsim_nvshmem::ports::{FROM_ROOT_PORT, ROOT_PORT};
-    let client = if flow.server_port == FROM_ROOT_PORT { "the root".into() } else { format!("rank {}", flow.client.0) };
-    let server = if flow.server_port == ROOT_PORT { "the root".into() } else { format!("rank {}", flow.server.0) };
+fn endpoints(flow: &crate::kernel::Flow, ports: RootPorts) -> (String, String) {
+    let client =
+        if flow.server_port == ports.from_root { "the root".into() } else { format!("rank {}", flow.client.0) };
+    let server = if flow.server_port == ports.root { "the root".into() } else { format!("rank {}", flow.server.0) };
     (client, server)
 }
 
@@ -489,7 +490,7 @@ fn lost_data_lines(report: &RunReport, hung: &[u32], explained: &[u32]) -> Vec<S
             .max_by_key(|(lost, k, _, _)| (*lost, std::cmp::Reverse(*k)));
         if let Some((lost, k, flow, rexmit)) = worst {
             let last = rexmit.last().map_or(String::new(), |t| format!(", the last at {}", ms(*t)));
-            let (from, to) = endpoints(&flow);
+            let (from, to) = endpoints(&flow, crate::protocol::root_ports(&report.case));
             lines.push(format!(
                 "rank {r} waits while connection {k} from {from} to {to} is lost and retransmitted ({lost} loss(es), \
                  {} retransmission(s){last}): TCP doubles its retransmission timeout after each loss (up to \

@@ -28,3 +28,27 @@ pub fn message_name(case: &Case, rank: u32, peer: u32, origin: &MsgOrigin, sent:
 pub fn worst_first(case: &Case) -> bool {
     case.nccl().is_some()
 }
+
+/// The ports by which reports (explain, the timeline) tell the root's connections apart: its
+/// check-in listener and the ranks' listeners it dials to answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RootPorts {
+    /// The root's listener ranks check in at.
+    pub root: u16,
+    /// A rank's listener the root connects to.
+    pub from_root: u16,
+}
+
+/// [`RootPorts`] of `case`'s protocol.
+pub fn root_ports(case: &Case) -> RootPorts {
+    match case.nccl() {
+        Some(_) => {
+            use bootsim_nccl::Listener;
+            RootPorts { root: Listener::Root.port(), from_root: Listener::FromRoot.port() }
+        }
+        None => {
+            use bootsim_nvshmem::ports::{FROM_ROOT_PORT, ROOT_PORT};
+            RootPorts { root: ROOT_PORT, from_root: FROM_ROOT_PORT }
+        }
+    }
+}

@@ -15,7 +15,7 @@ use crate::words::{seg_name, step_name};
 pub const MAX_LANES: u32 = 8;
 
 /// The listening port of the root's rendezvous and of a rank's from-root listener (fast engine).
-use bootsim_nvshmem::ports::{FROM_ROOT_PORT, ROOT_PORT};
+use crate::protocol::{root_ports, RootPorts};
 
 /// A connection's part in the violation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,11 +127,13 @@ pub struct Model {
     pub ranks: u32,
 }
 
-fn ends(flow_client: u32, flow_server: u32, server_port: u16) -> (Node, Node) {
-    match server_port {
-        ROOT_PORT => (Node::Rank(flow_client), Node::Root),
-        FROM_ROOT_PORT => (Node::Root, Node::Rank(flow_server)),
-        _ => (Node::Rank(flow_client), Node::Rank(flow_server)),
+fn ends(flow_client: u32, flow_server: u32, server_port: u16, ports: RootPorts) -> (Node, Node) {
+    if server_port == ports.root {
+        (Node::Rank(flow_client), Node::Root)
+    } else if server_port == ports.from_root {
+        (Node::Root, Node::Rank(flow_server))
+    } else {
+        (Node::Rank(flow_client), Node::Rank(flow_server))
     }
 }
 
@@ -140,6 +142,7 @@ impl Model {
     pub fn build(report: &RunReport) -> Model {
         let out = &report.outcome;
         let n = report.case.ranks();
+        let ports = root_ports(&report.case);
         let overtake = if report.verdict.is_ok() { None } else { find_overtake(out) };
         let lanes: Vec<Node> = match &overtake {
             _ if n <= MAX_LANES => std::iter::once(Node::Root).chain((0..n).map(Node::Rank)).collect(),
@@ -160,7 +163,7 @@ impl Model {
             lanes,
         };
         for (&k, notes) in &out.kernel_notes {
-            m.add_conn(out, k, notes, overtake.as_ref());
+            m.add_conn(out, k, notes, overtake.as_ref(), ports);
         }
         m.drains =
             out.drains.iter().filter(|d| d.kconn.is_some_and(|k| m.conns.iter().any(|c| c.id == k))).copied().collect();
@@ -183,14 +186,21 @@ impl Model {
         m
     }
 
-    fn add_conn(&mut self, out: &Outcome, k: u64, notes: &[(Instant, EventKind)], o: Option<&Overtake>) {
+    fn add_conn(
+        &mut self,
+        out: &Outcome,
+        k: u64,
+        notes: &[(Instant, EventKind)],
+        o: Option<&Overtake>,
+        ports: RootPorts,
+    ) {
         let Some((syn, flow)) = notes.iter().find_map(|(t, e)| match e {
             EventKind::SynSent { flow, .. } => Some((*t, *flow)),
             _ => None,
         }) else {
             return;
         };
-        let (client, server) = ends(flow.client.0, flow.server.0, flow.server_port);
+        let (client, server) = ends(flow.client.0, flow.server.0, flow.server_port, ports);
         if !self.lanes.contains(&client) || !self.lanes.contains(&server) {
             return;
         }
@@ -206,8 +216,8 @@ impl Model {
         let sent = out.record.messages.sent.range((k, 0)..(k, u32::MAX)).next().map(|(_, s)| s);
         let label = match (sent, flow.server_port) {
             (Some(s), _) => format!("{} ({} B, tag {:#x})", step_name(&s.origin), s.size, s.tag),
-            (None, ROOT_PORT) => "check-in".to_string(),
-            (None, FROM_ROOT_PORT) => "peer addresses from root".to_string(),
+            (None, p) if p == ports.root => "check-in".to_string(),
+            (None, p) if p == ports.from_root => "peer addresses from root".to_string(),
             (None, _) => "init exchange".to_string(),
         };
         let taken = out.record.messages.taken.iter().find(|t| t.conn.is_some_and(|(c, _)| c == k));
@@ -347,5 +357,28 @@ fn mismatch(report: &RunReport, o: Overtake) -> Mismatch {
             received: format!("received {got_msg}"),
             symptom: error,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{run_case, Case};
+
+    #[test]
+    fn each_protocol_s_check_ins_join_a_rank_to_the_root() {
+        for line in [
+            "engine=fast workload=deepep ranks=2 seed=1",
+            "engine=fast protocol=nccl workload=nccl-init ranks=2 seed=1",
+        ] {
+            let m = Model::build(&run_case(&Case::parse(line).unwrap(), true));
+            let check_ins = m.conns.iter().filter(|c| c.server == Node::Root && c.label == "check-in").count();
+            assert_eq!(
+                check_ins,
+                2,
+                "{line}: {:?}",
+                m.conns.iter().map(|c| (&c.client, &c.server, &c.label)).collect::<Vec<_>>()
+            );
+        }
     }
 }
