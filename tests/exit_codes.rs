@@ -224,7 +224,7 @@ fn a_traced_run_whose_kept_results_do_not_fit_is_refused_with_2_before_it_starts
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
-            err.contains("keeps every rank's results, about") && err.contains("without --trace"),
+            err.contains("keeps every rank's results") && err.contains("MiB, over") && err.contains("without --trace"),
             "{args:?}: {err}"
         );
     }

@@ -55,18 +55,27 @@ fn the_ranks_bound_per_workload_is_the_budget_s() {
         "with their default parameters at most {d} ranks of `deepep`, {i} of `nvshmem-init`, {q} of `qp-create`, {c} of `churn`"
     ));
     assert!(Case::parse(&format!("workload=deepep ranks={}", d + 1)).unwrap_err().to_string().contains("budget"));
-    // A run that keeps every rank's results (turmoil, traced, replayed): the largest that fits.
-    let fits = |n: u32| Case::parse(&format!("workload=nvshmem-init ranks={n} engine=turmoil")).is_ok();
-    let (mut lo, mut hi) = (1, i);
-    while lo < hi {
-        let mid = (lo + hi + 1) / 2;
-        if fits(mid) {
-            lo = mid
-        } else {
-            hi = mid - 1
+    // A run that keeps every rank's results (turmoil), and its trace too (traced, replayed):
+    // the largest that fits.
+    let largest = |fits: &dyn Fn(u32) -> bool| {
+        let (mut lo, mut hi) = (1, i);
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2;
+            if fits(mid) {
+                lo = mid
+            } else {
+                hi = mid - 1
+            }
         }
-    }
-    says(&format!("keep every rank's results too, so at most {lo} ranks of `nvshmem-init`"));
+        lo
+    };
+    let turmoil = largest(&|n| Case::parse(&format!("workload=nvshmem-init ranks={n} engine=turmoil")).is_ok());
+    let traced = largest(&|n| {
+        Case::parse(&format!("workload=nvshmem-init ranks={n}")).unwrap().check_kept_results(true).is_ok()
+    });
+    says(&format!(
+        "`engine=turmoil` keeps every rank's results too, so at most {turmoil} ranks of `nvshmem-init`, and a traced run (`--trace`, `replay`, explain) its trace besides, at most {traced}"
+    ));
 }
 
 #[test]

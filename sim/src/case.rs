@@ -582,9 +582,6 @@ impl Case {
             case.nccl = Some(nc);
             case.engine = engine.unwrap_or(EngineKind::Fast);
             case.engine_can_run().map_err(err)?;
-            if case.engine == EngineKind::Turmoil {
-                case.check_kept_results()?;
-            }
             case.schedule.validate(case.ranks).map_err(err)?;
             case.kernel_config().validate(case.ranks).map_err(err)?;
             let bytes = case.payload_bytes();
@@ -596,6 +593,9 @@ impl Case {
                     bytes >> 20,
                     budget >> 20
                 )));
+            }
+            if case.engine == EngineKind::Turmoil {
+                case.check_kept_results(false)?;
             }
             return Ok(case);
         }
@@ -657,7 +657,7 @@ impl Case {
         case.engine = engine.unwrap_or(EngineKind::Fast);
         case.engine_can_run().map_err(err)?;
         if case.engine == EngineKind::Turmoil {
-            case.check_kept_results()?;
+            case.check_kept_results(false)?;
         }
         Ok(case)
     }

@@ -155,6 +155,10 @@ pub fn explain(report: &RunReport) -> Vec<String> {
         return guard_lines(report);
     }
     if report.trace.is_none() {
+        // An untraced run is explained by re-running it traced, if that fits in memory.
+        if let Err(e) = report.case.check_kept_results(true) {
+            return vec![format!("Not explained: re-running it traced does not fit ({e})")];
+        }
         return explain(&run_case(&report.case, true));
     }
     let out = &report.outcome;
@@ -418,7 +422,8 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
                 _ => None,
             })?;
             let accepted = notes.iter().any(|(_, e)| matches!(e, EventKind::Accepted { .. }));
-            (flow.client.0 == r && flow.server_port != ports.root && !accepted).then_some((k, syn, flow, notes))
+            (flow.client.0 == r && ports.is_none_or(|p| flow.server_port != p.root) && !accepted)
+                .then_some((k, syn, flow, notes))
         });
         if let Some((k, syn, flow, notes)) = pending {
             stuck.push((enqueued_at(out, k), r, k, syn, flow.server.0, notes));
@@ -452,10 +457,10 @@ fn stuck_lines(report: &RunReport) -> Vec<String> {
 
 /// Who a connection joins, as people name them: the root's check-in listener and its
 /// connections to a rank's root listener are the root's, the rest are ranks'.
-fn endpoints(flow: &crate::kernel::Flow, ports: RootPorts) -> (String, String) {
-    let client =
-        if flow.server_port == ports.from_root { "the root".into() } else { format!("rank {}", flow.client.0) };
-    let server = if flow.server_port == ports.root { "the root".into() } else { format!("rank {}", flow.server.0) };
+fn endpoints(flow: &crate::kernel::Flow, ports: Option<RootPorts>) -> (String, String) {
+    let is = |port: fn(&RootPorts) -> u16| ports.as_ref().is_some_and(|p| flow.server_port == port(p));
+    let client = if is(|p| p.from_root) { "the root".into() } else { format!("rank {}", flow.client.0) };
+    let server = if is(|p| p.root) { "the root".into() } else { format!("rank {}", flow.server.0) };
     (client, server)
 }
 
@@ -558,6 +563,20 @@ fn guard_lines(report: &RunReport) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::case::Case;
+
+    #[test]
+    fn an_untraced_failure_too_large_to_re_run_traced_is_not_explained_and_says_why() {
+        let line = "engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3";
+        let probe = Case::parse(line).unwrap();
+        let tight = Case::parse_within(line, probe.payload_bytes() + probe.kept_results_bytes()).unwrap();
+        let report = run_case(&tight, false);
+        assert!(!report.verdict.is_ok(), "{:?}", report.verdict);
+        let lines = explain(&report);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("Not explained: re-running it traced does not fit") && lines[0].contains("MiB"));
+        // Within the default budget the same run is explained.
+        assert!(explain(&run_case(&probe, false)).len() > 1);
+    }
 
     /// The pairwise scan `accept_inversion` replaced (quadratic in the messages).
     fn accept_inversion_by_pairs(out: &Outcome) -> Option<Overtake> {

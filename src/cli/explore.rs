@@ -163,7 +163,7 @@ fn print_exploration(ex: &Exploration, faults: Faults) {
                         Finding::Mismatch { taken_for, benign: true, .. } => Some(taken_for.unused_bytes()),
                         _ => None,
                     })
-                    .unwrap_or_else(|| "no bytes of the swapped messages are read".into());
+                    .unwrap_or_else(|| "their bytes are unused".into());
                 println!("  benign swaps are reachable ({unused}): bootsim replay '{}'", b.case);
             }
         }

@@ -123,7 +123,7 @@ fn parse(case: &str) -> anyhow::Result<Case> {
 /// A case whose run keeps every result (traced): refused up front if those do not fit.
 fn parse_traced(case: &str) -> anyhow::Result<Case> {
     let c = parse(case)?;
-    c.check_kept_results().with_context(|| format!("in '{}'", shorten(case)))?;
+    c.check_kept_results(true).with_context(|| format!("in '{}'", shorten(case)))?;
     Ok(c)
 }
 

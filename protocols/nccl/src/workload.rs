@@ -46,9 +46,9 @@ pub struct P2pParams {
 }
 
 impl P2pParams {
-    /// Every peer once, nearest first, with 2 channels per peer.
+    /// Every peer once, nearest first, with init's default channels per peer.
     pub fn every_peer(nranks: u32) -> Self {
-        P2pParams { channels: 2, distances: (1..nranks.max(2)).collect() }
+        P2pParams { channels: InitParams::default().channels, distances: (1..nranks.max(2)).collect() }
     }
 }
 

@@ -39,16 +39,18 @@ pub struct RootPorts {
     pub from_root: u16,
 }
 
-/// [`RootPorts`] of `case`'s protocol.
-pub fn root_ports(case: &Case) -> RootPorts {
-    match case.nccl() {
-        Some(_) => {
+/// [`RootPorts`] of `case`'s protocol; none for a protocol of the user's own (its reports
+/// show every connection as rank to rank).
+pub fn root_ports(case: &Case) -> Option<RootPorts> {
+    match (case.protocol(), case.nccl()) {
+        (_, Some(_)) => {
             use bootsim_nccl::Listener;
-            RootPorts { root: Listener::Root.port(), from_root: Listener::FromRoot.port() }
+            Some(RootPorts { root: Listener::Root.port(), from_root: Listener::FromRoot.port() })
         }
-        None => {
+        ("nvshmem", None) => {
             use bootsim_nvshmem::ports::{FROM_ROOT_PORT, ROOT_PORT};
-            RootPorts { root: ROOT_PORT, from_root: FROM_ROOT_PORT }
+            Some(RootPorts { root: ROOT_PORT, from_root: FROM_ROOT_PORT })
         }
+        _ => None,
     }
 }

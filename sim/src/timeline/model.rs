@@ -14,7 +14,6 @@ use crate::words::{seg_name, step_name};
 /// Worlds up to this many ranks show every lane; larger ones only the violation's lanes.
 pub const MAX_LANES: u32 = 8;
 
-/// The listening port of the root's rendezvous and of a rank's from-root listener (fast engine).
 use crate::protocol::{root_ports, RootPorts};
 
 /// A connection's part in the violation.
@@ -127,10 +126,10 @@ pub struct Model {
     pub ranks: u32,
 }
 
-fn ends(flow_client: u32, flow_server: u32, server_port: u16, ports: RootPorts) -> (Node, Node) {
-    if server_port == ports.root {
+fn ends(flow_client: u32, flow_server: u32, server_port: u16, ports: Option<RootPorts>) -> (Node, Node) {
+    if ports.is_some_and(|p| server_port == p.root) {
         (Node::Rank(flow_client), Node::Root)
-    } else if server_port == ports.from_root {
+    } else if ports.is_some_and(|p| server_port == p.from_root) {
         (Node::Root, Node::Rank(flow_server))
     } else {
         (Node::Rank(flow_client), Node::Rank(flow_server))
@@ -192,7 +191,7 @@ impl Model {
         k: u64,
         notes: &[(Instant, EventKind)],
         o: Option<&Overtake>,
-        ports: RootPorts,
+        ports: Option<RootPorts>,
     ) {
         let Some((syn, flow)) = notes.iter().find_map(|(t, e)| match e {
             EventKind::SynSent { flow, .. } => Some((*t, *flow)),
@@ -216,8 +215,8 @@ impl Model {
         let sent = out.record.messages.sent.range((k, 0)..(k, u32::MAX)).next().map(|(_, s)| s);
         let label = match (sent, flow.server_port) {
             (Some(s), _) => format!("{} ({} B, tag {:#x})", step_name(&s.origin), s.size, s.tag),
-            (None, p) if p == ports.root => "check-in".to_string(),
-            (None, p) if p == ports.from_root => "peer addresses from root".to_string(),
+            (None, p) if ports.is_some_and(|r| p == r.root) => "check-in".to_string(),
+            (None, p) if ports.is_some_and(|r| p == r.from_root) => "peer addresses from root".to_string(),
             (None, _) => "init exchange".to_string(),
         };
         let taken = out.record.messages.taken.iter().find(|t| t.conn.is_some_and(|(c, _)| c == k));
