@@ -60,7 +60,7 @@ fn the_ranks_bound_per_workload_is_the_budget_s() {
     let largest = |fits: &dyn Fn(u32) -> bool| {
         let (mut lo, mut hi) = (1, i);
         while lo < hi {
-            let mid = (lo + hi + 1) / 2;
+            let mid = (lo + hi).div_ceil(2);
             if fits(mid) {
                 lo = mid
             } else {

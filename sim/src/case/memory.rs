@@ -118,9 +118,9 @@ impl Case {
     }
 
     /// About the bytes a traced run's trace and message log hold (its lines are kept as text):
-    /// per pair of ranks and operation [`TRACE_PAIR_OP_BYTES`] plus three times the operation's
-    /// length per peer; for NCCL per pair [`NCCL_TRACE_PAIR_BYTES`] and, per channel of a p2p
-    /// setup, [`NCCL_TRACE_PAIR_CHANNEL_BYTES`]. Fitted above the peak RSS of `bootsim run
+    /// per pair of ranks and operation `TRACE_PAIR_OP_BYTES` plus three times the operation's
+    /// length per peer; for NCCL per pair `NCCL_TRACE_PAIR_BYTES` and, per channel of a p2p
+    /// setup, `NCCL_TRACE_PAIR_CHANNEL_BYTES`. Fitted above the peak RSS of `bootsim run
     /// --trace` at 256 ranks (nvshmem-init 15.0 KB a pair, deepep 7.8, churn 34.4, nccl-init 3.6)
     /// and nccl-p2p at 128 (28.8).
     pub fn trace_bytes(&self) -> u128 {
