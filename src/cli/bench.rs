@@ -382,6 +382,7 @@ fn log_log_slope(points: &[(f64, f64)]) -> Option<f64> {
 fn scale_section(series: Series, max_ranks: u32) -> anyhow::Result<(Vec<ScaleRow>, Growth)> {
     let mut rows = Vec::new();
     let (mut cpu_pts, mut mem_pts, mut msg_pts, mut pkt_pts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut frame_pts, mut event_pts) = (Vec::new(), Vec::new());
     let mut stopped = false;
     for &n in SCALE_POINTS.iter().filter(|&&n| n <= max_ranks) {
         let outcome = if stopped {
@@ -394,6 +395,8 @@ fn scale_section(series: Series, max_ranks: u32) -> anyhow::Result<(Vec<ScaleRow
                     mem_pts.push((n as f64, p.peak_mib));
                     msg_pts.push((n as f64, p.messages));
                     pkt_pts.push((n as f64, p.packets));
+                    frame_pts.push((n as f64, p.writes));
+                    event_pts.push((n as f64, p.agenda_events));
                     ScaleOutcome::Done(p)
                 }
                 ScaleEnd::OutOfMemory { cap_mib, peak_mib } => {
@@ -417,6 +420,8 @@ fn scale_section(series: Series, max_ranks: u32) -> anyhow::Result<(Vec<ScaleRow
         cpu: log_log_slope(&tail(&cpu_pts)),
         messages: log_log_slope(&tail(&msg_pts)),
         packets: log_log_slope(&tail(&pkt_pts)),
+        frames: log_log_slope(&tail(&frame_pts)),
+        events: log_log_slope(&tail(&event_pts)),
         memory: log_log_slope(&tail(&mem_pts)),
     };
     Ok((rows, growth))

@@ -138,6 +138,10 @@ pub struct Growth {
     pub cpu: Option<f64>,
     pub messages: Option<f64>,
     pub packets: Option<f64>,
+    /// Every frame written, ring and root included (absent from reports before 2026-12-02).
+    pub frames: Option<f64>,
+    /// Kernel agenda events (absent from reports before 2026-12-02).
+    pub events: Option<f64>,
     pub memory: Option<f64>,
 }
 
@@ -418,9 +422,13 @@ fn scale_tables(title: &str, rows: &[ScaleRow], growth: &Option<Growth>) -> Vec<
                 vec!["CPU".into(), e(g.cpu)],
                 vec!["messages".into(), e(g.messages)],
                 vec!["packets".into(), e(g.packets)],
+                vec!["frames".into(), e(g.frames)],
+                vec!["agenda events".into(), e(g.events)],
                 vec!["peak memory".into(), e(g.memory)],
                 vec!["CPU - messages".into(), e(g.cpu.zip(g.messages).map(|(c, m)| c - m))],
                 vec!["CPU - packets".into(), e(g.cpu.zip(g.packets).map(|(c, p)| c - p))],
+                vec!["CPU - frames".into(), e(g.cpu.zip(g.frames).map(|(c, p)| c - p))],
+                vec!["CPU - agenda events (ns/ev)".into(), e(g.cpu.zip(g.events).map(|(c, p)| c - p))],
             ],
         });
     }
