@@ -126,8 +126,8 @@ fn replay_writes_a_timeline_that_chromium_shows() {
 fn the_timeline_is_a_pure_function_of_the_case() {
     for case in [REPORT_CASE, LARGE_CASE] {
         let case = Case::parse(case).unwrap();
-        let a = render_html(&run_case(&case, true));
-        let b = render_html(&run_case(&case, false));
+        let a = render_html(&run_case(&case, true)).unwrap();
+        let b = render_html(&run_case(&case, false)).unwrap();
         assert!(a == b, "{case}: two renderings differ");
         assert!(a.contains(r#"class="stall decisive""#));
     }
@@ -135,7 +135,7 @@ fn the_timeline_is_a_pure_function_of_the_case() {
 
 #[test]
 fn a_passing_case_renders_without_a_highlight() {
-    let html = render_html(&run_case(&Case::parse("engine=fast variant=seq seed=3").unwrap(), true));
+    let html = render_html(&run_case(&Case::parse("engine=fast variant=seq seed=3").unwrap(), true)).unwrap();
     assert!(html.contains(r#"id="lane-rank0""#) && html.contains(r#"id="lane-rank1""#));
     assert!(html.contains(r#"class="conn""#));
     assert!(!html.contains(r#"class="conn mismatch"#) && !html.contains(r#"id="mismatch""#));
@@ -146,10 +146,10 @@ fn a_passing_case_renders_without_a_highlight() {
 fn large_worlds_show_only_the_lanes_involved() {
     let case =
         Case::parse("engine=fast variant=nvshmem-3.4 workload=deepep ranks=16 adversary=overflow seed=5").unwrap();
-    let html = render_html(&run_case(&case, false));
+    let html = render_html(&run_case(&case, false)).unwrap();
     assert!(html.contains(r#"id="filtered""#));
     assert!(html.contains(r#"id="lane-rank7""#) && !html.contains(r#"id="lane-rank8""#));
-    let one = render_html(&run_case(&Case::parse("engine=fast variant=seq ranks=1 seed=1").unwrap(), true));
+    let one = render_html(&run_case(&Case::parse("engine=fast variant=seq ranks=1 seed=1").unwrap(), true)).unwrap();
     assert!(one.contains(r#"id="lane-rank0""#));
 }
 
@@ -178,7 +178,7 @@ fn check_state(case: &str, what: &str, s: &Value) {
 }
 
 fn check_page(case: &str) -> Value {
-    let html = render_html(&run_case(&Case::parse(case).unwrap(), true));
+    let html = render_html(&run_case(&Case::parse(case).unwrap(), true)).unwrap();
     let Some(bin) = chromium() else { return Value::Null };
     let m = measure(&bin, &case.replace([' ', '='], "_"), &html);
     assert_eq!(m["inner"][0], WINDOW.0, "{case}: window {}", m["inner"]);

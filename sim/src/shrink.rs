@@ -216,6 +216,12 @@ impl Shrinker<'_> {
     /// The stalls a traced run of `cur` suffered, forced, with random stalls off; `None` when
     /// that does not keep the verdict (e.g. random loss shifts with timing).
     fn make_stalls_explicit(&mut self, cur: &Case) -> Option<(Case, usize)> {
+        if let Err(e) = cur.check_kept_results(true) {
+            // A traced run this size would not fit: the stalls stay random (seeded), still a
+            // reproducing case, only not minimised.
+            self.log.push(format!("stalls left random: {e}"));
+            return None;
+        }
         let (_, _, outcome) = (self.run)(cur, true);
         self.runs += 1;
         let list = stalls_of(&outcome);
@@ -304,6 +310,19 @@ mod tests {
         assert_eq!(size_candidates(576, 24), vec![24, 144, 288]);
         assert_eq!(size_candidates(28, 1), vec![1, 7, 14]);
         assert!(size_candidates(1, 1).is_empty());
+    }
+
+    #[test]
+    fn stalls_stay_random_when_a_traced_run_would_not_fit() {
+        let line = "engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3";
+        let probe = Case::parse(line).unwrap();
+        let tight = Case::parse_within(line, probe.payload_bytes() + probe.kept_results_bytes()).unwrap();
+        let s = shrink(&tight).unwrap();
+        assert_eq!(s.stalls_seen, 0, "{:?}", s.log);
+        assert!(s.log.iter().any(|l| l.starts_with("stalls left random:") && l.contains("MiB")), "{:?}", s.log);
+        assert_eq!(run_case(&s.case, false).verdict, s.verdict);
+        // Within the default budget the same case's stalls are made explicit.
+        assert!(shrink(&probe).unwrap().stalls_seen > 0);
     }
 
     #[test]

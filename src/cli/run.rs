@@ -200,7 +200,8 @@ pub fn replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let report = run_case(&case, true);
     let written = match &a.timeline {
         Some(path) => {
-            std::fs::write(path, timeline::render_html(&report))
+            let html = timeline::render_html(&report).map_err(anyhow::Error::from)?;
+            std::fs::write(path, html)
                 .with_context(|| format!("writing the timeline to {}", path.display()))
                 .map_err(super::runtime)?;
             Some(path.display().to_string())

@@ -24,6 +24,7 @@ pub mod textwidth;
 
 use std::fmt::Write;
 
+use crate::case::CaseError;
 use crate::explain::explain;
 use crate::run::{run_case, RunReport};
 use model::{Model, MAX_LANES};
@@ -41,9 +42,11 @@ const PICTURE_W: f64 = WINDOW.0 - 2.0 * 16.0 - 20.0;
 
 const STYLE: &str = include_str!("style.css");
 
-/// The timeline HTML of a run; a report without trace-time records is re-run with tracing.
-pub fn render_html(report: &RunReport) -> String {
+/// The timeline HTML of a run; a report without trace-time records is re-run with tracing,
+/// refused (naming the MiB) when that run would not fit the case's memory budget.
+pub fn render_html(report: &RunReport) -> Result<String, CaseError> {
     if report.trace.is_none() {
+        report.case.check_kept_results(true)?;
         return render_html(&run_case(&report.case, true));
     }
     let model = Model::build(report);
@@ -91,7 +94,7 @@ pub fn render_html(report: &RunReport) -> String {
     h.push_str("<main>");
     h.push_str(&pic.svg);
     h.push_str("</main>\n</body></html>\n");
-    h
+    Ok(h)
 }
 
 /// A checkbox per band that can be hidden, and the CSS that hides it: its content disappears and
@@ -157,3 +160,20 @@ const LEGEND: &str = concat!(
     "<li><i class=\"sw sw-cut\"></i>time cut: the gap (+duration on the axis) is longer than drawn; elsewhere 1 ms is 24 px, rows at least 15 px apart</li>",
     "</ul>\n"
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Case;
+
+    #[test]
+    fn an_untraced_report_too_large_to_re_run_traced_is_refused_naming_the_mib() {
+        let line = "engine=fast variant=nvshmem-3.4 workload=deepep ranks=2 adversary=rss seed=3";
+        let probe = Case::parse(line).unwrap();
+        let tight = Case::parse_within(line, probe.payload_bytes() + probe.kept_results_bytes()).unwrap();
+        let err = render_html(&run_case(&tight, false)).unwrap_err();
+        assert!(err.to_string().contains("MiB") && err.to_string().contains("traced"), "{err}");
+        // Within the default budget the same untraced report is re-run traced and drawn.
+        assert!(render_html(&run_case(&probe, false)).unwrap().contains("<svg"));
+    }
+}
