@@ -362,34 +362,36 @@ impl Net {
         let cpus = Cpus::new(&cfg, queues);
         let Spare { wheel, agenda, hosts: mut all, mut servers, events, bufs } = SPARE.take().unwrap_or_default();
         servers.reserve(hosts as usize * usize::from(cpus.count()));
+        let streams = rng::Streams::new(seed);
         all.extend((0..hosts).map(|h| {
-            let mut setup = rng::stream(seed, Purpose::Setup, h, 0);
+            let mut setup = streams.get(Purpose::Setup, h, 0);
             let rss = Rss::new(&mut setup, queues);
             let span = u64::from(EPHEMERAL.1 - EPHEMERAL.0) + 1;
             let next_port = EPHEMERAL.0 + rng::below(&mut setup, span) as u16;
             let flood =
                 if cfg.load.queue_model_on() { flood_flows_per_cpu(&cfg, &rss, &cpus, seed, h) } else { Vec::new() };
-            servers.extend((0..cpus.count()).map(|q| {
-                let (mut script, mut kicks) = (Vec::new(), Vec::new());
+            for q in 0..cpus.count() {
+                servers.push(RxQueue::new(streams.get(Purpose::Stall, h, q), &stall));
+                let rx = servers.last_mut().expect("a server was just pushed");
                 // A scripted stall of a queue takes its CPU.
+                let (mut script, mut kicks) = (Vec::new(), Vec::new());
                 for s in cfg.stalls.iter().filter(|s| s.host == h && cpus.of_queue(s.queue) == q) {
                     match s.at {
                         StallAt::Time(t) => script.push((t, t.saturating_add(s.dur))),
                         StallAt::Packet(n) => kicks.push((n, s.dur)),
                     }
                 }
-                let mut rx = RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall).with_script(script, kicks);
+                rx.set_script(script, kicks);
                 if cfg.load.queue_model_on() {
                     let flows = flood[usize::from(q)];
                     rx.set_loaded(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
                 }
-                rx
-            }));
+            }
             Host {
                 rss,
                 next_port,
-                loss: GilbertElliott::new(rng::stream(seed, Purpose::Loss, h, 0)),
-                jitter: rng::stream(seed, Purpose::Jitter, h, 0),
+                loss: GilbertElliott::new(streams.get(Purpose::Loss, h, 0)),
+                jitter: streams.get(Purpose::Jitter, h, 0),
             }
         }));
         Net {
