@@ -74,11 +74,13 @@ pub struct Kernel {
     now: Instant,
 }
 
+/// A kernel's connection and listener tables.
+type Tables = (Vec<Option<Box<Conn>>>, Vec<Listener>);
+
 thread_local! {
     /// The connection and listener tables of this thread's last kernel, emptied, with their
     /// room (the network's containers are kept likewise, `agenda.rs`).
-    static SPARE_TABLES: std::cell::Cell<(Vec<Option<Box<Conn>>>, Vec<Listener>)> =
-        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+    static SPARE_TABLES: std::cell::Cell<Tables> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 
 impl Drop for Kernel {
