@@ -806,12 +806,11 @@ impl Case {
     /// `app_cpu`) does not fit that draw ([`Case::misfit`]): such a case could not run (the
     /// kernel model has no such queue or CPU) and no case string gives it.
     pub fn with_seed(&self, seed: u64) -> Result<Case, CaseError> {
-        let kernel = if self.adversary == "swarm" {
-            kernel_for(&self.adversary, seed, &self.knobs)?
-        } else {
-            self.kernel.clone()
-        };
-        let case = Case { seed, kernel, ..self.clone() };
+        let mut case = self.clone();
+        case.seed = seed;
+        if self.adversary == "swarm" {
+            case.kernel = kernel_for(&self.adversary, seed, &self.knobs)?;
+        }
         match case.misfit() {
             Some(why) => Err(CaseError(why)),
             None => Ok(case),

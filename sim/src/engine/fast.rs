@@ -177,15 +177,43 @@ struct AppCpu {
 /// The size of the buffer sockets are read into (a read returns at most this much).
 const READ_BUF: usize = 64 << 10;
 
-thread_local! {
-    /// The read buffer of this thread's last run: zeroing a fresh 64 KiB per run was an eighth
-    /// of a 2-rank run's instructions. Only the bytes a read returns are ever looked at.
-    static SPARE_READ_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+/// The engine's own tables of this thread's last run, emptied, with their room (a 2-rank run
+/// grew them from nothing), and its read buffer (zeroing a fresh 64 KiB per run was an eighth
+/// of a 2-rank run's instructions; only the bytes a read returns are ever looked at).
+#[derive(Default)]
+struct Spare {
+    sock_of: FxHashMap<(Node, ConnId), SockId>,
+    owner: FxHashMap<SockId, (Node, ConnId)>,
+    pending_accept: FxHashMap<ListenerId, ConnId>,
+    dialing: FxHashMap<(Node, ConnId), Dialing>,
+    drains: FxHashMap<SockId, Drain>,
+    timers: Vec<Reverse<(Instant, u64, Timer)>>,
+    node_timer: FxHashMap<Node, Instant>,
+    tx: Vec<u8>,
+    spare: Vec<Vec<u8>>,
+    buf: Vec<u8>,
 }
 
-/// A read buffer of [`READ_BUF`] bytes: the last run's on this thread, else a new one.
-fn read_buf() -> Vec<u8> {
-    let buf = SPARE_READ_BUF.take();
+/// The most entries a map kept for the next run may have room for: clearing a map costs its
+/// room, which a large run's would make every small run after it pay.
+const SPARE_MAP_ROOM: usize = 4096;
+
+/// `map` emptied, or a new one if its room is above [`SPARE_MAP_ROOM`].
+fn emptied<K, V>(mut map: FxHashMap<K, V>) -> FxHashMap<K, V> {
+    if map.capacity() > SPARE_MAP_ROOM {
+        return FxHashMap::default();
+    }
+    map.clear();
+    map
+}
+
+thread_local! {
+    /// What this thread's last run left ([`Spare`]).
+    static SPARE: std::cell::Cell<Option<Spare>> = const { std::cell::Cell::new(None) };
+}
+
+/// A read buffer of [`READ_BUF`] bytes: `buf` if it is one, else a new one.
+fn read_buf(buf: Vec<u8>) -> Vec<u8> {
     if buf.len() == READ_BUF {
         buf
     } else {
@@ -209,6 +237,7 @@ where
     let now = Instant::ZERO;
     let setup = Setup { variant, workload, seed: case.seed(), n, root_ip: host_addr(0, 0).ip() };
     let Nodes { root, ranks } = protocol.nodes(&setup);
+    let spare = SPARE.take().unwrap_or_default();
     let mut w = World {
         case,
         protocol,
@@ -217,16 +246,16 @@ where
         root,
         ranks,
         peer_ports: bootsim_core::seam::PeerPorts::of::<Key<P>>(),
-        sock_of: FxHashMap::default(),
-        owner: FxHashMap::default(),
+        sock_of: spare.sock_of,
+        owner: spare.owner,
         listeners: FxHashMap::default(),
         listener_owner: FxHashMap::default(),
-        pending_accept: FxHashMap::default(),
-        dialing: FxHashMap::default(),
-        drains: FxHashMap::default(),
-        timers: BinaryHeap::new(),
+        pending_accept: spare.pending_accept,
+        dialing: spare.dialing,
+        drains: spare.drains,
+        timers: BinaryHeap::from(spare.timers),
         timer_seq: 0,
-        node_timer: FxHashMap::default(),
+        node_timer: spare.node_timer,
         work: VecDeque::new(),
         retry: RetryPolicy::default(),
         // A traced run keeps everything for explain, the timeline and shrink; any other run
@@ -237,9 +266,9 @@ where
             Outcome::streaming(n as usize, Box::new(protocol.judge(&setup)))
         },
         sink: TraceSink::new(trace),
-        buf: read_buf(),
-        tx: Vec::new(),
-        spare: Vec::new(),
+        buf: read_buf(spare.buf),
+        tx: spare.tx,
+        spare: spare.spare,
         remaining: n as usize + 1,
         names: Names::default(),
         app: AppCpu { on: case.kernel_config().load.cpu.app_on(), ..AppCpu::default() },
@@ -315,7 +344,21 @@ impl<P: Protocol> World<'_, P> {
         }
         self.out.root_stopped(self.root.awaited());
         self.out.trace = self.sink.finish();
-        SPARE_READ_BUF.set(std::mem::take(&mut self.buf));
+        let mut timers = std::mem::take(&mut self.timers).into_vec();
+        timers.clear();
+        self.tx.clear();
+        SPARE.set(Some(Spare {
+            sock_of: emptied(std::mem::take(&mut self.sock_of)),
+            owner: emptied(std::mem::take(&mut self.owner)),
+            pending_accept: emptied(std::mem::take(&mut self.pending_accept)),
+            dialing: emptied(std::mem::take(&mut self.dialing)),
+            drains: emptied(std::mem::take(&mut self.drains)),
+            timers,
+            node_timer: emptied(std::mem::take(&mut self.node_timer)),
+            tx: std::mem::take(&mut self.tx),
+            spare: std::mem::take(&mut self.spare),
+            buf: std::mem::take(&mut self.buf),
+        }));
         self.out
     }
 

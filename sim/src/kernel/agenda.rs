@@ -311,18 +311,43 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// What a kernel's network leaves to the next one made on this thread: its containers,
+/// emptied, with their room (a 2-rank run grew them from nothing, and made and dropped the
+/// timer wheel's 4 096 slots, an eighth of its instructions).
+#[derive(Default)]
+struct Spare {
+    wheel: Option<Wheel<Scheduled>>,
+    agenda: Vec<Reverse<PktEntry>>,
+    hosts: Vec<Host>,
+    servers: Vec<RxQueue>,
+    events: VecDeque<KernelEvent>,
+    bufs: SpareBufs,
+}
+
 thread_local! {
-    /// The timer wheel of this thread's last kernel, cleared ([`Wheel::clear`]).
-    static SPARE_WHEEL: std::cell::Cell<Option<Wheel<Scheduled>>> = const { std::cell::Cell::new(None) };
+    /// The containers of this thread's last kernel, emptied.
+    static SPARE: std::cell::Cell<Option<Spare>> = const { std::cell::Cell::new(None) };
 }
 
 impl Drop for Net {
-    /// Hands the timer wheel, cleared, to the next kernel on this thread.
+    /// Hands the containers, emptied, to the next kernel on this thread.
     fn drop(&mut self) {
         let mut wheel = std::mem::replace(&mut self.timers, Wheel::placeholder());
         wheel.clear();
-        // At thread exit the slot may be gone already: the wheel is then simply dropped.
-        let _ = SPARE_WHEEL.try_with(|w| w.set(Some(wheel)));
+        let mut spare = Spare {
+            wheel: Some(wheel),
+            agenda: std::mem::take(&mut self.agenda).into_vec(),
+            hosts: std::mem::take(&mut self.hosts),
+            servers: std::mem::take(&mut self.servers),
+            events: std::mem::take(&mut self.events),
+            bufs: std::mem::take(&mut self.spare_bufs),
+        };
+        spare.agenda.clear();
+        spare.hosts.clear();
+        spare.servers.clear();
+        spare.events.clear();
+        // At thread exit the slot may be gone already: the containers are then simply dropped.
+        let _ = SPARE.try_with(|s| s.set(Some(spare)));
     }
 }
 
@@ -335,56 +360,57 @@ impl Net {
         let loss = LossParams::new(&cfg);
         let queues = cfg.rx_queues.clamp(1, 128);
         let cpus = Cpus::new(&cfg, queues);
-        let mut servers = Vec::with_capacity(hosts as usize * usize::from(cpus.count()));
-        let hosts: Vec<Host> = (0..hosts)
-            .map(|h| {
-                let mut setup = rng::stream(seed, Purpose::Setup, h, 0);
-                let rss = Rss::new(&mut setup, queues);
-                let span = u64::from(EPHEMERAL.1 - EPHEMERAL.0) + 1;
-                let next_port = EPHEMERAL.0 + rng::below(&mut setup, span) as u16;
-                let flood = flood_flows_per_cpu(&cfg, &rss, &cpus, seed, h);
-                servers.extend((0..cpus.count()).map(|q| {
-                    let (mut script, mut kicks) = (Vec::new(), Vec::new());
-                    // A scripted stall of a queue takes its CPU.
-                    for s in cfg.stalls.iter().filter(|s| s.host == h && cpus.of_queue(s.queue) == q) {
-                        match s.at {
-                            StallAt::Time(t) => script.push((t, t.saturating_add(s.dur))),
-                            StallAt::Packet(n) => kicks.push((n, s.dur)),
-                        }
+        let Spare { wheel, agenda, hosts: mut all, mut servers, events, bufs } = SPARE.take().unwrap_or_default();
+        servers.reserve(hosts as usize * usize::from(cpus.count()));
+        let streams = rng::Streams::new(seed);
+        all.extend((0..hosts).map(|h| {
+            let mut setup = streams.get(Purpose::Setup, h, 0);
+            let rss = Rss::new(&mut setup, queues);
+            let span = u64::from(EPHEMERAL.1 - EPHEMERAL.0) + 1;
+            let next_port = EPHEMERAL.0 + rng::below(&mut setup, span) as u16;
+            let flood =
+                if cfg.load.queue_model_on() { flood_flows_per_cpu(&cfg, &rss, &cpus, seed, h) } else { Vec::new() };
+            for q in 0..cpus.count() {
+                servers.push(RxQueue::new(streams.get(Purpose::Stall, h, q), &stall));
+                let rx = servers.last_mut().expect("a server was just pushed");
+                // A scripted stall of a queue takes its CPU.
+                let (mut script, mut kicks) = (Vec::new(), Vec::new());
+                for s in cfg.stalls.iter().filter(|s| s.host == h && cpus.of_queue(s.queue) == q) {
+                    match s.at {
+                        StallAt::Time(t) => script.push((t, t.saturating_add(s.dur))),
+                        StallAt::Packet(n) => kicks.push((n, s.dur)),
                     }
-                    let mut rx =
-                        RxQueue::new(rng::stream(seed, Purpose::Stall, h, q), &stall).with_script(script, kicks);
-                    if cfg.load.queue_model_on() {
-                        let flows = flood[usize::from(q)];
-                        rx.set_loaded(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
-                    }
-                    rx
-                }));
-                Host {
-                    rss,
-                    next_port,
-                    loss: GilbertElliott::new(rng::stream(seed, Purpose::Loss, h, 0)),
-                    jitter: rng::stream(seed, Purpose::Jitter, h, 0),
                 }
-            })
-            .collect();
+                rx.set_script(script, kicks);
+                if cfg.load.queue_model_on() {
+                    let flows = flood[usize::from(q)];
+                    rx.set_loaded(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
+                }
+            }
+            Host {
+                rss,
+                next_port,
+                loss: GilbertElliott::new(streams.get(Purpose::Loss, h, 0)),
+                jitter: streams.get(Purpose::Jitter, h, 0),
+            }
+        }));
         Net {
             latency_ns: nanos(cfg.latency),
             jitter_ns: nanos(cfg.jitter),
             cfg,
             stall,
             loss,
-            agenda: BinaryHeap::new(),
-            timers: SPARE_WHEEL.take().filter(Wheel::has_ring).unwrap_or_default(),
+            agenda: BinaryHeap::from(agenda),
+            timers: wheel.filter(Wheel::has_ring).unwrap_or_default(),
             seq: 0,
             taken: None,
             taken_at: Instant::ZERO,
             periods: servers.iter().map(|q| q.periods).sum(),
-            hosts,
+            hosts: all,
             cpus,
             servers,
-            events: VecDeque::new(),
-            spare_bufs: SpareBufs::default(),
+            events,
+            spare_bufs: bufs,
             observable: false,
             stats: KernelStats::default(),
         }

@@ -74,13 +74,34 @@ pub struct Kernel {
     now: Instant,
 }
 
+/// A kernel's connection and listener tables.
+type Tables = (Vec<Option<Box<Conn>>>, Vec<Listener>);
+
+thread_local! {
+    /// The connection and listener tables of this thread's last kernel, emptied, with their
+    /// room (the network's containers are kept likewise, `agenda.rs`).
+    static SPARE_TABLES: std::cell::Cell<Tables> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+impl Drop for Kernel {
+    /// Hands the connection and listener tables, emptied, to the next kernel on this thread.
+    fn drop(&mut self) {
+        let (mut conns, mut all) = (std::mem::take(&mut self.conns), std::mem::take(&mut self.listeners.all));
+        conns.clear();
+        all.clear();
+        // At thread exit the slot may be gone already: the tables are then simply dropped.
+        let _ = SPARE_TABLES.try_with(|s| s.set((conns, all)));
+    }
+}
+
 impl Kernel {
     /// Hosts `0..hosts` configured by `cfg`; every random draw derives from `seed`.
     pub fn new(cfg: KernelConfig, seed: u64, hosts: u32) -> Kernel {
+        let (conns, all) = SPARE_TABLES.take();
         Kernel {
             net: Net::new(cfg, seed, hosts),
-            listeners: Listeners::default(),
-            conns: Vec::new(),
+            listeners: Listeners { all, bound: Default::default() },
+            conns,
             now: Instant::ZERO,
         }
     }

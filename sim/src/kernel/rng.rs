@@ -23,9 +23,27 @@ pub(crate) enum Purpose {
 
 /// The stream for `purpose` owned by `(owner, sub)`, e.g. (host, queue), under `seed`.
 pub(crate) fn stream(seed: u64, purpose: Purpose, owner: u32, sub: u16) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(((purpose as u64) << 48) | (u64::from(owner) << 16) | u64::from(sub));
-    rng
+    Streams::new(seed).get(purpose, owner, sub)
+}
+
+/// Every stream of one seed, its key expanded once: expanding it (`seed_from_u64`) cost as much
+/// as the rest of making a stream, and a kernel makes a dozen streams per host.
+#[derive(Clone, Debug)]
+pub(crate) struct Streams(ChaCha8Rng);
+
+impl Streams {
+    /// The streams of `seed`.
+    pub(crate) fn new(seed: u64) -> Streams {
+        Streams(ChaCha8Rng::seed_from_u64(seed))
+    }
+
+    /// The stream for `purpose` owned by `(owner, sub)`: [`stream`]'s, a copy of the seed's
+    /// unused generator given its own stream id (nothing was drawn, so nothing is redrawn).
+    pub(crate) fn get(&self, purpose: Purpose, owner: u32, sub: u16) -> ChaCha8Rng {
+        let mut rng = self.0.clone();
+        rng.set_stream(((purpose as u64) << 48) | (u64::from(owner) << 16) | u64::from(sub));
+        rng
+    }
 }
 
 const TWO_POW_M53: f64 = 1.0 / (1u64 << 53) as f64;
@@ -107,6 +125,25 @@ pub(crate) fn log_uniform(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_seeds_streams_are_the_streams_made_one_by_one() {
+        let streams = Streams::new(42);
+        for (purpose, owner, sub) in [(Purpose::Setup, 0, 0), (Purpose::Stall, 3, 7), (Purpose::Jitter, 65_535, 0)] {
+            let (mut a, mut b) = (streams.get(purpose, owner, sub), stream(42, purpose, owner, sub));
+            let mut fresh = ChaCha8Rng::seed_from_u64(42);
+            fresh.set_stream(((purpose as u64) << 48) | (u64::from(owner) << 16) | u64::from(sub));
+            for _ in 0..100 {
+                let x = a.next_u64();
+                assert_eq!(x, b.next_u64());
+                assert_eq!(x, fresh.next_u64());
+            }
+        }
+        // A copy is not the generator it was copied from: each stream starts at its beginning.
+        let mut first = streams.get(Purpose::Stall, 0, 0);
+        first.next_u64();
+        assert_eq!(streams.get(Purpose::Stall, 0, 0).next_u64(), stream(42, Purpose::Stall, 0, 0).next_u64());
+    }
 
     #[test]
     fn streams_are_reproducible_and_independent() {

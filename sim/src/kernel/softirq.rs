@@ -194,7 +194,15 @@ impl RxQueue {
 
     /// Adds forced busy periods `[start, end)` and forced stalls `(n, duration)` of the n-th
     /// arriving packet; they draw nothing from the random stream.
-    pub(crate) fn with_script(mut self, mut script: Vec<(u64, u64)>, mut kicks: Vec<(u64, u64)>) -> RxQueue {
+    #[cfg(test)]
+    pub(crate) fn with_script(mut self, script: Vec<(u64, u64)>, kicks: Vec<(u64, u64)>) -> RxQueue {
+        self.set_script(script, kicks);
+        self
+    }
+
+    /// [`RxQueue::with_script`] in place (a kernel makes its queues where they stay: moving
+    /// one, with its random stream, copied 450 bytes).
+    pub(crate) fn set_script(&mut self, mut script: Vec<(u64, u64)>, mut kicks: Vec<(u64, u64)>) {
         script.retain(|(s, e)| s < e);
         script.sort_unstable();
         kicks.sort_unstable();
@@ -203,7 +211,6 @@ impl RxQueue {
             rare.script = script;
             rare.kicks = kicks;
         }
-        self
     }
 
     /// Runs this queue through the load-dependent model `loaded`.
