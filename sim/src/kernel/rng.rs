@@ -83,7 +83,7 @@ const SLACK: f64 = 1e-10;
 /// the whole interval `estimate * (1 ± SLACK)` to one value, the exact result (inside that
 /// interval) maps to it too. Otherwise (an integer boundary within 1e-10: about one draw in
 /// 10^5) `exact` is computed. The draws stay bit-for-bit libm's on every machine.
-fn exact_from(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(f64) -> u64) -> u64 {
+pub(crate) fn exact_from(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(f64) -> u64) -> u64 {
     if estimate.is_finite() && estimate > 0.0 {
         let lo = whole(estimate * (1.0 - SLACK));
         if lo == whole(estimate * (1.0 + SLACK)) {
@@ -99,21 +99,59 @@ pub(crate) fn exp_ns(rng: &mut ChaCha8Rng, mean_ns: f64) -> u64 {
     exact_from(-mean_ns * u.ln(), || -mean_ns * libm::log(u), |x| x as u64)
 }
 
-/// Pareto(`xm`, `alpha`) capped at `cap` (nanoseconds).
-pub(crate) fn pareto_ns(rng: &mut ChaCha8Rng, xm_ns: f64, alpha: f64, cap_ns: u64) -> u64 {
-    let (u, e) = (open_unit(rng), -1.0 / alpha);
-    let capped = |x: f64| if x >= cap_ns as f64 { cap_ns } else { x as u64 };
-    exact_from(xm_ns * fast_pow(u, e), || xm_ns * libm::pow(u, e), capped)
+/// Pareto(`xm`, `alpha`) capped at `cap` (nanoseconds), its exponent worked out once: a
+/// queue's busy periods draw from it on every cycle.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pareto {
+    xm_ns: f64,
+    /// `-1 / alpha`.
+    e: f64,
+    /// `4 e` when it is a whole number of quarters (the profiles' alpha 0.8 makes -1.25), so
+    /// `u^e` is two square roots and a few multiplications.
+    quarters: Option<i32>,
+    cap_ns: u64,
 }
 
-/// `u^e` for `u` in (0, 1), within a few ulps: by square roots and multiplications when `e` is
-/// a whole number of quarters (the profiles' alpha 0.8 makes -1.25), else the platform's pow.
-fn fast_pow(u: f64, e: f64) -> f64 {
-    let quarters = e * 4.0;
-    if quarters == quarters.round() && quarters.abs() <= 16.0 {
-        u.sqrt().sqrt().powi(quarters as i32)
+impl Pareto {
+    /// The law with scale `xm_ns`, shape `alpha`, capped at `cap_ns`.
+    pub(crate) fn new(xm_ns: f64, alpha: f64, cap_ns: u64) -> Pareto {
+        let e = -1.0 / alpha;
+        let q = e * 4.0;
+        let quarters = (q == q.round() && q.abs() <= 16.0).then_some(q as i32);
+        Pareto { xm_ns, e, quarters, cap_ns }
+    }
+
+    /// One draw (nanoseconds).
+    #[inline]
+    pub(crate) fn draw(&self, rng: &mut ChaCha8Rng) -> u64 {
+        let (u, e, cap_ns) = (open_unit(rng), self.e, self.cap_ns);
+        let capped = |x: f64| if x >= cap_ns as f64 { cap_ns } else { x as u64 };
+        // `u^e` within a few ulps for the estimate; `libm`'s when it does not decide.
+        let estimate = match self.quarters {
+            Some(q) => powi(u.sqrt().sqrt(), q),
+            None => u.powf(e),
+        };
+        exact_from(self.xm_ns * estimate, || self.xm_ns * libm::pow(u, e), capped)
+    }
+}
+
+/// `x^n` by squaring (what the platform's `powi` does, without its call).
+#[inline]
+pub(crate) fn powi(mut x: f64, n: i32) -> f64 {
+    let mut k = n.unsigned_abs();
+    let mut y = if k & 1 == 1 { x } else { 1.0 };
+    k >>= 1;
+    while k > 0 {
+        x *= x;
+        if k & 1 == 1 {
+            y *= x;
+        }
+        k >>= 1;
+    }
+    if n < 0 {
+        1.0 / y
     } else {
-        u.powf(e)
+        y
     }
 }
 
@@ -192,7 +230,7 @@ mod tests {
                         x as u64
                     }
                 };
-                assert_eq!(pareto_ns(&mut b, xm, alpha, cap), slow_p);
+                assert_eq!(Pareto::new(xm, alpha, cap).draw(&mut b), slow_p);
                 let slow_e = (-xm * libm::log(open_unit(&mut a))) as u64;
                 assert_eq!(exp_ns(&mut b, xm), slow_e);
             }
@@ -201,6 +239,9 @@ mod tests {
         // At an integer boundary the estimate cannot decide: the exact value is used.
         assert_eq!(exact_from(7.0, || 6.999_999_999_999_999, |x| x as u64), 6);
         assert_eq!(exact_from(f64::NAN, || 3.5, |x| x as u64), 3);
+        for (x, n) in [(0.7f64, -5), (1.3, 4), (0.9, 0), (2.0, -16), (0.5, 7)] {
+            assert!((powi(x, n) / x.powi(n) - 1.0).abs() < 1e-14, "{x}^{n}");
+        }
     }
 
     #[test]
@@ -210,7 +251,7 @@ mod tests {
             let u = unit(&mut r);
             assert!((0.0..1.0).contains(&u));
             assert!(below(&mut r, 7) < 7);
-            let p = pareto_ns(&mut r, 50_000.0, 1.2, 20_000_000);
+            let p = Pareto::new(50_000.0, 1.2, 20_000_000).draw(&mut r);
             assert!((50_000..=20_000_000).contains(&p));
             let l = log_uniform(&mut r, 2.0, 8.0);
             assert!((2.0..=8.0 + 1e-9).contains(&l));

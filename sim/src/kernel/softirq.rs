@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use super::config::KernelConfig;
 use super::napi::{Loaded, Offer, Via};
-use super::rng;
+use super::rng::{self, Pareto};
 
 /// The stall process's parameters, in nanoseconds, precomputed from the config.
 #[derive(Clone, Copy, Debug)]
@@ -28,6 +28,12 @@ pub(crate) struct StallParams {
     xm_pow_1_minus_a: f64,
     xm_pow_a: f64,
     inv_1_minus_a: f64,
+    /// `1 / (1 - alpha)` as a whole number when it is one to within 1.4e-15 (alpha 0.8 gives
+    /// 5.000000000000001): the residual's power is then a few multiplications, whose result
+    /// differs from `powf`'s by less than [`rng::exact_from`]'s slack.
+    residual_powi: Option<i32>,
+    /// The busy periods' law.
+    busy: Pareto,
 }
 
 impl StallParams {
@@ -45,6 +51,8 @@ impl StallParams {
             xm_pow_1_minus_a: 0.0,
             xm_pow_a: 0.0,
             inv_1_minus_a: 0.0,
+            residual_powi: None,
+            busy: Pareto::new(xm, 1.0, cap),
         }
         .with_alpha(cfg.stall_alpha)
     }
@@ -54,14 +62,20 @@ impl StallParams {
     fn residual_busy(&self, u: f64) -> u64 {
         let (xm, a) = (self.xm, self.alpha);
         let target = u * self.mean_busy;
+        let whole = |r: f64| (r as u64).clamp(1, self.cap);
         let r = if target <= xm {
             target
         } else if (a - 1.0).abs() < 1e-9 {
             xm * ((target - xm) / xm).exp()
         } else {
-            (self.xm_pow_1_minus_a + (target - xm) * (1.0 - a) / self.xm_pow_a).powf(self.inv_1_minus_a)
+            let base = self.xm_pow_1_minus_a + (target - xm) * (1.0 - a) / self.xm_pow_a;
+            if let Some(k) = self.residual_powi {
+                // The same value as `powf`'s whenever the estimate decides (see `exact_from`).
+                return rng::exact_from(rng::powi(base, k), || base.powf(self.inv_1_minus_a), whole);
+            }
+            base.powf(self.inv_1_minus_a)
         };
-        (r as u64).clamp(1, self.cap)
+        whole(r)
     }
 
     /// The same with Pareto shape `alpha` (and what depends on it).
@@ -72,6 +86,13 @@ impl StallParams {
             xm_pow_1_minus_a: self.xm.powf(1.0 - alpha),
             xm_pow_a: self.xm.powf(alpha),
             inv_1_minus_a: 1.0 / (1.0 - alpha),
+            residual_powi: {
+                let inv = 1.0 / (1.0 - alpha);
+                let k = inv.round();
+                // |inv - k| * ln(f64::MAX) within 1e-12: far inside the slack.
+                ((inv - k).abs() <= 1.4e-15 && k.abs() <= 16.0).then_some(k as i32)
+            },
+            busy: Pareto::new(self.xm, alpha, self.cap),
             ..self
         }
     }
@@ -317,7 +338,7 @@ impl RxQueue {
                 }
             }
             self.busy_start = self.busy_end + rng::exp_ns(&mut self.rng, self.gap).max(1);
-            self.busy_end = self.busy_start + rng::pareto_ns(&mut self.rng, p.xm, p.alpha, p.cap);
+            self.busy_end = self.busy_start + p.busy.draw(&mut self.rng);
             self.periods += 1;
         }
         None
@@ -351,7 +372,7 @@ impl RxQueue {
         }
         while self.busy_end <= t && self.periods < PERIOD_CAP {
             self.busy_start = self.busy_end + rng::exp_ns(&mut self.rng, self.gap).max(1);
-            self.busy_end = self.busy_start + rng::pareto_ns(&mut self.rng, p.xm, p.alpha, p.cap);
+            self.busy_end = self.busy_start + p.busy.draw(&mut self.rng);
             self.periods += 1;
         }
     }
@@ -399,6 +420,18 @@ mod tests {
             stall_cap: Duration::from_millis(20),
             ..KernelConfig::default()
         })
+    }
+
+    #[test]
+    fn the_residuals_whole_power_gives_powfs_draws() {
+        let p = params(400).with_alpha(0.8);
+        assert_eq!(p.residual_powi, Some(5));
+        let slow = StallParams { residual_powi: None, ..p };
+        for i in 0..200_000u32 {
+            let u = (f64::from(i) + 0.5) / 200_000.0;
+            assert_eq!(p.residual_busy(u), slow.residual_busy(u), "u {u}");
+        }
+        assert_eq!(params(400).with_alpha(0.7).residual_powi, None);
     }
 
     #[test]
