@@ -63,19 +63,20 @@ impl StallParams {
         let (xm, a) = (self.xm, self.alpha);
         let target = u * self.mean_busy;
         let whole = |r: f64| (r as u64).clamp(1, self.cap);
-        let r = if target <= xm {
-            target
-        } else if (a - 1.0).abs() < 1e-9 {
-            xm * ((target - xm) / xm).exp()
-        } else {
-            let base = self.xm_pow_1_minus_a + (target - xm) * (1.0 - a) / self.xm_pow_a;
-            if let Some(k) = self.residual_powi {
-                // The same value as `powf`'s whenever the estimate decides (see `exact_from`).
-                return rng::exact_from(rng::powi(base, k), || base.powf(self.inv_1_minus_a), whole);
-            }
-            base.powf(self.inv_1_minus_a)
+        if target <= xm {
+            return whole(target);
+        }
+        // Each power is `libm`'s, estimated first (see `exact_from`).
+        if (a - 1.0).abs() < 1e-9 {
+            let x = (target - xm) / xm;
+            return rng::exact_from(xm * x.exp(), || xm * libm::exp(x), whole);
+        }
+        let (base, inv) = (self.xm_pow_1_minus_a + (target - xm) * (1.0 - a) / self.xm_pow_a, self.inv_1_minus_a);
+        let estimate = match self.residual_powi {
+            Some(k) => rng::powi(base, k),
+            None => base.powf(inv),
         };
-        whole(r)
+        rng::exact_from(estimate, || libm::pow(base, inv), whole)
     }
 
     /// The same with Pareto shape `alpha` (and what depends on it).
@@ -83,8 +84,8 @@ impl StallParams {
         StallParams {
             alpha,
             mean_busy: mean_capped_pareto(self.xm, alpha, self.cap as f64),
-            xm_pow_1_minus_a: self.xm.powf(1.0 - alpha),
-            xm_pow_a: self.xm.powf(alpha),
+            xm_pow_1_minus_a: libm::pow(self.xm, 1.0 - alpha),
+            xm_pow_a: libm::pow(self.xm, alpha),
             inv_1_minus_a: 1.0 / (1.0 - alpha),
             residual_powi: {
                 let inv = 1.0 / (1.0 - alpha);
@@ -113,9 +114,9 @@ fn mean_capped_pareto(xm: f64, alpha: f64, cap: f64) -> f64 {
         return cap;
     }
     let tail = if (alpha - 1.0).abs() < 1e-9 {
-        xm * (cap / xm).ln()
+        xm * libm::log(cap / xm)
     } else {
-        xm.powf(alpha) * (cap.powf(1.0 - alpha) - xm.powf(1.0 - alpha)) / (1.0 - alpha)
+        libm::pow(xm, alpha) * (libm::pow(cap, 1.0 - alpha) - libm::pow(xm, 1.0 - alpha)) / (1.0 - alpha)
     };
     xm + tail
 }
@@ -190,7 +191,7 @@ impl RxQueue {
     /// simulation begins.
     pub(crate) fn new(mut rng: ChaCha8Rng, p: &StallParams) -> RxQueue {
         // Always one draw for the load factor, so skew does not shift the stall draws.
-        let f = ((2.0 * rng::unit(&mut rng) - 1.0) * p.skew.ln()).exp();
+        let f = libm::exp((2.0 * rng::unit(&mut rng) - 1.0) * libm::log(p.skew));
         let gap = p.mean_gap.map_or(0.0, |g| (g * f).max(1.0));
         let cycle = gap + p.mean_busy;
         let mut q = RxQueue {
