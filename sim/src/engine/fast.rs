@@ -18,6 +18,7 @@ use bootsim_core::seam::{
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
 use super::outcome::{Node, Outcome, TraceSink};
+use super::sock_table::SockTable;
 use super::work_guard::WorkGuard;
 use crate::case::Case;
 use crate::explore::schedule::{CheckInName, ConnName};
@@ -133,7 +134,7 @@ struct World<'a, P: Protocol> {
     /// The ports of the protocol's rank-to-rank listeners (the ones `accept=` orders).
     peer_ports: bootsim_core::seam::PeerPorts,
     sock_of: FxHashMap<(Node, ConnId), SockId>,
-    owner: FxHashMap<SockId, (Node, ConnId)>,
+    owner: SockTable<(Node, ConnId)>,
     listeners: FxHashMap<(Node, Key<P>), ListenerId>,
     listener_owner: FxHashMap<ListenerId, (Node, Key<P>)>,
     pending_accept: FxHashMap<ListenerId, ConnId>,
@@ -141,7 +142,8 @@ struct World<'a, P: Protocol> {
     drains: FxHashMap<SockId, Drain>,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     timer_seq: u64,
-    node_timer: FxHashMap<Node, Instant>,
+    /// Each node's own timeout as armed, by [`slot`].
+    node_timer: Vec<Option<Instant>>,
     work: VecDeque<(Node, OwnedInput<Key<P>>)>,
     /// NVSHMEM's connect retry (every 1 ms on "refused" up to 20 000 times; 3 timeouts).
     retry: RetryPolicy,
@@ -218,7 +220,7 @@ where
         ranks,
         peer_ports: bootsim_core::seam::PeerPorts::of::<Key<P>>(),
         sock_of: FxHashMap::default(),
-        owner: FxHashMap::default(),
+        owner: SockTable::default(),
         listeners: FxHashMap::default(),
         listener_owner: FxHashMap::default(),
         pending_accept: FxHashMap::default(),
@@ -226,7 +228,7 @@ where
         drains: FxHashMap::default(),
         timers: BinaryHeap::new(),
         timer_seq: 0,
-        node_timer: FxHashMap::default(),
+        node_timer: vec![None; n as usize + 1],
         work: VecDeque::new(),
         retry: RetryPolicy::default(),
         // A traced run keeps everything for explain, the timeline and shrink; any other run
@@ -327,8 +329,9 @@ impl<P: Protocol> World<'_, P> {
     fn fire(&mut self, timer: Timer) {
         match timer {
             Timer::Node(node) => {
-                if self.node_timer.get(&node) == Some(&self.now) {
-                    self.node_timer.remove(&node);
+                let armed = &mut self.node_timer[slot(node)];
+                if *armed == Some(self.now) {
+                    *armed = None;
                 }
                 let now = self.now;
                 self.node(node).handle_timeout(now);
@@ -433,8 +436,9 @@ impl<P: Protocol> World<'_, P> {
         self.tx = tx;
         let next = self.node(node).poll_timeout();
         if let Some(t) = next {
-            if self.node_timer.get(&node) != Some(&t) {
-                self.node_timer.insert(node, t);
+            let armed = &mut self.node_timer[slot(node)];
+            if *armed != Some(t) {
+                *armed = Some(t);
                 self.schedule(t.max(self.now), Timer::Node(node));
             }
         }
@@ -520,7 +524,7 @@ impl<P: Protocol> World<'_, P> {
             Effect::Close { conn } => {
                 if let Some(sock) = self.sock_of.remove(&(node, conn)) {
                     self.charge_syscall(node);
-                    self.owner.remove(&sock);
+                    self.owner.remove(sock);
                     self.kernel.close(now, sock);
                     self.sink.line(now, name, format_args!("close {}", local(conn, sock)));
                 }
@@ -574,7 +578,7 @@ impl<P: Protocol> World<'_, P> {
     /// NVSHMEM's connect retry (one state machine in core for every driver): redial after
     /// its pause, or report the connect failed.
     fn connect_failed(&mut self, sock: SockId, kind: &EventKind) {
-        let Some(&(node, conn)) = self.owner.get(&sock) else { return };
+        let Some((node, conn)) = self.owner.get(sock) else { return };
         let Some(d) = self.dialing.get_mut(&(node, conn)) else { return };
         match on_connect_event(&mut d.retry, self.now, kind) {
             Some(Redial::At(at)) => self.schedule(at, Timer::Retry { node, conn }),
@@ -590,7 +594,7 @@ impl<P: Protocol> World<'_, P> {
             return;
         };
         if let Some(old) = self.sock_of.remove(&(node, conn)) {
-            self.owner.remove(&old);
+            self.owner.remove(old);
         }
         let sock = self.kernel.connect(now, HostId(Self::host(node)), HostId(to), port);
         self.sink.line(now, node_name(node), format_args!("connect {} to {addr}", local(conn, sock)));
@@ -657,7 +661,7 @@ impl<P: Protocol> World<'_, P> {
 
     /// Reads everything readable on an owned socket and queues it for its node.
     fn read_all(&mut self, sock: SockId) {
-        let Some(&(node, conn)) = self.owner.get(&sock) else { return };
+        let Some((node, conn)) = self.owner.get(sock) else { return };
         loop {
             match self.kernel.read(sock, &mut self.buf) {
                 ReadOutcome::Data(n) => {
@@ -686,7 +690,7 @@ impl<P: Protocol> World<'_, P> {
             }
             match kind {
                 EventKind::Connected { sock } => {
-                    if let Some(&(node, conn)) = self.owner.get(&sock) {
+                    if let Some((node, conn)) = self.owner.get(sock) {
                         self.dialing.remove(&(node, conn));
                         self.sink.line(at, node_name(node), format_args!("connected {}", local(conn, sock)));
                         self.work.push_back((node, OwnedInput::Connected { conn }));
@@ -701,7 +705,7 @@ impl<P: Protocol> World<'_, P> {
                     }
                 }
                 EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
-                    match self.owner.get(&sock).copied() {
+                    match self.owner.get(sock) {
                         Some((node, _)) if !self.syscall(node, Timer::Read { sock }) => {}
                         _ => self.read_all(sock),
                     }
@@ -718,6 +722,14 @@ impl<P: Protocol> World<'_, P> {
                 _ => {}
             }
         }
+    }
+}
+
+/// A node's index in the engine's per-node tables: the root first, then the ranks.
+fn slot(node: Node) -> usize {
+    match node {
+        Node::Root => 0,
+        Node::Rank(r) => r as usize + 1,
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod fast;
 pub mod outcome;
+mod sock_table;
 pub mod turmoil;
 mod work_guard;
 
