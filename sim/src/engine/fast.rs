@@ -17,8 +17,8 @@ use bootsim_core::seam::{
 };
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
+use super::id_table::IdTable;
 use super::outcome::{Node, Outcome, TraceSink};
-use super::sock_table::SockTable;
 use super::work_guard::WorkGuard;
 use crate::case::Case;
 use crate::explore::schedule::{CheckInName, ConnName};
@@ -41,6 +41,13 @@ fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
         SocketAddr::V6(_) => None,
     }
 }
+
+/// The socket ids the owners' window spans (most sockets live briefly: a connection per message).
+const SOCKETS: usize = 1 << 14;
+
+/// The connection ids each node's window of sockets spans (a rank has a few connections open
+/// at a time besides its long-lived ones).
+const NODE_CONNS: usize = 64;
 
 /// Received-bytes buffers kept for reuse: more than the reads queued at once in practice.
 const SPARE_BUFFERS: usize = 64;
@@ -133,8 +140,9 @@ struct World<'a, P: Protocol> {
     ranks: Vec<P::Node>,
     /// The ports of the protocol's rank-to-rank listeners (the ones `accept=` orders).
     peer_ports: bootsim_core::seam::PeerPorts,
-    sock_of: FxHashMap<(Node, ConnId), SockId>,
-    owner: SockTable<(Node, ConnId)>,
+    /// Each node's sockets by its own connection id, by [`slot`].
+    sock_of: Vec<IdTable<SockId, NODE_CONNS>>,
+    owner: IdTable<(Node, ConnId), SOCKETS>,
     listeners: FxHashMap<(Node, Key<P>), ListenerId>,
     listener_owner: FxHashMap<ListenerId, (Node, Key<P>)>,
     pending_accept: FxHashMap<ListenerId, ConnId>,
@@ -219,8 +227,8 @@ where
         root,
         ranks,
         peer_ports: bootsim_core::seam::PeerPorts::of::<Key<P>>(),
-        sock_of: FxHashMap::default(),
-        owner: SockTable::default(),
+        sock_of: (0..=n).map(|_| IdTable::default()).collect(),
+        owner: IdTable::default(),
         listeners: FxHashMap::default(),
         listener_owner: FxHashMap::default(),
         pending_accept: FxHashMap::default(),
@@ -502,7 +510,7 @@ impl<P: Protocol> World<'_, P> {
                 self.dial(node, conn, addr);
             }
             Effect::Write { conn, len } => {
-                if let Some(&sock) = self.sock_of.get(&(node, conn)) {
+                if let Some(sock) = self.sock_of[slot(node)].get(conn.0) {
                     self.charge_syscall(node);
                     self.sink.line(now, name, format_args!("write {len} bytes on {}", local(conn, sock)));
                     if let Err(e) = self.kernel.write(now, sock, tx) {
@@ -511,7 +519,7 @@ impl<P: Protocol> World<'_, P> {
                 }
             }
             Effect::Drain { conn, deadline } => {
-                let Some(&sock) = self.sock_of.get(&(node, conn)) else { return };
+                let Some(sock) = self.sock_of[slot(node)].get(conn.0) else { return };
                 let forced_fail =
                     self.names.by_conn.get(&(node, conn)).is_some_and(|n| self.case.schedule().drain_fail.contains(n));
                 if self.kernel.outq(sock) == 0 && !forced_fail {
@@ -522,9 +530,9 @@ impl<P: Protocol> World<'_, P> {
                 }
             }
             Effect::Close { conn } => {
-                if let Some(sock) = self.sock_of.remove(&(node, conn)) {
+                if let Some(sock) = self.sock_of[slot(node)].remove(conn.0) {
                     self.charge_syscall(node);
-                    self.owner.remove(sock);
+                    self.owner.remove(sock.0);
                     self.kernel.close(now, sock);
                     self.sink.line(now, name, format_args!("close {}", local(conn, sock)));
                 }
@@ -536,7 +544,7 @@ impl<P: Protocol> World<'_, P> {
     /// Records a protocol event (the message log, drains, strays) and its trace line.
     fn observed(&mut self, node: Node, e: <P::Node as bootsim_core::seam::Node>::Event) {
         let now = self.now;
-        let sock = e.conn().and_then(|c| self.sock_of.get(&(node, c)).copied());
+        let sock = e.conn().and_then(|c| self.sock_of[slot(node)].get(c.0));
         let kconn = sock.map(SockId::conn);
         if self.sink.enabled() {
             let words = self.protocol.event_words(&e, kconn);
@@ -578,7 +586,7 @@ impl<P: Protocol> World<'_, P> {
     /// NVSHMEM's connect retry (one state machine in core for every driver): redial after
     /// its pause, or report the connect failed.
     fn connect_failed(&mut self, sock: SockId, kind: &EventKind) {
-        let Some((node, conn)) = self.owner.get(sock) else { return };
+        let Some((node, conn)) = self.owner.get(sock.0) else { return };
         let Some(d) = self.dialing.get_mut(&(node, conn)) else { return };
         match on_connect_event(&mut d.retry, self.now, kind) {
             Some(Redial::At(at)) => self.schedule(at, Timer::Retry { node, conn }),
@@ -593,13 +601,13 @@ impl<P: Protocol> World<'_, P> {
             self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason: format!("no route to {addr}") }));
             return;
         };
-        if let Some(old) = self.sock_of.remove(&(node, conn)) {
-            self.owner.remove(old);
+        if let Some(old) = self.sock_of[slot(node)].remove(conn.0) {
+            self.owner.remove(old.0);
         }
         let sock = self.kernel.connect(now, HostId(Self::host(node)), HostId(to), port);
         self.sink.line(now, node_name(node), format_args!("connect {} to {addr}", local(conn, sock)));
-        self.sock_of.insert((node, conn), sock);
-        self.owner.insert(sock, (node, conn));
+        self.sock_of[slot(node)].insert(conn.0, sock);
+        self.owner.insert(sock.0, (node, conn));
         if let Some(&name) = self.names.by_conn.get(&(node, conn)) {
             self.names.by_kconn.insert(sock.conn(), name);
         }
@@ -651,8 +659,8 @@ impl<P: Protocol> World<'_, P> {
             self.names.root_accepts = nth + 1;
         }
         self.pending_accept.remove(&l);
-        self.sock_of.insert((node, conn), sock);
-        self.owner.insert(sock, (node, conn));
+        self.sock_of[slot(node)].insert(conn.0, sock);
+        self.owner.insert(sock.0, (node, conn));
         let from = host_addr(flow.client.0, flow.client_port);
         self.sink.line(self.now, node_name(node), format_args!("accept {} from {from}", local(conn, sock)));
         self.work.push_back((node, OwnedInput::Accepted { conn, from }));
@@ -661,7 +669,7 @@ impl<P: Protocol> World<'_, P> {
 
     /// Reads everything readable on an owned socket and queues it for its node.
     fn read_all(&mut self, sock: SockId) {
-        let Some((node, conn)) = self.owner.get(sock) else { return };
+        let Some((node, conn)) = self.owner.get(sock.0) else { return };
         loop {
             match self.kernel.read(sock, &mut self.buf) {
                 ReadOutcome::Data(n) => {
@@ -690,7 +698,7 @@ impl<P: Protocol> World<'_, P> {
             }
             match kind {
                 EventKind::Connected { sock } => {
-                    if let Some((node, conn)) = self.owner.get(sock) {
+                    if let Some((node, conn)) = self.owner.get(sock.0) {
                         self.dialing.remove(&(node, conn));
                         self.sink.line(at, node_name(node), format_args!("connected {}", local(conn, sock)));
                         self.work.push_back((node, OwnedInput::Connected { conn }));
@@ -705,7 +713,7 @@ impl<P: Protocol> World<'_, P> {
                     }
                 }
                 EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
-                    match self.owner.get(sock) {
+                    match self.owner.get(sock.0) {
                         Some((node, _)) if !self.syscall(node, Timer::Read { sock }) => {}
                         _ => self.read_all(sock),
                     }

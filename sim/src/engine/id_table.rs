@@ -1,55 +1,50 @@
-//! A map from kernel sockets to what the fast engine keeps for each, fitted to how sockets are
-//! numbered: `SockId`s grow with the connections made (two per connection), most connections
-//! live briefly, a few (a ring's) for the whole run. The recent ones sit in a window indexed by
-//! id (an index instead of a hash lookup on every packet's read); one that stays open while
-//! [`WINDOW`] newer sockets are made moves to a hash map, so memory follows the sockets open,
-//! not every socket the run ever made (2.2 M at 1024 ranks).
+//! A map from numbered things to what the fast engine keeps for each, fitted to how they are
+//! numbered: kernel sockets (two per connection) and a node's own connections are numbered as
+//! they are made, most live briefly, a few (a ring's) for the whole run. The recent ones sit in
+//! a window indexed by number (an index where a hash lookup ran on every packet's read and every
+//! write); one that stays open while `WINDOW` newer ones are made moves to a hash map, so memory
+//! follows what is open, not everything the run ever made (2.2 M sockets at 1024 ranks).
 
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-use crate::kernel::SockId;
-
-/// How many consecutive socket ids the window spans.
-const WINDOW: usize = 1 << 14;
-
-/// Values `V` by open socket.
+/// Values `V` by number, the last `WINDOW` numbers in a window.
 #[derive(Debug)]
-pub(crate) struct SockTable<V> {
-    /// The id of `window[0]`.
+pub(crate) struct IdTable<V, const WINDOW: usize> {
+    /// The number of `window[0]`.
     base: u64,
-    /// Sockets `base..base + window.len()`, `None` where not held.
+    /// Numbers `base..base + window.len()`, `None` where not held.
     window: VecDeque<Option<V>>,
-    /// Sockets below `base` still held.
+    /// Numbers below `base` still held.
     old: FxHashMap<u64, V>,
 }
 
-impl<V> Default for SockTable<V> {
+impl<V, const WINDOW: usize> Default for IdTable<V, WINDOW> {
     fn default() -> Self {
-        SockTable { base: 0, window: VecDeque::new(), old: FxHashMap::default() }
+        IdTable { base: 0, window: VecDeque::new(), old: FxHashMap::default() }
     }
 }
 
-impl<V: Copy> SockTable<V> {
-    /// The value held for `sock`.
-    pub(crate) fn get(&self, sock: SockId) -> Option<V> {
-        match sock.0.checked_sub(self.base) {
+impl<V: Copy, const WINDOW: usize> IdTable<V, WINDOW> {
+    /// The value held for `id`.
+    pub(crate) fn get(&self, id: u64) -> Option<V> {
+        match id.checked_sub(self.base) {
             Some(i) => usize::try_from(i).ok().and_then(|i| self.window.get(i)).copied().flatten(),
-            None => self.old.get(&sock.0).copied(),
+            None => self.old.get(&id).copied(),
         }
     }
 
-    /// Holds `value` for `sock`, replacing what was held.
-    pub(crate) fn insert(&mut self, sock: SockId, value: V) {
+    /// Holds `value` for `id`, replacing what was held.
+    pub(crate) fn insert(&mut self, id: u64, value: V) {
         if self.window.is_empty() {
-            self.base = sock.0;
+            self.base = id;
         }
-        let Some(i) = sock.0.checked_sub(self.base) else {
-            self.old.insert(sock.0, value);
+        let Some(i) = id.checked_sub(self.base) else {
+            self.old.insert(id, value);
             return;
         };
-        let i = usize::try_from(i).expect("socket ids fit in memory");
+        let i = usize::try_from(i).expect("numbers in use fit in memory");
         if i >= self.window.len() {
             self.window.resize(i + 1, None);
         }
@@ -63,18 +58,15 @@ impl<V: Copy> SockTable<V> {
         self.trim();
     }
 
-    /// Stops holding `sock`.
-    pub(crate) fn remove(&mut self, sock: SockId) {
-        match sock.0.checked_sub(self.base) {
+    /// Stops holding `id`; returns what was held.
+    pub(crate) fn remove(&mut self, id: u64) -> Option<V> {
+        match id.checked_sub(self.base) {
             Some(i) => {
-                if let Some(slot) = usize::try_from(i).ok().and_then(|i| self.window.get_mut(i)) {
-                    *slot = None;
-                }
+                let held = usize::try_from(i).ok().and_then(|i| self.window.get_mut(i)).and_then(Option::take);
                 self.trim();
+                held
             }
-            None => {
-                self.old.remove(&sock.0);
-            }
+            None => self.old.remove(&id),
         }
     }
 
@@ -94,30 +86,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn it_agrees_with_a_map_whether_sockets_are_recent_or_long_open() {
-        let mut t = SockTable::default();
+    fn it_agrees_with_a_map_whether_numbers_are_recent_or_long_held() {
+        const W: usize = 64;
+        let mut t: IdTable<u64, W> = IdTable::default();
         let mut m = BTreeMap::new();
-        // A long-lived socket, then many short ones around it, some accepted out of order.
-        t.insert(SockId(3), 33);
+        // A long-held number, then many short-lived ones around it, some made out of order.
+        t.insert(3, 33);
         m.insert(3, 33);
         let mut x = 1u64;
-        for id in 4..(3 * WINDOW as u64) {
-            t.insert(SockId(id), id);
+        for id in 4..(40 * W as u64) {
+            t.insert(id, id);
             m.insert(id, id);
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let gone = id.saturating_sub(x >> 60);
+            let gone = id.saturating_sub(x >> 58);
             if gone != 3 && x & 1 == 0 {
-                t.remove(SockId(gone));
-                m.remove(&gone);
+                assert_eq!(t.remove(gone), m.remove(&gone), "removing {gone}");
             }
         }
-        t.insert(SockId(5), 55);
+        t.insert(5, 55);
         m.insert(5, 55);
-        for id in 0..(3 * WINDOW as u64 + 2) {
-            assert_eq!(t.get(SockId(id)), m.get(&id).copied(), "socket {id}");
+        for id in 0..(40 * W as u64 + 2) {
+            assert_eq!(t.get(id), m.get(&id).copied(), "number {id}");
         }
-        t.remove(SockId(3));
-        assert_eq!(t.get(SockId(3)), None);
-        assert!(t.window.len() <= WINDOW);
+        assert_eq!(t.remove(3), Some(33));
+        assert_eq!((t.get(3), t.remove(3)), (None, None));
+        assert!(t.window.len() <= W);
     }
 }

@@ -1,8 +1,8 @@
 //! Engines that run a case: they differ in how the world is simulated, not in the protocol.
 
 pub mod fast;
+mod id_table;
 pub mod outcome;
-mod sock_table;
 pub mod turmoil;
 mod work_guard;
 
