@@ -47,7 +47,7 @@ const SOCKETS: usize = 1 << 14;
 
 /// The connection ids each node's window of sockets spans (a rank has a few connections open
 /// at a time besides its long-lived ones).
-const NODE_CONNS: usize = 64;
+const NODE_CONNS: usize = 16;
 
 /// Received-bytes buffers kept for reuse: more than the reads queued at once in practice.
 const SPARE_BUFFERS: usize = 64;
