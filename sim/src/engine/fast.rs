@@ -304,8 +304,12 @@ impl<P: Protocol> World<'_, P> {
             let limit = next_timer.map_or(deadline, |t| t.min(deadline));
             self.now = self.kernel.handle_timeout_until(self.now, limit);
             self.kernel_events();
-            for l in self.names.waiting.clone() {
-                self.try_accept(l);
+            // Only an explicit schedule makes listeners wait (and a clone per wake-up cost more
+            // than the rest of this loop's bookkeeping).
+            if !self.names.waiting.is_empty() {
+                for l in self.names.waiting.clone() {
+                    self.try_accept(l);
+                }
             }
             while let Some(Reverse((t, _, timer))) = self.timers.peek().copied() {
                 if t > self.now {
@@ -398,6 +402,7 @@ impl<P: Protocol> World<'_, P> {
 
     /// A socket call of `node`'s process (accept, read) that takes effect once it has had its
     /// CPU time: now when that is not modelled, else by `timer`, once per call in progress.
+    #[inline]
     fn syscall(&mut self, node: Node, timer: Timer) -> bool {
         if !self.app.on {
             return true;
