@@ -137,8 +137,9 @@ pub struct MessageLog {
     pub sent: BTreeMap<(u64, u32), SentMsg>,
     /// Taken messages, in order; always empty in a streaming log.
     pub taken: Vec<TakenMsg>,
-    sent_on: BTreeMap<u64, u32>,
-    taken_on: BTreeMap<u64, u32>,
+    /// Per connection: how many messages were sent on it and how many taken (one entry, one
+    /// lookup per message).
+    counts: BTreeMap<u64, (u32, u32)>,
     streaming: bool,
     sent_total: usize,
 }
@@ -157,9 +158,9 @@ impl MessageLog {
     /// Records a message handed over on `conn` (unjoinable without one: dropped).
     pub fn sent(&mut self, conn: Option<u64>, msg: SentMsg) {
         if let Some(k) = conn {
-            let i = self.sent_on.entry(k).or_insert(0);
-            self.sent.insert((k, *i), msg);
-            *i += 1;
+            let (sent, _) = self.counts.entry(k).or_insert((0, 0));
+            self.sent.insert((k, *sent), msg);
+            *sent += 1;
             self.sent_total += 1;
         }
     }
@@ -168,10 +169,12 @@ impl MessageLog {
     /// Returns it with the message it is (its source), if that was recorded: a streaming log
     /// hands both back and keeps neither.
     pub fn taken(&mut self, conn: Option<u64>, mut msg: TakenMsg) -> (TakenMsg, Option<SentMsg>) {
+        let mut all_taken = false;
         msg.conn = conn.map(|k| {
-            let i = self.taken_on.entry(k).or_insert(0);
-            *i += 1;
-            (k, *i - 1)
+            let (sent, taken) = self.counts.entry(k).or_insert((0, 0));
+            *taken += 1;
+            all_taken = sent == taken;
+            (k, *taken - 1)
         });
         if !self.streaming {
             let source = self.source(&msg).cloned();
@@ -181,11 +184,8 @@ impl MessageLog {
         let source = msg.conn.and_then(|key| self.sent.remove(&key));
         // Everything sent on the connection was taken: its counters start again from zero
         // together, so the next message on it still joins (and nothing is kept per connection).
-        if let Some(k) = conn {
-            if self.sent_on.get(&k) == self.taken_on.get(&k) {
-                self.sent_on.remove(&k);
-                self.taken_on.remove(&k);
-            }
+        if let (Some(k), true) = (conn, all_taken) {
+            self.counts.remove(&k);
         }
         (msg, source)
     }
@@ -211,4 +211,43 @@ pub struct DrainGiveUp {
     pub waited: Duration,
     /// Bytes still unacknowledged.
     pub unacked: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{OpId, OpType, OpTypeDef};
+
+    const SEND: OpType = OpType::new(&OpTypeDef { code: 1, name: "send", step: "step", bytes_unused: false });
+
+    fn sent(size: usize) -> SentMsg {
+        let origin = MsgOrigin { op: OpId(0), kind: SEND, step: 1 };
+        SentMsg { from: 0, to: 1, tag: 5, origin, size, at: Instant::ZERO }
+    }
+
+    fn taken() -> TakenMsg {
+        let origin = MsgOrigin { op: OpId(0), kind: SEND, step: 1 };
+        TakenMsg { at: Instant::ZERO, rank: 1, from: 0, tag: 5, origin, size: 0, expected_size: 0, conn: None }
+    }
+
+    #[test]
+    fn a_streaming_log_joins_each_take_to_its_send_in_order_and_keeps_nothing_once_all_are_taken() {
+        let mut log = MessageLog::streaming();
+        log.sent(Some(7), sent(1));
+        log.sent(Some(7), sent(2));
+        let (t, source) = log.taken(Some(7), taken());
+        assert_eq!((t.conn, source.map(|s| s.size)), (Some((7, 0)), Some(1)));
+        let (t, source) = log.taken(Some(7), taken());
+        assert_eq!((t.conn, source.map(|s| s.size)), (Some((7, 1)), Some(2)));
+        assert!(log.sent.is_empty() && log.counts.is_empty(), "all taken: nothing kept for the connection");
+        // Its counters started again together: the next message on it still joins.
+        log.sent(Some(7), sent(3));
+        let (t, source) = log.taken(Some(7), taken());
+        assert_eq!((t.conn, source.map(|s| s.size)), (Some((7, 0)), Some(3)));
+        // A take with nothing sent before it joins nothing, and is not forgotten as all taken.
+        let (t, source) = log.taken(Some(8), taken());
+        assert_eq!((t.conn, source), (Some((8, 0)), None));
+        assert_eq!(log.counts.get(&8), Some(&(0, 1)));
+        assert_eq!(log.sent_total(), 3);
+    }
 }

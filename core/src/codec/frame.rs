@@ -110,6 +110,12 @@ impl FrameReader {
 
     /// Reads one whole frame of at most `max` bytes.
     pub fn read_frame(&mut self, what: &'static str, max: usize) -> Result<Option<Vec<u8>>, WireError> {
+        Ok(self.read_frame_slice(what, max)?.map(<[u8]>::to_vec))
+    }
+
+    /// Reads one whole frame of at most `max` bytes, borrowed from the receive buffer (no
+    /// allocation per frame: a reader that copies it where it belongs needs no owned copy).
+    pub fn read_frame_slice(&mut self, what: &'static str, max: usize) -> Result<Option<&[u8]>, WireError> {
         let Some(len) = self.peek_frame_len(max)? else { return Ok(None) };
         if self.buffered() < 4 + len {
             return if self.eof {
@@ -119,7 +125,7 @@ impl FrameReader {
             };
         }
         self.pos += 4;
-        Ok(self.take(what, len)?.map(<[u8]>::to_vec))
+        self.take(what, len)
     }
 
     /// Reads one frame that must be exactly `N` bytes (a rank, a tag, a version, an address).
@@ -128,7 +134,7 @@ impl FrameReader {
         if len != N {
             return Err(WireError::WrongLength { what, expected: N, got: len });
         }
-        Ok(self.read_frame(what, N)?.map(|v| v.try_into().expect("length checked")))
+        Ok(self.read_frame_slice(what, N)?.map(|v| v.try_into().expect("length checked")))
     }
 
     /// The `i32` of the next frame without consuming it (the frame must be exactly 4 bytes).

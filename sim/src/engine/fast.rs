@@ -17,6 +17,7 @@ use bootsim_core::seam::{
 };
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
+use super::id_table::IdTable;
 use super::outcome::{Node, Outcome, TraceSink};
 use super::work_guard::WorkGuard;
 use crate::case::Case;
@@ -40,6 +41,13 @@ fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
         SocketAddr::V6(_) => None,
     }
 }
+
+/// The socket ids the owners' window spans (most sockets live briefly: a connection per message).
+const SOCKETS: usize = 1 << 14;
+
+/// The connection ids each node's window of sockets spans (a rank has a few connections open
+/// at a time besides its long-lived ones).
+const NODE_CONNS: usize = 16;
 
 /// Received-bytes buffers kept for reuse: more than the reads queued at once in practice.
 const SPARE_BUFFERS: usize = 64;
@@ -132,8 +140,9 @@ struct World<'a, P: Protocol> {
     ranks: Vec<P::Node>,
     /// The ports of the protocol's rank-to-rank listeners (the ones `accept=` orders).
     peer_ports: bootsim_core::seam::PeerPorts,
-    sock_of: FxHashMap<(Node, ConnId), SockId>,
-    owner: FxHashMap<SockId, (Node, ConnId)>,
+    /// Each node's sockets by its own connection id, by [`slot`].
+    sock_of: Vec<IdTable<SockId, NODE_CONNS>>,
+    owner: IdTable<(Node, ConnId), SOCKETS>,
     listeners: FxHashMap<(Node, Key<P>), ListenerId>,
     listener_owner: FxHashMap<ListenerId, (Node, Key<P>)>,
     pending_accept: FxHashMap<ListenerId, ConnId>,
@@ -141,7 +150,8 @@ struct World<'a, P: Protocol> {
     drains: FxHashMap<SockId, Drain>,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     timer_seq: u64,
-    node_timer: FxHashMap<Node, Instant>,
+    /// Each node's own timeout as armed, by [`slot`].
+    node_timer: Vec<Option<Instant>>,
     work: VecDeque<(Node, OwnedInput<Key<P>>)>,
     /// NVSHMEM's connect retry (every 1 ms on "refused" up to 20 000 times; 3 timeouts).
     retry: RetryPolicy,
@@ -182,13 +192,10 @@ const READ_BUF: usize = 64 << 10;
 /// of a 2-rank run's instructions; only the bytes a read returns are ever looked at).
 #[derive(Default)]
 struct Spare {
-    sock_of: FxHashMap<(Node, ConnId), SockId>,
-    owner: FxHashMap<SockId, (Node, ConnId)>,
     pending_accept: FxHashMap<ListenerId, ConnId>,
     dialing: FxHashMap<(Node, ConnId), Dialing>,
     drains: FxHashMap<SockId, Drain>,
     timers: Vec<Reverse<(Instant, u64, Timer)>>,
-    node_timer: FxHashMap<Node, Instant>,
     tx: Vec<u8>,
     spare: Vec<Vec<u8>>,
     buf: Vec<u8>,
@@ -246,8 +253,8 @@ where
         root,
         ranks,
         peer_ports: bootsim_core::seam::PeerPorts::of::<Key<P>>(),
-        sock_of: spare.sock_of,
-        owner: spare.owner,
+        sock_of: (0..=n).map(|_| IdTable::default()).collect(),
+        owner: IdTable::default(),
         listeners: FxHashMap::default(),
         listener_owner: FxHashMap::default(),
         pending_accept: spare.pending_accept,
@@ -255,7 +262,7 @@ where
         drains: spare.drains,
         timers: BinaryHeap::from(spare.timers),
         timer_seq: 0,
-        node_timer: spare.node_timer,
+        node_timer: vec![None; n as usize + 1],
         work: VecDeque::new(),
         retry: RetryPolicy::default(),
         // A traced run keeps everything for explain, the timeline and shrink; any other run
@@ -323,8 +330,12 @@ impl<P: Protocol> World<'_, P> {
             let limit = next_timer.map_or(deadline, |t| t.min(deadline));
             self.now = self.kernel.handle_timeout_until(self.now, limit);
             self.kernel_events();
-            for l in self.names.waiting.clone() {
-                self.try_accept(l);
+            // Only an explicit schedule makes listeners wait (and a clone per wake-up cost more
+            // than the rest of this loop's bookkeeping).
+            if !self.names.waiting.is_empty() {
+                for l in self.names.waiting.clone() {
+                    self.try_accept(l);
+                }
             }
             while let Some(Reverse((t, _, timer))) = self.timers.peek().copied() {
                 if t > self.now {
@@ -348,13 +359,10 @@ impl<P: Protocol> World<'_, P> {
         timers.clear();
         self.tx.clear();
         SPARE.set(Some(Spare {
-            sock_of: emptied(std::mem::take(&mut self.sock_of)),
-            owner: emptied(std::mem::take(&mut self.owner)),
             pending_accept: emptied(std::mem::take(&mut self.pending_accept)),
             dialing: emptied(std::mem::take(&mut self.dialing)),
             drains: emptied(std::mem::take(&mut self.drains)),
             timers,
-            node_timer: emptied(std::mem::take(&mut self.node_timer)),
             tx: std::mem::take(&mut self.tx),
             spare: std::mem::take(&mut self.spare),
             buf: std::mem::take(&mut self.buf),
@@ -370,8 +378,9 @@ impl<P: Protocol> World<'_, P> {
     fn fire(&mut self, timer: Timer) {
         match timer {
             Timer::Node(node) => {
-                if self.node_timer.get(&node) == Some(&self.now) {
-                    self.node_timer.remove(&node);
+                let armed = &mut self.node_timer[slot(node)];
+                if *armed == Some(self.now) {
+                    *armed = None;
                 }
                 let now = self.now;
                 self.node(node).handle_timeout(now);
@@ -430,6 +439,7 @@ impl<P: Protocol> World<'_, P> {
 
     /// A socket call of `node`'s process (accept, read) that takes effect once it has had its
     /// CPU time: now when that is not modelled, else by `timer`, once per call in progress.
+    #[inline]
     fn syscall(&mut self, node: Node, timer: Timer) -> bool {
         if !self.app.on {
             return true;
@@ -476,8 +486,9 @@ impl<P: Protocol> World<'_, P> {
         self.tx = tx;
         let next = self.node(node).poll_timeout();
         if let Some(t) = next {
-            if self.node_timer.get(&node) != Some(&t) {
-                self.node_timer.insert(node, t);
+            let armed = &mut self.node_timer[slot(node)];
+            if *armed != Some(t) {
+                *armed = Some(t);
                 self.schedule(t.max(self.now), Timer::Node(node));
             }
         }
@@ -541,7 +552,7 @@ impl<P: Protocol> World<'_, P> {
                 self.dial(node, conn, addr);
             }
             Effect::Write { conn, len } => {
-                if let Some(&sock) = self.sock_of.get(&(node, conn)) {
+                if let Some(sock) = self.sock_of[slot(node)].get(conn.0) {
                     self.charge_syscall(node);
                     self.sink.line(now, name, format_args!("write {len} bytes on {}", local(conn, sock)));
                     if let Err(e) = self.kernel.write(now, sock, tx) {
@@ -550,7 +561,7 @@ impl<P: Protocol> World<'_, P> {
                 }
             }
             Effect::Drain { conn, deadline } => {
-                let Some(&sock) = self.sock_of.get(&(node, conn)) else { return };
+                let Some(sock) = self.sock_of[slot(node)].get(conn.0) else { return };
                 let forced_fail =
                     self.names.by_conn.get(&(node, conn)).is_some_and(|n| self.case.schedule().drain_fail.contains(n));
                 if self.kernel.outq(sock) == 0 && !forced_fail {
@@ -561,9 +572,9 @@ impl<P: Protocol> World<'_, P> {
                 }
             }
             Effect::Close { conn } => {
-                if let Some(sock) = self.sock_of.remove(&(node, conn)) {
+                if let Some(sock) = self.sock_of[slot(node)].remove(conn.0) {
                     self.charge_syscall(node);
-                    self.owner.remove(&sock);
+                    self.owner.remove(sock.0);
                     self.kernel.close(now, sock);
                     self.sink.line(now, name, format_args!("close {}", local(conn, sock)));
                 }
@@ -575,7 +586,7 @@ impl<P: Protocol> World<'_, P> {
     /// Records a protocol event (the message log, drains, strays) and its trace line.
     fn observed(&mut self, node: Node, e: <P::Node as bootsim_core::seam::Node>::Event) {
         let now = self.now;
-        let sock = e.conn().and_then(|c| self.sock_of.get(&(node, c)).copied());
+        let sock = e.conn().and_then(|c| self.sock_of[slot(node)].get(c.0));
         let kconn = sock.map(SockId::conn);
         if self.sink.enabled() {
             let words = self.protocol.event_words(&e, kconn);
@@ -617,7 +628,7 @@ impl<P: Protocol> World<'_, P> {
     /// NVSHMEM's connect retry (one state machine in core for every driver): redial after
     /// its pause, or report the connect failed.
     fn connect_failed(&mut self, sock: SockId, kind: &EventKind) {
-        let Some(&(node, conn)) = self.owner.get(&sock) else { return };
+        let Some((node, conn)) = self.owner.get(sock.0) else { return };
         let Some(d) = self.dialing.get_mut(&(node, conn)) else { return };
         match on_connect_event(&mut d.retry, self.now, kind) {
             Some(Redial::At(at)) => self.schedule(at, Timer::Retry { node, conn }),
@@ -632,13 +643,13 @@ impl<P: Protocol> World<'_, P> {
             self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason: format!("no route to {addr}") }));
             return;
         };
-        if let Some(old) = self.sock_of.remove(&(node, conn)) {
-            self.owner.remove(&old);
+        if let Some(old) = self.sock_of[slot(node)].remove(conn.0) {
+            self.owner.remove(old.0);
         }
         let sock = self.kernel.connect(now, HostId(Self::host(node)), HostId(to), port);
         self.sink.line(now, node_name(node), format_args!("connect {} to {addr}", local(conn, sock)));
-        self.sock_of.insert((node, conn), sock);
-        self.owner.insert(sock, (node, conn));
+        self.sock_of[slot(node)].insert(conn.0, sock);
+        self.owner.insert(sock.0, (node, conn));
         if let Some(&name) = self.names.by_conn.get(&(node, conn)) {
             self.names.by_kconn.insert(sock.conn(), name);
         }
@@ -690,8 +701,8 @@ impl<P: Protocol> World<'_, P> {
             self.names.root_accepts = nth + 1;
         }
         self.pending_accept.remove(&l);
-        self.sock_of.insert((node, conn), sock);
-        self.owner.insert(sock, (node, conn));
+        self.sock_of[slot(node)].insert(conn.0, sock);
+        self.owner.insert(sock.0, (node, conn));
         let from = host_addr(flow.client.0, flow.client_port);
         self.sink.line(self.now, node_name(node), format_args!("accept {} from {from}", local(conn, sock)));
         self.work.push_back((node, OwnedInput::Accepted { conn, from }));
@@ -700,7 +711,7 @@ impl<P: Protocol> World<'_, P> {
 
     /// Reads everything readable on an owned socket and queues it for its node.
     fn read_all(&mut self, sock: SockId) {
-        let Some(&(node, conn)) = self.owner.get(&sock) else { return };
+        let Some((node, conn)) = self.owner.get(sock.0) else { return };
         loop {
             match self.kernel.read(sock, &mut self.buf) {
                 ReadOutcome::Data(n) => {
@@ -729,7 +740,7 @@ impl<P: Protocol> World<'_, P> {
             }
             match kind {
                 EventKind::Connected { sock } => {
-                    if let Some(&(node, conn)) = self.owner.get(&sock) {
+                    if let Some((node, conn)) = self.owner.get(sock.0) {
                         self.dialing.remove(&(node, conn));
                         self.sink.line(at, node_name(node), format_args!("connected {}", local(conn, sock)));
                         self.work.push_back((node, OwnedInput::Connected { conn }));
@@ -744,7 +755,7 @@ impl<P: Protocol> World<'_, P> {
                     }
                 }
                 EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
-                    match self.owner.get(&sock).copied() {
+                    match self.owner.get(sock.0) {
                         Some((node, _)) if !self.syscall(node, Timer::Read { sock }) => {}
                         _ => self.read_all(sock),
                     }
@@ -761,6 +772,14 @@ impl<P: Protocol> World<'_, P> {
                 _ => {}
             }
         }
+    }
+}
+
+/// A node's index in the engine's per-node tables: the root first, then the ranks.
+fn slot(node: Node) -> usize {
+    match node {
+        Node::Root => 0,
+        Node::Rank(r) => r as usize + 1,
     }
 }
 

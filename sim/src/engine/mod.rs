@@ -1,6 +1,7 @@
 //! Engines that run a case: they differ in how the world is simulated, not in the protocol.
 
 pub mod fast;
+mod id_table;
 pub mod outcome;
 pub mod turmoil;
 mod work_guard;

@@ -5,7 +5,9 @@ use std::time::Duration;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use bootsim_core::codec::{decode_sockaddr, encode_frame, encode_sockaddr, ExtInfo, Preamble, WireError, SOCKADDR_LEN};
+use bootsim_core::codec::{
+    decode_sockaddr, encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError, SOCKADDR_LEN,
+};
 use bootsim_core::ids::{ConnId, MsgOrigin};
 
 use super::buffer::{Buffer, Chunks};
@@ -35,6 +37,25 @@ enum ReadFail {
     Size { got: usize },
     /// The bytes themselves were bad (or the peer closed early).
     Wire(WireError),
+}
+
+/// `bootstrap_net_recv`: one frame into a buffer of `size` bytes under the size policy,
+/// borrowed from the connection's receive buffer.
+fn read_payload(
+    reader: &mut FrameReader,
+    max: usize,
+    policy: SizePolicy,
+    size: usize,
+) -> Result<Option<&[u8]>, ReadFail> {
+    let Some(len) = reader.peek_frame_len(max).map_err(ReadFail::Wire)? else { return Ok(None) };
+    let bad = match policy {
+        SizePolicy::Strict => len != size,
+        SizePolicy::Lenient => len > size,
+    };
+    if bad {
+        return Err(ReadFail::Size { got: len });
+    }
+    reader.read_frame_slice("payload", max).map_err(ReadFail::Wire)
 }
 
 pub(super) fn describe_step(step: &Step, wait: &Wait) -> String {
@@ -423,11 +444,12 @@ impl Rank {
         let conn = self.ring_recv.expect("ring connected during init");
         let (n, r) = (self.cfg.nranks, self.cfg.rank);
         let pred = (r + n - 1) % n;
-        match self.read_payload(conn, slice.len()) {
+        let (max, policy) = (self.cfg.limits.max_message, self.cfg.variant.size);
+        let c = self.conns.get_mut(conn).expect("connection being read");
+        match read_payload(&mut c.reader, max, policy, slice.len()) {
             Ok(None) => Ok(Progress::Blocked),
             Ok(Some(bytes)) => {
-                let op = self.op.as_mut().expect("running");
-                op.result.write(slice.start, &bytes);
+                self.op.as_mut().expect("running").result.write(slice.start, bytes);
                 Ok(Progress::StepDone)
             }
             Err(fail) => Err(self.read_error(fail, pred, 0, slice.len())),
@@ -445,22 +467,6 @@ impl Rank {
             }
             (ReadFail::Wire(e), _) => self.wire_error(Culprit::Rank(peer), e),
         }
-    }
-
-    /// `bootstrap_net_recv`: one frame into a buffer of `size` bytes under the size policy.
-    fn read_payload(&mut self, conn: ConnId, size: usize) -> Result<Option<Vec<u8>>, ReadFail> {
-        let max = self.cfg.limits.max_message;
-        let policy = self.cfg.variant.size;
-        let c = self.conns.get_mut(conn).expect("connection being read");
-        let Some(len) = c.reader.peek_frame_len(max).map_err(ReadFail::Wire)? else { return Ok(None) };
-        let bad = match policy {
-            SizePolicy::Strict => len != size,
-            SizePolicy::Lenient => len > size,
-        };
-        if bad {
-            return Err(ReadFail::Size { got: len });
-        }
-        c.reader.read_frame("payload", max).map_err(ReadFail::Wire)
     }
 
     fn step_send(
@@ -615,10 +621,14 @@ impl Rank {
             }
             Wait::Payload(conn) => {
                 let expected = into.len();
-                match self.read_payload(conn, expected) {
+                let (max, policy) = (self.cfg.limits.max_message, self.cfg.variant.size);
+                let c = self.conns.get_mut(conn).expect("connection being read");
+                match read_payload(&mut c.reader, max, policy, expected) {
                     Ok(None) => Ok(Progress::Blocked),
                     Ok(Some(bytes)) => {
-                        self.take(conn, peer, tag, step, into, &bytes);
+                        let size = bytes.len();
+                        self.op.as_mut().expect("running").result.write(into.start, bytes);
+                        self.took(conn, peer, tag, step, expected, size);
                         self.close_conn(conn);
                         Ok(Progress::StepDone)
                     }
@@ -629,13 +639,10 @@ impl Rank {
         }
     }
 
-    /// Copies a received message into the result buffer and records what was taken.
-    fn take(&mut self, conn: ConnId, peer: u32, tag: i32, step: u32, into: std::ops::Range<usize>, bytes: &[u8]) {
-        let expected = into.len();
+    /// Records what was taken: a message of `size` bytes for a receive of `expected`, already
+    /// copied into the result buffer (straight from the connection's, no copy of its own).
+    fn took(&mut self, conn: ConnId, peer: u32, tag: i32, step: u32, expected: usize, size: usize) {
         let origin = self.origin(step);
-        let op = self.op.as_mut().expect("running");
-        op.result.write(into.start, bytes);
-        let size = bytes.len();
         self.emit(Event::MessageTaken { conn, from: peer, tag, origin, size, expected_size: expected });
         if size < expected {
             self.emit(Event::ShortMessageAccepted { conn, from: peer, tag, got: size, expected });
@@ -710,13 +717,15 @@ impl Rank {
             c.reader.read_i32("tag").map_err(|e| self.wire_error(Culprit::Rank(peer), e))?;
         }
         let c = self.conns.get_mut(conn).expect("connection");
-        let bytes = match c.reader.read_frame("payload", max) {
+        let bytes = match c.reader.read_frame_slice("payload", max) {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(Progress::Blocked),
             Err(e) => return Err(self.wire_error(Culprit::Rank(peer), e)),
         };
         c.taken += 1;
-        self.take(conn, peer, tag, step, into, &bytes);
+        let size = bytes.len();
+        self.op.as_mut().expect("running").result.write(into.start, bytes);
+        self.took(conn, peer, tag, step, expected, size);
         if persistent {
             return Ok(Progress::StepDone);
         }
