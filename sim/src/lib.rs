@@ -17,6 +17,7 @@ pub mod oracle;
 pub mod protocol;
 pub mod run;
 pub mod shrink;
+mod spare;
 pub mod sweep;
 pub mod timeline;
 pub mod words;

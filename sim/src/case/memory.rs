@@ -149,7 +149,8 @@ impl Case {
     /// Whether a run that keeps every result fits the budget this case was checked against:
     /// on the turmoil engine (`traced` false), or traced (its trace besides); refused naming
     /// the bytes and what to do. The parser asks it of every `engine=turmoil` case of
-    /// bootsim's own protocols (a protocol of the user's own has no estimate); `run --trace`, `replay`, explain, shrink (before its traced stall pass) and the timeline ask it traced.
+    /// bootsim's own protocols (a protocol of the user's own has no estimate); `run --trace`,
+    /// `replay`, explain, shrink (before its traced stall pass) and the timeline ask it traced.
     pub fn check_kept_results(&self, traced: bool) -> Result<(), CaseError> {
         let trace = if traced { self.trace_bytes() } else { 0 };
         let (bytes, budget) = (self.payload_bytes() + self.kept_results_bytes() + trace, self.budget.0);

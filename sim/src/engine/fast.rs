@@ -24,6 +24,7 @@ use crate::case::Case;
 use crate::explore::schedule::{CheckInName, ConnName};
 use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
 use crate::oracle::{Finding, Verdict};
+use crate::spare::{emptied, emptied_within};
 use crate::words::{host_addr, kernel_line, ConnRef};
 use bootsim_core::seed::derive;
 
@@ -201,18 +202,8 @@ struct Spare {
     buf: Vec<u8>,
 }
 
-/// The most entries a map kept for the next run may have room for: clearing a map costs its
-/// room, which a large run's would make every small run after it pay.
-const SPARE_MAP_ROOM: usize = 4096;
-
-/// `map` emptied, or a new one if its room is above [`SPARE_MAP_ROOM`].
-fn emptied<K, V>(mut map: FxHashMap<K, V>) -> FxHashMap<K, V> {
-    if map.capacity() > SPARE_MAP_ROOM {
-        return FxHashMap::default();
-    }
-    map.clear();
-    map
-}
+/// The largest write buffer kept for the next run (a message can be 64 MiB).
+const SPARE_TX_BYTES: usize = 1 << 20;
 
 thread_local! {
     /// What this thread's last run left ([`Spare`]).
@@ -355,15 +346,12 @@ impl<P: Protocol> World<'_, P> {
         }
         self.out.root_stopped(self.root.awaited());
         self.out.trace = self.sink.finish();
-        let mut timers = std::mem::take(&mut self.timers).into_vec();
-        timers.clear();
-        self.tx.clear();
         SPARE.set(Some(Spare {
             pending_accept: emptied(std::mem::take(&mut self.pending_accept)),
             dialing: emptied(std::mem::take(&mut self.dialing)),
             drains: emptied(std::mem::take(&mut self.drains)),
-            timers,
-            tx: std::mem::take(&mut self.tx),
+            timers: emptied(std::mem::take(&mut self.timers).into_vec()),
+            tx: emptied_within(std::mem::take(&mut self.tx), SPARE_TX_BYTES),
             spare: std::mem::take(&mut self.spare),
             buf: std::mem::take(&mut self.buf),
         }));

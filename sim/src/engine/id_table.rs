@@ -16,7 +16,8 @@ pub(crate) struct IdTable<V, const WINDOW: usize> {
     base: u64,
     /// Numbers `base..base + window.len()`, `None` where not held.
     window: VecDeque<Option<V>>,
-    /// Numbers below `base` still held.
+    /// Numbers below `base` still held (`base` never moves back, so a number once moved here is
+    /// looked up here).
     old: FxHashMap<u64, V>,
 }
 
@@ -38,7 +39,9 @@ impl<V: Copy, const WINDOW: usize> IdTable<V, WINDOW> {
     /// Holds `value` for `id`, replacing what was held.
     pub(crate) fn insert(&mut self, id: u64, value: V) {
         if self.window.is_empty() {
-            self.base = id;
+            // A lower number than the window's start goes to `old`: moving the start back would
+            // hide the numbers already there.
+            self.base = self.base.max(id);
         }
         let Some(i) = id.checked_sub(self.base) else {
             self.old.insert(id, value);
@@ -111,5 +114,59 @@ mod tests {
         assert_eq!(t.remove(3), Some(33));
         assert_eq!((t.get(3), t.remove(3)), (None, None));
         assert!(t.window.len() <= W);
+    }
+
+    #[test]
+    fn a_number_below_an_emptied_window_does_not_hide_the_long_held_ones() {
+        let mut t: IdTable<u64, 16> = IdTable::default();
+        t.insert(2, 22);
+        for id in 3..=30 {
+            t.insert(id, id);
+        }
+        for id in 3..=30 {
+            assert_eq!(t.remove(id), Some(id));
+        }
+        // A late number (an accept whose id was set aside before 16 newer ones were made).
+        t.insert(1, 11);
+        assert_eq!((t.get(2), t.get(1)), (Some(22), Some(11)));
+        assert_eq!((t.remove(2), t.remove(1)), (Some(22), Some(11)));
+        assert_eq!((t.get(2), t.get(1)), (None, None));
+    }
+
+    #[test]
+    fn random_inserts_and_removes_agree_with_a_map() {
+        use rand_core::{Rng, SeedableRng};
+        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut t: IdTable<u64, 8> = IdTable::default();
+        let mut m = BTreeMap::new();
+        let mut next = 0u64;
+        for step in 0..10_000u64 {
+            let x = r.next_u64();
+            if x % 100 < 45 {
+                // A new number, or now and then one from well before (a late accept).
+                let id = if x % 9 == 0 { next.saturating_sub((x >> 40) % 64) } else { next };
+                next += 1;
+                t.insert(id, step);
+                m.insert(id, step);
+            } else if !m.is_empty() {
+                // Mostly a recent number; every tenth is long held (rarely closed).
+                let recent: Vec<u64> = m.range(next.saturating_sub(12)..).map(|(&k, _)| k).collect();
+                let id = match recent.len() {
+                    0 => *m.keys().nth((x >> 32) as usize % m.len()).unwrap(),
+                    n => recent[(x >> 32) as usize % n],
+                };
+                if id % 10 != 0 || x % 20 == 0 {
+                    assert_eq!(t.remove(id), m.remove(&id), "removing {id} at step {step}");
+                }
+            }
+            let probe = (x >> 16) % (next + 1);
+            assert_eq!(t.get(probe), m.get(&probe).copied(), "number {probe} at step {step}");
+            for (&id, &v) in &m {
+                assert_eq!(t.get(id), Some(v), "held number {id} at step {step}");
+            }
+        }
+        for id in 0..next {
+            assert_eq!(t.get(id), m.get(&id).copied(), "number {id}");
+        }
     }
 }

@@ -17,6 +17,7 @@ use super::rng::{self, Purpose};
 use super::rss::Rss;
 use super::softirq::{Admitted, RxQueue, StallParams};
 use super::wheel::{Timed, Wheel};
+use crate::spare::emptied;
 
 /// iperf3's default port, the flood's destination.
 const IPERF3_PORT: u16 = 5201;
@@ -334,18 +335,14 @@ impl Drop for Net {
     fn drop(&mut self) {
         let mut wheel = std::mem::replace(&mut self.timers, Wheel::placeholder());
         wheel.clear();
-        let mut spare = Spare {
+        let spare = Spare {
             wheel: Some(wheel),
-            agenda: std::mem::take(&mut self.agenda).into_vec(),
-            hosts: std::mem::take(&mut self.hosts),
-            servers: std::mem::take(&mut self.servers),
-            events: std::mem::take(&mut self.events),
+            agenda: emptied(std::mem::take(&mut self.agenda).into_vec()),
+            hosts: emptied(std::mem::take(&mut self.hosts)),
+            servers: emptied(std::mem::take(&mut self.servers)),
+            events: emptied(std::mem::take(&mut self.events)),
             bufs: std::mem::take(&mut self.spare_bufs),
         };
-        spare.agenda.clear();
-        spare.hosts.clear();
-        spare.servers.clear();
-        spare.events.clear();
         // At thread exit the slot may be gone already: the containers are then simply dropped.
         let _ = SPARE.try_with(|s| s.set(Some(spare)));
     }

@@ -86,9 +86,8 @@ thread_local! {
 impl Drop for Kernel {
     /// Hands the connection and listener tables, emptied, to the next kernel on this thread.
     fn drop(&mut self) {
-        let (mut conns, mut all) = (std::mem::take(&mut self.conns), std::mem::take(&mut self.listeners.all));
-        conns.clear();
-        all.clear();
+        let conns = crate::spare::emptied(std::mem::take(&mut self.conns));
+        let all = crate::spare::emptied(std::mem::take(&mut self.listeners.all));
         // At thread exit the slot may be gone already: the tables are then simply dropped.
         let _ = SPARE_TABLES.try_with(|s| s.set((conns, all)));
     }

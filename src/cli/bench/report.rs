@@ -428,7 +428,7 @@ fn scale_tables(title: &str, rows: &[ScaleRow], growth: &Option<Growth>) -> Vec<
                 vec!["CPU - messages".into(), e(g.cpu.zip(g.messages).map(|(c, m)| c - m))],
                 vec!["CPU - packets".into(), e(g.cpu.zip(g.packets).map(|(c, p)| c - p))],
                 vec!["CPU - frames".into(), e(g.cpu.zip(g.frames).map(|(c, p)| c - p))],
-                vec!["CPU - agenda events (ns/ev)".into(), e(g.cpu.zip(g.events).map(|(c, p)| c - p))],
+                vec!["CPU - agenda events".into(), e(g.cpu.zip(g.events).map(|(c, p)| c - p))],
             ],
         });
     }
