@@ -1,7 +1,8 @@
 //! Containers a run hands, emptied, to the next run on its thread: a small run grew them from
 //! nothing, and a sweep's thousands of small runs paid for that every time. Only containers with
-//! room for at most [`ROOM`] entries are kept, so a thread holds little after a large run; a kept
-//! container is never iterated for its order (a kept hash map's order would depend on its room).
+//! room for at most [`ROOM`] entries are kept (entries, not bytes: a few MiB a thread at most),
+//! so a thread holds little after a large run; a kept container is never iterated for its order
+//! (a kept hash map's order would depend on its room).
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
