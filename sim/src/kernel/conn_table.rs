@@ -5,42 +5,37 @@
 //! in pages of [`PAGE`] numbers instead: a page whose connections are all gone is freed, so
 //! memory follows the pages that still hold an open connection, and a lookup stays two indexes.
 
-use std::collections::VecDeque;
-
 /// Numbers per page (a page is 8 bytes a number: 32 KiB).
 pub(crate) const PAGE: usize = 4096;
 
-/// One page: the slots of numbers `page * PAGE..`, filled up to the next number.
+/// The slots of numbers `page * PAGE..`: `None` where not made yet or finished.
+type Slots<T> = Box<[Option<T>; PAGE]>;
+
+/// One page of [`ConnTable::pages`].
 #[derive(Debug)]
 struct Page<T> {
-    /// `None` where the connection is finished; empty (no room) once the page is freed.
-    slots: Vec<Option<T>>,
+    /// `None` once freed.
+    slots: Option<Slots<T>>,
     /// Slots holding a connection.
     live: u32,
-}
-
-impl<T> Page<T> {
-    fn new(slots: Vec<Option<T>>) -> Page<T> {
-        Page { slots, live: 0 }
-    }
 }
 
 /// Values by number; see the module's notes.
 #[derive(Debug)]
 pub(crate) struct ConnTable<T> {
-    /// The page number of `pages[0]`: leading freed pages are dropped.
+    /// The page number of `pages[0]`: leading freed pages are dropped now and then.
     base: u64,
     /// Pages `base..`, the last one being filled.
-    pages: VecDeque<Page<T>>,
+    pages: Vec<Page<T>>,
     /// The next number.
     next: u64,
-    /// A freed page's emptied slots, for the next page.
-    spare: Vec<Option<T>>,
+    /// A freed page (all `None`), for the next page.
+    spare: Option<Slots<T>>,
 }
 
 impl<T> Default for ConnTable<T> {
     fn default() -> Self {
-        ConnTable { base: 0, pages: VecDeque::new(), next: 0, spare: Vec::new() }
+        ConnTable { base: 0, pages: Vec::new(), next: 0, spare: None }
     }
 }
 
@@ -53,45 +48,41 @@ impl<T> ConnTable<T> {
     /// Holds `value` under the next number; returns that number.
     pub(crate) fn push(&mut self, value: T) -> u64 {
         let id = self.next;
-        let slot = (id % PAGE as u64) as usize;
-        if slot == 0 || self.pages.is_empty() {
-            if self.pages.is_empty() {
-                self.base = id / PAGE as u64;
+        if id % PAGE as u64 == 0 {
+            match self.pages.last_mut() {
+                None => self.base = id / PAGE as u64,
+                // The page filled last, emptied while being filled.
+                Some(last) if last.live == 0 => self.spare = last.slots.take(),
+                Some(_) => {}
             }
-            let mut slots = std::mem::take(&mut self.spare);
-            slots.reserve_exact(if id == 0 { 16 } else { PAGE });
-            // Only a table whose every page was freed starts a page past its first slot.
-            slots.resize_with(slot, || None);
-            self.pages.push_back(Page::new(slots));
+            let slots = self.spare.take().unwrap_or_else(|| {
+                let slots: Box<[Option<T>]> = std::iter::repeat_with(|| None).take(PAGE).collect();
+                slots.try_into().ok().expect("a page's length")
+            });
+            self.pages.push(Page { slots: Some(slots), live: 0 });
         }
-        let page = self.pages.back_mut().expect("a page being filled");
-        if page.slots.len() == page.slots.capacity() {
-            // The first page grows as needed (a small run makes a few connections); later ones
-            // were made whole.
-            page.slots.reserve_exact(page.slots.len().max(16).min(PAGE - page.slots.len()));
-        }
-        page.slots.push(Some(value));
+        let page = self.pages.last_mut().expect("a page being filled");
+        page.slots.as_mut().expect("the page being filled is held")[id as usize % PAGE] = Some(value);
         page.live += 1;
         self.next += 1;
         id
     }
 
-    /// The page holding `id` and `id`'s slot in it.
-    fn locate(&self, id: u64) -> Option<(usize, usize)> {
-        let page = usize::try_from((id / PAGE as u64).checked_sub(self.base)?).ok()?;
-        Some((page, (id % PAGE as u64) as usize))
+    /// The index in `pages` of `id`'s page (past the end if not held).
+    fn page(&self, id: u64) -> usize {
+        // A number below `base` wraps to far past the end.
+        (id / PAGE as u64).wrapping_sub(self.base) as usize
     }
 
     /// The value held for `id`.
     pub(crate) fn get(&self, id: u64) -> Option<&T> {
-        let (page, slot) = self.locate(id)?;
-        self.pages.get(page)?.slots.get(slot)?.as_ref()
+        self.pages.get(self.page(id))?.slots.as_ref()?[id as usize % PAGE].as_ref()
     }
 
     /// The value held for `id`, mutably.
     pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut T> {
-        let (page, slot) = self.locate(id)?;
-        self.pages.get_mut(page)?.slots.get_mut(slot)?.as_mut()
+        let page = self.page(id);
+        self.pages.get_mut(page)?.slots.as_mut()?[id as usize % PAGE].as_mut()
     }
 
     /// Whether a value is held for `id`.
@@ -99,23 +90,21 @@ impl<T> ConnTable<T> {
         self.get(id).is_some()
     }
 
-    /// Stops holding `id` (its number is not given again); returns what was held. A full page
-    /// left with nothing is freed, and the pages before the first one holding anything dropped.
+    /// Stops holding `id` (its number is not given again); returns what was held. A page whose
+    /// numbers are all made and gone is freed (the one being filled when the next is begun); once half the pages are freed ones leading the
+    /// table, they are dropped.
     pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
-        let (i, slot) = self.locate(id)?;
+        let i = self.page(id);
         let page = self.pages.get_mut(i)?;
-        let held = page.slots.get_mut(slot)?.take()?;
+        let held = page.slots.as_mut()?[id as usize % PAGE].take()?;
         page.live -= 1;
-        let full = page.slots.len() == PAGE;
-        if page.live == 0 && full {
-            let mut slots = std::mem::take(&mut page.slots);
-            if self.spare.capacity() == 0 {
-                slots.clear();
-                self.spare = slots;
-            }
-            while self.pages.front().is_some_and(|p| p.live == 0 && p.slots.capacity() == 0) {
-                self.pages.pop_front();
-                self.base += 1;
+        let emptied = page.live == 0;
+        if emptied && i + 1 < self.pages.len() {
+            self.spare = self.pages[i].slots.take();
+            let freed = self.pages.iter().take_while(|p| p.slots.is_none()).count();
+            if freed * 2 >= self.pages.len() {
+                self.pages.drain(..freed);
+                self.base += freed as u64;
             }
         }
         Some(held)
@@ -124,18 +113,18 @@ impl<T> ConnTable<T> {
     /// Pages held (for the tests: memory follows these, not the numbers made).
     #[cfg(test)]
     fn pages_held(&self) -> usize {
-        self.pages.iter().filter(|p| p.slots.capacity() > 0).count()
+        self.pages.iter().filter(|p| p.slots.is_some()).count()
     }
 
-    /// Every value dropped and numbering restarted from 0, keeping the first page's room when
-    /// it has no more than `max` slots (a sweep's next small run on this thread reuses it).
+    /// Every value dropped and numbering restarted from 0, keeping a page (a sweep's next small
+    /// run on this thread reuses it) if a page of [`PAGE`] slots is within `max`.
     pub(crate) fn emptied(mut self, max: usize) -> Self {
-        let mut slots = self.pages.pop_front().map_or(std::mem::take(&mut self.spare), |p| p.slots);
-        if slots.capacity() > max {
-            slots = Vec::new();
+        let mut spare = self.spare.take();
+        if let Some(mut slots) = self.pages.iter_mut().find_map(|p| p.slots.take()) {
+            slots.iter_mut().for_each(|s| *s = None);
+            spare = Some(slots);
         }
-        slots.clear();
-        ConnTable { base: 0, pages: VecDeque::new(), next: 0, spare: slots }
+        ConnTable { spare: spare.filter(|_| PAGE <= max), ..ConnTable::default() }
     }
 }
 
@@ -157,13 +146,14 @@ mod tests {
                 assert_eq!(t.remove(id), Some(id * 10));
             }
         }
-        // The third page is full (its last number handed out) and empty: freed.
-        assert_eq!(t.pages_held(), 1);
+        // The third page is being filled: kept though empty.
+        assert_eq!(t.pages_held(), 2);
         assert_eq!(t.get(PAGE as u64 + 7), Some(&(PAGE as u64 * 10 + 70)));
         assert_eq!((t.get(0), t.get(3 * PAGE as u64)), (None, None));
         assert_eq!(t.remove(0), None);
         assert_eq!(t.remove(PAGE as u64 + 7), Some(PAGE as u64 * 10 + 70));
-        assert_eq!((t.pages_held(), t.pages.len()), (0, 0));
+        // The leading freed pages are dropped.
+        assert_eq!((t.pages_held(), t.pages.len(), t.base), (1, 1, 2));
         // Numbers go on from where they were, never reused.
         assert_eq!(t.push(1), 3 * PAGE as u64);
         assert_eq!(t.get(3 * PAGE as u64), Some(&1));
@@ -183,7 +173,7 @@ mod tests {
         assert_eq!(t.push(99), 10);
         assert_eq!(t.get(10), Some(&99));
         let mut t = t.emptied(PAGE);
-        assert!(t.spare.capacity() >= 11);
+        assert!(t.spare.is_some());
         assert_eq!(t.push(5), 0);
         assert_eq!(t.get(0), Some(&5));
     }
