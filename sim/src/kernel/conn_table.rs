@@ -48,7 +48,7 @@ impl<T> ConnTable<T> {
     /// Holds `value` under the next number; returns that number.
     pub(crate) fn push(&mut self, value: T) -> u64 {
         let id = self.next;
-        if id % PAGE as u64 == 0 {
+        if id.is_multiple_of(PAGE as u64) {
             match self.pages.last_mut() {
                 None => self.base = id / PAGE as u64,
                 // The page filled last, emptied while being filled.
