@@ -1189,14 +1189,14 @@ mod tests {
         assert!(e("nonsense").contains("not key=value"));
         assert!(e("workload=custom ops=alltoall:1048576 ranks=4096").contains("over the 4096 MiB budget"));
         assert!(e("qps=1024 ranks=65536").contains("budget"));
-        // nvshmem-init at 4096 ranks fits (about 800 MiB); a caller that bounds its own memory
+        // nvshmem-init at 4096 ranks fits (about 400 MiB); a caller that bounds its own memory
         // (the bench's scale child) may ask for more, or less.
         let big = "workload=nvshmem-init ranks=4096 deadline_ms=3600000";
         assert_eq!(Case::parse(big).map(|c| c.ranks), Ok(4096));
         assert!(e("workload=nvshmem-init ranks=16384").contains("over the 4096 MiB budget"));
         assert!(e("variant=persistent workload=nvshmem-init ranks=4096").contains("over the 4096 MiB budget"));
         assert_eq!(Case::parse_within("workload=nvshmem-init ranks=16384", u128::MAX).map(|c| c.ranks), Ok(16384));
-        assert!(Case::parse_within(big, 512 << 20).unwrap_err().to_string().contains("over the 512 MiB budget"));
+        assert!(Case::parse_within(big, 256 << 20).unwrap_err().to_string().contains("over the 256 MiB budget"));
         assert!(e("rto_min=0ns").contains("rto_min"));
         assert!(e("rto_min=2s rto_max=1s").contains("above rto_max"));
         assert!(e("stall_gap=off stalls=0:7:0:5 rx_queues=2").contains("does not exist"));

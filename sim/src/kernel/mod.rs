@@ -14,6 +14,7 @@
 
 mod agenda;
 mod config;
+mod conn_table;
 #[cfg(test)]
 mod cpu_tests;
 mod cpus;
@@ -39,6 +40,7 @@ pub use events::{
 };
 
 use agenda::{Net, Work};
+use conn_table::ConnTable;
 use tcp::{Conn, Ctx, Listener, Listeners};
 
 /// Socket-call failures.
@@ -68,25 +70,26 @@ pub enum KernelError {
 pub struct Kernel {
     net: Net,
     listeners: Listeners,
-    /// Connections by number: numbers are dense from 0 (the next is the length), and a
-    /// finished connection's slot is emptied, so a lookup is an index, not a search.
-    conns: Vec<Option<Box<Conn>>>,
+    /// Connections by number: numbers are dense from 0, a finished connection's slot is
+    /// emptied and a page of slots freed when all its connections are, so a lookup is two
+    /// indexes, not a search, and the table follows the open connections.
+    conns: ConnTable<Box<Conn>>,
     now: Instant,
 }
 
 /// A kernel's connection and listener tables.
-type Tables = (Vec<Option<Box<Conn>>>, Vec<Listener>);
+type Tables = (ConnTable<Box<Conn>>, Vec<Listener>);
 
 thread_local! {
     /// The connection and listener tables of this thread's last kernel, emptied, with their
     /// room (the network's containers are kept likewise, `agenda.rs`).
-    static SPARE_TABLES: std::cell::Cell<Tables> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+    static SPARE_TABLES: std::cell::Cell<Tables> = std::cell::Cell::new(Default::default());
 }
 
 impl Drop for Kernel {
     /// Hands the connection and listener tables, emptied, to the next kernel on this thread.
     fn drop(&mut self) {
-        let conns = crate::spare::emptied(std::mem::take(&mut self.conns));
+        let conns = std::mem::take(&mut self.conns).emptied(crate::spare::ROOM);
         let all = crate::spare::emptied(std::mem::take(&mut self.listeners.all));
         // At thread exit the slot may be gone already: the tables are then simply dropped.
         let _ = SPARE_TABLES.try_with(|s| s.set((conns, all)));
@@ -180,7 +183,7 @@ impl Kernel {
                 panic!("connect({from}, {to}:{port}): {e}");
             }
         }
-        let id = self.conns.len() as u64;
+        let id = self.conns.next_id();
         let client_port = self.net.ephemeral_port(from.0);
         let flow = Flow { client: from, client_port, server: to, server_port: port };
         let q = [
@@ -189,7 +192,7 @@ impl Kernel {
         ];
         let sock = SockId::client(id);
         self.net.trace(now, EventKind::SynSent { sock, flow, server_queue: q[1], client_queue: q[0] });
-        self.conns.push(Some(Box::new(Conn::new(flow, q))));
+        self.conns.push(Box::new(Conn::new(flow, q)));
         self.with_conn(now, id, |c, cx| c.start(cx));
         sock
     }
@@ -256,8 +259,7 @@ impl Kernel {
 
     /// Copy readable bytes into `buf`.
     pub fn read(&mut self, s: SockId, buf: &mut [u8]) -> ReadOutcome {
-        let c = usize::try_from(s.conn()).ok().and_then(|i| self.conns.get_mut(i)).and_then(|c| c.as_deref_mut());
-        match c {
+        match self.conns.get_mut(s.conn()) {
             Some(c) => c.read(s.side(), buf, &mut self.net.spare_bufs),
             None => ReadOutcome::Reset,
         }
@@ -351,12 +353,11 @@ impl Kernel {
 
     /// Run `f` on connection `id` (if it still exists), then forget it if it is finished.
     fn with_conn<R>(&mut self, now: Instant, id: u64, f: impl FnOnce(&mut Conn, &mut Ctx<'_>) -> R) -> Option<R> {
-        let slot = self.conns.get_mut(usize::try_from(id).ok()?)?;
-        let c = slot.as_deref_mut()?;
+        let c = self.conns.get_mut(id)?;
         let mut cx = Ctx { net: &mut self.net, listeners: &mut self.listeners, id, now };
         let r = f(c, &mut cx);
         if c.finished() {
-            *slot = None;
+            self.conns.remove(id);
         }
         Some(r)
     }
@@ -364,21 +365,21 @@ impl Kernel {
     /// Whether connection `id` exists and is not finished (its slot only, not the connection:
     /// the packet path asks this for every packet).
     fn alive(&self, id: u64) -> bool {
-        usize::try_from(id).ok().and_then(|i| self.conns.get(i)).is_some_and(Option::is_some)
+        self.conns.contains(id)
     }
 
     /// The 4-tuple of live connection `id` in `conns`.
-    fn flow_of(conns: &[Option<Box<Conn>>], id: u64) -> Flow {
-        conns[id as usize].as_deref().expect("a live connection").flow
+    fn flow_of(conns: &ConnTable<Box<Conn>>, id: u64) -> Flow {
+        conns.get(id).expect("a live connection").flow
     }
 
     /// Connection `id`, unless it never existed or is finished.
     fn conn(&self, id: u64) -> Option<&Conn> {
-        self.conns.get(usize::try_from(id).ok()?)?.as_deref()
+        self.conns.get(id).map(|c| &**c)
     }
 
     /// Connection `id`, mutably.
     fn conn_mut(&mut self, id: u64) -> Option<&mut Conn> {
-        self.conns.get_mut(usize::try_from(id).ok()?)?.as_deref_mut()
+        self.conns.get_mut(id).map(|c| &mut **c)
     }
 }

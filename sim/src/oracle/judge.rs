@@ -12,16 +12,15 @@ use super::{
     drain, errors, integrity, leaks, liveness, mismatches, provenance_of, Finding, Payloads, Provenance, Verdict,
 };
 
-/// A take of one rank not yet judged with its operation: the receiving step (its origin, in
-/// pieces), the peer it asked for and which message it was. 24 bytes: a world in an all-to-all
-/// holds one per message (n² at once), so another message's record is kept aside
+/// A take of one rank not yet judged with its operation: the peer it asked for, the receiving
+/// step and which message it was; its operation and kind are its [`Run`]'s. 12 bytes: a world
+/// in an all-to-all holds one per message (n² at once), so what the takes of one operation
+/// share is kept once per run of them, and another message's record aside
 /// ([`Pending::others`]), not in every take.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct PendingTake {
-    op: OpId,
-    step: u32,
     from: u32,
-    kind: OpType,
+    step: u32,
     source: TakeSource,
 }
 
@@ -36,26 +35,21 @@ enum TakeSource {
     Other,
 }
 
-impl PendingTake {
-    fn new(t: &TakenMsg, source: Option<&SentMsg>) -> PendingTake {
-        let source = match source {
-            None => TakeSource::Unknown,
-            Some(s) if s.origin == t.origin && s.from == t.from => TakeSource::Own,
-            Some(_) => TakeSource::Other,
-        };
-        let MsgOrigin { op, kind, step } = t.origin;
-        PendingTake { op, step, from: t.from, kind, source }
-    }
-
-    fn origin(&self) -> MsgOrigin {
-        MsgOrigin { op: self.op, kind: self.kind, step: self.step }
-    }
+/// Consecutive takes of one operation and kind: [`Pending::takes`] up to `end`, from the
+/// previous run's end.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    op: OpId,
+    kind: OpType,
+    end: usize,
 }
 
 /// One rank's takes whose operation has not completed yet.
 #[derive(Debug, Default)]
 struct Pending {
+    /// The takes in order, in runs of one operation ([`Pending::runs`]).
     takes: Vec<PendingTake>,
+    runs: Vec<Run>,
     /// The messages of the takes that were another message ([`TakeSource::Other`]), in order,
     /// with the operation and peer of their take.
     others: Vec<(OpId, u32, SentMsg)>,
@@ -63,24 +57,44 @@ struct Pending {
 
 impl Pending {
     fn push(&mut self, t: &TakenMsg, source: Option<&SentMsg>) {
-        let take = PendingTake::new(t, source);
-        if let (TakeSource::Other, Some(s)) = (take.source, source) {
-            self.others.push((take.op, take.from, s.clone()));
-        }
+        let MsgOrigin { op, kind, step } = t.origin;
+        let source = match source {
+            None => TakeSource::Unknown,
+            Some(s) if s.origin == t.origin && s.from == t.from => TakeSource::Own,
+            Some(s) => {
+                self.others.push((op, t.from, s.clone()));
+                TakeSource::Other
+            }
+        };
         // Grown by an eighth, not doubled: n ranks each hold about n takes at once.
         if self.takes.len() == self.takes.capacity() {
             self.takes.reserve_exact((self.takes.len() / 8).max(16));
         }
-        self.takes.push(take);
+        self.takes.push(PendingTake { from: t.from, step, source });
+        match self.runs.last_mut() {
+            Some(run) if run.op == op && run.kind == kind => run.end = self.takes.len(),
+            _ => self.runs.push(Run { op, kind, end: self.takes.len() }),
+        }
+    }
+
+    /// The runs with their takes, in order.
+    fn runs(&self) -> impl Iterator<Item = (&Run, &[PendingTake])> {
+        let starts = std::iter::once(0).chain(self.runs.iter().map(|r| r.end));
+        self.runs.iter().zip(starts).map(|(run, start)| (run, &self.takes[start..run.end]))
     }
 
     /// The message the first take of operation `op` from `peer` was, as findings name it
     /// (`provenance_of` it).
     fn source(&self, op: OpId, peer: u32) -> Option<Provenance> {
-        let take = self.takes.iter().find(|t| t.op == op && t.from == peer)?;
+        let (run, take) = self
+            .runs()
+            .filter(|(run, _)| run.op == op)
+            .find_map(|(run, takes)| takes.iter().find(|t| t.from == peer).map(|t| (run, t)))?;
         match take.source {
             TakeSource::Unknown => None,
-            TakeSource::Own => Some(Provenance::Message { from: take.from, origin: take.origin() }),
+            TakeSource::Own => {
+                Some(Provenance::Message { from: take.from, origin: MsgOrigin { op, kind: run.kind, step: take.step } })
+            }
             TakeSource::Other => {
                 self.others.iter().find(|(o, f, _)| *o == op && *f == peer).map(|(_, _, s)| provenance_of(s))
             }
@@ -89,8 +103,23 @@ impl Pending {
 
     /// Forgets the takes of operations up to `op`.
     fn done_up_to(&mut self, op: OpId) {
-        self.takes.retain(|t| t.op > op);
         self.others.retain(|(o, _, _)| *o > op);
+        if self.runs.iter().all(|r| r.op > op) {
+            return;
+        }
+        let (mut start, mut kept, mut runs) = (0, 0, 0);
+        for i in 0..self.runs.len() {
+            let run = self.runs[i];
+            if run.op > op {
+                self.takes.copy_within(start..run.end, kept);
+                kept += run.end - start;
+                self.runs[runs] = Run { end: kept, ..run };
+                runs += 1;
+            }
+            start = run.end;
+        }
+        self.takes.truncate(kept);
+        self.runs.truncate(runs);
     }
 }
 
@@ -309,7 +338,7 @@ mod tests {
     #[test]
     fn a_pending_take_is_small_and_names_its_source_as_the_sent_message_would() {
         // A world in an alltoall holds one per message.
-        assert!(std::mem::size_of::<PendingTake>() <= 24, "{}", std::mem::size_of::<PendingTake>());
+        assert!(std::mem::size_of::<PendingTake>() <= 12, "{}", std::mem::size_of::<PendingTake>());
         let origin = |op, step| MsgOrigin { op: OpId(op), kind: GATHER, step };
         let t = TakenMsg {
             at: Instant::ZERO,
@@ -340,6 +369,56 @@ mod tests {
         assert_eq!(p.source(OpId(2), 0), Some(provenance_of(&b)));
         assert_eq!(p.source(OpId(2), 3), Some(provenance_of(&SentMsg { from: 3, ..a })));
         p.done_up_to(OpId(2));
-        assert_eq!((p.takes.len(), p.others.len(), p.source(OpId(2), 0)), (0, 0, None));
+        assert_eq!((p.takes.len(), p.runs.len(), p.others.len(), p.source(OpId(2), 0)), (0, 0, 0, None));
+    }
+
+    #[test]
+    fn takes_of_interleaved_operations_are_found_and_forgotten_as_a_list_of_every_take_would() {
+        use rand_core::{Rng, SeedableRng};
+        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let mut p = Pending::default();
+        // Every take with its own record, as the 24-byte takes were kept.
+        let mut all: Vec<(TakenMsg, Option<SentMsg>)> = Vec::new();
+        for step in 0..5_000u32 {
+            let x = r.next_u64();
+            let (op, peer) = ((x % 4) as u32 + 1, (x >> 8) as u32 % 6);
+            if x >> 60 == 0 {
+                let done = OpId((x >> 16) as u32 % 4 + 1);
+                p.done_up_to(done);
+                all.retain(|(t, _)| t.origin.op > done);
+            } else {
+                let origin = MsgOrigin { op: OpId(op), kind: GATHER, step: (x >> 20) as u32 % 3 + 1 };
+                let t = TakenMsg {
+                    at: Instant::ZERO,
+                    rank: 1,
+                    from: peer,
+                    tag: 1,
+                    origin,
+                    size: 1,
+                    expected_size: 1,
+                    conn: None,
+                };
+                let sent = match (x >> 24) % 3 {
+                    0 => None,
+                    1 => Some(SentMsg { from: peer, to: 1, tag: 1, origin, size: 1, at: Instant::ZERO }),
+                    _ => Some(SentMsg { from: peer, to: 1, tag: 2, origin, size: step as usize, at: Instant::ZERO }),
+                };
+                let sent = sent.map(|s| if (x >> 26) % 2 == 0 { s } else { SentMsg { from: peer + 1, ..s } });
+                p.push(&t, sent.as_ref());
+                all.push((t, sent));
+            }
+            let (op, peer) = (OpId((x >> 32) as u32 % 5), (x >> 40) as u32 % 7);
+            let expected = all.iter().find(|(t, _)| t.origin.op == op && t.from == peer).and_then(|(t, s)| {
+                s.as_ref().map(|s| {
+                    if s.origin == t.origin && s.from == t.from {
+                        provenance_of(&SentMsg { from: t.from, origin: t.origin, ..s.clone() })
+                    } else {
+                        provenance_of(s)
+                    }
+                })
+            });
+            assert_eq!(p.source(op, peer), expected, "op {op:?} peer {peer} at {step}");
+            assert_eq!(p.takes.len(), all.len());
+        }
     }
 }
