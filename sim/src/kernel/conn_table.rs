@@ -91,8 +91,8 @@ impl<T> ConnTable<T> {
     }
 
     /// Stops holding `id` (its number is not given again); returns what was held. A page whose
-    /// numbers are all made and gone is freed (the one being filled when the next is begun); once half the pages are freed ones leading the
-    /// table, they are dropped.
+    /// numbers are all made and gone is freed (the one being filled, when the next is begun);
+    /// once the freed pages leading the table are half of it, they are dropped.
     pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
         let i = self.page(id);
         let page = self.pages.get_mut(i)?;
