@@ -13,7 +13,7 @@ use super::{Case, CaseError};
 
 /// Per rank, whatever its workload: fitted over `nvshmem-init` (`adversary=rss seed=1`) at
 /// 256, 1024 and 2048 ranks (16 184, 52 076 and 130 492 KB peak, 2026-12-02: through 1024 and
-/// 2048, 25 850 bytes per rank and 17.1 per pair, rounded up so that 256 is covered too).
+/// 2048, 25 850 bytes per rank and 17.1 per pair, rounded up to whole bytes; 256 is covered).
 pub const RANK_BYTES: u128 = 25_900;
 
 /// Per ordered pair of ranks: what a run holds for the pairs at once (the judge's pending takes

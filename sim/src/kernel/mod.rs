@@ -83,7 +83,7 @@ type Tables = (ConnTable<Box<Conn>>, Vec<Listener>);
 thread_local! {
     /// The connection and listener tables of this thread's last kernel, emptied, with their
     /// room (the network's containers are kept likewise, `agenda.rs`).
-    static SPARE_TABLES: std::cell::Cell<Tables> = std::cell::Cell::new(Default::default());
+    static SPARE_TABLES: std::cell::Cell<Tables> = const { std::cell::Cell::new((ConnTable::new(), Vec::new())) };
 }
 
 impl Drop for Kernel {
