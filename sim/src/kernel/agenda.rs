@@ -95,38 +95,43 @@ pub(crate) enum Work {
     Timer { conn: u64, side: u8, gen: u32 },
 }
 
-/// An agenda entry. `key` is (time in ns, sequence number) as one integer, high half the
-/// time: ordering by it is ordering by (time, seq), in one comparison.
+/// The key of an agenda entry: (time in ns, sequence number) as one integer, high half the
+/// time, so ordering by it is ordering by (time, seq), in one comparison.
+fn key(at: Instant, seq: u64) -> u128 {
+    u128::from(at.as_nanos()) << 64 | u128::from(seq)
+}
+
+/// A retransmission timer's agenda entry ([`Work::Timer`] with its key) in 32 bytes, two to a
+/// cache line (the key and a [`Work`] took 48): the wheel writes each once when it is filed and
+/// reads it once when its bucket comes due, long after, from memory.
 #[derive(Clone, Copy, Debug)]
-struct Scheduled {
+struct TimerEntry {
     key: u128,
-    work: Work,
+    conn: u64,
+    gen: u32,
+    side: u8,
 }
 
-impl Scheduled {
-    fn new(at: Instant, seq: u64, work: Work) -> Scheduled {
-        Scheduled { key: u128::from(at.as_nanos()) << 64 | u128::from(seq), work }
-    }
-}
+const _: () = assert!(std::mem::size_of::<TimerEntry>() == 32);
 
-impl Timed for Scheduled {
+impl Timed for TimerEntry {
     fn at_ns(&self) -> u64 {
         (self.key >> 64) as u64
     }
 }
 
-impl PartialEq for Scheduled {
+impl PartialEq for TimerEntry {
     fn eq(&self, other: &Self) -> bool {
         self.key == other.key
     }
 }
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
+impl Eq for TimerEntry {}
+impl PartialOrd for TimerEntry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Scheduled {
+impl Ord for TimerEntry {
     fn cmp(&self, other: &Self) -> Ordering {
         self.key.cmp(&other.key)
     }
@@ -215,7 +220,7 @@ impl PackedPkt {
 // Two entries to a cache line.
 const _: () = assert!(std::mem::size_of::<PktEntry>() == 32);
 
-/// An entry of the packet heap: its key as [`Scheduled`]'s, its work packed.
+/// An entry of the packet heap: its [`key`], its work packed.
 #[derive(Clone, Copy, Debug)]
 struct PktEntry {
     key: u128,
@@ -258,7 +263,7 @@ pub(crate) struct Net {
     agenda: BinaryHeap<Reverse<PktEntry>>,
     /// Retransmission timers (long, mostly stale by the time they fire); kept apart so the
     /// packet heap stays small. Both heaps share one sequence counter.
-    timers: Wheel<Scheduled>,
+    timers: Wheel<TimerEntry>,
     seq: u64,
     /// The heap whose top entry [`Net::pop_due`] handed out and has not yet removed.
     taken: Option<Lane>,
@@ -317,7 +322,7 @@ fn nanos(d: Duration) -> u64 {
 /// timer wheel's 4 096 slots, an eighth of its instructions).
 #[derive(Default)]
 struct Spare {
-    wheel: Option<Wheel<Scheduled>>,
+    wheel: Option<Wheel<TimerEntry>>,
     agenda: Vec<Reverse<PktEntry>>,
     hosts: Vec<Host>,
     servers: Vec<RxQueue>,
@@ -418,12 +423,12 @@ impl Net {
     pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
         debug_assert!(self.taken.is_none() || at >= self.taken_at, "scheduled at {at}, before the entry handled");
         self.seq += 1;
-        let entry = Scheduled::new(at, self.seq, work);
-        if let Work::Timer { .. } = work {
-            self.timers.push(entry);
+        let key = key(at, self.seq);
+        if let Work::Timer { conn, side, gen } = work {
+            self.timers.push(TimerEntry { key, conn, gen, side });
             return;
         }
-        let entry = PktEntry { key: entry.key, pkt: PackedPkt::pack(work) };
+        let entry = PktEntry { key, pkt: PackedPkt::pack(work) };
         if self.taken == Some(Lane::Packets) {
             // The packet being handled is still at the top of its heap: the new one takes its
             // place, one sift down from the top (usually short: new entries are due soon)
@@ -476,7 +481,7 @@ impl Net {
         }
         let work = match lane {
             Lane::Packets => self.agenda.peek().map(|Reverse(e)| e.pkt.unpack()),
-            Lane::Timers => self.timers.peek().map(|t| t.work),
+            Lane::Timers => self.timers.peek().map(|t| Work::Timer { conn: t.conn, side: t.side, gen: t.gen }),
         }?;
         self.taken = Some(lane);
         self.taken_at = at;
