@@ -358,13 +358,13 @@ impl Net {
         // A packet's host and queue are packed into 16 and 8 bits (`PackedPkt`); the case's
         // bounds (ranks ≤ 65 536, rx_queues ≤ 128) keep them there, checked once here.
         assert!(hosts <= 1 << 16, "{hosts} hosts: a packet names its host in 16 bits");
-        let stall = StallParams::new(&cfg);
+        let streams = rng::Streams::new(seed);
+        let stall = StallParams::new(&cfg, &streams);
         let loss = LossParams::new(&cfg);
         let queues = cfg.rx_queues.clamp(1, 128);
         let cpus = Cpus::new(&cfg, queues);
         let Spare { wheel, agenda, hosts: mut all, mut servers, events, bufs } = SPARE.take().unwrap_or_default();
         servers.reserve(hosts as usize * usize::from(cpus.count()));
-        let streams = rng::Streams::new(seed);
         all.extend((0..hosts).map(|h| {
             let mut setup = streams.get(Purpose::Setup, h, 0);
             let rss = Rss::new(&mut setup, queues);
@@ -373,7 +373,7 @@ impl Net {
             let flood =
                 if cfg.load.queue_model_on() { flood_flows_per_cpu(&cfg, &rss, &cpus, seed, h) } else { Vec::new() };
             for q in 0..cpus.count() {
-                servers.push(RxQueue::new(streams.get(Purpose::Stall, h, q), &stall));
+                servers.push(RxQueue::new(&stall, h, q));
                 let rx = servers.last_mut().expect("a server was just pushed");
                 // A scripted stall of a queue takes its CPU.
                 let (mut script, mut kicks) = (Vec::new(), Vec::new());
@@ -407,7 +407,7 @@ impl Net {
             seq: 0,
             taken: None,
             taken_at: Instant::ZERO,
-            periods: servers.iter().map(|q| q.periods).sum(),
+            periods: servers.iter().map(RxQueue::work).sum(),
             hosts: all,
             cpus,
             servers,
@@ -597,9 +597,9 @@ impl Net {
     /// Run `f` on CPU `cpu`'s softirq server of `host`, counting the busy periods it generates.
     fn on_server<R>(&mut self, host: u32, cpu: u16, f: impl FnOnce(&mut RxQueue, &StallParams) -> R) -> R {
         let q = &mut self.servers[host as usize * usize::from(self.cpus.count()) + usize::from(cpu)];
-        let before = q.periods + q.walked;
+        let before = q.work();
         let r = f(q, &self.stall);
-        self.periods += q.periods + q.walked - before;
+        self.periods += q.work() - before;
         r
     }
 
