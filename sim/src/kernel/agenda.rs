@@ -535,7 +535,8 @@ impl Net {
             let j = &mut self.hosts[from_host as usize].jitter;
             lat += rng::below(j, self.jitter_ns + 1);
         }
-        let at = (*last_arrival).max(now + Duration::from_nanos(lat));
+        // `now + Duration::from_nanos(lat)` without the round trip through seconds.
+        let at = (*last_arrival).max(Instant::from_nanos(now.as_nanos().saturating_add(lat)));
         *last_arrival = at;
         self.schedule(at, Work::Arrive(pkt));
     }
