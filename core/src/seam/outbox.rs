@@ -62,7 +62,10 @@ impl<L, C, E> Outbox<L, C, E> {
             self.head += len;
         }
         if self.queue.is_empty() {
-            // Nothing queued refers to the buffer any more: reuse it from the start.
+            // Nothing queued refers to the buffer any more: reuse it from the start, and the
+            // queue's own from its front (popping leaves it where the last output was, so a
+            // node's outputs walked its whole buffer, a cold line at every push).
+            self.queue.clear();
             self.bytes.clear();
             self.head = 0;
         }

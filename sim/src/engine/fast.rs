@@ -301,6 +301,10 @@ impl<P: Protocol> World<'_, P> {
                     return;
                 }
             }
+            // Emptied, the queue starts again at the front of its buffer: popping leaves it where
+            // the last entry was, so after one burst had grown it (1024 ranks), entries walked
+            // the whole buffer and each push wrote a cold line.
+            self.work.clear();
             if self.remaining == 0 {
                 return;
             }

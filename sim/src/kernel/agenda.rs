@@ -95,38 +95,43 @@ pub(crate) enum Work {
     Timer { conn: u64, side: u8, gen: u32 },
 }
 
-/// An agenda entry. `key` is (time in ns, sequence number) as one integer, high half the
-/// time: ordering by it is ordering by (time, seq), in one comparison.
+/// The key of an agenda entry: (time in ns, sequence number) as one integer, high half the
+/// time, so ordering by it is ordering by (time, seq), in one comparison.
+fn key(at: Instant, seq: u64) -> u128 {
+    u128::from(at.as_nanos()) << 64 | u128::from(seq)
+}
+
+/// A retransmission timer's agenda entry ([`Work::Timer`] with its key) in 32 bytes, two to a
+/// cache line (the key and a [`Work`] took 48): the wheel writes each once when it is filed and
+/// reads it once when its bucket comes due, long after, from memory.
 #[derive(Clone, Copy, Debug)]
-struct Scheduled {
+struct TimerEntry {
     key: u128,
-    work: Work,
+    conn: u64,
+    gen: u32,
+    side: u8,
 }
 
-impl Scheduled {
-    fn new(at: Instant, seq: u64, work: Work) -> Scheduled {
-        Scheduled { key: u128::from(at.as_nanos()) << 64 | u128::from(seq), work }
-    }
-}
+const _: () = assert!(std::mem::size_of::<TimerEntry>() == 32);
 
-impl Timed for Scheduled {
+impl Timed for TimerEntry {
     fn at_ns(&self) -> u64 {
         (self.key >> 64) as u64
     }
 }
 
-impl PartialEq for Scheduled {
+impl PartialEq for TimerEntry {
     fn eq(&self, other: &Self) -> bool {
         self.key == other.key
     }
 }
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
+impl Eq for TimerEntry {}
+impl PartialOrd for TimerEntry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Scheduled {
+impl Ord for TimerEntry {
     fn cmp(&self, other: &Self) -> Ordering {
         self.key.cmp(&other.key)
     }
@@ -215,7 +220,7 @@ impl PackedPkt {
 // Two entries to a cache line.
 const _: () = assert!(std::mem::size_of::<PktEntry>() == 32);
 
-/// An entry of the packet heap: its key as [`Scheduled`]'s, its work packed.
+/// An entry of the packet heap: its [`key`], its work packed.
 #[derive(Clone, Copy, Debug)]
 struct PktEntry {
     key: u128,
@@ -258,7 +263,7 @@ pub(crate) struct Net {
     agenda: BinaryHeap<Reverse<PktEntry>>,
     /// Retransmission timers (long, mostly stale by the time they fire); kept apart so the
     /// packet heap stays small. Both heaps share one sequence counter.
-    timers: Wheel<Scheduled>,
+    timers: Wheel<TimerEntry>,
     seq: u64,
     /// The heap whose top entry [`Net::pop_due`] handed out and has not yet removed.
     taken: Option<Lane>,
@@ -317,7 +322,7 @@ fn nanos(d: Duration) -> u64 {
 /// timer wheel's 4 096 slots, an eighth of its instructions).
 #[derive(Default)]
 struct Spare {
-    wheel: Option<Wheel<Scheduled>>,
+    wheel: Option<Wheel<TimerEntry>>,
     agenda: Vec<Reverse<PktEntry>>,
     hosts: Vec<Host>,
     servers: Vec<RxQueue>,
@@ -353,13 +358,13 @@ impl Net {
         // A packet's host and queue are packed into 16 and 8 bits (`PackedPkt`); the case's
         // bounds (ranks ≤ 65 536, rx_queues ≤ 128) keep them there, checked once here.
         assert!(hosts <= 1 << 16, "{hosts} hosts: a packet names its host in 16 bits");
-        let stall = StallParams::new(&cfg);
+        let streams = rng::Streams::new(seed);
+        let stall = StallParams::new(&cfg, &streams);
         let loss = LossParams::new(&cfg);
         let queues = cfg.rx_queues.clamp(1, 128);
         let cpus = Cpus::new(&cfg, queues);
         let Spare { wheel, agenda, hosts: mut all, mut servers, events, bufs } = SPARE.take().unwrap_or_default();
         servers.reserve(hosts as usize * usize::from(cpus.count()));
-        let streams = rng::Streams::new(seed);
         all.extend((0..hosts).map(|h| {
             let mut setup = streams.get(Purpose::Setup, h, 0);
             let rss = Rss::new(&mut setup, queues);
@@ -368,7 +373,7 @@ impl Net {
             let flood =
                 if cfg.load.queue_model_on() { flood_flows_per_cpu(&cfg, &rss, &cpus, seed, h) } else { Vec::new() };
             for q in 0..cpus.count() {
-                servers.push(RxQueue::new(streams.get(Purpose::Stall, h, q), &stall));
+                servers.push(RxQueue::new(&stall, h, q));
                 let rx = servers.last_mut().expect("a server was just pushed");
                 // A scripted stall of a queue takes its CPU.
                 let (mut script, mut kicks) = (Vec::new(), Vec::new());
@@ -402,7 +407,7 @@ impl Net {
             seq: 0,
             taken: None,
             taken_at: Instant::ZERO,
-            periods: servers.iter().map(|q| q.periods).sum(),
+            periods: servers.iter().map(RxQueue::work).sum(),
             hosts: all,
             cpus,
             servers,
@@ -418,12 +423,12 @@ impl Net {
     pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
         debug_assert!(self.taken.is_none() || at >= self.taken_at, "scheduled at {at}, before the entry handled");
         self.seq += 1;
-        let entry = Scheduled::new(at, self.seq, work);
-        if let Work::Timer { .. } = work {
-            self.timers.push(entry);
+        let key = key(at, self.seq);
+        if let Work::Timer { conn, side, gen } = work {
+            self.timers.push(TimerEntry { key, conn, gen, side });
             return;
         }
-        let entry = PktEntry { key: entry.key, pkt: PackedPkt::pack(work) };
+        let entry = PktEntry { key, pkt: PackedPkt::pack(work) };
         if self.taken == Some(Lane::Packets) {
             // The packet being handled is still at the top of its heap: the new one takes its
             // place, one sift down from the top (usually short: new entries are due soon)
@@ -476,7 +481,7 @@ impl Net {
         }
         let work = match lane {
             Lane::Packets => self.agenda.peek().map(|Reverse(e)| e.pkt.unpack()),
-            Lane::Timers => self.timers.peek().map(|t| t.work),
+            Lane::Timers => self.timers.peek().map(|t| Work::Timer { conn: t.conn, side: t.side, gen: t.gen }),
         }?;
         self.taken = Some(lane);
         self.taken_at = at;
@@ -530,7 +535,8 @@ impl Net {
             let j = &mut self.hosts[from_host as usize].jitter;
             lat += rng::below(j, self.jitter_ns + 1);
         }
-        let at = (*last_arrival).max(now + Duration::from_nanos(lat));
+        // `now + Duration::from_nanos(lat)` without the round trip through seconds.
+        let at = (*last_arrival).max(Instant::from_nanos(now.as_nanos().saturating_add(lat)));
         *last_arrival = at;
         self.schedule(at, Work::Arrive(pkt));
     }
@@ -592,9 +598,9 @@ impl Net {
     /// Run `f` on CPU `cpu`'s softirq server of `host`, counting the busy periods it generates.
     fn on_server<R>(&mut self, host: u32, cpu: u16, f: impl FnOnce(&mut RxQueue, &StallParams) -> R) -> R {
         let q = &mut self.servers[host as usize * usize::from(self.cpus.count()) + usize::from(cpu)];
-        let before = q.periods + q.walked;
+        let before = q.work();
         let r = f(q, &self.stall);
-        self.periods += q.periods + q.walked - before;
+        self.periods += q.work() - before;
         r
     }
 

@@ -241,7 +241,7 @@ fn walk(
     };
     let mut blocked: Option<(u64, u64)> = None;
     loop {
-        q.walked += 1;
+        q.walked();
         if s.at >= until
             || (matches!(goal, Goal::Drained) && s.w <= 0.0)
             || (matches!(goal, Goal::App { .. }) && app <= 0.0)

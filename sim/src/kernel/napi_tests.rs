@@ -5,8 +5,8 @@ use std::time::Duration;
 use bootsim_core::Instant;
 
 use super::*;
-use crate::kernel::rng::{stream, Purpose};
-use crate::kernel::softirq::Admitted;
+use crate::kernel::rng::Streams;
+use crate::kernel::softirq::{Admitted, StallParams};
 
 const US: u64 = 1_000;
 
@@ -14,8 +14,8 @@ const US: u64 = 1_000;
 fn queue(words: &str, flows: u32, script: Vec<(u64, u64)>) -> (RxQueue, StallParams) {
     let mut cfg = KernelConfig::default();
     cfg.apply_words(words).unwrap();
-    let sp = StallParams::new(&cfg);
-    let mut q = RxQueue::new(stream(1, Purpose::Stall, 0, 0), &sp).with_script(script, Vec::new());
+    let sp = StallParams::new(&cfg, &Streams::new(1));
+    let mut q = RxQueue::new(&sp, 0, 0).with_script(script, Vec::new());
     q.set_loaded(Loaded::new(LoadParams::new(&cfg, flows, 1)));
     (q, sp)
 }
@@ -88,8 +88,8 @@ fn the_same_offers_give_the_same_completions_with_random_stalls() {
     let run = || {
         let mut cfg = KernelConfig::profile("load").unwrap();
         cfg.set("stall_gap", "50us").unwrap();
-        let sp = StallParams::new(&cfg);
-        let mut q = RxQueue::new(stream(7, Purpose::Stall, 0, 3), &sp);
+        let sp = StallParams::new(&cfg, &Streams::new(7));
+        let mut q = RxQueue::new(&sp, 0, 3);
         q.set_loaded(Loaded::new(LoadParams::new(&cfg, 2, 1)));
         (0..3000u64)
             .map(|i| {

@@ -1,8 +1,10 @@
 //! Seeded random sub-streams: one ChaCha8 stream per purpose and owner, so a draw added in one
 //! place (one RX queue, one host's loss process) never shifts the draws anywhere else.
 
+use std::convert::Infallible;
+
 use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
+use rand_core::{Rng, SeedableRng, TryRng};
 
 /// What a stream is for; part of the ChaCha stream id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +23,11 @@ pub(crate) enum Purpose {
     Flood = 6,
 }
 
+/// The ChaCha stream id of `purpose`'s stream owned by `(owner, sub)`.
+fn stream_id(purpose: Purpose, owner: u32, sub: u16) -> u64 {
+    ((purpose as u64) << 48) | (u64::from(owner) << 16) | u64::from(sub)
+}
+
 /// The stream for `purpose` owned by `(owner, sub)`, e.g. (host, queue), under `seed`.
 pub(crate) fn stream(seed: u64, purpose: Purpose, owner: u32, sub: u16) -> ChaCha8Rng {
     Streams::new(seed).get(purpose, owner, sub)
@@ -37,34 +44,147 @@ impl Streams {
         Streams(ChaCha8Rng::seed_from_u64(seed))
     }
 
+    /// The seed's unused generator, from which a [`Cursor`] makes its stream's words.
+    pub(crate) fn key(&self) -> &ChaCha8Rng {
+        &self.0
+    }
+
     /// The stream for `purpose` owned by `(owner, sub)`: [`stream`]'s, a copy of the seed's
     /// unused generator given its own stream id (nothing was drawn, so nothing is redrawn).
     pub(crate) fn get(&self, purpose: Purpose, owner: u32, sub: u16) -> ChaCha8Rng {
         let mut rng = self.0.clone();
-        rng.set_stream(((purpose as u64) << 48) | (u64::from(owner) << 16) | u64::from(sub));
+        rng.set_stream(stream_id(purpose, owner, sub));
         rng
+    }
+}
+
+/// Words of a stream in a [`ChaCha8Rng`]'s output buffer.
+const WORDS: usize = 64;
+
+/// The next words of one stream, kept by its owner without a generator: for streams drawn
+/// rarely, each by one of thousands of owners (the RX queues' stall processes). A
+/// [`ChaCha8Rng`] per owner keeps the same 64 words, its index in the first of them and its
+/// 48-byte core after them, so a draw from a cold one read the index's line and the word's, and
+/// a refill its core's. Here the owner keeps its position ([`Cursor`]) with its other hot
+/// state, and when its words are used up the next 64 are made from the seed's shared generator
+/// at the stream's position: the same words, bit for bit, and the same one generation per 64.
+/// Which stream it is, (owner, sub) of one purpose, waits in word 0's place once word 0 is
+/// drawn (it is read back only to make the next 64).
+#[derive(Clone, Debug)]
+pub(crate) struct Words([u8; WORDS * 4]);
+
+impl Words {
+    /// The words of the stream of `(owner, sub)` (`owner` below 2^16), none made yet.
+    pub(crate) fn new(owner: u32, sub: u16) -> Words {
+        debug_assert!(owner < 1 << 16, "owner {owner}: a kept stream names it in 16 bits");
+        let mut w = Words([0; WORDS * 4]);
+        w.set_whose(owner << 16 | u32::from(sub));
+        w
+    }
+
+    fn word(&self, i: usize) -> u32 {
+        let w: [u8; 4] = self.0[i * 4..i * 4 + 4].try_into().unwrap_or_default();
+        u32::from_le_bytes(w)
+    }
+
+    fn set_whose(&mut self, whose: u32) {
+        self.0[..4].copy_from_slice(&whose.to_le_bytes());
+    }
+}
+
+/// Draws from a [`Words`] stream of `purpose` under `key` (a seed's unused generator,
+/// [`Streams::key`]), of which `drawn` words were drawn so far (`words` holds those from `drawn`
+/// rounded down to a multiple of 64, unless that is `drawn` itself).
+pub(crate) struct Cursor<'a> {
+    key: &'a ChaCha8Rng,
+    purpose: Purpose,
+    drawn: &'a mut u64,
+    words: &'a mut Words,
+}
+
+impl<'a> Cursor<'a> {
+    /// The stream of `words` for `purpose` under `key`, at `drawn`.
+    #[inline]
+    pub(crate) fn new(key: &'a ChaCha8Rng, purpose: Purpose, drawn: &'a mut u64, words: &'a mut Words) -> Cursor<'a> {
+        Cursor { key, purpose, drawn, words }
+    }
+
+    /// The next word.
+    #[inline]
+    fn word(&mut self) -> u32 {
+        let i = (*self.drawn % WORDS as u64) as usize;
+        *self.drawn += 1;
+        if i == 0 {
+            return self.refill();
+        }
+        self.words.word(i)
+    }
+
+    /// Makes the 64 words from `drawn - 1` (a multiple of 64) on and returns the first.
+    #[cold]
+    fn refill(&mut self) -> u32 {
+        let whose = self.words.word(0);
+        let mut g = self.key.clone();
+        g.set_stream(stream_id(self.purpose, whose >> 16, whose as u16));
+        g.set_word_pos(u128::from(*self.drawn - 1));
+        // The words little-endian, as a `ChaCha8Rng` gives bytes.
+        g.fill_bytes(&mut self.words.0);
+        let first = self.words.word(0);
+        self.words.set_whose(whose);
+        first
+    }
+}
+
+impl TryRng for Cursor<'_> {
+    type Error = Infallible;
+
+    #[inline]
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        Ok(self.word())
+    }
+
+    /// Two words, the first the low half (as [`ChaCha8Rng`]'s).
+    #[inline]
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        let i = (*self.drawn % WORDS as u64) as usize;
+        if i == 0 || i == WORDS - 1 {
+            // A refill first or between the two.
+            let lo = self.word();
+            let hi = self.word();
+            return Ok(u64::from(hi) << 32 | u64::from(lo));
+        }
+        *self.drawn += 2;
+        Ok(u64::from(self.words.word(i + 1)) << 32 | u64::from(self.words.word(i)))
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
+        for chunk in dst.chunks_mut(4) {
+            let w = self.word().to_le_bytes();
+            chunk.copy_from_slice(&w[..chunk.len()]);
+        }
+        Ok(())
     }
 }
 
 const TWO_POW_M53: f64 = 1.0 / (1u64 << 53) as f64;
 
 /// Uniform in `[0, 1)`.
-pub(crate) fn unit(rng: &mut ChaCha8Rng) -> f64 {
+pub(crate) fn unit<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     (rng.next_u64() >> 11) as f64 * TWO_POW_M53
 }
 
 /// Uniform in `(0, 1)`, safe to take the logarithm of.
-pub(crate) fn open_unit(rng: &mut ChaCha8Rng) -> f64 {
+pub(crate) fn open_unit<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     ((rng.next_u64() >> 11) as f64 + 0.5) * TWO_POW_M53
 }
 
 /// Uniform in `0..n` (`n > 0`), by widening multiplication.
-pub(crate) fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
+pub(crate) fn below<R: Rng + ?Sized>(rng: &mut R, n: u64) -> u64 {
     ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as u64
 }
 
 /// True with probability `p`; draws nothing when `p` is 0 or 1.
-pub(crate) fn chance(rng: &mut ChaCha8Rng, p: f64) -> bool {
+pub(crate) fn chance<R: Rng + ?Sized>(rng: &mut R, p: f64) -> bool {
     if p <= 0.0 {
         false
     } else if p >= 1.0 {
@@ -94,7 +214,7 @@ pub(crate) fn exact_from(estimate: f64, exact: impl FnOnce() -> f64, whole: impl
 }
 
 /// Exponential with the given mean (nanoseconds, rounded down).
-pub(crate) fn exp_ns(rng: &mut ChaCha8Rng, mean_ns: f64) -> u64 {
+pub(crate) fn exp_ns<R: Rng + ?Sized>(rng: &mut R, mean_ns: f64) -> u64 {
     let u = open_unit(rng);
     exact_from(-mean_ns * u.ln(), || -mean_ns * libm::log(u), |x| x as u64)
 }
@@ -123,7 +243,7 @@ impl Pareto {
 
     /// One draw (nanoseconds).
     #[inline]
-    pub(crate) fn draw(&self, rng: &mut ChaCha8Rng) -> u64 {
+    pub(crate) fn draw<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
         let (u, e, cap_ns) = (open_unit(rng), self.e, self.cap_ns);
         let capped = |x: f64| if x >= cap_ns as f64 { cap_ns } else { x as u64 };
         // `u^e` within a few ulps for the estimate; `libm`'s when it does not decide.
@@ -156,7 +276,7 @@ pub(crate) fn powi(mut x: f64, n: i32) -> f64 {
 }
 
 /// Log-uniform in `[lo, hi]`.
-pub(crate) fn log_uniform(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
+pub(crate) fn log_uniform<R: Rng + ?Sized>(rng: &mut R, lo: f64, hi: f64) -> f64 {
     libm::exp(libm::log(lo) + unit(rng) * (libm::log(hi) - libm::log(lo)))
 }
 
@@ -181,6 +301,30 @@ mod tests {
         let mut first = streams.get(Purpose::Stall, 0, 0);
         first.next_u64();
         assert_eq!(streams.get(Purpose::Stall, 0, 0).next_u64(), stream(42, Purpose::Stall, 0, 0).next_u64());
+    }
+
+    #[test]
+    fn a_streams_kept_words_are_its_generators() {
+        let streams = Streams::new(7);
+        for (owner, sub) in [(0, 0), (3, 5), (65_535, 1_024)] {
+            let mut g = streams.get(Purpose::Stall, owner, sub);
+            let (mut drawn, mut words) = (0u64, Words::new(owner, sub));
+            // Mixed widths, across many 64-word refills and with a u64 straddling each boundary.
+            for i in 0..2_000u32 {
+                let mut c = Cursor::new(streams.key(), Purpose::Stall, &mut drawn, &mut words);
+                match i % 3 {
+                    0 => assert_eq!(c.next_u64(), g.next_u64(), "draw {i}"),
+                    1 => assert_eq!(c.next_u32(), g.next_u32(), "draw {i}"),
+                    _ => {
+                        let (mut a, mut b) = ([0u8; 7], [0u8; 7]);
+                        c.fill_bytes(&mut a);
+                        g.fill_bytes(&mut b);
+                        assert_eq!(a, b, "draw {i}");
+                    }
+                }
+            }
+            assert_eq!(u128::from(drawn), g.get_word_pos());
+        }
     }
 
     #[test]

@@ -11,10 +11,11 @@ use std::collections::VecDeque;
 
 use super::config::KernelConfig;
 use super::napi::{Loaded, Offer, Via};
-use super::rng::{self, Pareto};
+use super::rng::{self, Cursor, Pareto, Purpose, Streams, Words};
 
-/// The stall process's parameters, in nanoseconds, precomputed from the config.
-#[derive(Clone, Copy, Debug)]
+/// The stall process's parameters, in nanoseconds, precomputed from the config, and the seed's
+/// generator the queues' random streams are made from.
+#[derive(Clone, Debug)]
 pub(crate) struct StallParams {
     /// Median mean free gap; `None` disables stalls.
     mean_gap: Option<f64>,
@@ -34,11 +35,16 @@ pub(crate) struct StallParams {
     residual_powi: Option<i32>,
     /// The busy periods' law.
     busy: Pareto,
+    /// A queue unobserved for this many of its mean cycles (free gap and busy period) restarts
+    /// in its steady state (8; infinite in tests that walk every cycle).
+    skip_cycles: f64,
+    /// The seed's unused generator ([`Streams::key`]).
+    key: ChaCha8Rng,
 }
 
 impl StallParams {
-    /// From the `stall_*` knobs.
-    pub(crate) fn new(cfg: &KernelConfig) -> StallParams {
+    /// From the `stall_*` knobs, the queues' streams made from `streams`.
+    pub(crate) fn new(cfg: &KernelConfig, streams: &Streams) -> StallParams {
         let xm = cfg.stall_xm.as_nanos() as f64;
         let cap = u64::try_from(cfg.stall_cap.as_nanos()).unwrap_or(u64::MAX).max(1);
         StallParams {
@@ -53,6 +59,8 @@ impl StallParams {
             inv_1_minus_a: 0.0,
             residual_powi: None,
             busy: Pareto::new(xm, 1.0, cap),
+            skip_cycles: 8.0,
+            key: streams.key().clone(),
         }
         .with_alpha(cfg.stall_alpha)
     }
@@ -137,11 +145,12 @@ pub(crate) struct Admitted {
 /// run up by then (see `Kernel::work`).
 const PERIOD_CAP: u64 = 5_000_000;
 
-/// One RX queue. Its first cache line holds everything admitting a packet reads when no new
-/// busy period is drawn (at 1024 ranks 8 192 servers are far more than the cache holds, and
-/// that first touch was most of a packet's arrival); the stall draws' parameters and random
-/// stream follow, and the rarely used parts (scripts, the load-dependent model) sit behind one
-/// pointer, `None` in most runs.
+/// One RX queue: one cache line, which admitting a packet reads (at 1024 ranks 8 192 servers are
+/// far more than the cache holds, and that first touch was most of a packet's arrival), and its
+/// random stream's next 64 words after it, of which a draw reads one line. The stream is kept as
+/// its position ([`Words`]), so no generator's index and
+/// core lines are read besides; the rarely used parts (scripts, the load-dependent model, the
+/// arrivals' count past 2^32) sit behind one pointer, `None` in most runs.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub(crate) struct RxQueue {
@@ -153,27 +162,24 @@ pub(crate) struct RxQueue {
     /// If the queue is next looked at this long after its last busy period, restart the
     /// process in its steady state instead of walking every cycle in between.
     skip_after: u64,
-    /// Packets admitted so far.
-    arrivals: u64,
-    /// Busy periods generated so far: the model's work, for the engine's work guard.
-    pub(crate) periods: u64,
-    /// Steps the loaded model's walk took over periods already generated (a walk over a long
-    /// CPU cost revisits them): work too, which the periods alone do not count.
-    pub(crate) walked: u64,
     /// Scripted stalls and the load-dependent model, when any is set.
     rare: Option<Box<Rare>>,
     /// This queue's mean free gap (0: no stalls).
     gap: f64,
-    /// Long-run busy fraction of this queue.
-    rho: f64,
-    /// Busy periods generated ahead of the loaded model's clock (it looks ahead to find when a
-    /// packet completes, then comes back for the next arrival), oldest first.
-    ahead: VecDeque<(u64, u64)>,
-    rng: ChaCha8Rng,
+    /// Words drawn from the random stream so far.
+    drawn: u64,
+    /// Packets admitted so far, modulo 2^32 ([`Rare::arrivals_hi`] counts the wraps).
+    arrivals: u32,
+    /// Busy periods generated so far (at most [`PERIOD_CAP`]): the model's work, for the
+    /// engine's work guard.
+    periods: u32,
+    /// The random stream's next words.
+    words: Words,
 }
 
-// A packet's admission reads the first cache line only.
-const _: () = assert!(std::mem::offset_of!(RxQueue, gap) == 64);
+// A packet's admission reads the first cache line only; a draw, one more.
+const _: () = assert!(std::mem::offset_of!(RxQueue, words) == 64);
+const _: () = assert!(std::mem::size_of::<RxQueue>() == 64 + 256);
 
 /// What few runs give an RX queue: forced stalls and the load-dependent model.
 #[derive(Clone, Debug, Default)]
@@ -184,30 +190,37 @@ struct Rare {
     kicks: Vec<(u64, u64)>,
     /// The load-dependent model (budget, ring, flood), when any of it is on.
     loaded: Option<Loaded>,
+    /// Steps the loaded model's walk took over periods already generated (a walk over a long
+    /// CPU cost revisits them): work too, which the periods alone do not count.
+    walked: u64,
+    /// Busy periods generated ahead of the loaded model's clock (it looks ahead to find when a
+    /// packet completes, then comes back for the next arrival), oldest first.
+    ahead: VecDeque<(u64, u64)>,
+    /// Packets admitted so far, divided by 2^32.
+    arrivals_hi: u32,
 }
 
 impl RxQueue {
     /// A queue in its steady state at time zero: the load may be mid-stall when the
     /// simulation begins.
-    pub(crate) fn new(mut rng: ChaCha8Rng, p: &StallParams) -> RxQueue {
-        // Always one draw for the load factor, so skew does not shift the stall draws.
-        let f = libm::exp((2.0 * rng::unit(&mut rng) - 1.0) * libm::log(p.skew));
-        let gap = p.mean_gap.map_or(0.0, |g| (g * f).max(1.0));
-        let cycle = gap + p.mean_busy;
+    /// Its stream is the stall stream of `host`'s CPU `cpu` (`host` below 2^16).
+    pub(crate) fn new(p: &StallParams, host: u32, cpu: u16) -> RxQueue {
         let mut q = RxQueue {
-            gap,
-            rho: p.mean_busy / cycle,
-            skip_after: (cycle * 8.0) as u64,
+            gap: 0.0,
+            skip_after: 0,
             free_at: 0,
             busy_start: u64::MAX,
             busy_end: u64::MAX,
-            rng,
             rare: None,
             arrivals: 0,
-            ahead: VecDeque::new(),
             periods: 0,
-            walked: 0,
+            drawn: 0,
+            words: Words::new(host, cpu),
         };
+        // Always one draw for the load factor, so skew does not shift the stall draws.
+        let f = libm::exp((2.0 * rng::unit(&mut q.draws(p)) - 1.0) * libm::log(p.skew));
+        q.gap = p.mean_gap.map_or(0.0, |g| (g * f).max(1.0));
+        q.skip_after = (q.cycle(p) * p.skip_cycles) as u64;
         if p.mean_gap.is_some() {
             q.restart(0, p);
         }
@@ -260,9 +273,47 @@ impl RxQueue {
         self.script().iter().take_while(|(s, _)| *s <= t).filter(|(_, e)| t < *e).map(|(_, e)| *e).max()
     }
 
+    /// Its random stream.
+    #[inline]
+    fn draws<'a>(&'a mut self, p: &'a StallParams) -> Cursor<'a> {
+        Cursor::new(&p.key, Purpose::Stall, &mut self.drawn, &mut self.words)
+    }
+
+    /// Its mean cycle: a free gap and a busy period.
+    fn cycle(&self, p: &StallParams) -> f64 {
+        self.gap + p.mean_busy
+    }
+
     /// After this long unobserved the stall process restarts in its steady state.
     pub(crate) fn skip_after(&self) -> u64 {
         self.skip_after
+    }
+
+    /// The index of the next arriving packet among those that reached this queue, counting it.
+    #[inline]
+    fn count_arrival(&mut self) -> u64 {
+        let nth = u64::from(self.rare.as_ref().map_or(0, |r| r.arrivals_hi)) << 32 | u64::from(self.arrivals);
+        self.arrivals = self.arrivals.wrapping_add(1);
+        if self.arrivals == 0 {
+            self.rare.get_or_insert_with(Box::default).arrivals_hi += 1;
+        }
+        nth
+    }
+
+    /// Busy periods generated and walk steps taken so far: the model's work.
+    #[inline]
+    pub(crate) fn work(&self) -> u64 {
+        u64::from(self.periods) + self.rare.as_ref().map_or(0, |r| r.walked)
+    }
+
+    /// Counts a step of the loaded model's walk.
+    pub(crate) fn walked(&mut self) {
+        self.rare.get_or_insert_with(Box::default).walked += 1;
+    }
+
+    /// The busy periods looked ahead.
+    fn ahead(&mut self) -> &mut VecDeque<(u64, u64)> {
+        &mut self.rare.get_or_insert_with(Box::default).ahead
     }
 
     /// Offer a packet costing `cost` arriving at `arrival` in `via`: through the load-dependent
@@ -309,8 +360,7 @@ impl RxQueue {
 
     /// The forced stall of the next arriving packet (counting it), in nanoseconds.
     pub(crate) fn next_kick(&mut self) -> (u64, u64) {
-        let nth = self.arrivals;
-        self.arrivals += 1;
+        let nth = self.count_arrival();
         (nth, self.kicks().iter().filter(|(n, _)| *n == nth).map(|(_, d)| *d).max().unwrap_or(0))
     }
 
@@ -319,47 +369,65 @@ impl RxQueue {
     /// back again is allowed: `t` need not increase between calls.
     pub(crate) fn busy_at_or_after(&mut self, t: u64, p: &StallParams) -> Option<(u64, u64)> {
         p.mean_gap?;
-        if self.periods >= PERIOD_CAP {
+        if u64::from(self.periods) >= PERIOD_CAP {
             return None;
         }
         // Busy periods are kept in time order and never overlap, so their ends increase: the
         // first ending after `t` is found by bisection (a walk over a long CPU cost looks far
         // ahead, and a linear search made it quadratic).
-        if let Some(&hit) = self.ahead.get(self.ahead.partition_point(|(_, e)| *e <= t)) {
+        let ahead = self.ahead();
+        if let Some(&hit) = ahead.get(ahead.partition_point(|(_, e)| *e <= t)) {
             return Some(hit);
         }
-        if self.ahead.is_empty() && t > self.busy_end.saturating_add(self.skip_after) {
+        if ahead.is_empty() && t > self.busy_end.saturating_add(self.skip_after) {
             self.restart(t, p);
         }
-        while self.periods < PERIOD_CAP {
-            if self.busy_start < self.busy_end && self.ahead.back() != Some(&(self.busy_start, self.busy_end)) {
-                self.ahead.push_back((self.busy_start, self.busy_end));
-                if t < self.busy_end {
-                    return Some((self.busy_start, self.busy_end));
+        while u64::from(self.periods) < PERIOD_CAP {
+            let busy = (self.busy_start, self.busy_end);
+            let ahead = self.ahead();
+            if busy.0 < busy.1 && ahead.back() != Some(&busy) {
+                ahead.push_back(busy);
+                if t < busy.1 {
+                    return Some(busy);
                 }
             }
-            self.busy_start = self.busy_end + rng::exp_ns(&mut self.rng, self.gap).max(1);
-            self.busy_end = self.busy_start + p.busy.draw(&mut self.rng);
-            self.periods += 1;
+            self.next_period(p);
         }
         None
     }
 
     /// Drop looked-ahead busy periods that ended at or before `t` (the model's clock).
     pub(crate) fn forget_before(&mut self, t: u64) {
-        while self.ahead.front().is_some_and(|(_, e)| *e <= t) {
-            self.ahead.pop_front();
+        let Some(rare) = self.rare.as_mut() else { return };
+        while rare.ahead.front().is_some_and(|(_, e)| *e <= t) {
+            rare.ahead.pop_front();
         }
     }
 
-    /// Put the process in its steady state at `t`: busy with probability `rho` (for the
-    /// equilibrium residual of a busy period), else free (the gap is memoryless).
+    /// Put the process in its steady state at `t`: busy with probability `rho`, the queue's
+    /// long-run busy share (for the equilibrium residual of a busy period), else free (the gap
+    /// is memoryless).
     fn restart(&mut self, t: u64, p: &StallParams) {
         self.busy_start = t;
         self.busy_end = t;
-        if rng::unit(&mut self.rng) < self.rho {
-            self.busy_end = t + p.residual_busy(rng::unit(&mut self.rng));
+        let rho = p.mean_busy / self.cycle(p);
+        let mut r = self.draws(p);
+        if rng::unit(&mut r) < rho {
+            let residual = p.residual_busy(rng::unit(&mut r));
+            self.busy_end = t + residual;
         }
+    }
+
+    /// The free gap and busy period after the current one.
+    #[inline(always)]
+    fn next_period(&mut self, p: &StallParams) {
+        let gap = self.gap;
+        let mut r = self.draws(p);
+        let free = rng::exp_ns(&mut r, gap).max(1);
+        let busy = p.busy.draw(&mut r);
+        self.busy_start = self.busy_end + free;
+        self.busy_end = self.busy_start + busy;
+        self.periods += 1;
     }
 
     /// Generate busy periods until the current one ends after `t`.
@@ -371,10 +439,8 @@ impl RxQueue {
             // Long unobserved: restart in the steady state rather than walk every cycle.
             self.restart(t, p);
         }
-        while self.busy_end <= t && self.periods < PERIOD_CAP {
-            self.busy_start = self.busy_end + rng::exp_ns(&mut self.rng, self.gap).max(1);
-            self.busy_end = self.busy_start + p.busy.draw(&mut self.rng);
-            self.periods += 1;
+        while self.busy_end <= t && u64::from(self.periods) < PERIOD_CAP {
+            self.next_period(p);
         }
     }
 
@@ -384,8 +450,7 @@ impl RxQueue {
     pub(crate) fn admit(&mut self, arrival: Instant, service: Duration, p: &StallParams) -> Admitted {
         let mut t = arrival.as_nanos().max(self.free_at);
         let ready = t;
-        let nth = self.arrivals;
-        self.arrivals += 1;
+        let nth = self.count_arrival();
         let kick: u64 = self.kicks().iter().filter(|(n, _)| *n == nth).map(|(_, d)| *d).max().unwrap_or(0);
         t = t.saturating_add(kick);
         loop {
@@ -411,23 +476,36 @@ impl RxQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::rng::{stream, Purpose};
+    use crate::kernel::rng::Streams;
 
     fn params(gap_us: u64) -> StallParams {
-        StallParams::new(&KernelConfig {
-            stall_gap: Some(Duration::from_micros(gap_us)),
-            stall_xm: Duration::from_micros(50),
-            stall_alpha: 1.2,
-            stall_cap: Duration::from_millis(20),
-            ..KernelConfig::default()
-        })
+        seeded(
+            &KernelConfig {
+                stall_gap: Some(Duration::from_micros(gap_us)),
+                stall_xm: Duration::from_micros(50),
+                stall_alpha: 1.2,
+                stall_cap: Duration::from_millis(20),
+                ..KernelConfig::default()
+            },
+            1,
+        )
+    }
+
+    /// The parameters of `cfg`, the streams those of `seed`.
+    fn seeded(cfg: &KernelConfig, seed: u64) -> StallParams {
+        StallParams::new(cfg, &Streams::new(seed))
+    }
+
+    /// `p` with the streams of `seed`.
+    fn reseeded(p: StallParams, seed: u64) -> StallParams {
+        StallParams { key: Streams::new(seed).key().clone(), ..p }
     }
 
     #[test]
     fn the_residuals_whole_power_gives_powfs_draws() {
         let p = params(400).with_alpha(0.8);
         assert_eq!(p.residual_powi, Some(5));
-        let slow = StallParams { residual_powi: None, ..p };
+        let slow = StallParams { residual_powi: None, ..p.clone() };
         for i in 0..200_000u32 {
             let u = (f64::from(i) + 0.5) / 200_000.0;
             assert_eq!(p.residual_busy(u), slow.residual_busy(u), "u {u}");
@@ -437,8 +515,8 @@ mod tests {
 
     #[test]
     fn no_stalls_means_plain_fifo() {
-        let p = StallParams::new(&KernelConfig::default());
-        let mut q = RxQueue::new(stream(1, Purpose::Stall, 0, 0), &p);
+        let p = seeded(&KernelConfig::default(), 1);
+        let mut q = RxQueue::new(&p, 0, 0);
         let s = Duration::from_micros(2);
         let a = q.admit(Instant::from_nanos(1000), s, &p);
         let b = q.admit(Instant::from_nanos(1500), s, &p);
@@ -450,13 +528,13 @@ mod tests {
 
     #[test]
     fn measured_busy_fraction_matches_the_formula() {
-        let p = params(400);
         // Walking every cycle, and restarting in the steady state between sparse probes.
         for walk in [true, false] {
-            let mut q = RxQueue::new(stream(2, Purpose::Stall, 0, 0), &p);
+            let mut p = reseeded(params(400), 2);
             if walk {
-                q.skip_after = u64::MAX;
+                p.skip_cycles = f64::INFINITY;
             }
+            let mut q = RxQueue::new(&p, 0, 0);
             let (mut stalled, n) = (0u32, 20_000u64);
             for i in 0..n {
                 // Sparse probes (10 ms apart) so each one samples the process, not the backlog.
@@ -474,12 +552,11 @@ mod tests {
         // Mean residual of a busy period seen at a random instant is E[X^2] / (2 E[X]);
         // compare the inversion sampler with residuals measured on the walked process.
         for alpha in [0.8, 1.0, 1.5] {
-            let p = params(400).with_alpha(alpha);
+            let p = StallParams { skip_cycles: f64::INFINITY, ..reseeded(params(400), 4).with_alpha(alpha) };
             let n = 20_000;
             let inv: f64 =
                 (0..n).map(|i| p.residual_busy((f64::from(i) + 0.5) / f64::from(n)) as f64).sum::<f64>() / f64::from(n);
-            let mut q = RxQueue::new(stream(4, Purpose::Stall, 0, 0), &p);
-            q.skip_after = u64::MAX;
+            let mut q = RxQueue::new(&p, 0, 0);
             let (mut sum, mut hits) = (0.0, 0u32);
             for i in 0..200_000u64 {
                 let t = 1_000_000 + i * 997_000;
@@ -496,9 +573,8 @@ mod tests {
 
     #[test]
     fn scripted_stalls_delay_exactly_the_packets_inside_them() {
-        let p = StallParams::new(&KernelConfig::default());
-        let mut q = RxQueue::new(stream(1, Purpose::Stall, 0, 0), &p)
-            .with_script(vec![(5_000, 9_000), (8_000, 12_000)], vec![(3, 4_000)]);
+        let p = seeded(&KernelConfig::default(), 1);
+        let mut q = RxQueue::new(&p, 0, 0).with_script(vec![(5_000, 9_000), (8_000, 12_000)], vec![(3, 4_000)]);
         let s = Duration::from_micros(1);
         let a = q.admit(Instant::from_nanos(1_000), s, &p);
         assert_eq!((a.done.as_nanos(), a.stall), (2_000, None));
@@ -513,9 +589,19 @@ mod tests {
     }
 
     #[test]
+    fn arrivals_are_counted_past_two_to_the_32() {
+        let p = seeded(&KernelConfig::default(), 1);
+        let mut q = RxQueue::new(&p, 0, 0);
+        q.arrivals = u32::MAX;
+        let s = Duration::from_micros(1);
+        let nth: Vec<u64> = (0..3).map(|i| q.admit(Instant::from_nanos(i * 10_000), s, &p).nth).collect();
+        assert_eq!(nth, [u64::from(u32::MAX), 1 << 32, (1 << 32) + 1]);
+    }
+
+    #[test]
     fn completions_are_fifo_and_outside_busy_periods() {
-        let p = params(100);
-        let mut q = RxQueue::new(stream(3, Purpose::Stall, 0, 0), &p);
+        let p = reseeded(params(100), 3);
+        let mut q = RxQueue::new(&p, 0, 0);
         let mut last = 0;
         for i in 0..5_000u64 {
             let a = q.admit(Instant::from_nanos(i * 3_000), Duration::from_micros(2), &p);

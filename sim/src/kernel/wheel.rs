@@ -3,15 +3,27 @@
 //! pop. Entries are filed by time into buckets of `2^SHIFT` ns; only the earliest bucket is
 //! kept as a (small, cache-resident) heap. Entries come out in exactly the order a single heap
 //! would give them: by their key, which is unique.
+//!
+//! A bucket's entries are kept in chunks of [`CHUNK`] from one pool, linked from the slot, and a
+//! drained bucket's chunks go back to the pool's free list, last freed first out: the next
+//! entries filed are written where the drain just read (a `Vec` per slot grew from nothing for
+//! each bucket, reallocating and copying cold memory, a quarter of a 256-rank run's cache
+//! misses).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+use crate::spare::{emptied_within, ROOM};
 
 /// Bucket width: 2^20 ns (about 1 ms).
 const SHIFT: u32 = 20;
 /// Buckets on the wheel (about 4.3 s ahead); later entries wait in the overflow heap.
 const SLOTS: usize = 4096;
 const WORDS: usize = SLOTS / 64;
+/// Entries per chunk.
+const CHUNK: usize = 16;
+/// No chunk: the end of a slot's list, or of the free list.
+const NONE: u32 = u32::MAX;
 
 /// Something filed by time: its bucket is `at_ns() >> SHIFT`.
 pub(crate) trait Timed: Ord + Copy {
@@ -23,6 +35,23 @@ fn bucket<T: Timed>(e: &T) -> u64 {
     e.at_ns() >> SHIFT
 }
 
+/// Up to [`CHUNK`] entries of one bucket, and the chunk filed before them.
+#[derive(Clone, Copy, Debug)]
+struct Chunk<T> {
+    next: u32,
+    items: [T; CHUNK],
+}
+
+/// A slot's entries: its newest chunk (`NONE` if empty) and how many entries that chunk holds
+/// (every older chunk is full).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    head: u32,
+    len: u32,
+}
+
+const EMPTY: Slot = Slot { head: NONE, len: 0 };
+
 /// A min-queue of `T` by `Ord`, fast when most entries are far ahead.
 #[derive(Debug)]
 pub(crate) struct Wheel<T> {
@@ -30,10 +59,13 @@ pub(crate) struct Wheel<T> {
     near: BinaryHeap<Reverse<T>>,
     horizon: u64,
     /// Entries of buckets `horizon .. horizon + SLOTS`, slot `bucket % SLOTS`, unordered.
-    ring: Vec<Vec<Reverse<T>>>,
+    ring: Vec<Slot>,
     /// Which slots of `ring` hold entries.
     full: [u64; WORDS],
     in_ring: usize,
+    /// Every chunk made; those on no slot's list are on the free list from `free`.
+    chunks: Vec<Chunk<T>>,
+    free: u32,
     /// Entries of buckets from `horizon + SLOTS` on.
     overflow: BinaryHeap<Reverse<T>>,
 }
@@ -43,9 +75,11 @@ impl<T: Timed> Default for Wheel<T> {
         Wheel {
             near: BinaryHeap::new(),
             horizon: 0,
-            ring: (0..SLOTS).map(|_| Vec::new()).collect(),
+            ring: vec![EMPTY; SLOTS],
             full: [0; WORDS],
             in_ring: 0,
+            chunks: Vec::new(),
+            free: NONE,
             overflow: BinaryHeap::new(),
         }
     }
@@ -61,21 +95,24 @@ impl<T: Timed> Wheel<T> {
             ring: Vec::new(),
             full: [0; WORDS],
             in_ring: 0,
+            chunks: Vec::new(),
+            free: NONE,
             overflow: BinaryHeap::new(),
         }
     }
 
     /// Empties the wheel into the state `default` makes, keeping the ring's 4 096 slots
-    /// (making and dropping them was an eighth of a 2-rank run). Only the slots marked full
-    /// hold entries, and those give up their buffers, as a drained slot does.
+    /// (making and dropping them was an eighth of a 2-rank run) and the chunks' room while it
+    /// is small (the rule of `crate::spare`).
     pub(crate) fn clear(&mut self) {
         for (w, bits) in self.full.iter_mut().enumerate() {
             while *bits != 0 {
-                let slot = w * 64 + bits.trailing_zeros() as usize;
-                self.ring[slot] = Vec::new();
+                self.ring[w * 64 + bits.trailing_zeros() as usize] = EMPTY;
                 *bits &= *bits - 1;
             }
         }
+        self.chunks = emptied_within(std::mem::take(&mut self.chunks), ROOM / CHUNK);
+        self.free = NONE;
         (self.near, self.horizon, self.in_ring, self.overflow) = (BinaryHeap::new(), 0, 0, BinaryHeap::new());
     }
 
@@ -115,7 +152,25 @@ impl<T: Timed> Wheel<T> {
     fn file(&mut self, e: T, b: u64) {
         if b - self.horizon < SLOTS as u64 {
             let slot = (b % SLOTS as u64) as usize;
-            self.ring[slot].push(Reverse(e));
+            let s = &mut self.ring[slot];
+            if s.head != NONE && (s.len as usize) < CHUNK {
+                self.chunks[s.head as usize].items[s.len as usize] = e;
+                s.len += 1;
+            } else {
+                let next = s.head;
+                let c = if self.free != NONE {
+                    let c = self.free;
+                    let chunk = &mut self.chunks[c as usize];
+                    self.free = chunk.next;
+                    chunk.next = next;
+                    chunk.items[0] = e;
+                    c
+                } else {
+                    self.chunks.push(Chunk { next, items: [e; CHUNK] });
+                    (self.chunks.len() - 1) as u32
+                };
+                *s = Slot { head: c, len: 1 };
+            }
             self.full[slot / 64] |= 1 << (slot % 64);
             self.in_ring += 1;
         } else {
@@ -135,11 +190,19 @@ impl<T: Timed> Wheel<T> {
         let b = self.horizon + self.next_full();
         let slot = (b % SLOTS as u64) as usize;
         self.full[slot / 64] &= !(1 << (slot % 64));
-        // The slot gives up its buffer (and the drained heap its own): slots that kept their
-        // buffers would each hold the largest bucket they ever had, megabytes in all.
-        let entries = std::mem::take(&mut self.ring[slot]);
-        self.in_ring -= entries.len();
-        self.near = BinaryHeap::from(entries);
+        // The bucket's chunks are copied into the (empty) near heap's buffer and freed, newest
+        // first, so the one read last is the next taken.
+        let Slot { mut head, mut len } = std::mem::replace(&mut self.ring[slot], EMPTY);
+        let mut near = std::mem::take(&mut self.near).into_vec();
+        while head != NONE {
+            let chunk = &mut self.chunks[head as usize];
+            near.extend(chunk.items[..len as usize].iter().map(|&e| Reverse(e)));
+            let next = std::mem::replace(&mut chunk.next, self.free);
+            self.free = head;
+            (head, len) = (next, CHUNK as u32);
+        }
+        self.in_ring -= near.len();
+        self.near = BinaryHeap::from(near);
         self.horizon = b + 1;
         self.migrate();
     }
@@ -221,6 +284,30 @@ mod tests {
     }
 
     #[test]
+    fn drained_chunks_are_filed_into_again() {
+        // A steady state: each bucket gets 40 entries (three chunks) while the one 100 buckets
+        // earlier drains; the pool holds what is live, not every bucket ever filed.
+        let mut w = Wheel::default();
+        let (mut seq, width) = (0u64, 1u64 << SHIFT);
+        for b in 0..2_000u64 {
+            for i in 0..40 {
+                seq += 1;
+                w.push(E((b + 100) * width + i, seq));
+            }
+            while w.peek().is_some_and(|e| e.0 < (b + 1) * width) {
+                w.pop();
+            }
+        }
+        assert!(w.chunks.len() <= 101 * 3 + 3, "{} chunks", w.chunks.len());
+        let mut last = 0;
+        while let Some(e) = w.pop() {
+            assert!(e.0 >= last);
+            last = e.0;
+        }
+        assert_eq!(w.in_ring, 0);
+    }
+
+    #[test]
     fn a_cleared_wheel_is_a_new_one() {
         let mut w = Wheel::default();
         for (i, at) in [5u64, 1 << 22, 1 << 31, 1 << 36, 3 << 25].into_iter().enumerate() {
@@ -229,8 +316,9 @@ mod tests {
         w.pop();
         w.clear();
         let new = Wheel::<E>::default();
-        assert!(w.has_ring() && w.ring.iter().all(|s| s.capacity() == 0));
+        assert!(w.has_ring() && w.ring.iter().all(|s| s.head == NONE));
         assert_eq!((w.horizon, w.in_ring, w.full, w.near.len(), w.overflow.len()), (0, 0, new.full, 0, 0));
+        assert_eq!((w.chunks.len(), w.free), (0, NONE));
         assert_eq!(w.peek(), None);
         w.push(E(7, 9));
         assert_eq!(w.pop(), Some(E(7, 9)));
