@@ -201,7 +201,7 @@ fn durations_that_could_overflow_the_simulated_clock_are_refused_and_the_extreme
 fn a_world_too_large_for_the_memory_budget_is_refused_with_the_estimate() {
     let o = bootsim(&["run", "engine=fast workload=custom ops=barrier ranks=16384"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("needs about 11228 MiB (every rank's state"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("needs about 6275 MiB (every rank's state"), "{}", stderr(&o));
 }
 
 #[test]

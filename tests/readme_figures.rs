@@ -74,7 +74,7 @@ fn the_ranks_bound_per_workload_is_the_budget_s() {
         Case::parse(&format!("workload=nvshmem-init ranks={n}")).unwrap().check_kept_results(true).is_ok()
     });
     says(&format!(
-        "`engine=turmoil` keeps every rank's results too, so at most {turmoil} ranks of `nvshmem-init`, and a traced run (`--trace`, `replay`, explain) its trace besides, at most {traced}"
+        "`engine=turmoil` keeps every rank's results, its message log and a link per pair of hosts too, so at most {turmoil} ranks of `nvshmem-init`, and a traced run (`--trace`, `replay`, explain) its trace besides, at most {traced}"
     ));
 }
 

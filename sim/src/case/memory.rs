@@ -1,35 +1,41 @@
 //! The memory a case's run needs, estimated before it runs so that a case too large for the
 //! machine is refused up front ([`PAYLOAD_BUDGET`](super::PAYLOAD_BUDGET)). The figures are
-//! fitted to the peak RSS of untraced fast-engine runs (`/usr/bin/time -v bootsim run`, less
-//! the 8.5 MiB the process holds before it starts): a part per rank (its node, its host's kernel
-//! state), a part per pair of ranks, what a transport keeps per peer, and the largest operation
-//! a rank has in flight. A traced run keeps every result and message besides (its trace is
-//! larger still).
+//! fitted to the peak RSS of untraced fast-engine runs of the `bootsim` binary, whose allocator
+//! is mimalloc (`/usr/bin/time -v bootsim run`, less the 8.5 MiB the process holds before it
+//! starts, on a host whose transparent huge pages are `madvise`): a part per run (the
+//! allocator's arenas), a part per rank (its node, its host's kernel state), a part per pair of
+//! ranks, what a transport keeps per peer, and the largest operation a rank has in flight. A
+//! traced run keeps every result and message besides (its trace is larger still).
 
 use bootsim_nvshmem::workload::OpSpec;
 use bootsim_nvshmem::Transport;
 
 use super::{Case, CaseError};
 
-/// Per rank, whatever its workload: fitted over `nvshmem-init` (`adversary=rss seed=1`) at
-/// 256, 1024 and 2048 ranks (16 184, 52 076 and 130 492 KB peak, 2026-12-02: through 1024 and
-/// 2048, 25 850 bytes per rank and 17.1 per pair, rounded up to whole bytes; 256 is covered).
-pub const RANK_BYTES: u128 = 25_900;
+/// Per run, whatever its size: the allocator's arenas, backed by huge pages where the host
+/// allows them. Fitted with [`RANK_BYTES`] and [`PAIR_BYTES`] through `nvshmem-init`
+/// (`adversary=rss seed=1`) at 256, 1024 and 2048 ranks (35 656, 81 836 and 181 236 KB peak,
+/// 2026-12-02: 16.6 MiB, 34 550 bytes a rank and 21.1 a pair), each rounded up: peaks vary by a
+/// few MiB from run to run with where huge pages fall (81 552 to 88 736 KB at 1024 ranks).
+pub const RUN_BYTES: u128 = 18 << 20;
+
+/// Per rank, whatever its workload: see [`RUN_BYTES`].
+pub const RANK_BYTES: u128 = 40_000;
 
 /// Per ordered pair of ranks: what a run holds for the pairs at once (the judge's pending takes
 /// of an all-to-all, 12 bytes a message, and the ranks' per-peer tables). The kernel's
 /// connections made are no longer in it: its table frees the slots of finished ones (with
-/// them it was 42 bytes a pair).
-pub const PAIR_BYTES: u128 = 18;
+/// them it was 42 bytes a pair). See [`RUN_BYTES`].
+pub const PAIR_BYTES: u128 = 22;
 
 /// Per pair, besides, under the sequenced transport: its two per-peer sequence tables
-/// (`seq` at 256 and 512 ranks: 17 236 and 30 024 KB, 33 bytes per pair, 16 more than
-/// `nvshmem-3.7`).
+/// (`seq` at 256 and 512 ranks: 35 984 and 52 860 KB, within the estimate with 16 more bytes a
+/// pair than `nvshmem-3.7`).
 pub const SEQUENCED_PAIR_BYTES: u128 = 16;
 
 /// Per pair, besides, under the persistent transport: a connection kept open per ordered pair
-/// (`persistent` at 256 and 512 ranks: 93 752 and 353 716 KB, 1 366 bytes per pair).
-pub const PERSISTENT_PAIR_BYTES: u128 = 1_350;
+/// (`persistent` at 256 and 512 ranks: 109 752 and 399 636 KB, 1 380 bytes per pair).
+pub const PERSISTENT_PAIR_BYTES: u128 = 1_400;
 
 /// A rank's largest operation in flight, in copies of its per-peer length: chunks made when
 /// sent, the kernel's send and receive queues, an allgather's result made whole when it
@@ -38,16 +44,17 @@ pub const PERSISTENT_PAIR_BYTES: u128 = 1_350;
 const ALLTOALL_COPIES: u128 = 6;
 const ALLGATHER_COPIES: u128 = 10;
 
-/// NCCL's ranks, per rank: fitted over `nccl-init` (2 channels) at 256, 1024 and 2048 ranks
-/// (16 624, 42 364 and 76 716 KB peak: 34 297 bytes per rank, nothing per pair), less the
+/// NCCL's ranks, per rank besides [`RUN_BYTES`]: fitted over `nccl-init` (2 channels) at 256,
+/// 1024 and 2048 ranks (35 948, 64 148 and 107 180 KB peak: 40 500 bytes per rank, nothing per
+/// pair, covers all three), less the
 /// setups counted by [`NCCL_SETUP_BYTES_PER_CHANNEL`] (init's few, over its ring and tree
 /// neighbours).
-pub const NCCL_RANK_BYTES: u128 = 34_297 - 2 * NCCL_SETUP_BYTES_PER_CHANNEL;
+pub const NCCL_RANK_BYTES: u128 = 40_500 - 4 * NCCL_SETUP_BYTES_PER_CHANNEL;
 
 /// Per rank, for each transport setup of its program and each channel it connects: its
 /// program steps, the oracle's entries and its connectInfo messages. Fitted over `nccl-p2p`
-/// (every peer once, 2 channels) at 128 and 256 ranks (57 476 and 206 104 KB peak: 3 097
-/// bytes per setup).
+/// (every peer once, 2 channels) at 128 and 256 ranks (57 476 and 206 104 KB peak under
+/// glibc: 3 097 bytes per setup; 74 748 and 218 124 under mimalloc, within the estimate).
 pub const NCCL_SETUP_BYTES_PER_CHANNEL: u128 = 1_550;
 
 impl Case {
@@ -62,7 +69,7 @@ impl Case {
                 }
                 bootsim_nccl::Workload::Pair(..) => (2, 1),
             };
-            return n * (NCCL_RANK_BYTES + setups * u128::from(channels) * NCCL_SETUP_BYTES_PER_CHANNEL);
+            return RUN_BYTES + n * (NCCL_RANK_BYTES + setups * u128::from(channels) * NCCL_SETUP_BYTES_PER_CHANNEL);
         }
         let per_pair = PAIR_BYTES
             + match self.variant.transport {
@@ -82,7 +89,7 @@ impl Case {
             })
             .max()
             .unwrap_or(0);
-        n * (RANK_BYTES + in_flight) + n * n * per_pair
+        RUN_BYTES + n * (RANK_BYTES + in_flight) + n * n * per_pair
     }
 
     /// NCCL's transport setups per rank and the channels each connects.
@@ -126,8 +133,8 @@ impl Case {
     /// per pair of ranks and operation `TRACE_PAIR_OP_BYTES` plus three times the operation's
     /// length per peer; for NCCL per pair `NCCL_TRACE_PAIR_BYTES` and, per channel of a p2p
     /// setup, `NCCL_TRACE_PAIR_CHANNEL_BYTES`. Fitted above the peak RSS of `bootsim run
-    /// --trace` at 256 ranks (nvshmem-init 15.0 KB a pair, deepep 7.8, churn 34.4, nccl-init 3.6)
-    /// and nccl-p2p at 128 (28.8).
+    /// --trace` at 256 ranks (2026-12-02, mimalloc: nvshmem-init 20.6 KB a pair, deepep 9.7,
+    /// churn 44.6, nccl-init 5.2) and nccl-p2p at 128 (43.8).
     pub fn trace_bytes(&self) -> u128 {
         let n = u128::from(self.ranks);
         if let Some(nc) = &self.nccl {
@@ -182,12 +189,12 @@ impl Case {
 /// The turmoil engine's own memory per rank (a simulated host with its runtime and sockets) and
 /// per ordered pair of ranks (the links and connections it keeps between hosts, and the run's
 /// message log, which it keeps whole): fitted over untraced `nvshmem-init` at 64 and 128 ranks
-/// (27 260 and 93 084 KB peak less the estimate's other parts, 2026-12-02: about 98 KiB a rank
-/// and 4 250 bytes a pair), rounded up to cover `deepep` and `nccl-init` at 64 and 128 ranks.
-pub const TURMOIL_RANK_BYTES: u128 = 110_000;
+/// (65 044 and 138 588 KB peak less the estimate's other parts, 2026-12-02: about 280 KiB a rank
+/// and 3 980 bytes a pair), rounded up to cover `deepep` and `nccl-init` at 64 and 128 ranks.
+pub const TURMOIL_RANK_BYTES: u128 = 300_000;
 
 /// See [`TURMOIL_RANK_BYTES`].
-pub const TURMOIL_PAIR_BYTES: u128 = 4_400;
+pub const TURMOIL_PAIR_BYTES: u128 = 4_100;
 
 impl Case {
     /// About the bytes its engine holds besides the ranks' (nothing on the fast engine).
@@ -202,13 +209,13 @@ impl Case {
 
 /// A traced run's bytes per pair of ranks and NVSHMEM operation, besides three per byte of
 /// the operation's length per peer ([`Case::trace_bytes`]).
-pub const TRACE_PAIR_OP_BYTES: u128 = 2_500;
+pub const TRACE_PAIR_OP_BYTES: u128 = 3_300;
 
 /// A traced NCCL run's bytes per pair of ranks ([`Case::trace_bytes`]).
 pub const NCCL_TRACE_PAIR_BYTES: u128 = 5_000;
 
 /// A traced NCCL p2p run's bytes per pair of ranks and channel, besides ([`Case::trace_bytes`]).
-pub const NCCL_TRACE_PAIR_CHANNEL_BYTES: u128 = 13_000;
+pub const NCCL_TRACE_PAIR_CHANNEL_BYTES: u128 = 18_000;
 
 #[cfg(test)]
 mod tests {
@@ -219,13 +226,18 @@ mod tests {
     #[test]
     fn an_untraced_run_s_estimate_is_above_its_measured_peak() {
         for (line, kb) in [
-            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=256", 16_184),
-            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=1024", 52_076),
-            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=2048", 130_492),
-            ("variant=seq workload=nvshmem-init ranks=256", 17_236),
-            ("variant=seq workload=nvshmem-init ranks=512", 30_024),
-            ("variant=persistent workload=nvshmem-init ranks=256", 93_752),
-            ("variant=persistent workload=nvshmem-init ranks=512", 353_716),
+            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=256", 35_656),
+            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=1024", 88_736),
+            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=2048", 181_236),
+            ("variant=seq workload=nvshmem-init ranks=256", 35_984),
+            ("variant=seq workload=nvshmem-init ranks=512", 52_860),
+            ("variant=persistent workload=nvshmem-init ranks=256", 109_752),
+            ("variant=persistent workload=nvshmem-init ranks=512", 399_636),
+            ("protocol=nccl workload=nccl-init ranks=256", 35_948),
+            ("protocol=nccl workload=nccl-init ranks=1024", 64_148),
+            ("protocol=nccl workload=nccl-init ranks=2048", 107_180),
+            ("protocol=nccl workload=nccl-p2p ranks=128", 74_748),
+            ("protocol=nccl workload=nccl-p2p ranks=256", 218_124),
         ] {
             let c = Case::parse_within(&format!("{line} adversary=rss seed=1"), u128::MAX).unwrap();
             let (estimate, measured) = (c.payload_bytes(), (kb - 8_704) * 1024);
@@ -239,12 +251,12 @@ mod tests {
     #[test]
     fn a_turmoil_run_s_estimate_is_above_its_measured_peak() {
         for (line, kb) in [
-            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=64", 35_964),
-            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=128", 101_788),
-            ("variant=nvshmem-3.7 workload=deepep ranks=64", 33_352),
-            ("variant=nvshmem-3.7 workload=deepep ranks=128", 96_880),
-            ("protocol=nccl workload=nccl-init ranks=64", 32_128),
-            ("protocol=nccl workload=nccl-init ranks=128", 86_220),
+            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=64", 65_044),
+            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=128", 138_588),
+            ("variant=nvshmem-3.7 workload=deepep ranks=64", 53_168),
+            ("variant=nvshmem-3.7 workload=deepep ranks=128", 130_588),
+            ("protocol=nccl workload=nccl-init ranks=64", 63_036),
+            ("protocol=nccl workload=nccl-init ranks=128", 135_076),
         ] {
             let c = Case::parse_within(&format!("engine=turmoil {line} adversary=rss seed=1"), u128::MAX).unwrap();
             let estimate = c.payload_bytes() + c.kept_results_bytes() + c.engine_bytes();
@@ -259,12 +271,11 @@ mod tests {
     #[test]
     fn a_traced_run_s_estimate_is_above_its_measured_peak() {
         for (line, kb) in [
-            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=256", 982_320),
-            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=512", 3_850_912),
-            ("variant=nvshmem-3.7 workload=deepep ranks=256", 508_064),
-            ("variant=nvshmem-3.7 workload=churn ranks=256", 2_255_528),
-            ("protocol=nccl workload=nccl-init ranks=256", 234_660),
-            ("protocol=nccl workload=nccl-p2p ranks=128", 472_004),
+            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=256", 1_325_632),
+            ("variant=nvshmem-3.7 workload=deepep ranks=256", 630_008),
+            ("variant=nvshmem-3.7 workload=churn ranks=256", 2_862_940),
+            ("protocol=nccl workload=nccl-init ranks=256", 342_932),
+            ("protocol=nccl workload=nccl-p2p ranks=128", 726_280),
         ] {
             let c = Case::parse_within(&format!("{line} adversary=rss seed=1"), u128::MAX).unwrap();
             let estimate = c.payload_bytes() + c.kept_results_bytes() + c.trace_bytes();
