@@ -301,6 +301,9 @@ impl<P: Protocol> World<'_, P> {
                     return;
                 }
             }
+            // Rewinds the empty ring (`pop_front` leaves it where it was): each round then
+            // writes the same few warm lines, not the next ones of its largest capacity.
+            self.work.clear();
             if self.remaining == 0 {
                 return;
             }
