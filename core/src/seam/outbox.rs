@@ -62,9 +62,9 @@ impl<L, C, E> Outbox<L, C, E> {
             self.head += len;
         }
         if self.queue.is_empty() {
-            // Nothing queued refers to the buffer any more: reuse it from the start, and the
-            // queue's own from its front (popping leaves it where the last output was, so a
-            // node's outputs walked its whole buffer, a cold line at every push).
+            // Nothing queued refers to the buffer any more: reuse it from the start. The queue
+            // starts over too (`clear` rewinds a VecDeque, `pop_front` does not): once grown, a
+            // ring that kept its place would walk its whole capacity, a cold line every output.
             self.queue.clear();
             self.bytes.clear();
             self.head = 0;
@@ -99,5 +99,7 @@ mod tests {
         let cap = o.bytes.capacity();
         o.write(ConnId(3), |b| b.extend_from_slice(b"fg"));
         assert_eq!((o.head, o.bytes.len(), o.bytes.capacity()), (0, 2, cap), "drained, the buffer starts over");
+        (0..3).for_each(|_| o.event("more"));
+        assert!(o.queue.as_slices().1.is_empty(), "drained, the queue starts over at its first slot");
     }
 }

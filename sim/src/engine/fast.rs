@@ -301,9 +301,8 @@ impl<P: Protocol> World<'_, P> {
                     return;
                 }
             }
-            // Emptied, the queue starts again at the front of its buffer: popping leaves it where
-            // the last entry was, so after one burst had grown it (1024 ranks), entries walked
-            // the whole buffer and each push wrote a cold line.
+            // Rewinds the empty ring (`pop_front` leaves it where it was): each round then
+            // writes the same few warm lines, not the next ones of its largest capacity.
             self.work.clear();
             if self.remaining == 0 {
                 return;

@@ -218,7 +218,12 @@ impl Rank {
                 break;
             }
         }
-        match pick.and_then(|i| self.arrivals.remove(i)) {
+        let picked = pick.and_then(|i| self.arrivals.remove(i));
+        if self.arrivals.is_empty() {
+            // Rewound, as `remove` leaves an emptied ring where it was (the next push stays warm).
+            self.arrivals.clear();
+        }
+        match picked {
             Some(conn) => {
                 self.set_wait(Wait::Header(conn));
                 self.arm_eager_accept();
@@ -583,6 +588,9 @@ impl Rank {
                 let pos = self.unexpected.iter().position(|&(p, t, _)| p == peer as i32 && t == tag);
                 if let Some(pos) = pos {
                     let (_, _, conn) = self.unexpected.remove(pos).expect("position found");
+                    if self.unexpected.is_empty() {
+                        self.unexpected.clear(); // rewound, as for `arrivals`
+                    }
                     self.set_wait(Wait::Payload(conn));
                     return Ok(Progress::Moved);
                 }

@@ -118,6 +118,8 @@ impl Steps {
     /// Keeps `head` non-empty while steps remain.
     fn refill(&mut self) {
         while self.head.is_empty() {
+            // Rewound (`pop_front` leaves an empty ring where it was): the same warm slots each pair.
+            self.head.clear();
             match self.pattern.as_mut().and_then(Pattern::next_pair) {
                 Some(pair) => self.head.extend(pair),
                 None => {
