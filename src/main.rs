@@ -10,10 +10,13 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-/// The binary's allocator: at 1024 and 2048 ranks a simulated run takes about 9 and 25 % less
-/// CPU than with glibc's for more memory (huge pages where the host's transparent huge pages
-/// allow them), which the case's memory estimate is fitted to (`sim/src/case/memory.rs`,
-/// BENCHMARKS.md). The library crates leave the allocator to whoever links them.
+/// The binary's allocator (feature `mimalloc`, on by default): at 2048 ranks a simulated run
+/// took about 18 % less CPU than with glibc's (no difference resolved at 1024), for more memory
+/// (its arenas, in huge pages where the host's transparent huge pages allow them), which the
+/// case's memory estimate is fitted to (`sim/src/case/memory.rs`, BENCHMARKS.md). Build with
+/// `--no-default-features` to profile allocations (heaptrack sees glibc's `malloc` only). The
+/// library crates leave the allocator to whoever links them.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

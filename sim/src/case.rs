@@ -1189,7 +1189,7 @@ mod tests {
         assert!(e("nonsense").contains("not key=value"));
         assert!(e("workload=custom ops=alltoall:1048576 ranks=4096").contains("over the 4096 MiB budget"));
         assert!(e("qps=1024 ranks=65536").contains("budget"));
-        // nvshmem-init at 4096 ranks fits (about 400 MiB); a caller that bounds its own memory
+        // nvshmem-init at 4096 ranks fits (about 530 MiB); a caller that bounds its own memory
         // (the bench's scale child) may ask for more, or less.
         let big = "workload=nvshmem-init ranks=4096 deadline_ms=3600000";
         assert_eq!(Case::parse(big).map(|c| c.ranks), Ok(4096));

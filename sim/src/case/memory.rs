@@ -34,8 +34,9 @@ pub const PAIR_BYTES: u128 = 22;
 pub const SEQUENCED_PAIR_BYTES: u128 = 16;
 
 /// Per pair, besides, under the persistent transport: a connection kept open per ordered pair
-/// (`persistent` at 256 and 512 ranks: 109 752 and 399 636 KB, 1 380 bytes per pair).
-pub const PERSISTENT_PAIR_BYTES: u128 = 1_400;
+/// (`persistent` at 256 and 512 ranks: 109 752 and 399 636 KB, about 1 434 bytes per pair net
+/// of the estimate's other parts, rounded up).
+pub const PERSISTENT_PAIR_BYTES: u128 = 1_500;
 
 /// A rank's largest operation in flight, in copies of its per-peer length: chunks made when
 /// sent, the kernel's send and receive queues, an allgather's result made whole when it
@@ -45,8 +46,9 @@ const ALLTOALL_COPIES: u128 = 6;
 const ALLGATHER_COPIES: u128 = 10;
 
 /// NCCL's ranks, per rank besides [`RUN_BYTES`]: fitted over `nccl-init` (2 channels) at 256,
-/// 1024 and 2048 ranks (35 948, 64 148 and 107 180 KB peak: 40 500 bytes per rank, nothing per
-/// pair, covers all three), less the
+/// 1024, 2048 and 4096 ranks (35 948, 64 148, 107 180 and 174 440 KB peak, 2026-12-02: 40 500
+/// bytes per rank, nothing per pair, covers all four; through 256 to 2048 alone a part per pair
+/// of 3 bytes fitted, which the 4096-rank point does not bear out), less the
 /// setups counted by [`NCCL_SETUP_BYTES_PER_CHANNEL`] (init's few, over its ring and tree
 /// neighbours).
 pub const NCCL_RANK_BYTES: u128 = 40_500 - 4 * NCCL_SETUP_BYTES_PER_CHANNEL;
@@ -134,7 +136,7 @@ impl Case {
     /// length per peer; for NCCL per pair `NCCL_TRACE_PAIR_BYTES` and, per channel of a p2p
     /// setup, `NCCL_TRACE_PAIR_CHANNEL_BYTES`. Fitted above the peak RSS of `bootsim run
     /// --trace` at 256 ranks (2026-12-02, mimalloc: nvshmem-init 20.6 KB a pair, deepep 9.7,
-    /// churn 44.6, nccl-init 5.2) and nccl-p2p at 128 (43.8).
+    /// churn 44.6, nccl-init 5.2) and nccl-p2p at 128 (44.8).
     pub fn trace_bytes(&self) -> u128 {
         let n = u128::from(self.ranks);
         if let Some(nc) = &self.nccl {
@@ -189,7 +191,7 @@ impl Case {
 /// The turmoil engine's own memory per rank (a simulated host with its runtime and sockets) and
 /// per ordered pair of ranks (the links and connections it keeps between hosts, and the run's
 /// message log, which it keeps whole): fitted over untraced `nvshmem-init` at 64 and 128 ranks
-/// (65 044 and 138 588 KB peak less the estimate's other parts, 2026-12-02: about 280 KiB a rank
+/// (65 044 and 138 588 KB peak less the estimate's other parts, 2026-12-02: about 280 kB a rank
 /// and 3 980 bytes a pair), rounded up to cover `deepep` and `nccl-init` at 64 and 128 ranks.
 pub const TURMOIL_RANK_BYTES: u128 = 300_000;
 
@@ -229,6 +231,8 @@ mod tests {
             ("variant=nvshmem-3.7 workload=nvshmem-init ranks=256", 35_656),
             ("variant=nvshmem-3.7 workload=nvshmem-init ranks=1024", 88_736),
             ("variant=nvshmem-3.7 workload=nvshmem-init ranks=2048", 181_236),
+            // `make bench-scale`'s scale child (its peak RSS), 2026-12-02.
+            ("variant=nvshmem-3.7 workload=nvshmem-init ranks=4096 deadline_ms=3600000", 480_904),
             ("variant=seq workload=nvshmem-init ranks=256", 35_984),
             ("variant=seq workload=nvshmem-init ranks=512", 52_860),
             ("variant=persistent workload=nvshmem-init ranks=256", 109_752),
@@ -236,6 +240,7 @@ mod tests {
             ("protocol=nccl workload=nccl-init ranks=256", 35_948),
             ("protocol=nccl workload=nccl-init ranks=1024", 64_148),
             ("protocol=nccl workload=nccl-init ranks=2048", 107_180),
+            ("protocol=nccl workload=nccl-init ranks=4096 deadline_ms=3600000", 174_440),
             ("protocol=nccl workload=nccl-p2p ranks=128", 74_748),
             ("protocol=nccl workload=nccl-p2p ranks=256", 218_124),
         ] {

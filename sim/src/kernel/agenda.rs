@@ -101,9 +101,10 @@ fn key(at: Instant, seq: u64) -> u128 {
     u128::from(at.as_nanos()) << 64 | u128::from(seq)
 }
 
-/// A retransmission timer's agenda entry ([`Work::Timer`] with its key) in 32 bytes, two to a
-/// cache line (the key and a [`Work`] took 48): the wheel writes each once when it is filed and
-/// reads it once when its bucket comes due, long after, from memory.
+/// A retransmission timer's agenda entry ([`Work::Timer`] with its key) in 32 bytes (the key and
+/// a [`Work`] took 48): the wheel writes each once when it is filed and reads it once when its
+/// bucket comes due, long after, from memory. A wheel chunk's 16 entries follow a 16-byte link,
+/// so in every other chunk an entry straddles two cache lines.
 #[derive(Clone, Copy, Debug)]
 struct TimerEntry {
     key: u128,

@@ -236,7 +236,7 @@ impl RxQueue {
     }
 
     /// [`RxQueue::with_script`] in place (a kernel makes its queues where they stay: moving
-    /// one, with its random stream, copied 450 bytes).
+    /// one, with its kept stream words, copies 320 bytes).
     pub(crate) fn set_script(&mut self, mut script: Vec<(u64, u64)>, mut kicks: Vec<(u64, u64)>) {
         script.retain(|(s, e)| s < e);
         script.sort_unstable();
