@@ -72,6 +72,7 @@ fmt-check:
 # Clippy, and rustdoc with broken or private links as errors (module renames must not leave dead links).
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --bin bootsim --no-default-features -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
 # Every test; then how many did not run their real part here (never counted as passed).

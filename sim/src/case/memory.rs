@@ -34,8 +34,8 @@ pub const PAIR_BYTES: u128 = 22;
 pub const SEQUENCED_PAIR_BYTES: u128 = 16;
 
 /// Per pair, besides, under the persistent transport: a connection kept open per ordered pair
-/// (`persistent` at 256 and 512 ranks: 109 752 and 399 636 KB, about 1 434 bytes per pair net
-/// of the estimate's other parts, rounded up).
+/// (`persistent` at 256 and 512 ranks: 109 752 and 399 636 KB, a slope between them of 1 456
+/// bytes a pair, less [`PAIR_BYTES`], rounded up).
 pub const PERSISTENT_PAIR_BYTES: u128 = 1_500;
 
 /// A rank's largest operation in flight, in copies of its per-peer length: chunks made when
@@ -64,14 +64,8 @@ impl Case {
     pub fn payload_bytes(&self) -> u128 {
         let n = u128::from(self.ranks);
         if let Some(nc) = &self.nccl {
-            let (setups, channels) = match &nc.workload {
-                bootsim_nccl::Workload::Init(p) => (2, p.channels),
-                bootsim_nccl::Workload::P2p { channels, distances } => {
-                    (distances.as_ref().map_or(n.saturating_sub(1), |d| d.len() as u128), *channels)
-                }
-                bootsim_nccl::Workload::Pair(..) => (2, 1),
-            };
-            return RUN_BYTES + n * (NCCL_RANK_BYTES + setups * u128::from(channels) * NCCL_SETUP_BYTES_PER_CHANNEL);
+            let (setups, channels) = self.nccl_setups(nc);
+            return RUN_BYTES + n * (NCCL_RANK_BYTES + setups * channels * NCCL_SETUP_BYTES_PER_CHANNEL);
         }
         let per_pair = PAIR_BYTES
             + match self.variant.transport {

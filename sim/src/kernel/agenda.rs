@@ -103,8 +103,8 @@ fn key(at: Instant, seq: u64) -> u128 {
 
 /// A retransmission timer's agenda entry ([`Work::Timer`] with its key) in 32 bytes (the key and
 /// a [`Work`] took 48): the wheel writes each once when it is filed and reads it once when its
-/// bucket comes due, long after, from memory. A wheel chunk's 16 entries follow a 16-byte link,
-/// so in every other chunk an entry straddles two cache lines.
+/// bucket comes due, long after, from memory. A wheel chunk is 528 bytes (16 entries and a
+/// `u32` link padded to 16), so in every other chunk half the entries straddle two cache lines.
 #[derive(Clone, Copy, Debug)]
 struct TimerEntry {
     key: u128,
