@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-/// The binary's allocator (feature `mimalloc`, on by default): on the same code a simulated
-/// nvshmem-init took about 9 % less CPU than with glibc's at 1024 ranks and 75.6 against 95.1
-/// and 105.9 CPU-s at 2048, for about 60 and 38 % more peak memory (its arenas, in huge pages
+/// The binary's allocator (feature `mimalloc`, on by default): on the same code, alternating
+/// on a quiet host, a simulated nvshmem-init took 3 % less CPU than with glibc's at 1024 ranks
+/// and 13 % less at 2048, for about 60 and 48 % more peak memory (its arenas, in huge pages
 /// where the host's transparent huge pages allow them), which the case's memory estimate is
 /// fitted to (`sim/src/case/memory.rs`, BENCHMARKS.md). Build with
 /// `--no-default-features` to profile allocations (heaptrack sees glibc's `malloc` only). The
