@@ -18,7 +18,7 @@ use bootsim_core::seam::{
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
 use super::id_table::IdTable;
-use super::outcome::{Node, Outcome, TraceSink};
+use super::outcome::{trace_line, Node, Outcome, TraceSink};
 use super::work_guard::WorkGuard;
 use crate::case::Case;
 use crate::explore::schedule::{CheckInName, ConnName};
@@ -271,8 +271,8 @@ where
         names: Names::default(),
         app: AppCpu { on: case.kernel_config().load.cpu.app_on(), ..AppCpu::default() },
     };
-    w.sink.line(now, "world", format_args!("case {case}"));
-    w.sink.line(now, "world", format_args!("kernel {}", w.kernel.config()));
+    trace_line!(w.sink, now, "world", "case {case}");
+    trace_line!(w.sink, now, "world", "kernel {}", w.kernel.config());
     w.collect(Node::Root);
     for r in 0..n {
         w.collect(Node::Rank(r));
@@ -504,10 +504,10 @@ impl<P: Protocol> World<'_, P> {
                         self.listeners.insert((node, listener), l);
                         self.listener_owner.insert(l, (node, listener));
                         let addr = host_addr(host, port);
-                        self.sink.line(now, name, format_args!("listen: {listener} at {addr}"));
+                        trace_line!(self.sink, now, name, "listen: {listener} at {addr}");
                         self.work.push_back((node, OwnedInput::Listening { listener, addr }));
                     }
-                    Err(e) => self.sink.line(now, name, format_args!("listen: {listener} failed: {e}")),
+                    Err(e) => trace_line!(self.sink, now, name, "listen: {listener} failed: {e}"),
                 }
             }
             Effect::Accept { listener, conn } => {
@@ -545,9 +545,9 @@ impl<P: Protocol> World<'_, P> {
             Effect::Write { conn, len } => {
                 if let Some(sock) = self.sock_of[slot(node)].get(conn.0) {
                     self.charge_syscall(node);
-                    self.sink.line(now, name, format_args!("write {len} bytes on {}", local(conn, sock)));
+                    trace_line!(self.sink, now, name, "write {len} bytes on {}", local(conn, sock));
                     if let Err(e) = self.kernel.write(now, sock, tx) {
-                        self.sink.line(now, name, format_args!("write on {} failed: {e}", local(conn, sock)));
+                        trace_line!(self.sink, now, name, "write on {} failed: {e}", local(conn, sock));
                     }
                 }
             }
@@ -567,7 +567,7 @@ impl<P: Protocol> World<'_, P> {
                     self.charge_syscall(node);
                     self.owner.remove(sock.0);
                     self.kernel.close(now, sock);
-                    self.sink.line(now, name, format_args!("close {}", local(conn, sock)));
+                    trace_line!(self.sink, now, name, "close {}", local(conn, sock));
                 }
                 self.dialing.remove(&(node, conn));
             }
@@ -638,7 +638,7 @@ impl<P: Protocol> World<'_, P> {
             self.owner.remove(old.0);
         }
         let sock = self.kernel.connect(now, HostId(Self::host(node)), HostId(to), port);
-        self.sink.line(now, node_name(node), format_args!("connect {} to {addr}", local(conn, sock)));
+        trace_line!(self.sink, now, node_name(node), "connect {} to {addr}", local(conn, sock));
         self.sock_of[slot(node)].insert(conn.0, sock);
         self.owner.insert(sock.0, (node, conn));
         if let Some(&name) = self.names.by_conn.get(&(node, conn)) {
@@ -695,7 +695,7 @@ impl<P: Protocol> World<'_, P> {
         self.sock_of[slot(node)].insert(conn.0, sock);
         self.owner.insert(sock.0, (node, conn));
         let from = host_addr(flow.client.0, flow.client_port);
-        self.sink.line(self.now, node_name(node), format_args!("accept {} from {from}", local(conn, sock)));
+        trace_line!(self.sink, self.now, node_name(node), "accept {} from {from}", local(conn, sock));
         self.work.push_back((node, OwnedInput::Accepted { conn, from }));
         self.read_all(sock);
     }
@@ -733,7 +733,7 @@ impl<P: Protocol> World<'_, P> {
                 EventKind::Connected { sock } => {
                     if let Some((node, conn)) = self.owner.get(sock.0) {
                         self.dialing.remove(&(node, conn));
-                        self.sink.line(at, node_name(node), format_args!("connected {}", local(conn, sock)));
+                        trace_line!(self.sink, at, node_name(node), "connected {}", local(conn, sock));
                         self.work.push_back((node, OwnedInput::Connected { conn }));
                     }
                 }
