@@ -705,12 +705,19 @@ impl<P: Protocol> World<'_, P> {
         let from = host_addr(flow.client.0, flow.client_port);
         trace_line!(self.sink, self.now, node_name(node), "accept {} from {from}", local(conn, sock));
         self.work.push_back((node, OwnedInput::Accepted { conn, from }));
-        self.read_all(sock);
+        self.read_owned(sock, node, conn);
     }
 
     /// Reads everything readable on an owned socket and queues it for its node.
     fn read_all(&mut self, sock: SockId) {
-        let Some((node, conn)) = self.owner.get(sock.0) else { return };
+        if let Some((node, conn)) = self.owner.get(sock.0) {
+            self.read_owned(sock, node, conn);
+        }
+    }
+
+    /// [`World::read_all`] on a socket whose owner is known (`node`'s `conn`): one lookup of
+    /// the owners' table a readable event, not two.
+    fn read_owned(&mut self, sock: SockId, node: Node, conn: ConnId) {
         loop {
             match self.kernel.read(sock, &mut self.buf) {
                 ReadOutcome::Data(n) => {
@@ -754,9 +761,10 @@ impl<P: Protocol> World<'_, P> {
                     }
                 }
                 EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
-                    match self.owner.get(sock.0) {
-                        Some((node, _)) if !self.syscall(node, Timer::Read { sock }) => {}
-                        _ => self.read_all(sock),
+                    if let Some((node, conn)) = self.owner.get(sock.0) {
+                        if self.syscall(node, Timer::Read { sock }) {
+                            self.read_owned(sock, node, conn);
+                        }
                     }
                 }
                 EventKind::AllAcked { sock } => {
