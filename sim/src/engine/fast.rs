@@ -13,7 +13,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::seam::{
-    Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Observation, Observed, OwnedInput, Protocol, Setup,
+    Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Observation, Observed, Output, OwnedInput, Protocol,
+    Setup,
 };
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
@@ -480,7 +481,12 @@ impl<P: Protocol> World<'_, P> {
         let mut tx = std::mem::take(&mut self.tx);
         loop {
             let Some(out) = self.node(node).poll_output(&mut tx) else { break };
-            self.execute(node, out, &tx);
+            // Writes, most outputs, are carried out here; the rest out of line (inlined, their
+            // arms made every call of this one set up what they would need: 80 instructions).
+            match out {
+                Output::Effect(Effect::Write { conn, len }) => self.write(node, conn, len, &tx),
+                out => self.execute(node, out, &tx),
+            }
         }
         self.tx = tx;
         let next = self.node(node).poll_timeout();
@@ -493,12 +499,27 @@ impl<P: Protocol> World<'_, P> {
         }
     }
 
-    /// Carries out one output; `tx` holds a write's bytes.
+    /// Writes `tx`, `len` bytes, on `node`'s connection `conn`.
+    #[inline]
+    fn write(&mut self, node: Node, conn: ConnId, len: usize, tx: &[u8]) {
+        if let Some(sock) = self.sock_of[slot(node)].get(conn.0) {
+            self.charge_syscall(node);
+            let now = self.now;
+            trace_line!(self.sink, now, node_name(node), "write {len} bytes on {}", local(conn, sock));
+            if let Err(e) = self.kernel.write(now, sock, tx) {
+                trace_line!(self.sink, now, node_name(node), "write on {} failed: {e}", local(conn, sock));
+            }
+        }
+    }
+
+    /// Carries out one output; `tx` holds a write's bytes. Out of line: `collect` carries out
+    /// writes, most outputs, itself ([`World::write`]).
+    #[inline(never)]
     fn execute(&mut self, node: Node, out: NodeOutput<P::Node>, tx: &[u8]) {
         let effect = match out {
-            bootsim_core::seam::Output::Effect(e) => e,
-            bootsim_core::seam::Output::Observe(Observation::Completed(c)) => return self.completed(node, c),
-            bootsim_core::seam::Output::Observe(Observation::Event(e)) => return self.observed(node, e),
+            Output::Effect(e) => e,
+            Output::Observe(Observation::Completed(c)) => return self.completed(node, c),
+            Output::Observe(Observation::Event(e)) => return self.observed(node, e),
         };
         let now = self.now;
         let host = Self::host(node);
@@ -550,15 +571,7 @@ impl<P: Protocol> World<'_, P> {
                 self.charge_syscall(node);
                 self.dial(node, conn, addr);
             }
-            Effect::Write { conn, len } => {
-                if let Some(sock) = self.sock_of[slot(node)].get(conn.0) {
-                    self.charge_syscall(node);
-                    trace_line!(self.sink, now, name, "write {len} bytes on {}", local(conn, sock));
-                    if let Err(e) = self.kernel.write(now, sock, tx) {
-                        trace_line!(self.sink, now, name, "write on {} failed: {e}", local(conn, sock));
-                    }
-                }
-            }
+            Effect::Write { conn, len } => self.write(node, conn, len, tx),
             Effect::Drain { conn, deadline } => {
                 let Some(sock) = self.sock_of[slot(node)].get(conn.0) else { return };
                 let forced_fail =
