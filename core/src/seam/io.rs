@@ -141,6 +141,7 @@ pub enum OwnedInput<L> {
 
 impl<L: Copy> OwnedInput<L> {
     /// The borrowed [`Input`] a node's `handle` takes.
+    #[inline]
     pub fn as_input(&self) -> Input<'_, L> {
         match self {
             OwnedInput::Listening { listener, addr } => Input::Listening { listener: *listener, addr: *addr },

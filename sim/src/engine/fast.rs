@@ -13,12 +13,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::seam::{
-    Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Observation, Observed, OwnedInput, Protocol, Setup,
+    Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Observation, Observed, Output, OwnedInput, Protocol,
+    Setup,
 };
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
 use super::id_table::IdTable;
-use super::outcome::{Node, Outcome, TraceSink};
+use super::outcome::{trace_line, Node, Outcome, TraceSink};
 use super::work_guard::WorkGuard;
 use crate::case::Case;
 use crate::explore::schedule::{CheckInName, ConnName};
@@ -271,8 +272,8 @@ where
         names: Names::default(),
         app: AppCpu { on: case.kernel_config().load.cpu.app_on(), ..AppCpu::default() },
     };
-    w.sink.line(now, "world", format_args!("case {case}"));
-    w.sink.line(now, "world", format_args!("kernel {}", w.kernel.config()));
+    trace_line!(w.sink, now, "world", "case {case}");
+    trace_line!(w.sink, now, "world", "kernel {}", w.kernel.config());
     w.collect(Node::Root);
     for r in 0..n {
         w.collect(Node::Rank(r));
@@ -313,7 +314,11 @@ impl<P: Protocol> World<'_, P> {
             }
             let next_kernel = self.kernel.poll_timeout();
             let next_timer = self.timers.peek().map(|Reverse((t, _, _))| *t);
-            let Some(next) = [next_kernel, next_timer].into_iter().flatten().min() else { return };
+            let next = match (next_kernel, next_timer) {
+                (Some(k), Some(t)) => k.min(t),
+                (Some(at), None) | (None, Some(at)) => at,
+                (None, None) => return,
+            };
             if next > deadline {
                 self.now = deadline;
                 return;
@@ -430,11 +435,15 @@ impl<P: Protocol> World<'_, P> {
 
     /// A socket call of `node`'s process (accept, read) that takes effect once it has had its
     /// CPU time: now when that is not modelled, else by `timer`, once per call in progress.
-    #[inline]
+    #[inline(always)]
     fn syscall(&mut self, node: Node, timer: Timer) -> bool {
-        if !self.app.on {
-            return true;
-        }
+        !self.app.on || self.start_syscall(node, timer)
+    }
+
+    /// [`World::syscall`] where the application's CPU time is modelled (the `cpu` profile
+    /// only: kept out of line, off every other run's packet path): starts the call once.
+    #[inline(never)]
+    fn start_syscall(&mut self, node: Node, timer: Timer) -> bool {
         if self.app.started.insert(timer) {
             let cost = self.kernel.config().load.cpu.syscall_cost;
             let done = self.app_cpu(node, cost);
@@ -472,7 +481,12 @@ impl<P: Protocol> World<'_, P> {
         let mut tx = std::mem::take(&mut self.tx);
         loop {
             let Some(out) = self.node(node).poll_output(&mut tx) else { break };
-            self.execute(node, out, &tx);
+            // Writes, most outputs, are carried out here; the rest out of line (inlined, their
+            // arms made every call of this one set up what they would need: 80 instructions).
+            match out {
+                Output::Effect(Effect::Write { conn, len }) => self.write(node, conn, len, &tx),
+                out => self.execute(node, out, &tx),
+            }
         }
         self.tx = tx;
         let next = self.node(node).poll_timeout();
@@ -485,12 +499,27 @@ impl<P: Protocol> World<'_, P> {
         }
     }
 
-    /// Carries out one output; `tx` holds a write's bytes.
+    /// Writes `tx`, `len` bytes, on `node`'s connection `conn`.
+    #[inline]
+    fn write(&mut self, node: Node, conn: ConnId, len: usize, tx: &[u8]) {
+        if let Some(sock) = self.sock_of[slot(node)].get(conn.0) {
+            self.charge_syscall(node);
+            let now = self.now;
+            trace_line!(self.sink, now, node_name(node), "write {len} bytes on {}", local(conn, sock));
+            if let Err(e) = self.kernel.write(now, sock, tx) {
+                trace_line!(self.sink, now, node_name(node), "write on {} failed: {e}", local(conn, sock));
+            }
+        }
+    }
+
+    /// Carries out one output; `tx` holds a write's bytes. Out of line: `collect` carries out
+    /// writes, most outputs, itself ([`World::write`]).
+    #[inline(never)]
     fn execute(&mut self, node: Node, out: NodeOutput<P::Node>, tx: &[u8]) {
         let effect = match out {
-            bootsim_core::seam::Output::Effect(e) => e,
-            bootsim_core::seam::Output::Observe(Observation::Completed(c)) => return self.completed(node, c),
-            bootsim_core::seam::Output::Observe(Observation::Event(e)) => return self.observed(node, e),
+            Output::Effect(e) => e,
+            Output::Observe(Observation::Completed(c)) => return self.completed(node, c),
+            Output::Observe(Observation::Event(e)) => return self.observed(node, e),
         };
         let now = self.now;
         let host = Self::host(node);
@@ -504,10 +533,10 @@ impl<P: Protocol> World<'_, P> {
                         self.listeners.insert((node, listener), l);
                         self.listener_owner.insert(l, (node, listener));
                         let addr = host_addr(host, port);
-                        self.sink.line(now, name, format_args!("listen: {listener} at {addr}"));
+                        trace_line!(self.sink, now, name, "listen: {listener} at {addr}");
                         self.work.push_back((node, OwnedInput::Listening { listener, addr }));
                     }
-                    Err(e) => self.sink.line(now, name, format_args!("listen: {listener} failed: {e}")),
+                    Err(e) => trace_line!(self.sink, now, name, "listen: {listener} failed: {e}"),
                 }
             }
             Effect::Accept { listener, conn } => {
@@ -542,15 +571,7 @@ impl<P: Protocol> World<'_, P> {
                 self.charge_syscall(node);
                 self.dial(node, conn, addr);
             }
-            Effect::Write { conn, len } => {
-                if let Some(sock) = self.sock_of[slot(node)].get(conn.0) {
-                    self.charge_syscall(node);
-                    self.sink.line(now, name, format_args!("write {len} bytes on {}", local(conn, sock)));
-                    if let Err(e) = self.kernel.write(now, sock, tx) {
-                        self.sink.line(now, name, format_args!("write on {} failed: {e}", local(conn, sock)));
-                    }
-                }
-            }
+            Effect::Write { conn, len } => self.write(node, conn, len, tx),
             Effect::Drain { conn, deadline } => {
                 let Some(sock) = self.sock_of[slot(node)].get(conn.0) else { return };
                 let forced_fail =
@@ -567,7 +588,7 @@ impl<P: Protocol> World<'_, P> {
                     self.charge_syscall(node);
                     self.owner.remove(sock.0);
                     self.kernel.close(now, sock);
-                    self.sink.line(now, name, format_args!("close {}", local(conn, sock)));
+                    trace_line!(self.sink, now, name, "close {}", local(conn, sock));
                 }
                 self.dialing.remove(&(node, conn));
             }
@@ -638,7 +659,7 @@ impl<P: Protocol> World<'_, P> {
             self.owner.remove(old.0);
         }
         let sock = self.kernel.connect(now, HostId(Self::host(node)), HostId(to), port);
-        self.sink.line(now, node_name(node), format_args!("connect {} to {addr}", local(conn, sock)));
+        trace_line!(self.sink, now, node_name(node), "connect {} to {addr}", local(conn, sock));
         self.sock_of[slot(node)].insert(conn.0, sock);
         self.owner.insert(sock.0, (node, conn));
         if let Some(&name) = self.names.by_conn.get(&(node, conn)) {
@@ -695,14 +716,21 @@ impl<P: Protocol> World<'_, P> {
         self.sock_of[slot(node)].insert(conn.0, sock);
         self.owner.insert(sock.0, (node, conn));
         let from = host_addr(flow.client.0, flow.client_port);
-        self.sink.line(self.now, node_name(node), format_args!("accept {} from {from}", local(conn, sock)));
+        trace_line!(self.sink, self.now, node_name(node), "accept {} from {from}", local(conn, sock));
         self.work.push_back((node, OwnedInput::Accepted { conn, from }));
-        self.read_all(sock);
+        self.read_owned(sock, node, conn);
     }
 
     /// Reads everything readable on an owned socket and queues it for its node.
     fn read_all(&mut self, sock: SockId) {
-        let Some((node, conn)) = self.owner.get(sock.0) else { return };
+        if let Some((node, conn)) = self.owner.get(sock.0) {
+            self.read_owned(sock, node, conn);
+        }
+    }
+
+    /// [`World::read_all`] on a socket whose owner is known (`node`'s `conn`): one lookup of
+    /// the owners' table a readable event, not two.
+    fn read_owned(&mut self, sock: SockId, node: Node, conn: ConnId) {
         loop {
             match self.kernel.read(sock, &mut self.buf) {
                 ReadOutcome::Data(n) => {
@@ -733,7 +761,7 @@ impl<P: Protocol> World<'_, P> {
                 EventKind::Connected { sock } => {
                     if let Some((node, conn)) = self.owner.get(sock.0) {
                         self.dialing.remove(&(node, conn));
-                        self.sink.line(at, node_name(node), format_args!("connected {}", local(conn, sock)));
+                        trace_line!(self.sink, at, node_name(node), "connected {}", local(conn, sock));
                         self.work.push_back((node, OwnedInput::Connected { conn }));
                     }
                 }
@@ -746,9 +774,10 @@ impl<P: Protocol> World<'_, P> {
                     }
                 }
                 EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
-                    match self.owner.get(sock.0) {
-                        Some((node, _)) if !self.syscall(node, Timer::Read { sock }) => {}
-                        _ => self.read_all(sock),
+                    if let Some((node, conn)) = self.owner.get(sock.0) {
+                        if self.syscall(node, Timer::Read { sock }) {
+                            self.read_owned(sock, node, conn);
+                        }
                     }
                 }
                 EventKind::AllAcked { sock } => {

@@ -48,17 +48,26 @@ impl<V: Copy, const WINDOW: usize> IdTable<V, WINDOW> {
             return;
         };
         let i = usize::try_from(i).expect("numbers in use fit in memory");
-        if i >= self.window.len() {
-            self.window.resize(i + 1, None);
-        }
-        self.window[i] = Some(value);
-        while self.window.len() > WINDOW {
-            if let Some(Some(v)) = self.window.pop_front() {
-                self.old.insert(self.base, v);
+        // The usual case is the next number: one push, where `resize` took its general path.
+        // The window's front stays held unless the window slides (an emptied window's new
+        // start is `id` itself), so only a slide needs a trim.
+        match i.cmp(&self.window.len()) {
+            std::cmp::Ordering::Less => self.window[i] = Some(value),
+            std::cmp::Ordering::Equal => self.window.push_back(Some(value)),
+            std::cmp::Ordering::Greater => {
+                self.window.resize(i, None);
+                self.window.push_back(Some(value));
             }
-            self.base += 1;
         }
-        self.trim();
+        if self.window.len() > WINDOW {
+            while self.window.len() > WINDOW {
+                if let Some(Some(v)) = self.window.pop_front() {
+                    self.old.insert(self.base, v);
+                }
+                self.base += 1;
+            }
+            self.trim();
+        }
     }
 
     /// Stops holding `id`; returns what was held.
@@ -66,7 +75,10 @@ impl<V: Copy, const WINDOW: usize> IdTable<V, WINDOW> {
         match id.checked_sub(self.base) {
             Some(i) => {
                 let held = usize::try_from(i).ok().and_then(|i| self.window.get_mut(i)).and_then(Option::take);
-                self.trim();
+                if i == 0 {
+                    // Only the front's removal can leave empty slots leading.
+                    self.trim();
+                }
                 held
             }
             None => self.old.remove(&id),
@@ -159,6 +171,7 @@ mod tests {
                     assert_eq!(t.remove(id), m.remove(&id), "removing {id} at step {step}");
                 }
             }
+            assert!(t.window.front().is_none_or(Option::is_some), "the window starts at a held number");
             let probe = (x >> 16) % (next + 1);
             assert_eq!(t.get(probe), m.get(&probe).copied(), "number {probe} at step {step}");
             for (&id, &v) in &m {
