@@ -98,9 +98,11 @@ impl Buffer {
     fn chunk(&self, p: u32) -> Cow<'_, [u8]> {
         match self {
             Buffer::Bytes(_) | Buffer::Zeroed(_) => unreachable!("only a predicted buffer is read by chunk"),
-            Buffer::Predicted { len, predict, written, differ, last, .. } => match differ.get(&p) {
+            // The last chunk written is never also one that differs: look there first (a ring
+            // forwards what it just received).
+            Buffer::Predicted { last: Some((q, bytes)), .. } if *q == p => Cow::Borrowed(bytes),
+            Buffer::Predicted { len, predict, written, differ, .. } => match differ.get(&p) {
                 Some(bytes) => Cow::Borrowed(bytes),
-                None if last.as_ref().is_some_and(|(q, _)| *q == p) => Cow::Borrowed(&last.as_ref().expect("set").1),
                 None if written[p as usize / 64] >> (p % 64) & 1 == 1 => {
                     let mut c = Vec::with_capacity(*len);
                     predict(p, &mut c);
@@ -137,6 +139,10 @@ impl Buffer {
             }
             Buffer::Predicted { len, .. } => *len,
         };
+        if len > 0 && bytes.len() == len && at % len == 0 {
+            // One whole chunk, as every receive of a collective writes.
+            return self.set_chunk((at / len) as u32, bytes);
+        }
         let mut done = 0;
         while done < bytes.len() {
             let (p, off) = ((at + done) / len, (at + done) % len);
@@ -175,7 +181,8 @@ impl Buffer {
             Buffer::Bytes(b) => b.clone(),
             Buffer::Zeroed(len) => vec![0; *len],
             Buffer::Predicted { len, n, predict, written, differ, .. } => {
-                let mut all = Vec::with_capacity(self.len());
+                // Room for a made chunk's last word too (made whole, then cut to length).
+                let mut all = Vec::with_capacity(self.len() + 8);
                 for p in 0..*n {
                     match differ.get(&p) {
                         Some(bytes) => all.extend_from_slice(bytes),
