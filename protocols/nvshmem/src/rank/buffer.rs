@@ -120,9 +120,12 @@ impl Buffer {
             Buffer::Zeroed(len) => Cow::Owned(vec![0; *len][range].to_vec()),
             Buffer::Predicted { len, .. } if *len > 0 && range.start / len == range.end.saturating_sub(1) / len => {
                 let p = range.start / len;
+                let (from, to) = (range.start - p * len, range.end - p * len);
                 match self.chunk(p as u32) {
-                    Cow::Borrowed(c) => Cow::Borrowed(&c[range.start - p * len..range.end - p * len]),
-                    Cow::Owned(c) => Cow::Owned(c[range.start - p * len..range.end - p * len].to_vec()),
+                    Cow::Borrowed(c) => Cow::Borrowed(&c[from..to]),
+                    // A chunk made to be read whole (an all-to-all's input, sent): no second copy.
+                    Cow::Owned(c) if from == 0 && to == c.len() => Cow::Owned(c),
+                    Cow::Owned(c) => Cow::Owned(c[from..to].to_vec()),
                 }
             }
             Buffer::Predicted { .. } => Cow::Owned(self.to_vec()[range].to_vec()),
@@ -274,5 +277,10 @@ mod tests {
         assert!(matches!(&zeroed, Buffer::Bytes(b) if b == &[0, 0, 5, 0, 0, 0]), "{zeroed:?}");
         let made = Buffer::made(3, 2, predict);
         assert_eq!(made.to_vec(), [1, 1, 1, 2, 2, 2]);
+        // Read whole, a made chunk is handed over as made; read in part, cut.
+        assert_eq!(
+            (made.read(3..6), made.read(4..6), made.read(0..1)),
+            (vec![2; 3].into(), vec![2; 2].into(), vec![1].into())
+        );
     }
 }
