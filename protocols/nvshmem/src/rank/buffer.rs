@@ -117,6 +117,12 @@ impl Buffer {
     pub(crate) fn read(&self, range: Range<usize>) -> Cow<'_, [u8]> {
         match self {
             Buffer::Bytes(b) => Cow::Borrowed(&b[range]),
+            // The whole chunk written last, as a ring forwards it: no lookup.
+            Buffer::Predicted { len, last: Some((q, bytes)), .. }
+                if *len > 0 && range.start == *q as usize * len && range.len() == *len =>
+            {
+                Cow::Borrowed(&bytes[..*len])
+            }
             Buffer::Zeroed(len) => Cow::Owned(vec![0; *len][range].to_vec()),
             Buffer::Predicted { len, .. } if *len > 0 && range.start / len == range.end.saturating_sub(1) / len => {
                 let p = range.start / len;
