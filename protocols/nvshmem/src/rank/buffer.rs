@@ -148,7 +148,7 @@ impl Buffer {
             }
             Buffer::Predicted { len, .. } => *len,
         };
-        if len > 0 && bytes.len() == len && at % len == 0 {
+        if len > 0 && bytes.len() == len && at.is_multiple_of(len) {
             // One whole chunk, as every receive of a collective writes.
             return self.set_chunk((at / len) as u32, bytes);
         }
