@@ -209,7 +209,13 @@ fn mix(mut x: u64) -> u64 {
 }
 
 fn key(seed: u64, a: u64, b: u64, c: u64) -> u64 {
-    mix(mix(mix(seed ^ a.wrapping_mul(0x1000_0001)) ^ b) ^ c)
+    mix(key_prefix(seed, a, b) ^ c)
+}
+
+/// [`key`] before its last input: what a chunk made many times over (every peer's slice of an
+/// allgather) makes once.
+fn key_prefix(seed: u64, a: u64, b: u64) -> u64 {
+    mix(mix(seed ^ a.wrapping_mul(0x1000_0001)) ^ b)
 }
 
 /// The QP handle rank `from` sends rank `to` for its `qp`-th QP: a non-zero 24-bit QPN and a
@@ -257,6 +263,13 @@ fn allgather_slice_into(seed: u64, index: u32, from: u32, len: usize, out: &mut 
     bytes_into(key(seed, 3, u64::from(index), u64::from(from)), len, out);
 }
 
+/// [`allgather_slice_into`] of the `index`-th operation for any rank, its key's common part
+/// made once (a rank makes every peer's slice twice: to check it, then in its result).
+fn allgather_slices(seed: u64, index: u32, len: usize) -> Chunks {
+    let prefix = key_prefix(seed, 3, u64::from(index));
+    Arc::new(move |from, out| bytes_into(mix(prefix ^ u64::from(from)), len, out))
+}
+
 /// The 4 bytes rank `from` passes to the `index`-th operation (a barrier): non-zero, and
 /// recognisable ("BA" then the rank and op index).
 pub fn barrier_word(from: u32, index: u32) -> [u8; 4] {
@@ -295,10 +308,12 @@ pub fn build_op(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Op {
 /// all-to-all chunked ([`Chunked`]), its chunks made from the seed when sent and its result
 /// held as its difference from [`expected_chunk_into`], not held whole by every rank at once.
 pub fn queue_op(rank: &mut Rank, now: Instant, spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) {
-    let expected: Chunks = Arc::new(move |p, out| expected_chunk_into(spec, seed, index, r, p, out));
     match spec {
-        OpSpec::Allgather(len) => rank.push_chunked(now, Chunked::Allgather { len, expected }),
+        OpSpec::Allgather(len) => {
+            rank.push_chunked(now, Chunked::Allgather { len, expected: allgather_slices(seed, index, len) })
+        }
         OpSpec::Alltoall(len) => {
+            let expected: Chunks = Arc::new(move |p, out| expected_chunk_into(spec, seed, index, r, p, out));
             let input: Chunks = Arc::new(move |p, out| alltoall_chunk_into(seed, index, r, p, len, out));
             rank.push_chunked(now, Chunked::Alltoall { len, input, expected })
         }
@@ -357,6 +372,20 @@ mod tests {
         assert!(parse_ops("gather:3").unwrap_err().contains("accepted"));
         assert!(parse_ops("alltoall").unwrap_err().contains("needs a size"));
         assert!(parse_ops("").is_err());
+    }
+
+    #[test]
+    fn an_allgathers_slices_made_from_their_common_key_are_each_ranks_expected_ones() {
+        for (seed, index, len) in [(1, 0, 8), (7, 3, 1), (u64::MAX, 11, 112), (42, 17, 28)] {
+            let slices = allgather_slices(seed, index, len);
+            for p in 0..9 {
+                let (mut made, mut expected) = (vec![5], vec![5]);
+                slices(p, &mut made);
+                expected_chunk_into(OpSpec::Allgather(len), seed, index, 3, p, &mut expected);
+                assert_eq!(made, expected, "seed {seed} op {index} slice {p}");
+                assert_eq!(made[1..], allgather_slice(seed, index, p, len));
+            }
+        }
     }
 
     #[test]

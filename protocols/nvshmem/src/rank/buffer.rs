@@ -98,9 +98,11 @@ impl Buffer {
     fn chunk(&self, p: u32) -> Cow<'_, [u8]> {
         match self {
             Buffer::Bytes(_) | Buffer::Zeroed(_) => unreachable!("only a predicted buffer is read by chunk"),
-            Buffer::Predicted { len, predict, written, differ, last, .. } => match differ.get(&p) {
+            // The last chunk written is never also one that differs: look there first (a ring
+            // forwards what it just received).
+            Buffer::Predicted { last: Some((q, bytes)), .. } if *q == p => Cow::Borrowed(bytes),
+            Buffer::Predicted { len, predict, written, differ, .. } => match differ.get(&p) {
                 Some(bytes) => Cow::Borrowed(bytes),
-                None if last.as_ref().is_some_and(|(q, _)| *q == p) => Cow::Borrowed(&last.as_ref().expect("set").1),
                 None if written[p as usize / 64] >> (p % 64) & 1 == 1 => {
                     let mut c = Vec::with_capacity(*len);
                     predict(p, &mut c);
@@ -115,12 +117,21 @@ impl Buffer {
     pub(crate) fn read(&self, range: Range<usize>) -> Cow<'_, [u8]> {
         match self {
             Buffer::Bytes(b) => Cow::Borrowed(&b[range]),
+            // The whole chunk written last, as a ring forwards it: no lookup.
+            Buffer::Predicted { len, last: Some((q, bytes)), .. }
+                if *len > 0 && range.start == *q as usize * len && range.len() == *len =>
+            {
+                Cow::Borrowed(&bytes[..*len])
+            }
             Buffer::Zeroed(len) => Cow::Owned(vec![0; *len][range].to_vec()),
             Buffer::Predicted { len, .. } if *len > 0 && range.start / len == range.end.saturating_sub(1) / len => {
                 let p = range.start / len;
+                let (from, to) = (range.start - p * len, range.end - p * len);
                 match self.chunk(p as u32) {
-                    Cow::Borrowed(c) => Cow::Borrowed(&c[range.start - p * len..range.end - p * len]),
-                    Cow::Owned(c) => Cow::Owned(c[range.start - p * len..range.end - p * len].to_vec()),
+                    Cow::Borrowed(c) => Cow::Borrowed(&c[from..to]),
+                    // A chunk made to be read whole (an all-to-all's input, sent): no second copy.
+                    Cow::Owned(c) if from == 0 && to == c.len() => Cow::Owned(c),
+                    Cow::Owned(c) => Cow::Owned(c[from..to].to_vec()),
                 }
             }
             Buffer::Predicted { .. } => Cow::Owned(self.to_vec()[range].to_vec()),
@@ -137,6 +148,10 @@ impl Buffer {
             }
             Buffer::Predicted { len, .. } => *len,
         };
+        if len > 0 && bytes.len() == len && at.is_multiple_of(len) {
+            // One whole chunk, as every receive of a collective writes.
+            return self.set_chunk((at / len) as u32, bytes);
+        }
         let mut done = 0;
         while done < bytes.len() {
             let (p, off) = ((at + done) / len, (at + done) % len);
@@ -175,7 +190,8 @@ impl Buffer {
             Buffer::Bytes(b) => b.clone(),
             Buffer::Zeroed(len) => vec![0; *len],
             Buffer::Predicted { len, n, predict, written, differ, .. } => {
-                let mut all = Vec::with_capacity(self.len());
+                // Room for a made chunk's last word too (made whole, then cut to length).
+                let mut all = Vec::with_capacity(self.len() + 8);
                 for p in 0..*n {
                     match differ.get(&p) {
                         Some(bytes) => all.extend_from_slice(bytes),
@@ -267,5 +283,10 @@ mod tests {
         assert!(matches!(&zeroed, Buffer::Bytes(b) if b == &[0, 0, 5, 0, 0, 0]), "{zeroed:?}");
         let made = Buffer::made(3, 2, predict);
         assert_eq!(made.to_vec(), [1, 1, 1, 2, 2, 2]);
+        // Read whole, a made chunk is handed over as made; read in part, cut.
+        assert_eq!(
+            (made.read(3..6), made.read(4..6), made.read(0..1)),
+            (vec![2; 3].into(), vec![2; 2].into(), vec![1].into())
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! A rank's connections: what each is for, its receive buffer, and how far its header has parsed.
 
-use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 
 use bootsim_core::codec::{FrameReader, WireError};
@@ -140,11 +140,15 @@ impl Conn {
     }
 }
 
-/// All connections of one state machine, with ids allocated in order.
-#[derive(Clone, Debug, Default, Hash)]
+/// All connections of one state machine, with ids allocated in order. A rank holds a handful
+/// at a time (the ring's two, the message in flight, a few accepted ahead), so they live in a
+/// vector sorted by id: a lookup is a short binary search, an insert or removal a short move,
+/// where a `BTreeMap` paid a node walk and, on removal, a rebalance. Iteration is in id order,
+/// as the map's was, and the table hashes as the map did.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct ConnTable {
     next: u64,
-    conns: BTreeMap<ConnId, Conn>,
+    conns: Vec<(ConnId, Conn)>,
 }
 
 impl ConnTable {
@@ -154,27 +158,108 @@ impl ConnTable {
         ConnId(self.next)
     }
 
+    fn find(&self, id: ConnId) -> Result<usize, usize> {
+        self.conns.binary_search_by_key(&id, |(k, _)| *k)
+    }
+
+    /// Adds `conn` under `id`, replacing any connection already there.
     pub fn insert(&mut self, id: ConnId, conn: Conn) {
-        self.conns.insert(id, conn);
+        // Ids are allocated in order, so a new one most often goes last.
+        if self.conns.last().is_none_or(|(last, _)| *last < id) {
+            return self.conns.push((id, conn));
+        }
+        match self.find(id) {
+            Ok(i) => self.conns[i].1 = conn,
+            Err(i) => self.conns.insert(i, (id, conn)),
+        }
     }
 
     pub fn get(&self, id: ConnId) -> Option<&Conn> {
-        self.conns.get(&id)
+        self.find(id).ok().map(|i| &self.conns[i].1)
     }
 
     pub fn get_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
-        self.conns.get_mut(&id)
+        self.find(id).ok().map(|i| &mut self.conns[i].1)
     }
 
     pub fn remove(&mut self, id: ConnId) -> Option<Conn> {
-        self.conns.remove(&id)
+        self.find(id).ok().map(|i| self.conns.remove(i).1)
     }
 
+    /// Every connection, in id order.
     pub fn iter(&self) -> impl Iterator<Item = (&ConnId, &Conn)> {
-        self.conns.iter()
+        self.conns.iter().map(|(id, c)| (id, c))
     }
 
     pub fn len(&self) -> usize {
         self.conns.len()
+    }
+}
+
+/// Hashes as the `BTreeMap<ConnId, Conn>` it replaced (length, then each pair in id order), so an
+/// explorer's fingerprints of rank states are unchanged.
+impl Hash for ConnTable {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.next.hash(h);
+        self.conns.len().hash(h);
+        for (id, c) in &self.conns {
+            (id, c).hash(h);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::hash::DefaultHasher;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn conn(tag: u64) -> Conn {
+        let mut c = Conn::new(Role::MessageIn, None, Instant::ZERO);
+        c.taken = tag;
+        c
+    }
+
+    fn hash_of(x: &impl Hash) -> u64 {
+        let mut h = DefaultHasher::new();
+        x.hash(&mut h);
+        h.finish()
+    }
+
+    proptest! {
+        /// Any sequence of allocations, inserts (of fresh or older ids, or over a live one) and
+        /// removals leaves the table reading, iterating and hashing as the `BTreeMap` it replaced.
+        #[test]
+        fn the_table_behaves_and_hashes_as_a_btree_map(ops in proptest::collection::vec((0u8..4, 0u64..24), 0..80)) {
+            let (mut table, mut map) = (ConnTable::default(), BTreeMap::<ConnId, Conn>::new());
+            let mut next = 0u64;
+            for (i, (op, k)) in ops.into_iter().enumerate() {
+                match op {
+                    0 => {
+                        next += 1;
+                        prop_assert_eq!(table.allocate(), ConnId(next));
+                    }
+                    1 | 2 => {
+                        let id = ConnId(k % (next + 1));
+                        table.insert(id, conn(i as u64));
+                        map.insert(id, conn(i as u64));
+                    }
+                    _ => {
+                        let id = ConnId(k % (next + 1));
+                        prop_assert_eq!(table.remove(id).map(|c| c.taken), map.remove(&id).map(|c| c.taken));
+                    }
+                }
+                for k in 0..=next {
+                    prop_assert_eq!(table.get(ConnId(k)).map(|c| c.taken), map.get(&ConnId(k)).map(|c| c.taken));
+                }
+                let ids: Vec<ConnId> = table.iter().map(|(id, _)| *id).collect();
+                prop_assert_eq!(ids, map.keys().copied().collect::<Vec<_>>());
+                prop_assert_eq!(table.len(), map.len());
+                prop_assert_eq!(hash_of(&table), hash_of(&(next, &map)));
+            }
+        }
     }
 }

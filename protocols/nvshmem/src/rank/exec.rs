@@ -58,6 +58,20 @@ fn read_payload(
     reader.read_frame_slice("payload", max).map_err(ReadFail::Wire)
 }
 
+impl Rank {
+    /// [`read_payload`] on `conn`, for a receive into the result's `into`: the bytes go straight
+    /// from the connection's buffer to the result (the one place a payload is taken). The
+    /// size read, `None` until the whole frame has come.
+    #[inline]
+    fn recv_payload(&mut self, conn: ConnId, into: &std::ops::Range<usize>) -> Result<Option<usize>, ReadFail> {
+        let (max, policy) = (self.cfg.limits.max_message, self.cfg.variant.size);
+        let c = self.conns.get_mut(conn).expect("connection being read");
+        let Some(bytes) = read_payload(&mut c.reader, max, policy, into.len())? else { return Ok(None) };
+        self.op.as_mut().expect("running").result.write(into.start, bytes);
+        Ok(Some(bytes.len()))
+    }
+}
+
 pub(super) fn describe_step(step: &Step, wait: &Wait) -> String {
     match step {
         Step::Listen => "opening listeners".into(),
@@ -447,17 +461,13 @@ impl Rank {
 
     fn step_ring_recv(&mut self, slice: std::ops::Range<usize>) -> Result<Progress, BootstrapError> {
         let conn = self.ring_recv.expect("ring connected during init");
-        let (n, r) = (self.cfg.nranks, self.cfg.rank);
-        let pred = (r + n - 1) % n;
-        let (max, policy) = (self.cfg.limits.max_message, self.cfg.variant.size);
-        let c = self.conns.get_mut(conn).expect("connection being read");
-        match read_payload(&mut c.reader, max, policy, slice.len()) {
+        match self.recv_payload(conn, &slice) {
             Ok(None) => Ok(Progress::Blocked),
-            Ok(Some(bytes)) => {
-                self.op.as_mut().expect("running").result.write(slice.start, bytes);
-                Ok(Progress::StepDone)
+            Ok(Some(_)) => Ok(Progress::StepDone),
+            Err(fail) => {
+                let (n, r) = (self.cfg.nranks, self.cfg.rank);
+                Err(self.read_error(fail, (r + n - 1) % n, 0, slice.len()))
             }
-            Err(fail) => Err(self.read_error(fail, pred, 0, slice.len())),
         }
     }
 
@@ -629,13 +639,9 @@ impl Rank {
             }
             Wait::Payload(conn) => {
                 let expected = into.len();
-                let (max, policy) = (self.cfg.limits.max_message, self.cfg.variant.size);
-                let c = self.conns.get_mut(conn).expect("connection being read");
-                match read_payload(&mut c.reader, max, policy, expected) {
+                match self.recv_payload(conn, &into) {
                     Ok(None) => Ok(Progress::Blocked),
-                    Ok(Some(bytes)) => {
-                        let size = bytes.len();
-                        self.op.as_mut().expect("running").result.write(into.start, bytes);
+                    Ok(Some(size)) => {
                         self.took(conn, peer, tag, step, expected, size);
                         self.close_conn(conn);
                         Ok(Progress::StepDone)
@@ -724,15 +730,13 @@ impl Rank {
         if persistent {
             c.reader.read_i32("tag").map_err(|e| self.wire_error(Culprit::Rank(peer), e))?;
         }
-        let c = self.conns.get_mut(conn).expect("connection");
-        let bytes = match c.reader.read_frame_slice("payload", max) {
-            Ok(Some(b)) => b,
+        // The whole frame is there and its length is the one expected: it is taken now.
+        let size = match self.recv_payload(conn, &into) {
+            Ok(Some(size)) => size,
             Ok(None) => return Ok(Progress::Blocked),
-            Err(e) => return Err(self.wire_error(Culprit::Rank(peer), e)),
+            Err(fail) => return Err(self.read_error(fail, peer, tag, expected)),
         };
-        c.taken += 1;
-        let size = bytes.len();
-        self.op.as_mut().expect("running").result.write(into.start, bytes);
+        self.conns.get_mut(conn).expect("connection").taken += 1;
         self.took(conn, peer, tag, step, expected, size);
         if persistent {
             return Ok(Progress::StepDone);

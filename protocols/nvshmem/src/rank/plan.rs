@@ -40,12 +40,14 @@ pub(crate) enum Step {
 }
 
 /// The steps an operation has left, in order: explicit ones, then the rest of a collective's
-/// regular pattern (ring allgather, pairwise alltoall) made one send/receive pair at a time,
-/// then explicit ones again. A plan costs the same memory at any number of ranks, not two
-/// steps per peer for every rank at once.
+/// regular pattern (ring allgather, pairwise alltoall) made one step at a time, then explicit
+/// ones again. A plan costs the same memory at any number of ranks, not two steps per peer for
+/// every rank at once, and moving on through the pattern touches no queue.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Steps {
-    /// The next steps; holds at least one whenever any remain.
+    /// The current step; `None` once none is left.
+    front: Option<Step>,
+    /// The explicit steps after `front`, before the pattern.
     head: VecDeque<Step>,
     /// The pattern still to be made.
     pattern: Option<Pattern>,
@@ -53,51 +55,61 @@ pub(crate) struct Steps {
     tail: VecDeque<Step>,
 }
 
-/// A collective's step pattern: iteration `i` of `1..n` (ring steps `0..n-1` as `i - 1`).
+/// A collective's step pattern: step `j` of `0..2(n-1)` is iteration `j / 2` of the loop (ring
+/// steps `0..n-1`, pairwise shifts `1..n`), its send when `j` is even, its receive when odd.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Pattern {
     /// Ring allgather of `len`-byte slices.
-    Ring { rank: usize, n: usize, len: usize, i: usize },
+    Ring { rank: usize, n: usize, len: usize, j: usize },
     /// Pairwise-shift alltoall of `chunk`-byte chunks; step i carries `tag_base + i` or the call's one tag.
-    Pairwise { rank: usize, n: usize, chunk: usize, tag_base: i32, call_tag: Option<i32>, i: usize },
+    Pairwise { rank: usize, n: usize, chunk: usize, tag_base: i32, call_tag: Option<i32>, j: usize },
+}
+
+/// `(a - b) mod n` for `a < n`, `b <= n`, without a division.
+fn minus(a: usize, b: usize, n: usize) -> usize {
+    if a >= b {
+        a - b
+    } else {
+        a + n - b
+    }
 }
 
 impl Pattern {
-    /// Iteration `i`'s two steps, or `None` when the pattern is done.
-    fn next_pair(&mut self) -> Option<[Step; 2]> {
+    /// The next step, or `None` when the pattern is done.
+    fn next_step(&mut self) -> Option<Step> {
         match self {
-            Pattern::Ring { rank, n, len, i } => {
-                let (r, n, len) = (*rank, *n, *len);
-                if *i >= n {
+            Pattern::Ring { rank, n, len, j } => {
+                let (r, n, len, step) = (*rank, *n, *len, *j);
+                if step >= 2 * n.saturating_sub(1) {
                     return None;
                 }
-                let k = *i - 1;
-                *i += 1;
+                *j += 1;
+                // Iteration k sends slice r-k and receives slice r-k-1 (mod n).
+                let k = step / 2;
                 let slice = |s: usize| s * len..(s + 1) * len;
-                let (sslice, rslice) = ((r + n - k) % n, (r + 2 * n - k - 1) % n);
-                Some([Step::RingSend { slice: slice(sslice) }, Step::RingRecv { slice: slice(rslice) }])
+                Some(if step % 2 == 0 {
+                    Step::RingSend { slice: slice(minus(r, k, n)) }
+                } else {
+                    Step::RingRecv { slice: slice(minus(r, k + 1, n)) }
+                })
             }
-            Pattern::Pairwise { rank, n, chunk, tag_base, call_tag, i } => {
-                let (r, n, chunk) = (*rank, *n, *chunk);
-                if *i >= n {
+            Pattern::Pairwise { rank, n, chunk, tag_base, call_tag, j } => {
+                let (r, n, chunk, step) = (*rank, *n, *chunk, *j);
+                if step >= 2 * n.saturating_sub(1) {
                     return None;
                 }
-                let k = *i;
-                *i += 1;
-                let (left, right) = ((r + n - k) % n, (r + k) % n);
+                *j += 1;
+                let k = step / 2 + 1;
                 // NVSHMEM increments the tag before each non-local step: step i carries base + i.
                 let tag = call_tag.unwrap_or(*tag_base + k as i32);
-                let step = k as u32;
-                Some([
-                    Step::Send {
-                        peer: right as u32,
-                        tag,
-                        step,
-                        source: Source::Input,
-                        range: right * chunk..(right + 1) * chunk,
-                    },
-                    Step::Recv { peer: left as u32, tag, step, into: left * chunk..(left + 1) * chunk },
-                ])
+                Some(if step % 2 == 0 {
+                    let right = if r + k >= n { r + k - n } else { r + k };
+                    let range = right * chunk..(right + 1) * chunk;
+                    Step::Send { peer: right as u32, tag, step: k as u32, source: Source::Input, range }
+                } else {
+                    let left = minus(r, k, n);
+                    Step::Recv { peer: left as u32, tag, step: k as u32, into: left * chunk..(left + 1) * chunk }
+                })
             }
         }
     }
@@ -106,45 +118,37 @@ impl Pattern {
 impl Steps {
     /// Exactly these steps.
     pub(crate) fn of(steps: impl IntoIterator<Item = Step>) -> Steps {
-        Steps { head: steps.into_iter().collect(), pattern: None, tail: VecDeque::new() }
+        Steps::with(steps.into_iter().collect(), None, VecDeque::new())
     }
 
-    fn with(head: VecDeque<Step>, pattern: Pattern, tail: VecDeque<Step>) -> Steps {
-        let mut s = Steps { head, pattern: Some(pattern), tail };
-        s.refill();
+    fn with(head: VecDeque<Step>, pattern: Option<Pattern>, tail: VecDeque<Step>) -> Steps {
+        let mut s = Steps { front: None, head, pattern, tail };
+        s.pop_front();
         s
-    }
-
-    /// Keeps `head` non-empty while steps remain.
-    fn refill(&mut self) {
-        while self.head.is_empty() {
-            // Rewound (`pop_front` leaves an empty ring where it was): the same warm slots each pair.
-            self.head.clear();
-            match self.pattern.as_mut().and_then(Pattern::next_pair) {
-                Some(pair) => self.head.extend(pair),
-                None => {
-                    self.pattern = None;
-                    self.head = std::mem::take(&mut self.tail);
-                    return;
-                }
-            }
-        }
     }
 
     /// The current step.
     pub(crate) fn front(&self) -> Option<&Step> {
-        self.head.front()
+        self.front.as_ref()
     }
 
     /// True when no step is left.
     pub(crate) fn is_empty(&self) -> bool {
-        self.head.is_empty()
+        self.front.is_none()
     }
 
     /// Done with the current step.
     pub(crate) fn pop_front(&mut self) {
-        self.head.pop_front();
-        self.refill();
+        self.front = match self.head.pop_front() {
+            Some(step) => Some(step),
+            None => match self.pattern.as_mut().and_then(Pattern::next_step) {
+                Some(step) => Some(step),
+                None => {
+                    self.pattern = None;
+                    self.tail.pop_front()
+                }
+            },
+        };
     }
 
     /// Every step left, in order (for tests).
@@ -168,21 +172,22 @@ pub(crate) fn init(rank: u32, nranks: u32, addr_len: usize) -> Steps {
     }
     let (succ, pred) = ((rank + 1) % nranks.max(1), (rank + nranks.max(1) - 1) % nranks.max(1));
     head.extend([Step::CheckIn, Step::AwaitSuccessor, Step::RingConnect { succ, pred }]);
-    let ring = Pattern::Ring { rank: rank as usize, n: nranks as usize, len: addr_len, i: 1 };
-    Steps::with(head, ring, VecDeque::from([Step::LearnPeers]))
+    let ring = Pattern::Ring { rank: rank as usize, n: nranks as usize, len: addr_len, j: 0 };
+    Steps::with(head, Some(ring), VecDeque::from([Step::LearnPeers]))
 }
 
 /// Ring allgather: step i sends slice (rank−i) right, then receives slice (rank−i−1) from the left.
 pub(crate) fn allgather(rank: u32, nranks: u32, len: usize) -> Steps {
-    let ring = Pattern::Ring { rank: rank as usize, n: nranks as usize, len, i: 1 };
-    Steps::with(VecDeque::new(), ring, VecDeque::new())
+    let ring = Pattern::Ring { rank: rank as usize, n: nranks as usize, len, j: 0 };
+    Steps::with(VecDeque::new(), Some(ring), VecDeque::new())
 }
 
 /// Pairwise-shift alltoall: step i sends chunk `right` with tag base+i (or the call's one tag),
 /// then receives chunk `left`.
 pub(crate) fn alltoall(rank: u32, nranks: u32, chunk: usize, variant: &Variant, call_tag: Option<i32>) -> Steps {
     let (rank, n, tag_base) = (rank as usize, nranks as usize, variant.alltoall_tag_base());
-    Steps::with(VecDeque::new(), Pattern::Pairwise { rank, n, chunk, tag_base, call_tag, i: 1 }, VecDeque::new())
+    let pairwise = Pattern::Pairwise { rank, n, chunk, tag_base, call_tag, j: 0 };
+    Steps::with(VecDeque::new(), Some(pairwise), VecDeque::new())
 }
 
 /// Dissemination barrier: round k sends the 4-byte word to rank+2^(k−1) and receives it, in place,
@@ -257,6 +262,30 @@ mod tests {
         let v = Variant::NVSHMEM_3_8;
         assert_eq!(p2p(&alltoall(0, 3, 8, &v, Some(7))), vec![('s', 1, 7), ('r', 2, 7), ('s', 2, 7), ('r', 1, 7)]);
         assert_eq!(p2p(&barrier(0, 3, &v, Some(8))), vec![('s', 1, 8), ('r', 2, 8), ('s', 2, 8), ('r', 1, 8)]);
+    }
+
+    #[test]
+    fn patterns_made_a_step_at_a_time_are_nvshmems_loops() {
+        let v = Variant::NVSHMEM_3_4;
+        for n in 1..10usize {
+            for r in 0..n {
+                let (mut ring, mut pairs) = (Vec::new(), Vec::new());
+                for i in 1..n {
+                    let (k, slice) = (i - 1, |s: usize| s * 3..(s + 1) * 3);
+                    ring.push(Step::RingSend { slice: slice((r + n - k) % n) });
+                    ring.push(Step::RingRecv { slice: slice((r + 2 * n - k - 1) % n) });
+                    let (left, right, tag) = ((r + n - i) % n, (r + i) % n, v.alltoall_tag_base() + i as i32);
+                    let range = right * 5..(right + 1) * 5;
+                    pairs.push(Step::Send { peer: right as u32, tag, step: i as u32, source: Source::Input, range });
+                    pairs.push(Step::Recv { peer: left as u32, tag, step: i as u32, into: left * 5..(left + 1) * 5 });
+                }
+                assert_eq!(allgather(r as u32, n as u32, 3).to_vec(), ring, "rank {r} of {n}");
+                assert_eq!(alltoall(r as u32, n as u32, 5, &v, None).to_vec(), pairs, "rank {r} of {n}");
+                let mut init = init(r as u32, n as u32, 3).to_vec();
+                assert_eq!(init.pop(), Some(Step::LearnPeers));
+                assert!(init.ends_with(&ring) && matches!(init[init.len() - ring.len() - 1], Step::RingConnect { .. }));
+            }
+        }
     }
 
     #[test]
