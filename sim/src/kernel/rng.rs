@@ -198,16 +198,28 @@ pub(crate) fn chance<R: Rng + ?Sized>(rng: &mut R, p: f64) -> bool {
 /// [`exact_from`] noticing: every libm in use is within a few ulps (1e-15), this is 1e-10.
 const SLACK: f64 = 1e-10;
 
+/// 2^62: below it a truncation is one signed conversion.
+const TWO_POW_62: f64 = (1u64 << 62) as f64;
+
 /// `whole(exact())` without computing `exact` (`libm`'s portable, slow result) when the
-/// platform's fast `estimate` of it already decides: `whole` is non-decreasing, so if it maps
-/// the whole interval `estimate * (1 ± SLACK)` to one value, the exact result (inside that
-/// interval) maps to it too. Otherwise (an integer boundary within 1e-10: about one draw in
-/// 10^5) `exact` is computed. The draws stay bit-for-bit libm's on every machine.
+/// platform's fast `estimate` of it already decides: `whole` is non-decreasing and, on
+/// `[0, 2^62)`, a function of the integer part (constant from one integer to the next), so if
+/// the whole interval `estimate * (1 ± SLACK)` has one integer part, or `whole` maps its ends to
+/// one value, the exact result (inside that interval) maps to it too. Otherwise (an integer
+/// boundary within 1e-10: about one draw in 10^5) `exact` is computed. The draws stay
+/// bit-for-bit libm's on every machine.
 pub(crate) fn exact_from(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(f64) -> u64) -> u64 {
-    if estimate.is_finite() && estimate > 0.0 {
-        let lo = whole(estimate * (1.0 - SLACK));
-        if lo == whole(estimate * (1.0 + SLACK)) {
-            return lo;
+    // Positive and finite, in one comparison of its bits (zero, negatives, infinities and NaN
+    // fall outside).
+    if estimate.to_bits().wrapping_sub(1) < f64::INFINITY.to_bits() - 1 {
+        let (lo, hi) = (estimate * (1.0 - SLACK), estimate * (1.0 + SLACK));
+        // Nearly every draw: both ends truncate alike (two conversions, no saturation to pay).
+        if hi < TWO_POW_62 && lo as i64 == hi as i64 {
+            return whole(lo);
+        }
+        let w = whole(lo);
+        if w == whole(hi) {
+            return w;
         }
     }
     whole(exact())
@@ -230,6 +242,8 @@ pub(crate) struct Pareto {
     /// `u^e` is two square roots and a few multiplications.
     quarters: Option<i32>,
     cap_ns: u64,
+    /// `cap_ns` as a float (a whole number), converted once.
+    cap_f: f64,
 }
 
 impl Pareto {
@@ -238,20 +252,46 @@ impl Pareto {
         let e = -1.0 / alpha;
         let q = e * 4.0;
         let quarters = (q == q.round() && q.abs() <= 16.0).then_some(q as i32);
-        Pareto { xm_ns, e, quarters, cap_ns }
+        Pareto { xm_ns, e, quarters, cap_ns, cap_f: cap_ns as f64 }
     }
 
     /// One draw (nanoseconds).
     #[inline]
     pub(crate) fn draw<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
-        let (u, e, cap_ns) = (open_unit(rng), self.e, self.cap_ns);
-        let capped = |x: f64| if x >= cap_ns as f64 { cap_ns } else { x as u64 };
+        let (u, e, cap_ns, cap_f) = (open_unit(rng), self.e, self.cap_ns, self.cap_f);
+        // A function of `x`'s integer part, as `exact_from` needs: `cap_f` is a whole number.
+        let capped = |x: f64| if x >= cap_f { cap_ns } else { x as u64 };
         // `u^e` within a few ulps for the estimate; `libm`'s when it does not decide.
         let estimate = match self.quarters {
-            Some(q) => powi(u.sqrt().sqrt(), q),
+            Some(q) => quarter_power(u, q),
             None => u.powf(e),
         };
         exact_from(self.xm_ns * estimate, || self.xm_ns * libm::pow(u, e), capped)
+    }
+}
+
+/// `u^(q / 4)` within a few ulps, `u` in `(0, 1]`, `|q| <= 16`: `u` to the whole part of
+/// `|q| / 4` times the quarter powers left (square roots), inverted if `q < 0` (alpha 0.8's
+/// `q = -5` is `1 / (u * u^(1/4))`, without a loop).
+#[inline]
+fn quarter_power(u: f64, q: i32) -> f64 {
+    let n = q.unsigned_abs();
+    let half = u.sqrt();
+    let rest = match n & 3 {
+        0 => 1.0,
+        1 => half.sqrt(),
+        2 => half,
+        _ => half * half.sqrt(),
+    };
+    let y = match n >> 2 {
+        0 => rest,
+        1 => u * rest,
+        k => powi(u, k as i32) * rest,
+    };
+    if q < 0 {
+        1.0 / y
+    } else {
+        y
     }
 }
 
@@ -380,12 +420,71 @@ mod tests {
             }
             r = a;
         }
+        for q in -16..=16 {
+            for i in 1..=1_000u32 {
+                let u = f64::from(i) / 1_000.0 * if i % 2 == 0 { 1.0 } else { 1e-15 };
+                let (fast, slow) = (quarter_power(u, q), libm::pow(u, f64::from(q) / 4.0));
+                assert!((fast / slow - 1.0).abs() < 1e-14, "{u}^({q}/4): {fast} against {slow}");
+            }
+        }
         // At an integer boundary the estimate cannot decide: the exact value is used.
         assert_eq!(exact_from(7.0, || 6.999_999_999_999_999, |x| x as u64), 6);
         assert_eq!(exact_from(f64::NAN, || 3.5, |x| x as u64), 3);
         for (x, n) in [(0.7f64, -5), (1.3, 4), (0.9, 0), (2.0, -16), (0.5, 7)] {
             assert!((powi(x, n) / x.powi(n) - 1.0).abs() < 1e-14, "{x}^{n}");
         }
+    }
+
+    /// The first `exact_from`: the ends of the interval through `whole`, the finite check in
+    /// full, both conversions saturating.
+    fn exact_from_by_ends(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(f64) -> u64) -> u64 {
+        if estimate.is_finite() && estimate > 0.0 {
+            let lo = whole(estimate * (1.0 - SLACK));
+            if lo == whole(estimate * (1.0 + SLACK)) {
+                return lo;
+            }
+        }
+        whole(exact())
+    }
+
+    proptest::proptest! {
+        /// `exact_from` decides as the interval's ends through `whole` do, for every shape of
+        /// `whole` its callers use (truncation, a cap, a clamp), estimates from tiny to past
+        /// 2^64, near integers and not, and exact values anywhere in the interval.
+        #[test]
+        fn exact_from_decides_as_the_ends_do(
+            mantissa in 0.0f64..1.0,
+            scale in -20i32..70,
+            near in proptest::bool::ANY,
+            off in -2.0f64..2.0,
+            pick in 0u8..3,
+        ) {
+            let mut estimate = mantissa * 2f64.powi(scale);
+            if near {
+                // Within the slack of an integer, where the estimate cannot decide.
+                estimate = estimate.round() * (1.0 + off * SLACK);
+            }
+            let exact = estimate * (1.0 + off * 0.4 * SLACK);
+            let cap = 1u64 << 40;
+            let whole = |x: f64| match pick {
+                0 => x as u64,
+                1 => if x >= cap as f64 { cap } else { x as u64 },
+                _ => (x as u64).clamp(1, cap),
+            };
+            proptest::prop_assert_eq!(
+                exact_from(estimate, || exact, whole),
+                exact_from_by_ends(estimate, || exact, whole)
+            );
+        }
+    }
+
+    #[test]
+    fn exact_from_handles_what_is_not_a_positive_finite_estimate() {
+        for estimate in [0.0, -0.0, -3.5, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MIN_POSITIVE / 2.0] {
+            let x = exact_from(estimate, || 9.5, |x| x as u64);
+            assert_eq!(x, exact_from_by_ends(estimate, || 9.5, |x| x as u64), "{estimate}");
+        }
+        assert_eq!(exact_from(2f64.powi(70), || 2f64.powi(70), |x| x as u64), u64::MAX);
     }
 
     #[test]
