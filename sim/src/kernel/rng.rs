@@ -201,34 +201,38 @@ const SLACK: f64 = 1e-10;
 /// 2^62: below it a truncation is one signed conversion.
 const TWO_POW_62: f64 = (1u64 << 62) as f64;
 
-/// `whole(exact())` without computing `exact` (`libm`'s portable, slow result) when the
-/// platform's fast `estimate` of it already decides: `whole` is non-decreasing and, on
-/// `[0, 2^62)`, a function of the integer part (constant from one integer to the next), so if
-/// the whole interval `estimate * (1 ± SLACK)` has one integer part, or `whole` maps its ends to
-/// one value, the exact result (inside that interval) maps to it too. Otherwise (an integer
+/// `whole(exact() as u64)` without computing `exact` (`libm`'s portable, slow result) when the
+/// platform's fast `estimate` of it already decides. `whole` maps the value's integer part
+/// (`as u64`: truncated, saturating, NaN 0) to the draw, non-decreasing, so if the whole
+/// interval `estimate * (1 ± SLACK)` has one integer part, or `whole` maps its ends' to one
+/// value, the exact result (inside that interval) maps to it too. Otherwise (an integer
 /// boundary within 1e-10: about one draw in 10^5) `exact` is computed. The draws stay
 /// bit-for-bit libm's on every machine.
-pub(crate) fn exact_from(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(f64) -> u64) -> u64 {
+pub(crate) fn exact_from(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(u64) -> u64) -> u64 {
     // Positive and finite, in one comparison of its bits (zero, negatives, infinities and NaN
     // fall outside).
     if estimate.to_bits().wrapping_sub(1) < f64::INFINITY.to_bits() - 1 {
         let (lo, hi) = (estimate * (1.0 - SLACK), estimate * (1.0 + SLACK));
-        // Nearly every draw: both ends truncate alike (two conversions, no saturation to pay).
-        if hi < TWO_POW_62 && lo as i64 == hi as i64 {
-            return whole(lo);
+        // Nearly every draw: both ends truncate alike, each in one signed conversion (below
+        // 2^62 nothing saturates).
+        if hi < TWO_POW_62 {
+            let t = lo as i64;
+            if t == hi as i64 {
+                return whole(t as u64);
+            }
         }
-        let w = whole(lo);
-        if w == whole(hi) {
+        let w = whole(lo as u64);
+        if w == whole(hi as u64) {
             return w;
         }
     }
-    whole(exact())
+    whole(exact() as u64)
 }
 
 /// Exponential with the given mean (nanoseconds, rounded down).
 pub(crate) fn exp_ns<R: Rng + ?Sized>(rng: &mut R, mean_ns: f64) -> u64 {
     let u = open_unit(rng);
-    exact_from(-mean_ns * ln_estimate(u), || -mean_ns * libm::log(u), |x| x as u64)
+    exact_from(-mean_ns * ln_estimate(u), || -mean_ns * libm::log(u), |t| t)
 }
 
 /// `ln 2`, rounded to the nearest double.
@@ -272,8 +276,9 @@ pub(crate) struct Pareto {
     /// `u^e` is two square roots and a few multiplications.
     quarters: Option<i32>,
     cap_ns: u64,
-    /// `cap_ns` as a float (a whole number), converted once.
-    cap_f: f64,
+    /// The least integer part of a value at or above `cap_ns as f64` (that float itself, a
+    /// whole number): a draw at or past it is capped, as `x >= cap_ns as f64` decides.
+    cap_from: u64,
 }
 
 impl Pareto {
@@ -282,15 +287,15 @@ impl Pareto {
         let e = -1.0 / alpha;
         let q = e * 4.0;
         let quarters = (q == q.round() && q.abs() <= 16.0).then_some(q as i32);
-        Pareto { xm_ns, e, quarters, cap_ns, cap_f: cap_ns as f64 }
+        Pareto { xm_ns, e, quarters, cap_ns, cap_from: cap_ns as f64 as u64 }
     }
 
     /// One draw (nanoseconds).
     #[inline]
     pub(crate) fn draw<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
-        let (u, e, cap_ns, cap_f) = (open_unit(rng), self.e, self.cap_ns, self.cap_f);
-        // A function of `x`'s integer part, as `exact_from` needs: `cap_f` is a whole number.
-        let capped = |x: f64| if x >= cap_f { cap_ns } else { x as u64 };
+        let (u, e, cap_ns, cap_from) = (open_unit(rng), self.e, self.cap_ns, self.cap_from);
+        // `if x >= cap_ns as f64 { cap_ns } else { x as u64 }`, from `x`'s integer part.
+        let capped = |t: u64| if t >= cap_from { cap_ns } else { t };
         // `u^e` within a few ulps for the estimate; `libm`'s when it does not decide.
         let estimate = match self.quarters {
             Some(q) => quarter_power(u, q),
@@ -474,8 +479,8 @@ mod tests {
             }
         }
         // At an integer boundary the estimate cannot decide: the exact value is used.
-        assert_eq!(exact_from(7.0, || 6.999_999_999_999_999, |x| x as u64), 6);
-        assert_eq!(exact_from(f64::NAN, || 3.5, |x| x as u64), 3);
+        assert_eq!(exact_from(7.0, || 6.999_999_999_999_999, |t| t), 6);
+        assert_eq!(exact_from(f64::NAN, || 3.5, |t| t), 3);
         for (x, n) in [(0.7f64, -5), (1.3, 4), (0.9, 0), (2.0, -16), (0.5, 7)] {
             assert!((powi(x, n) / x.powi(n) - 1.0).abs() < 1e-14, "{x}^{n}");
         }
@@ -493,10 +498,41 @@ mod tests {
         whole(exact())
     }
 
+    /// The shapes of `whole` the callers use, on the value (as they were written) and on its
+    /// integer part (as `exact_from` takes them): truncation, a cap (`Pareto::draw`), a clamp
+    /// (`residual_busy`).
+    fn shapes(pick: u8, cap: u64) -> (impl Fn(f64) -> u64, impl Fn(u64) -> u64) {
+        let cap_from = Pareto::new(1.0, 1.0, cap).cap_from;
+        let on_value = move |x: f64| match pick {
+            0 => x as u64,
+            1 => {
+                if x >= cap as f64 {
+                    cap
+                } else {
+                    x as u64
+                }
+            }
+            _ => (x as u64).clamp(1, cap),
+        };
+        let on_part = move |t: u64| match pick {
+            0 => t,
+            1 => {
+                if t >= cap_from {
+                    cap
+                } else {
+                    t
+                }
+            }
+            _ => t.clamp(1, cap),
+        };
+        (on_value, on_part)
+    }
+
     proptest::proptest! {
-        /// `exact_from` decides as the interval's ends through `whole` do, for every shape of
-        /// `whole` its callers use (truncation, a cap, a clamp), estimates from tiny to past
-        /// 2^64, near integers and not, and exact values anywhere in the interval.
+        /// `exact_from` decides as the interval's ends through `whole` on the value do, for
+        /// every shape of `whole` its callers use, caps a float holds exactly and caps it rounds
+        /// up or down, estimates from tiny to past 2^64, near integers and not, and exact values
+        /// anywhere in the interval.
         #[test]
         fn exact_from_decides_as_the_ends_do(
             mantissa in 0.0f64..1.0,
@@ -504,33 +540,36 @@ mod tests {
             near in proptest::bool::ANY,
             off in -2.0f64..2.0,
             pick in 0u8..3,
+            cap_pick in 0usize..5,
         ) {
+            let cap = [1 << 40, (1 << 53) + 1, (1 << 54) + 3, (1 << 62) + 1, u64::MAX][cap_pick];
             let mut estimate = mantissa * 2f64.powi(scale);
             if near {
                 // Within the slack of an integer, where the estimate cannot decide.
                 estimate = estimate.round() * (1.0 + off * SLACK);
             }
             let exact = estimate * (1.0 + off * 0.4 * SLACK);
-            let cap = 1u64 << 40;
-            let whole = |x: f64| match pick {
-                0 => x as u64,
-                1 => if x >= cap as f64 { cap } else { x as u64 },
-                _ => (x as u64).clamp(1, cap),
-            };
+            let (on_value, on_part) = shapes(pick, cap);
             proptest::prop_assert_eq!(
-                exact_from(estimate, || exact, whole),
-                exact_from_by_ends(estimate, || exact, whole)
+                exact_from(estimate, || exact, &on_part),
+                exact_from_by_ends(estimate, || exact, &on_value)
             );
+            // At the cap itself and the floats around it.
+            let c = cap as f64;
+            for x in [c, f64::from_bits(c.to_bits() - 1), f64::from_bits(c.to_bits() + 1)] {
+                proptest::prop_assert_eq!(exact_from(f64::NAN, || x, &on_part), on_value(x));
+            }
         }
     }
 
     #[test]
     fn exact_from_handles_what_is_not_a_positive_finite_estimate() {
         for estimate in [0.0, -0.0, -3.5, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MIN_POSITIVE / 2.0] {
-            let x = exact_from(estimate, || 9.5, |x| x as u64);
+            let x = exact_from(estimate, || 9.5, |t| t);
             assert_eq!(x, exact_from_by_ends(estimate, || 9.5, |x| x as u64), "{estimate}");
         }
-        assert_eq!(exact_from(2f64.powi(70), || 2f64.powi(70), |x| x as u64), u64::MAX);
+        assert_eq!(exact_from(2f64.powi(70), || 2f64.powi(70), |t| t), u64::MAX);
+        assert_eq!(exact_from(f64::NAN, || f64::NAN, |t| t), 0);
     }
 
     #[test]

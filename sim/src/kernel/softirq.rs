@@ -70,9 +70,10 @@ impl StallParams {
     fn residual_busy(&self, u: f64) -> u64 {
         let (xm, a) = (self.xm, self.alpha);
         let target = u * self.mean_busy;
-        let whole = |r: f64| (r as u64).clamp(1, self.cap);
+        // On the value's integer part, as `rng::exact_from` takes it.
+        let whole = |t: u64| t.clamp(1, self.cap);
         if target <= xm {
-            return whole(target);
+            return whole(target as u64);
         }
         // Each power is `libm`'s, estimated first (see `exact_from`).
         if (a - 1.0).abs() < 1e-9 {
