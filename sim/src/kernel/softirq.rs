@@ -489,6 +489,13 @@ impl RxQueue {
                 break;
             }
         }
+        self.served(ready, t, service, nth)
+    }
+
+    /// The packet `nth`, ready at `ready`, starts at `t` and takes `service`: the queue is busy
+    /// with it until it is done.
+    #[inline(always)]
+    fn served(&mut self, ready: u64, t: u64, service: Duration, nth: u64) -> Admitted {
         let done = t.saturating_add(u64::try_from(service.as_nanos()).unwrap_or(u64::MAX));
         self.free_at = done;
         Admitted {
@@ -517,13 +524,7 @@ impl RxQueue {
                 break;
             }
         }
-        let done = t.saturating_add(u64::try_from(service.as_nanos()).unwrap_or(u64::MAX));
-        self.free_at = done;
-        Admitted {
-            done: Instant::from_nanos(done),
-            stall: (t > ready).then(|| (Instant::from_nanos(ready), Instant::from_nanos(t))),
-            nth,
-        }
+        self.served(ready, t, service, nth)
     }
 }
 
