@@ -22,22 +22,30 @@ pub(crate) struct LossParams {
     bad_ns: f64,
     in_good: f64,
     in_bad: f64,
+    /// No packet can ever be lost: decided once, as every arriving packet asks.
+    lossless: bool,
 }
 
 impl LossParams {
     /// From the `loss_*` knobs.
     pub(crate) fn new(cfg: &KernelConfig) -> LossParams {
-        LossParams {
-            good_ns: cfg.loss_good_spell.as_nanos().max(1) as f64,
-            bad_ns: cfg.loss_bad_spell.as_nanos().max(1) as f64,
-            in_good: cfg.loss_good,
-            in_bad: cfg.loss_bad,
-        }
+        LossParams::with(
+            cfg.loss_good_spell.as_nanos().max(1) as f64,
+            cfg.loss_bad_spell.as_nanos().max(1) as f64,
+            cfg.loss_good,
+            cfg.loss_bad,
+        )
+    }
+
+    /// Mean good and bad spells (nanoseconds) and the loss probability in each.
+    fn with(good_ns: f64, bad_ns: f64, in_good: f64, in_bad: f64) -> LossParams {
+        LossParams { good_ns, bad_ns, in_good, in_bad, lossless: in_good <= 0.0 && in_bad <= 0.0 }
     }
 
     /// True when no packet can ever be lost (then no draws are made at all).
+    #[inline]
     pub(crate) fn is_lossless(&self) -> bool {
-        self.in_good <= 0.0 && self.in_bad <= 0.0
+        self.lossless
     }
 
     /// Share of time spent in the bad state.
@@ -109,7 +117,15 @@ mod tests {
     use crate::kernel::rng::{stream, Purpose};
 
     fn params() -> LossParams {
-        LossParams { good_ns: 1_500_000.0, bad_ns: 100_000.0, in_good: 0.001, in_bad: 0.6 }
+        LossParams::with(1_500_000.0, 100_000.0, 0.001, 0.6)
+    }
+
+    #[test]
+    fn only_zero_loss_in_both_states_is_lossless() {
+        assert!(LossParams::with(1.0, 1.0, 0.0, 0.0).is_lossless());
+        assert!(!LossParams::with(1.0, 1.0, 0.0, 0.5).is_lossless());
+        assert!(!LossParams::with(1.0, 1.0, 0.01, 0.0).is_lossless());
+        assert!(!params().is_lossless());
     }
 
     /// Packets every `gap` from time zero.

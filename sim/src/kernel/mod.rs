@@ -330,9 +330,7 @@ impl Kernel {
                     self.net.backlog(at, pkt, cpu, || Self::flow_of(conns, pkt.conn));
                 }
                 Work::Deliver(pkt) => {
-                    if self.conn(pkt.conn).is_some() {
-                        self.with_conn(at, pkt.conn, |c, cx| c.on_segment(cx, pkt.dir, pkt.seg));
-                    } else {
+                    if self.with_conn(at, pkt.conn, |c, cx| c.on_segment(cx, pkt.dir, pkt.seg)).is_none() {
                         self.net.stats.orphans += 1;
                     }
                 }

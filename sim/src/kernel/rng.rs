@@ -198,25 +198,71 @@ pub(crate) fn chance<R: Rng + ?Sized>(rng: &mut R, p: f64) -> bool {
 /// [`exact_from`] noticing: every libm in use is within a few ulps (1e-15), this is 1e-10.
 const SLACK: f64 = 1e-10;
 
-/// `whole(exact())` without computing `exact` (`libm`'s portable, slow result) when the
-/// platform's fast `estimate` of it already decides: `whole` is non-decreasing, so if it maps
-/// the whole interval `estimate * (1 ± SLACK)` to one value, the exact result (inside that
-/// interval) maps to it too. Otherwise (an integer boundary within 1e-10: about one draw in
-/// 10^5) `exact` is computed. The draws stay bit-for-bit libm's on every machine.
-pub(crate) fn exact_from(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(f64) -> u64) -> u64 {
-    if estimate.is_finite() && estimate > 0.0 {
-        let lo = whole(estimate * (1.0 - SLACK));
-        if lo == whole(estimate * (1.0 + SLACK)) {
-            return lo;
+/// 2^62: below it a truncation is one signed conversion.
+const TWO_POW_62: f64 = (1u64 << 62) as f64;
+
+/// `whole(exact() as u64)` without computing `exact` (`libm`'s portable, slow result) when the
+/// platform's fast `estimate` of it already decides. `whole` maps the value's integer part
+/// (`as u64`: truncated, saturating, NaN 0) to the draw, non-decreasing, so if the whole
+/// interval `estimate * (1 ± SLACK)` has one integer part, or `whole` maps its ends' to one
+/// value, the exact result (inside that interval) maps to it too. Otherwise (an integer
+/// boundary within 1e-10: about one draw in 10^5) `exact` is computed. The draws stay
+/// bit-for-bit libm's on every machine.
+pub(crate) fn exact_from(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(u64) -> u64) -> u64 {
+    // Positive and finite, in one comparison of its bits (zero, negatives, infinities and NaN
+    // fall outside).
+    if estimate.to_bits().wrapping_sub(1) < f64::INFINITY.to_bits() - 1 {
+        let (lo, hi) = (estimate * (1.0 - SLACK), estimate * (1.0 + SLACK));
+        // Nearly every draw: both ends truncate alike, each in one signed conversion (below
+        // 2^62 nothing saturates).
+        if hi < TWO_POW_62 {
+            let t = lo as i64;
+            if t == hi as i64 {
+                return whole(t as u64);
+            }
+        }
+        let w = whole(lo as u64);
+        if w == whole(hi as u64) {
+            return w;
         }
     }
-    whole(exact())
+    whole(exact() as u64)
 }
 
 /// Exponential with the given mean (nanoseconds, rounded down).
 pub(crate) fn exp_ns<R: Rng + ?Sized>(rng: &mut R, mean_ns: f64) -> u64 {
     let u = open_unit(rng);
-    exact_from(-mean_ns * u.ln(), || -mean_ns * libm::log(u), |x| x as u64)
+    exact_from(-mean_ns * ln_estimate(u), || -mean_ns * libm::log(u), |t| t)
+}
+
+/// `ln 2`, rounded to the nearest double.
+const LN_2: f64 = std::f64::consts::LN_2;
+
+/// `ln u` for `u` in `[2^-1022, 1]` to within a few ulps (relative error below 1e-14, far inside
+/// [`exact_from`]'s slack), inline: `u = 2^e m` with `m` in `[√2/2, √2)`, and
+/// `ln m = 2 atanh(s)`, `s = (m - 1) / (m + 1)`, `|s| <= 0.1716`, by its series to `s^17` (the
+/// next term is below 1e-15 of the sum). Nothing near 1 cancels: there `e` is 0. A call of the
+/// platform's `ln` cost twice its instructions, on every free gap a queue draws.
+#[inline]
+fn ln_estimate(u: f64) -> f64 {
+    const SQRT_2_BITS: u64 = 0x3ff6_a09e_667f_3bcd;
+    let bits = u.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let mut m_bits = (bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000;
+    if m_bits > SQRT_2_BITS {
+        // Halve m, count it in the exponent.
+        m_bits -= 1 << 52;
+        e += 1;
+    }
+    let f = f64::from_bits(m_bits) - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let p = 1.0
+        + z * (1.0 / 3.0
+            + z * (1.0 / 5.0
+                + z * (1.0 / 7.0
+                    + z * (1.0 / 9.0 + z * (1.0 / 11.0 + z * (1.0 / 13.0 + z * (1.0 / 15.0 + z * (1.0 / 17.0))))))));
+    e as f64 * LN_2 + 2.0 * s * p
 }
 
 /// Pareto(`xm`, `alpha`) capped at `cap` (nanoseconds), its exponent worked out once: a
@@ -230,6 +276,9 @@ pub(crate) struct Pareto {
     /// `u^e` is two square roots and a few multiplications.
     quarters: Option<i32>,
     cap_ns: u64,
+    /// The least integer part of a value at or above `cap_ns as f64` (that float itself, a
+    /// whole number): a draw at or past it is capped, as `x >= cap_ns as f64` decides.
+    cap_from: u64,
 }
 
 impl Pareto {
@@ -238,20 +287,46 @@ impl Pareto {
         let e = -1.0 / alpha;
         let q = e * 4.0;
         let quarters = (q == q.round() && q.abs() <= 16.0).then_some(q as i32);
-        Pareto { xm_ns, e, quarters, cap_ns }
+        Pareto { xm_ns, e, quarters, cap_ns, cap_from: cap_ns as f64 as u64 }
     }
 
     /// One draw (nanoseconds).
     #[inline]
     pub(crate) fn draw<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
-        let (u, e, cap_ns) = (open_unit(rng), self.e, self.cap_ns);
-        let capped = |x: f64| if x >= cap_ns as f64 { cap_ns } else { x as u64 };
+        let (u, e, cap_ns, cap_from) = (open_unit(rng), self.e, self.cap_ns, self.cap_from);
+        // `if x >= cap_ns as f64 { cap_ns } else { x as u64 }`, from `x`'s integer part.
+        let capped = |t: u64| if t >= cap_from { cap_ns } else { t };
         // `u^e` within a few ulps for the estimate; `libm`'s when it does not decide.
         let estimate = match self.quarters {
-            Some(q) => powi(u.sqrt().sqrt(), q),
+            Some(q) => quarter_power(u, q),
             None => u.powf(e),
         };
         exact_from(self.xm_ns * estimate, || self.xm_ns * libm::pow(u, e), capped)
+    }
+}
+
+/// `u^(q / 4)` within a few ulps, `u` in `(0, 1]`, `|q| <= 16`: `u` to the whole part of
+/// `|q| / 4` times the quarter powers left (square roots), inverted if `q < 0` (alpha 0.8's
+/// `q = -5` is `1 / (u * u^(1/4))`, without a loop).
+#[inline]
+fn quarter_power(u: f64, q: i32) -> f64 {
+    let n = q.unsigned_abs();
+    let half = u.sqrt();
+    let rest = match n & 3 {
+        0 => 1.0,
+        1 => half.sqrt(),
+        2 => half,
+        _ => half * half.sqrt(),
+    };
+    let y = match n >> 2 {
+        0 => rest,
+        1 => u * rest,
+        k => powi(u, k as i32) * rest,
+    };
+    if q < 0 {
+        1.0 / y
+    } else {
+        y
     }
 }
 
@@ -380,12 +455,121 @@ mod tests {
             }
             r = a;
         }
+        // The inline logarithm: edges, the halving boundary and the draws' whole range.
+        let mut v = stream(11, Purpose::Stall, 0, 0);
+        let sqrt2 = std::f64::consts::SQRT_2;
+        let edges = [1.0, 0.5, 0.25, 1.0 - 1e-16, f64::MIN_POSITIVE, 2f64.powi(-54), sqrt2 / 2.0, sqrt2 / 4.0];
+        let near = (-60..0).flat_map(|k| {
+            let b = sqrt2 * 2f64.powi(k);
+            [b, f64::from_bits(b.to_bits() - 1), f64::from_bits(b.to_bits() + 1)]
+        });
+        // Uniform draws, and their powers to reach down to 2^-54 as often as near 1.
+        let draws: Vec<f64> = (0..1_000_000).map(|i| open_unit(&mut v).powi(1 + i % 8)).collect();
+        for u in edges.into_iter().chain(near).chain(draws) {
+            let (fast, slow) = (ln_estimate(u), libm::log(u));
+            let err = if slow == 0.0 { fast.abs() } else { (fast / slow - 1.0).abs() };
+            // Measured worst: 1.1e-15.
+            assert!(err < 1e-14, "ln {u}: {fast} against {slow}");
+        }
+        for q in -16..=16 {
+            for i in 1..=1_000u32 {
+                let u = f64::from(i) / 1_000.0 * if i % 2 == 0 { 1.0 } else { 1e-15 };
+                let (fast, slow) = (quarter_power(u, q), libm::pow(u, f64::from(q) / 4.0));
+                assert!((fast / slow - 1.0).abs() < 1e-14, "{u}^({q}/4): {fast} against {slow}");
+            }
+        }
         // At an integer boundary the estimate cannot decide: the exact value is used.
-        assert_eq!(exact_from(7.0, || 6.999_999_999_999_999, |x| x as u64), 6);
-        assert_eq!(exact_from(f64::NAN, || 3.5, |x| x as u64), 3);
+        assert_eq!(exact_from(7.0, || 6.999_999_999_999_999, |t| t), 6);
+        assert_eq!(exact_from(f64::NAN, || 3.5, |t| t), 3);
         for (x, n) in [(0.7f64, -5), (1.3, 4), (0.9, 0), (2.0, -16), (0.5, 7)] {
             assert!((powi(x, n) / x.powi(n) - 1.0).abs() < 1e-14, "{x}^{n}");
         }
+    }
+
+    /// The first `exact_from`: the ends of the interval through `whole`, the finite check in
+    /// full, both conversions saturating.
+    fn exact_from_by_ends(estimate: f64, exact: impl FnOnce() -> f64, whole: impl Fn(f64) -> u64) -> u64 {
+        if estimate.is_finite() && estimate > 0.0 {
+            let lo = whole(estimate * (1.0 - SLACK));
+            if lo == whole(estimate * (1.0 + SLACK)) {
+                return lo;
+            }
+        }
+        whole(exact())
+    }
+
+    /// The shapes of `whole` the callers use, on the value (as they were written) and on its
+    /// integer part (as `exact_from` takes them): truncation, a cap (`Pareto::draw`), a clamp
+    /// (`residual_busy`).
+    fn shapes(pick: u8, cap: u64) -> (impl Fn(f64) -> u64, impl Fn(u64) -> u64) {
+        let cap_from = Pareto::new(1.0, 1.0, cap).cap_from;
+        let on_value = move |x: f64| match pick {
+            0 => x as u64,
+            1 => {
+                if x >= cap as f64 {
+                    cap
+                } else {
+                    x as u64
+                }
+            }
+            _ => (x as u64).clamp(1, cap),
+        };
+        let on_part = move |t: u64| match pick {
+            0 => t,
+            1 => {
+                if t >= cap_from {
+                    cap
+                } else {
+                    t
+                }
+            }
+            _ => t.clamp(1, cap),
+        };
+        (on_value, on_part)
+    }
+
+    proptest::proptest! {
+        /// `exact_from` decides as the interval's ends through `whole` on the value do, for
+        /// every shape of `whole` its callers use, caps a float holds exactly and caps it rounds
+        /// up or down, estimates from tiny to past 2^64, near integers and not, and exact values
+        /// anywhere in the interval.
+        #[test]
+        fn exact_from_decides_as_the_ends_do(
+            mantissa in 0.0f64..1.0,
+            scale in -20i32..70,
+            near in proptest::bool::ANY,
+            off in -2.0f64..2.0,
+            pick in 0u8..3,
+            cap_pick in 0usize..5,
+        ) {
+            let cap = [1 << 40, (1 << 53) + 1, (1 << 54) + 3, (1 << 62) + 1, u64::MAX][cap_pick];
+            let mut estimate = mantissa * 2f64.powi(scale);
+            if near {
+                // Within the slack of an integer, where the estimate cannot decide.
+                estimate = estimate.round() * (1.0 + off * SLACK);
+            }
+            let exact = estimate * (1.0 + off * 0.4 * SLACK);
+            let (on_value, on_part) = shapes(pick, cap);
+            proptest::prop_assert_eq!(
+                exact_from(estimate, || exact, &on_part),
+                exact_from_by_ends(estimate, || exact, &on_value)
+            );
+            // At the cap itself and the floats around it.
+            let c = cap as f64;
+            for x in [c, f64::from_bits(c.to_bits() - 1), f64::from_bits(c.to_bits() + 1)] {
+                proptest::prop_assert_eq!(exact_from(f64::NAN, || x, &on_part), on_value(x));
+            }
+        }
+    }
+
+    #[test]
+    fn exact_from_handles_what_is_not_a_positive_finite_estimate() {
+        for estimate in [0.0, -0.0, -3.5, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MIN_POSITIVE / 2.0] {
+            let x = exact_from(estimate, || 9.5, |t| t);
+            assert_eq!(x, exact_from_by_ends(estimate, || 9.5, |x| x as u64), "{estimate}");
+        }
+        assert_eq!(exact_from(2f64.powi(70), || 2f64.powi(70), |t| t), u64::MAX);
+        assert_eq!(exact_from(f64::NAN, || f64::NAN, |t| t), 0);
     }
 
     #[test]

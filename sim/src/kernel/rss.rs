@@ -35,16 +35,42 @@ impl Rss {
     /// The flow's 32-bit RSS hash (the NIC hands it to the kernel as `skb->hash`).
     pub(crate) fn hash(&self, src: u32, src_port: u16, dst: u32, dst_port: u16) -> u32 {
         let ip = |h: u32| 0x0a00_0000u32 | (h & 0x00ff_ffff);
-        let mut input = [0u8; 12];
-        input[0..4].copy_from_slice(&ip(src).to_be_bytes());
-        input[4..8].copy_from_slice(&ip(dst).to_be_bytes());
-        input[8..10].copy_from_slice(&src_port.to_be_bytes());
-        input[10..12].copy_from_slice(&dst_port.to_be_bytes());
-        toeplitz(&self.key, &input)
+        toeplitz_words(&self.key, [ip(src), ip(dst), u32::from(src_port) << 16 | u32::from(dst_port)])
     }
 }
 
-/// The Toeplitz hash (Microsoft RSS specification) of `input` under `key`.
+/// The Toeplitz hash of the 12-byte input whose big-endian 32-bit words are `words`: what
+/// [`toeplitz`] gives for those bytes, a word at a time (one step per set input bit, against a
+/// step per set bit and per byte, twice as many instructions; it is linear in the input bits).
+fn toeplitz_words(key: &[u8; 40], words: [u32; 3]) -> u32 {
+    let mut result = 0u32;
+    for (j, word) in words.into_iter().enumerate() {
+        // Input bit `k` of word `j` (from the most significant) takes key bits
+        // `32 j + k .. 32 j + k + 32`: the top half of this window shifted left by `k`.
+        let at = 4 * j;
+        let window = u64::from_be_bytes([
+            key[at],
+            key[at + 1],
+            key[at + 2],
+            key[at + 3],
+            key[at + 4],
+            key[at + 5],
+            key[at + 6],
+            key[at + 7],
+        ]);
+        let mut bits = word;
+        while bits != 0 {
+            let k = 31 - bits.trailing_zeros();
+            result ^= ((window << k) >> 32) as u32;
+            bits &= bits - 1;
+        }
+    }
+    result
+}
+
+/// The Toeplitz hash (Microsoft RSS specification) of `input` under `key`, a byte at a time:
+/// the reference [`toeplitz_words`] is checked against.
+#[cfg(test)]
 fn toeplitz(key: &[u8; 40], input: &[u8]) -> u32 {
     let mut result = 0u32;
     // The 32-bit key window slides left one bit per input bit; keep 64 bits loaded.
@@ -88,6 +114,34 @@ mod tests {
         input.extend_from_slice(&2794u16.to_be_bytes());
         input.extend_from_slice(&1766u16.to_be_bytes());
         assert_eq!(toeplitz(&key, &input), 0x51cc_c178);
+        let word = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap());
+        assert_eq!(toeplitz_words(&key, [word(&input[0..4]), word(&input[4..8]), word(&input[8..12])]), 0x51cc_c178);
+    }
+
+    proptest::proptest! {
+        /// The word-at-a-time hash is the byte-at-a-time one, for any key and 4-tuple.
+        #[test]
+        fn the_hash_by_words_is_the_hash_by_bytes(
+            key in proptest::array::uniform32(proptest::num::u8::ANY),
+            tail in proptest::array::uniform8(proptest::num::u8::ANY),
+            src: u32, dst: u32, src_port: u16, dst_port: u16,
+        ) {
+            let mut k = [0u8; 40];
+            k[..32].copy_from_slice(&key);
+            k[32..].copy_from_slice(&tail);
+            let rss = Rss { key: k, queues: 8 };
+            let ip = |h: u32| (0x0a00_0000u32 | (h & 0x00ff_ffff)).to_be_bytes();
+            let mut input = Vec::new();
+            input.extend_from_slice(&ip(src));
+            input.extend_from_slice(&ip(dst));
+            input.extend_from_slice(&src_port.to_be_bytes());
+            input.extend_from_slice(&dst_port.to_be_bytes());
+            proptest::prop_assert_eq!(rss.hash(src, src_port, dst, dst_port), toeplitz(&k, &input));
+            // Any words, not only the 10.x.y.z addresses the hosts stand for.
+            let raw = [src.to_be_bytes(), dst.to_be_bytes(), (u32::from(src_port) << 16 | u32::from(dst_port)).to_be_bytes()];
+            let ports = u32::from(src_port) << 16 | u32::from(dst_port);
+            proptest::prop_assert_eq!(toeplitz_words(&k, [src, dst, ports]), toeplitz(&k, &raw.concat()));
+        }
     }
 
     #[test]

@@ -70,9 +70,10 @@ impl StallParams {
     fn residual_busy(&self, u: f64) -> u64 {
         let (xm, a) = (self.xm, self.alpha);
         let target = u * self.mean_busy;
-        let whole = |r: f64| (r as u64).clamp(1, self.cap);
+        // On the value's integer part, as `rng::exact_from` takes it.
+        let whole = |t: u64| t.clamp(1, self.cap);
         if target <= xm {
-            return whole(target);
+            return whole(target as u64);
         }
         // Each power is `libm`'s, estimated first (see `exact_from`).
         if (a - 1.0).abs() < 1e-9 {
@@ -319,7 +320,18 @@ impl RxQueue {
     /// Offer a packet costing `cost` arriving at `arrival` in `via`: through the load-dependent
     /// model when it is on, else [`RxQueue::admit`]. `None`: its ring or backlog was full and
     /// it was dropped.
+    #[inline]
     pub(crate) fn offer(&mut self, arrival: Instant, cost: Duration, p: &StallParams, via: Via) -> Option<Admitted> {
+        if self.rare.is_none() {
+            return Some(self.admit_plain(arrival, cost, p));
+        }
+        self.offer_rare(arrival, cost, p, via)
+    }
+
+    /// [`RxQueue::offer`] to a queue with scripts, kicks, the load-dependent model or 2^32
+    /// arrivals behind it.
+    #[inline(never)]
+    fn offer_rare(&mut self, arrival: Instant, cost: Duration, p: &StallParams, via: Via) -> Option<Admitted> {
         let Some(mut l) = self.take_loaded() else {
             return Some(self.admit(arrival, cost, p));
         };
@@ -431,7 +443,19 @@ impl RxQueue {
     }
 
     /// Generate busy periods until the current one ends after `t`.
+    #[inline(always)]
     fn advance(&mut self, t: u64, p: &StallParams) {
+        // Most packets land before the current busy period ends (or stalls are off: it never
+        // does), where there is nothing to generate: the loop's set-up is then not paid.
+        if t < self.busy_end {
+            return;
+        }
+        self.advance_past(t, p);
+    }
+
+    /// [`RxQueue::advance`] when `t` is at or after the current busy period's end.
+    #[inline(never)]
+    fn advance_past(&mut self, t: u64, p: &StallParams) {
         if p.mean_gap.is_none() {
             return;
         }
@@ -441,6 +465,43 @@ impl RxQueue {
         }
         while self.busy_end <= t && u64::from(self.periods) < PERIOD_CAP {
             self.next_period(p);
+        }
+    }
+
+    /// [`RxQueue::admit`] for a queue with nothing rare (no scripts, no kicks, arrivals below
+    /// 2^32 - 1): the same result without looking for them (most runs, every packet).
+    #[inline(always)]
+    fn admit_plain(&mut self, arrival: Instant, service: Duration, p: &StallParams) -> Admitted {
+        debug_assert!(self.rare.is_none());
+        if self.arrivals == u32::MAX {
+            // The count wraps: it needs `rare`.
+            return self.admit(arrival, service, p);
+        }
+        let nth = u64::from(self.arrivals);
+        self.arrivals += 1;
+        let ready = arrival.as_nanos().max(self.free_at);
+        let mut t = ready;
+        loop {
+            self.advance(t, p);
+            if self.busy_start <= t && t < self.busy_end {
+                t = self.busy_end;
+            } else {
+                break;
+            }
+        }
+        self.served(ready, t, service, nth)
+    }
+
+    /// The packet `nth`, ready at `ready`, starts at `t` and takes `service`: the queue is busy
+    /// with it until it is done.
+    #[inline(always)]
+    fn served(&mut self, ready: u64, t: u64, service: Duration, nth: u64) -> Admitted {
+        let done = t.saturating_add(u64::try_from(service.as_nanos()).unwrap_or(u64::MAX));
+        self.free_at = done;
+        Admitted {
+            done: Instant::from_nanos(done),
+            stall: (t > ready).then(|| (Instant::from_nanos(ready), Instant::from_nanos(t))),
+            nth,
         }
     }
 
@@ -463,13 +524,7 @@ impl RxQueue {
                 break;
             }
         }
-        let done = t.saturating_add(u64::try_from(service.as_nanos()).unwrap_or(u64::MAX));
-        self.free_at = done;
-        Admitted {
-            done: Instant::from_nanos(done),
-            stall: (t > ready).then(|| (Instant::from_nanos(ready), Instant::from_nanos(t))),
-            nth,
-        }
+        self.served(ready, t, service, nth)
     }
 }
 
@@ -596,6 +651,36 @@ mod tests {
         let s = Duration::from_micros(1);
         let nth: Vec<u64> = (0..3).map(|i| q.admit(Instant::from_nanos(i * 10_000), s, &p).nth).collect();
         assert_eq!(nth, [u64::from(u32::MAX), 1 << 32, (1 << 32) + 1]);
+    }
+
+    proptest::proptest! {
+        /// A queue with nothing rare admits through the plain path exactly as through the
+        /// general one: the same completions, stalls, indexes and state after, under stalls
+        /// frequent or not, and across the arrival count's wrap past 2^32.
+        #[test]
+        fn the_plain_admission_is_the_general_one(
+            gap_us in 20u64..2_000,
+            seed in 0u64..1_000,
+            near_wrap in proptest::bool::ANY,
+            steps in proptest::collection::vec((0u64..400_000, 0u64..30_000), 1..200),
+        ) {
+            let p = reseeded(params(gap_us), seed);
+            let (mut plain, mut general) = (RxQueue::new(&p, 3, 1), RxQueue::new(&p, 3, 1));
+            if near_wrap {
+                plain.arrivals = u32::MAX - 3;
+                general.arrivals = u32::MAX - 3;
+            }
+            let mut at = 0u64;
+            for (step, cost) in steps {
+                at += step;
+                let (arrival, service) = (Instant::from_nanos(at), Duration::from_nanos(cost));
+                let a = plain.offer(arrival, service, &p, Via::Ring).expect("no ring to overflow");
+                let b = general.admit(arrival, service, &p);
+                proptest::prop_assert_eq!(a, b);
+                let state = |q: &RxQueue| (q.free_at, q.busy_start, q.busy_end, q.drawn, q.arrivals, q.periods);
+                proptest::prop_assert_eq!(state(&plain), state(&general));
+            }
+        }
     }
 
     #[test]
