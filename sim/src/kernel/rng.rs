@@ -194,15 +194,16 @@ pub(crate) fn chance<R: Rng + ?Sized>(rng: &mut R, p: f64) -> bool {
     }
 }
 
-/// How far (relatively) the platform's `ln`/`powf` may stray from `libm`'s without
-/// [`exact_from`] noticing: every libm in use is within a few ulps (1e-15), this is 1e-10.
+/// How far (relatively) a fast estimate ([`ln_estimate`], `quarter_power`, the platform's
+/// `powf`) may stray from `libm`'s without [`exact_from`] noticing: each is within a few ulps
+/// (1e-15), this is 1e-10.
 const SLACK: f64 = 1e-10;
 
 /// 2^62: below it a truncation is one signed conversion.
 const TWO_POW_62: f64 = (1u64 << 62) as f64;
 
 /// `whole(exact() as u64)` without computing `exact` (`libm`'s portable, slow result) when the
-/// platform's fast `estimate` of it already decides. `whole` maps the value's integer part
+/// fast `estimate` of it already decides. `whole` maps the value's integer part
 /// (`as u64`: truncated, saturating, NaN 0) to the draw, non-decreasing, so if the whole
 /// interval `estimate * (1 ± SLACK)` has one integer part, or `whole` maps its ends' to one
 /// value, the exact result (inside that interval) maps to it too. Otherwise (an integer
