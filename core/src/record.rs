@@ -294,20 +294,20 @@ mod tests {
             }
         }
 
+        /// The take written plainly: the next index on the connection, its source looked up
+        /// (and, streaming, removed, with the counters forgotten once all sent were taken).
         fn taken(&mut self, conn: Option<u64>, mut msg: TakenMsg) -> (TakenMsg, Option<SentMsg>) {
-            let mut all_taken = false;
-            msg.conn = conn.map(|k| {
-                let (sent, taken) = self.counts.entry(k).or_insert((0, 0));
-                *taken += 1;
-                all_taken = sent == taken;
-                (k, *taken - 1)
-            });
-            if !self.streaming {
-                let source = msg.conn.and_then(|key| self.sent.get(&key)).cloned();
-                return (msg, source);
-            }
-            let source = msg.conn.and_then(|key| self.sent.remove(&key));
-            if let (Some(k), true) = (conn, all_taken) {
+            let Some(k) = conn else { return (msg, None) };
+            let counts = self.counts.entry(k).or_default();
+            let index = counts.1;
+            counts.1 += 1;
+            let forget = counts.0 == counts.1;
+            msg.conn = Some((k, index));
+            let source = match self.streaming {
+                false => self.sent.get(&(k, index)).cloned(),
+                true => self.sent.remove(&(k, index)),
+            };
+            if self.streaming && forget {
                 self.counts.remove(&k);
             }
             (msg, source)
