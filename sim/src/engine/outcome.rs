@@ -274,7 +274,7 @@ macro_rules! trace_line {
 }
 pub(crate) use trace_line;
 
-/// Collects trace lines when enabled; costs nothing otherwise (through [`trace_line!`]).
+/// Collects trace lines when enabled; costs nothing otherwise (through the `trace_line!` macro).
 pub struct TraceSink {
     lines: Option<Vec<(Instant, String)>>,
 }
