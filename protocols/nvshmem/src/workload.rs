@@ -258,15 +258,18 @@ pub fn allgather_slice(seed: u64, index: u32, from: u32, len: usize) -> Vec<u8> 
     slice
 }
 
+/// The first input of an allgather slice's [`key`] (what tells its bytes from other data's).
+const ALLGATHER_KEY: u64 = 3;
+
 /// [`allgather_slice`], appended to `out`.
 fn allgather_slice_into(seed: u64, index: u32, from: u32, len: usize, out: &mut Vec<u8>) {
-    bytes_into(key(seed, 3, u64::from(index), u64::from(from)), len, out);
+    bytes_into(key(seed, ALLGATHER_KEY, u64::from(index), u64::from(from)), len, out);
 }
 
 /// [`allgather_slice_into`] of the `index`-th operation for any rank, its key's common part
 /// made once (a rank makes every peer's slice twice: to check it, then in its result).
 fn allgather_slices(seed: u64, index: u32, len: usize) -> Chunks {
-    let prefix = key_prefix(seed, 3, u64::from(index));
+    let prefix = key_prefix(seed, ALLGATHER_KEY, u64::from(index));
     Arc::new(move |from, out| bytes_into(mix(prefix ^ u64::from(from)), len, out))
 }
 
