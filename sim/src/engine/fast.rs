@@ -23,7 +23,7 @@ use super::outcome::{trace_line, Node, Outcome, TraceSink};
 use super::work_guard::WorkGuard;
 use crate::case::Case;
 use crate::explore::schedule::{CheckInName, ConnName};
-use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId};
+use crate::kernel::{EventKind, HostId, Kernel, KernelEvent, ListenerId, ReadOutcome, SockId, SockToken};
 use crate::oracle::{Finding, Verdict};
 use crate::spare::{emptied, emptied_within};
 use crate::words::{host_addr, kernel_line, ConnRef};
@@ -43,9 +43,6 @@ fn addr_host(addr: SocketAddr) -> Option<(u32, u16)> {
         SocketAddr::V6(_) => None,
     }
 }
-
-/// The socket ids the owners' window spans (most sockets live briefly: a connection per message).
-const SOCKETS: usize = 1 << 14;
 
 /// The connection ids each node's window of sockets spans (a rank has a few connections open
 /// at a time besides its long-lived ones).
@@ -67,8 +64,8 @@ enum Timer {
     DrainDeadline { sock: SockId },
     /// The application's accept() on this listener gets the CPU time it needed.
     Accept { l: ListenerId },
-    /// The application's read() on this socket gets the CPU time it needed.
-    Read { sock: SockId },
+    /// The application's read() on this socket (`node`'s `conn`) gets the CPU time it needed.
+    Read { sock: SockId, node: Node, conn: ConnId },
 }
 
 struct Dialing {
@@ -142,9 +139,9 @@ struct World<'a, P: Protocol> {
     ranks: Vec<P::Node>,
     /// The ports of the protocol's rank-to-rank listeners (the ones `accept=` orders).
     peer_ports: bootsim_core::seam::PeerPorts,
-    /// Each node's sockets by its own connection id, by [`slot`].
+    /// Each node's sockets by its own connection id, by [`slot`]; the other way, each socket's
+    /// kernel token names its node and connection ([`token`]), returned with its events.
     sock_of: Vec<IdTable<SockId, NODE_CONNS>>,
-    owner: IdTable<(Node, ConnId), SOCKETS>,
     listeners: FxHashMap<(Node, Key<P>), ListenerId>,
     listener_owner: FxHashMap<ListenerId, (Node, Key<P>)>,
     pending_accept: FxHashMap<ListenerId, ConnId>,
@@ -159,11 +156,9 @@ struct World<'a, P: Protocol> {
     retry: RetryPolicy,
     out: Outcome,
     sink: TraceSink,
-    /// The read buffer the kernel fills (`read_all`).
-    buf: Vec<u8>,
     /// The write buffer the state machines fill (`poll_output`).
     tx: Vec<u8>,
-    /// Buffers of received bytes already handed to their node, reused by `read_all` so a frame
+    /// Buffers of received bytes already handed to their node, reused by `read_owned` so a frame
     /// received costs no allocation.
     spare: Vec<Vec<u8>>,
     remaining: usize,
@@ -186,12 +181,11 @@ struct AppCpu {
     started: BTreeSet<Timer>,
 }
 
-/// The size of the buffer sockets are read into (a read returns at most this much).
+/// The most bytes one read takes (a read buffer's size: a frame longer is read in pieces).
 const READ_BUF: usize = 64 << 10;
 
 /// The engine's own tables of this thread's last run, emptied, with their room (a 2-rank run
-/// grew them from nothing), and its read buffer (zeroing a fresh 64 KiB per run was an eighth
-/// of a 2-rank run's instructions; only the bytes a read returns are ever looked at).
+/// grew them from nothing).
 #[derive(Default)]
 struct Spare {
     pending_accept: FxHashMap<ListenerId, ConnId>,
@@ -200,7 +194,6 @@ struct Spare {
     timers: Vec<Reverse<(Instant, u64, Timer)>>,
     tx: Vec<u8>,
     spare: Vec<Vec<u8>>,
-    buf: Vec<u8>,
 }
 
 /// The largest write buffer kept for the next run (a message can be 64 MiB).
@@ -209,15 +202,6 @@ const SPARE_TX_BYTES: usize = 1 << 20;
 thread_local! {
     /// What this thread's last run left ([`Spare`]).
     static SPARE: std::cell::Cell<Option<Spare>> = const { std::cell::Cell::new(None) };
-}
-
-/// A read buffer of [`READ_BUF`] bytes: `buf` if it is one, else a new one.
-fn read_buf(buf: Vec<u8>) -> Vec<u8> {
-    if buf.len() == READ_BUF {
-        buf
-    } else {
-        vec![0u8; READ_BUF]
-    }
 }
 
 /// Runs a case of `protocol` (its `variant` and `workload`) on the fast engine; `trace` keeps
@@ -246,7 +230,6 @@ where
         ranks,
         peer_ports: bootsim_core::seam::PeerPorts::of::<Key<P>>(),
         sock_of: (0..=n).map(|_| IdTable::default()).collect(),
-        owner: IdTable::default(),
         listeners: FxHashMap::default(),
         listener_owner: FxHashMap::default(),
         pending_accept: spare.pending_accept,
@@ -265,7 +248,6 @@ where
             Outcome::streaming(n as usize, Box::new(protocol.judge(&setup)))
         },
         sink: TraceSink::new(trace),
-        buf: read_buf(spare.buf),
         tx: spare.tx,
         spare: spare.spare,
         remaining: n as usize + 1,
@@ -361,7 +343,6 @@ impl<P: Protocol> World<'_, P> {
             timers: emptied(std::mem::take(&mut self.timers).into_vec()),
             tx: emptied_within(std::mem::take(&mut self.tx), SPARE_TX_BYTES),
             spare: std::mem::take(&mut self.spare),
-            buf: std::mem::take(&mut self.buf),
         }));
         self.out
     }
@@ -399,9 +380,11 @@ impl<P: Protocol> World<'_, P> {
                 self.app.started.remove(&timer);
                 self.try_accept(l);
             }
-            Timer::Read { sock } => {
+            Timer::Read { sock, node, conn } => {
                 self.app.started.remove(&timer);
-                self.read_all(sock);
+                if self.kernel.token(sock) == Some(token(node, conn)) {
+                    self.read_owned(sock, node, conn);
+                }
             }
             Timer::DrainDeadline { sock } => {
                 if let Some(d) = self.drains.remove(&sock) {
@@ -586,7 +569,6 @@ impl<P: Protocol> World<'_, P> {
             Effect::Close { conn } => {
                 if let Some(sock) = self.sock_of[slot(node)].remove(conn.0) {
                     self.charge_syscall(node);
-                    self.owner.remove(sock.0);
                     self.kernel.close(now, sock);
                     trace_line!(self.sink, now, name, "close {}", local(conn, sock));
                 }
@@ -639,8 +621,7 @@ impl<P: Protocol> World<'_, P> {
 
     /// NVSHMEM's connect retry (one state machine in core for every driver): redial after
     /// its pause, or report the connect failed.
-    fn connect_failed(&mut self, sock: SockId, kind: &EventKind) {
-        let Some((node, conn)) = self.owner.get(sock.0) else { return };
+    fn connect_failed(&mut self, node: Node, conn: ConnId, kind: &EventKind) {
         let Some(d) = self.dialing.get_mut(&(node, conn)) else { return };
         match on_connect_event(&mut d.retry, self.now, kind) {
             Some(Redial::At(at)) => self.schedule(at, Timer::Retry { node, conn }),
@@ -655,13 +636,13 @@ impl<P: Protocol> World<'_, P> {
             self.work.push_back((node, OwnedInput::ConnectFailed { conn, reason: format!("no route to {addr}") }));
             return;
         };
+        // The old socket's later events (a stale refusal or timeout) are no longer this conn's.
         if let Some(old) = self.sock_of[slot(node)].remove(conn.0) {
-            self.owner.remove(old.0);
+            self.kernel.set_token(old, None);
         }
-        let sock = self.kernel.connect(now, HostId(Self::host(node)), HostId(to), port);
+        let sock = self.kernel.connect_with(now, HostId(Self::host(node)), HostId(to), port, Some(token(node, conn)));
         trace_line!(self.sink, now, node_name(node), "connect {} to {addr}", local(conn, sock));
         self.sock_of[slot(node)].insert(conn.0, sock);
-        self.owner.insert(sock.0, (node, conn));
         if let Some(&name) = self.names.by_conn.get(&(node, conn)) {
             self.names.by_kconn.insert(sock.conn(), name);
         }
@@ -714,30 +695,33 @@ impl<P: Protocol> World<'_, P> {
         }
         self.pending_accept.remove(&l);
         self.sock_of[slot(node)].insert(conn.0, sock);
-        self.owner.insert(sock.0, (node, conn));
+        self.kernel.set_token(sock, Some(token(node, conn)));
         let from = host_addr(flow.client.0, flow.client_port);
         trace_line!(self.sink, self.now, node_name(node), "accept {} from {from}", local(conn, sock));
         self.work.push_back((node, OwnedInput::Accepted { conn, from }));
         self.read_owned(sock, node, conn);
     }
 
-    /// Reads everything readable on an owned socket and queues it for its node.
-    fn read_all(&mut self, sock: SockId) {
-        if let Some((node, conn)) = self.owner.get(sock.0) {
-            self.read_owned(sock, node, conn);
-        }
+    /// The node and connection `sock` is, from its kernel token (looked up only for the
+    /// events that need it: a drain's `AllAcked` does not).
+    fn owner(&self, sock: SockId) -> Option<(Node, ConnId)> {
+        self.kernel.token(sock).map(owner_of)
     }
 
-    /// [`World::read_all`] on a socket whose owner is known (`node`'s `conn`): one lookup of
-    /// the owners' table a readable event, not two.
+    /// Reads everything readable on `node`'s socket `sock` (its `conn`) and queues it for it.
     fn read_owned(&mut self, sock: SockId, node: Node, conn: ConnId) {
         loop {
-            match self.kernel.read(sock, &mut self.buf) {
-                ReadOutcome::Data(n) => {
-                    let mut bytes = self.spare.pop().unwrap_or_default();
-                    bytes.extend_from_slice(&self.buf[..n]);
-                    self.work.push_back((node, OwnedInput::Received { conn, bytes }));
-                }
+            // The kernel appends to the buffer handed on, and says what is left: no copy out of
+            // a read buffer, no last read only to learn it would block.
+            let mut bytes = self.spare.pop().unwrap_or_default();
+            let (n, next) = self.kernel.read_append(sock, &mut bytes, READ_BUF);
+            if n > 0 {
+                self.work.push_back((node, OwnedInput::Received { conn, bytes }));
+            } else if bytes.capacity() > 0 {
+                self.spare.push(bytes);
+            }
+            match next {
+                ReadOutcome::Data(_) => {}
                 ReadOutcome::WouldBlock => return,
                 ReadOutcome::Eof | ReadOutcome::Reset => {
                     self.work.push_back((node, OwnedInput::PeerClosed { conn }));
@@ -759,13 +743,17 @@ impl<P: Protocol> World<'_, P> {
             }
             match kind {
                 EventKind::Connected { sock } => {
-                    if let Some((node, conn)) = self.owner.get(sock.0) {
+                    if let Some((node, conn)) = self.owner(sock) {
                         self.dialing.remove(&(node, conn));
                         trace_line!(self.sink, at, node_name(node), "connected {}", local(conn, sock));
                         self.work.push_back((node, OwnedInput::Connected { conn }));
                     }
                 }
-                EventKind::Refused { sock } | EventKind::ConnectTimedOut { sock } => self.connect_failed(sock, &kind),
+                EventKind::Refused { sock } | EventKind::ConnectTimedOut { sock } => {
+                    if let Some((node, conn)) = self.owner(sock) {
+                        self.connect_failed(node, conn, &kind);
+                    }
+                }
                 EventKind::Acceptable { listener } => {
                     let waiting = self.pending_accept.contains_key(&listener);
                     match self.listener_owner.get(&listener).copied() {
@@ -774,8 +762,8 @@ impl<P: Protocol> World<'_, P> {
                     }
                 }
                 EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
-                    if let Some((node, conn)) = self.owner.get(sock.0) {
-                        if self.syscall(node, Timer::Read { sock }) {
+                    if let Some((node, conn)) = self.owner(sock) {
+                        if self.syscall(node, Timer::Read { sock, node, conn }) {
                             self.read_owned(sock, node, conn);
                         }
                     }
@@ -801,6 +789,20 @@ fn slot(node: Node) -> usize {
         Node::Root => 0,
         Node::Rank(r) => r as usize + 1,
     }
+}
+
+/// The kernel token of `node`'s connection `conn`'s socket: its [`slot`] and the connection.
+fn token(node: Node, conn: ConnId) -> SockToken {
+    SockToken((slot(node) as u128) << 64 | u128::from(conn.0))
+}
+
+/// The node and connection a [`token`] names.
+fn owner_of(t: SockToken) -> (Node, ConnId) {
+    let node = match (t.0 >> 64) as u32 {
+        0 => Node::Root,
+        s => Node::Rank(s - 1),
+    };
+    (node, ConnId(t.0 as u64))
 }
 
 fn node_name(node: Node) -> Node {

@@ -1,9 +1,10 @@
 //! A map from numbered things to what the fast engine keeps for each, fitted to how they are
-//! numbered: kernel sockets (two per connection) and a node's own connections are numbered as
-//! they are made, most live briefly, a few (a ring's) for the whole run. The recent ones sit in
-//! a window indexed by number (an index where a hash lookup ran on every packet's read and every
-//! write); one that stays open while `WINDOW` newer ones are made moves to a hash map, so memory
-//! follows what is open, not everything the run ever made (2.2 M sockets at 1024 ranks).
+//! numbered: a node's own connections (its sockets by connection) are numbered as they are
+//! made, most live briefly, a few (a ring's) for the whole run. The recent ones sit in a window
+//! indexed by number (an index where a hash lookup ran on every write); one that stays open
+//! while `WINDOW` newer ones are made moves to a hash map, so memory follows what is open, not
+//! everything the run ever made. (A socket's owner needs no map: the kernel returns it, the
+//! socket's token, with each event.)
 
 use std::collections::VecDeque;
 

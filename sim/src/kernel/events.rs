@@ -68,6 +68,12 @@ impl fmt::Display for SockId {
     }
 }
 
+/// The application's own value for one of its sockets (epoll's `data`): given at `connect` or
+/// after `accept`, returned with each application event about that socket, so a driver finds
+/// what the socket is to it without a table of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SockToken(pub u128);
+
 /// A connection's 4-tuple: the connecting host and its ephemeral port, the listening host and port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Flow {
@@ -342,6 +348,20 @@ impl EventKind {
                 | EventKind::AllAcked { .. }
                 | EventKind::Aborted { .. }
         )
+    }
+}
+
+impl EventKind {
+    /// The socket an application event is about (every one but a listener's `Acceptable`).
+    pub fn app_sock(&self) -> Option<SockId> {
+        match *self {
+            EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::AllAcked { sock } => Some(sock),
+            EventKind::Connected { sock } | EventKind::Refused { sock } | EventKind::ConnectTimedOut { sock } => {
+                Some(sock)
+            }
+            EventKind::Reset { sock } | EventKind::Aborted { sock } => Some(sock),
+            _ => None,
+        }
     }
 }
 

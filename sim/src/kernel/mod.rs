@@ -30,13 +30,14 @@ mod wheel;
 #[cfg(test)]
 mod tests;
 
+use rustc_hash::FxHashMap;
 use std::time::Duration;
 
 use bootsim_core::Instant;
 
 pub use config::{CpuConfig, KernelConfig, KnobError, LoadConfig, ScriptedStall, StallAt, UnknownProfile, PROFILES};
 pub use events::{
-    Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, ListenerId, Overflow, ReadOutcome, Seg, SockId,
+    Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, ListenerId, Overflow, ReadOutcome, Seg, SockId, SockToken,
 };
 
 use agenda::{Net, Work};
@@ -74,6 +75,9 @@ pub struct Kernel {
     /// emptied and a page of slots freed when all its connections are, so a lookup is two
     /// indexes, not a search, and the table follows the open connections.
     conns: ConnTable<Box<Conn>>,
+    /// The tokens of sockets the application holds whose connection is forgotten (failed: a
+    /// refused or reset socket not yet closed), by socket number; looked up only.
+    orphan_tokens: FxHashMap<u64, SockToken>,
     now: Instant,
 }
 
@@ -104,6 +108,7 @@ impl Kernel {
             net: Net::new(cfg, seed, hosts),
             listeners: Listeners { all, bound: Default::default() },
             conns,
+            orphan_tokens: FxHashMap::default(),
             now: Instant::ZERO,
         }
     }
@@ -177,6 +182,22 @@ impl Kernel {
     /// # Panics
     /// If either host is outside `0..hosts`.
     pub fn connect(&mut self, now: Instant, from: HostId, to: HostId, port: u16) -> SockId {
+        self.connect_with(now, from, to, port, None)
+    }
+
+    /// [`Kernel::connect`], the client socket's events carrying `token`
+    /// ([`Kernel::poll_event_token`]).
+    ///
+    /// # Panics
+    /// If either host is outside `0..hosts`.
+    pub fn connect_with(
+        &mut self,
+        now: Instant,
+        from: HostId,
+        to: HostId,
+        port: u16,
+        token: Option<SockToken>,
+    ) -> SockId {
         let now = self.at(now);
         for h in [from, to] {
             if let Err(e) = self.check_host(h) {
@@ -192,7 +213,9 @@ impl Kernel {
         ];
         let sock = SockId::client(id);
         self.net.trace(now, EventKind::SynSent { sock, flow, server_queue: q[1], client_queue: q[0] });
-        self.conns.push(Box::new(Conn::new(flow, q)));
+        let mut conn = Box::new(Conn::new(flow, q));
+        conn.token[0] = token;
+        self.conns.push(conn);
         self.with_conn(now, id, |c, cx| c.start(cx));
         sock
     }
@@ -219,6 +242,27 @@ impl Kernel {
         let flow = c.flow;
         self.net.trace(now, EventKind::Accepted { listener: l, sock: child, flow });
         Some((child, flow))
+    }
+
+    /// Gives socket `s` the token its events carry from now on (an accepted child's: before,
+    /// they carry none), or takes it away (`None`); `close` takes it away too. False if `s` is
+    /// unknown and a token was to be given.
+    pub fn set_token(&mut self, s: SockId, token: Option<SockToken>) -> bool {
+        match self.conns.get_mut(s.conn()) {
+            Some(c) => c.token[s.side()] = token,
+            None if token.is_none() => _ = self.orphan_tokens.remove(&s.0),
+            None => return false,
+        }
+        true
+    }
+
+    /// The token socket `s` holds ([`Kernel::set_token`]), if any: its connection's, or, once
+    /// that is forgotten, kept until the application closes `s`.
+    pub fn token(&self, s: SockId) -> Option<SockToken> {
+        match self.conns.get(s.conn()) {
+            Some(c) => c.token[s.side()],
+            None => self.orphan_tokens.get(&s.0).copied(),
+        }
     }
 
     /// At `now`: when the application thread of `host`, runnable from `start` (at or after
@@ -254,6 +298,7 @@ impl Kernel {
     /// retransmits until acknowledged), RST instead if received bytes are unread.
     pub fn close(&mut self, now: Instant, s: SockId) {
         let now = self.at(now);
+        self.set_token(s, None);
         self.with_conn(now, s.conn(), |c, cx| c.close(cx, s.side()));
     }
 
@@ -262,6 +307,17 @@ impl Kernel {
         match self.conns.get_mut(s.conn()) {
             Some(c) => c.read(s.side(), buf, &mut self.net.spare_bufs),
             None => ReadOutcome::Reset,
+        }
+    }
+
+    /// Appends up to `max` readable bytes of `s` to `out` (no buffer of the caller's to copy
+    /// from again); returns how many, and what the next read would find: `Data` with the bytes
+    /// still readable, else `WouldBlock`, `Eof` or `Reset`, so a caller reading until one of
+    /// those need not call again to learn it.
+    pub fn read_append(&mut self, s: SockId, out: &mut Vec<u8>, max: usize) -> (usize, ReadOutcome) {
+        match self.conns.get_mut(s.conn()) {
+            Some(c) => c.read_append(s.side(), out, max, &mut self.net.spare_bufs),
+            None => (0, ReadOutcome::Reset),
         }
     }
 
@@ -346,7 +402,13 @@ impl Kernel {
 
     /// The next event, oldest first.
     pub fn poll_event(&mut self) -> Option<KernelEvent> {
-        self.net.events.pop_front()
+        self.poll_event_token().map(|(e, _)| e)
+    }
+
+    /// [`Kernel::poll_event`], with the token its socket holds now, if any (epoll's `data`).
+    pub fn poll_event_token(&mut self) -> Option<(KernelEvent, Option<SockToken>)> {
+        let e = self.net.events.pop_front()?;
+        Some((e, e.kind.app_sock().and_then(|s| self.token(s))))
     }
 
     /// Run `f` on connection `id` (if it still exists), then forget it if it is finished.
@@ -355,6 +417,12 @@ impl Kernel {
         let mut cx = Ctx { net: &mut self.net, listeners: &mut self.listeners, id, now };
         let r = f(c, &mut cx);
         if c.finished() {
+            // A socket the application still holds (a failed one) keeps its token.
+            for (side, t) in c.token.into_iter().enumerate() {
+                if let Some(t) = t {
+                    self.orphan_tokens.insert(id << 1 | side as u64, t);
+                }
+            }
             self.conns.remove(id);
         }
         Some(r)

@@ -11,7 +11,7 @@ use std::time::Duration;
 use bootsim_core::Instant;
 
 use super::agenda::{Net, Pkt, SpareBufs, Work};
-use super::events::{Dir, EventKind, Flow, ListenerId, Overflow, ReadOutcome, Seg, SockId};
+use super::events::{Dir, EventKind, Flow, ListenerId, Overflow, ReadOutcome, Seg, SockId, SockToken};
 
 const C: usize = 0;
 const S: usize = 1;
@@ -181,6 +181,8 @@ pub(crate) struct Conn {
     tries: [u8; 2],
     /// The child sits in its listener's accept queue (the application cannot see it yet).
     pub(crate) in_accept_queue: bool,
+    /// The application's token for side `i`'s socket while it holds it (given, not closed).
+    pub(crate) token: [Option<SockToken>; 2],
 }
 
 /// Everything a handler needs besides the connection itself.
@@ -217,6 +219,7 @@ impl Conn {
             timer: [TimerSlot::default(); 2],
             tries: [0; 2],
             in_accept_queue: false,
+            token: [None; 2],
         }
     }
 
@@ -352,20 +355,52 @@ impl Conn {
 
     /// Copy readable bytes of `side` into `buf` (a drained stream's buffer goes to `spare`).
     pub(crate) fn read(&mut self, side: usize, buf: &mut [u8], spare: &mut SpareBufs) -> ReadOutcome {
+        let n = self.take_readable(side, buf.len(), spare, |b| buf[..b.len()].copy_from_slice(b));
+        if n > 0 {
+            return ReadOutcome::Data(n);
+        }
+        match self.next_read(side) {
+            ReadOutcome::Data(_) => ReadOutcome::Data(0),
+            then => then,
+        }
+    }
+
+    /// Appends up to `max` readable bytes of side `side` to `out`; returns how many, and what
+    /// a read would find next ([`Conn::next_read`]).
+    pub(crate) fn read_append(
+        &mut self,
+        side: usize,
+        out: &mut Vec<u8>,
+        max: usize,
+        spare: &mut SpareBufs,
+    ) -> (usize, ReadOutcome) {
+        let n = self.take_readable(side, max, spare, |b| out.extend_from_slice(b));
+        (n, self.next_read(side))
+    }
+
+    /// Hands up to `max` readable bytes of side `side` to `into` and marks them read (the
+    /// sender's buffer goes back to `spare` once all is read); returns how many.
+    #[inline(always)]
+    fn take_readable(&mut self, side: usize, max: usize, spare: &mut SpareBufs, into: impl FnOnce(&[u8])) -> usize {
         let h = &mut self.half[1 - side];
-        let n = h.unread().min(buf.len());
+        let n = h.unread().min(max);
         if n > 0 {
             let at = h.read - h.dropped;
-            buf[..n].copy_from_slice(&h.buf[at..at + n]);
+            into(&h.buf[at..at + n]);
             h.read += n;
             if h.read == h.written() {
                 h.dropped = h.read;
                 spare.give(std::mem::take(&mut h.buf));
             }
-            return ReadOutcome::Data(n);
         }
+        n
+    }
+
+    /// What a read on side `side` finds now: `Data` with the bytes readable, or why none are.
+    fn next_read(&self, side: usize) -> ReadOutcome {
+        let h = &self.half[1 - side];
         if h.unread() > 0 {
-            ReadOutcome::Data(0)
+            ReadOutcome::Data(h.unread())
         } else if self.rst[side] || self.sk[side] == Sk::Dead {
             ReadOutcome::Reset
         } else if h.eof() {

@@ -726,3 +726,122 @@ fn skipping_quiet_instants_changes_nothing_but_the_wake_ups() {
         }
     }
 }
+
+#[test]
+fn each_application_event_carries_its_sockets_token_among_trace_records() {
+    // Lossy and traced, so trace records interleave the application events; one connect is
+    // refused (its connection is forgotten as its event is made), children get a token only
+    // once accepted and report none before.
+    let mut cfg = KernelConfig::profile("lossy").unwrap();
+    cfg.trace = true;
+    let mut k = Kernel::new(cfg, 5, 3);
+    let l = k.listen(Instant::ZERO, HostId(1), 9).unwrap();
+    let mut want: BTreeMap<SockId, SockToken> = BTreeMap::new();
+    for i in 0..6u32 {
+        let port = if i == 3 { 10 } else { 9 };
+        let c =
+            k.connect_with(Instant::ZERO, HostId(i % 2 * 2), HostId(1), port, Some(SockToken(u128::from(i) << 70 | 7)));
+        want.insert(c, SockToken(u128::from(i) << 70 | 7));
+    }
+    let untokened = k.connect(Instant::ZERO, HostId(2), HostId(1), 9);
+    let (mut app, mut traced, mut refused_sock, mut child_events) = (0, 0, None, 0);
+    while let Some(t) = k.poll_timeout() {
+        k.handle_timeout(t);
+        while let Some((ev, token)) = k.poll_event_token() {
+            let Some(sock) = ev.kind.app_sock() else {
+                traced += usize::from(!ev.kind.is_app());
+                assert_eq!(token, None, "{ev:?}");
+                continue;
+            };
+            app += 1;
+            assert_eq!(token, want.get(&sock).copied(), "{ev:?}");
+            match ev.kind {
+                EventKind::Connected { sock } if sock != untokened => k.write(t, sock, &[1; 10]).unwrap(),
+                EventKind::Refused { sock } => refused_sock = Some(sock),
+                _ if !sock.is_client() => child_events += 1,
+                _ => {}
+            }
+        }
+        while let Some((child, _)) = k.accept(t, l) {
+            assert!(k.set_token(child, Some(SockToken(u128::from(child.0)))));
+            want.insert(child, SockToken(u128::from(child.0)));
+        }
+    }
+    assert!(app > 10 && traced > 0 && child_events > 0, "{app} {traced} {child_events}");
+    assert_eq!(k.poll_event(), None);
+    // The refused socket's connection is forgotten; its token is kept until it is closed.
+    let refused = refused_sock.expect("a refused connect");
+    let (t, child) = (k.now, *want.keys().find(|s| !s.is_client()).expect("an accepted child"));
+    assert_eq!(k.write(t, refused, b"x"), Err(KernelError::UnknownSocket(refused)));
+    assert_eq!(k.token(refused), want.get(&refused).copied());
+    k.close(t, refused);
+    k.close(t, child);
+    assert_eq!((k.token(refused), k.token(child)), (None, None));
+    assert!(!k.set_token(refused, Some(SockToken(1))), "no token for a forgotten socket");
+}
+
+/// Every read of `child` until it blocks or ends, in pieces of at most 4 bytes, by `read` or
+/// by `read_append`: the bytes, and each call's outcome (`read_append`'s as `read` gives them).
+fn read_until_blocked(k: &mut Kernel, child: SockId, append: bool, got: &mut Vec<u8>, seen: &mut Vec<ReadOutcome>) {
+    loop {
+        let outcome = if append {
+            let (n, next) = k.read_append(child, got, 4);
+            if n > 0 {
+                seen.push(ReadOutcome::Data(n));
+            }
+            match next {
+                ReadOutcome::Data(left) => {
+                    assert_eq!(left, k.readable(child));
+                    continue;
+                }
+                end => end,
+            }
+        } else {
+            let mut chunk = [0u8; 4];
+            match k.read(child, &mut chunk) {
+                ReadOutcome::Data(n) => {
+                    got.extend_from_slice(&chunk[..n]);
+                    seen.push(ReadOutcome::Data(n));
+                    continue;
+                }
+                end => end,
+            }
+        };
+        seen.push(outcome);
+        return;
+    }
+}
+
+#[test]
+fn read_append_reads_what_read_does_and_says_what_the_next_read_finds() {
+    let run = |append: bool| {
+        let mut k = Kernel::new(KernelConfig::profile("lossy").unwrap(), 3, 2);
+        let l = k.listen(Instant::ZERO, HostId(1), 9).unwrap();
+        let c = k.connect(Instant::ZERO, HostId(0), HostId(1), 9);
+        let (mut child, mut got, mut seen, mut writes) = (None, Vec::new(), Vec::new(), 0u8);
+        while let Some(t) = k.poll_timeout() {
+            k.handle_timeout(t);
+            while let Some(ev) = k.poll_event() {
+                match ev.kind {
+                    EventKind::Connected { .. } | EventKind::AllAcked { .. } if writes < 3 => {
+                        writes += 1;
+                        k.write(t, c, &vec![writes; 5 + 3 * usize::from(writes)]).unwrap();
+                        if writes == 3 {
+                            k.close(t, c);
+                        }
+                    }
+                    EventKind::Readable { sock, .. } | EventKind::Eof { sock } if sock == c.peer() => {
+                        let ch = *child.get_or_insert_with(|| k.accept(t, l).unwrap().0);
+                        read_until_blocked(&mut k, ch, append, &mut got, &mut seen);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (got, seen)
+    };
+    let (got, seen) = run(true);
+    assert_eq!((got.len(), seen.last()), (8 + 11 + 14, Some(&ReadOutcome::Eof)), "{seen:?}");
+    assert!(seen.contains(&ReadOutcome::WouldBlock), "{seen:?}");
+    assert_eq!((got, seen), run(false));
+}
