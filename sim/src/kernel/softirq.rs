@@ -2,6 +2,7 @@
 //! background load. Free and busy periods alternate (free ~ Exp(mean gap), busy ~ Pareto(xm,
 //! alpha) capped), generated lazily from the queue's own random stream as time advances.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use bootsim_core::Instant;
@@ -40,6 +41,10 @@ pub(crate) struct StallParams {
     skip_cycles: f64,
     /// The seed's unused generator ([`Streams::key`]).
     key: ChaCha8Rng,
+    /// Busy periods generated so far by every queue run with these parameters, counted as each
+    /// is made: most packets make none, and counting them per packet (a queue's count before
+    /// and after) cost every packet.
+    periods: Cell<u64>,
 }
 
 impl StallParams {
@@ -61,6 +66,7 @@ impl StallParams {
             busy: Pareto::new(xm, 1.0, cap),
             skip_cycles: 8.0,
             key: streams.key().clone(),
+            periods: Cell::new(0),
         }
         .with_alpha(cfg.stall_alpha)
     }
@@ -105,6 +111,11 @@ impl StallParams {
             busy: Pareto::new(self.xm, alpha, self.cap),
             ..self
         }
+    }
+
+    /// Busy periods generated so far by the queues run with these parameters.
+    pub(crate) fn periods(&self) -> u64 {
+        self.periods.get()
     }
 
     /// Long-run fraction of time the CPU of a queue with the median gap is busy.
@@ -307,9 +318,15 @@ impl RxQueue {
     }
 
     /// Busy periods generated and walk steps taken so far: the model's work.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn work(&self) -> u64 {
-        u64::from(self.periods) + self.rare.as_ref().map_or(0, |r| r.walked)
+        u64::from(self.periods) + self.walk_steps().unwrap_or(0)
+    }
+
+    /// Steps the loaded model's walk took so far, if the queue has anything rare (else none).
+    #[inline]
+    pub(crate) fn walk_steps(&self) -> Option<u64> {
+        self.rare.as_ref().map(|r| r.walked)
     }
 
     /// Counts a step of the loaded model's walk.
@@ -450,6 +467,7 @@ impl RxQueue {
         self.busy_start = self.busy_end + free;
         self.busy_end = self.busy_start + busy;
         self.periods += 1;
+        p.periods.set(p.periods.get() + 1);
     }
 
     /// Generate busy periods until the current one ends after `t`.
