@@ -382,12 +382,13 @@ mod tests {
     #[test]
     fn a_streams_kept_words_are_its_generators() {
         let streams = Streams::new(7);
-        for (owner, sub) in [(0, 0), (3, 5), (65_535, 1_024)] {
-            let mut g = streams.get(Purpose::Stall, owner, sub);
+        let kept = [Purpose::Stall, Purpose::Loss, Purpose::Jitter];
+        for (purpose, owner, sub) in kept.into_iter().flat_map(|p| [(p, 0, 0), (p, 3, 5), (p, 65_535, 1_024)]) {
+            let mut g = streams.get(purpose, owner, sub);
             let (mut drawn, mut words) = (0u64, Words::new(owner, sub));
             // Mixed widths, across many 64-word refills and with a u64 straddling each boundary.
             for i in 0..2_000u32 {
-                let mut c = Cursor::new(streams.key(), Purpose::Stall, &mut drawn, &mut words);
+                let mut c = Cursor::new(streams.key(), purpose, &mut drawn, &mut words);
                 match i % 3 {
                     0 => assert_eq!(c.next_u64(), g.next_u64(), "draw {i}"),
                     1 => assert_eq!(c.next_u32(), g.next_u32(), "draw {i}"),
@@ -400,6 +401,20 @@ mod tests {
                 }
             }
             assert_eq!(u128::from(drawn), g.get_word_pos());
+        }
+        // The jitter draw (`below` of a u64) from a host's kept words, straddling refills.
+        let (mut drawn, mut words) = (0u64, Words::new(9, 0));
+        let mut g = streams.get(Purpose::Jitter, 9, 0);
+        for i in 0..1_000u64 {
+            if i % 7 == 0 {
+                // An odd number of words drawn puts the next u64 across a refill now and then.
+                assert_eq!(
+                    Cursor::new(streams.key(), Purpose::Jitter, &mut drawn, &mut words).next_u32(),
+                    g.next_u32()
+                );
+            }
+            let mut c = Cursor::new(streams.key(), Purpose::Jitter, &mut drawn, &mut words);
+            assert_eq!(below(&mut c, 2_001), below(&mut g, 2_001), "draw {i}");
         }
     }
 
