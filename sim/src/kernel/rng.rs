@@ -61,8 +61,9 @@ impl Streams {
 /// Words of a stream in a [`ChaCha8Rng`]'s output buffer.
 const WORDS: usize = 64;
 
-/// The next words of one stream, kept by its owner without a generator: for streams drawn
-/// rarely, each by one of thousands of owners (the RX queues' stall processes). A
+/// The next words of one stream, kept by its owner without a generator: for streams each of
+/// thousands of owners draws from (the RX queues' stall processes, the hosts' jitter and loss
+/// streams). A
 /// [`ChaCha8Rng`] per owner keeps the same 64 words, its index in the first of them and its
 /// 48-byte core after them, so a draw from a cold one read the index's line and the word's, and
 /// a refill its core's. Here the owner keeps its position ([`Cursor`]) with its other hot
