@@ -6,13 +6,14 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
 use bootsim_core::Instant;
+use rand_chacha::ChaCha8Rng;
 
 use super::config::{KernelConfig, StallAt};
 use super::cpus::Cpus;
 use super::events::{Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, Seg};
 use super::loss::{GilbertElliott, LossParams};
 use super::napi::{LoadParams, Loaded, Via};
-use super::rng::{self, Cursor, Purpose, Words};
+use super::rng::{self, Purpose};
 use super::rss::Rss;
 use super::softirq::{nanos, Admitted, RxQueue, StallParams};
 use super::wheel::{Timed, Wheel};
@@ -89,24 +90,14 @@ impl Costs {
 /// First and last Linux ephemeral port (`ip_local_port_range` default).
 const EPHEMERAL: (u16, u16) = (32768, 60999);
 
-/// One host's NIC state (its softirq servers are [`Net::servers`]). Its random streams are kept
-/// as positions and next words ([`Words`]), not generators: a packet sent reads the jitter
-/// position (in the first line, with the RSS key and port) and one line of its words; no
-/// generator's index and core lines.
+/// One host's NIC state (its softirq servers are [`Net::servers`]).
 #[derive(Clone, Debug)]
-#[repr(C)]
 pub(crate) struct Host {
     pub(crate) rss: Rss,
     next_port: u16,
-    /// Words drawn from the jitter stream so far.
-    jitter_drawn: u64,
-    /// The jitter stream's next words.
-    jitter: Words,
     loss: GilbertElliott,
+    jitter: ChaCha8Rng,
 }
-
-// The jitter position shares the first cache line with the RSS key; the words follow it.
-const _: () = assert!(std::mem::offset_of!(Host, jitter_drawn) < 64);
 
 /// A packet in flight: which connection, which way, what, and where it lands: the receiving
 /// host and that host's RX queue for the flow (fixed per connection and direction, carried so
@@ -457,7 +448,12 @@ impl Net {
                     rx.set_loaded(Loaded::new(LoadParams::new(&cfg, flows, cpus.rings_of(q))));
                 }
             }
-            Host { rss, next_port, jitter_drawn: 0, jitter: Words::new(h, 0), loss: GilbertElliott::new(h) }
+            Host {
+                rss,
+                next_port,
+                loss: GilbertElliott::new(streams.get(Purpose::Loss, h, 0)),
+                jitter: streams.get(Purpose::Jitter, h, 0),
+            }
         }));
         Net {
             latency_ns: nanos(cfg.latency),
@@ -597,9 +593,8 @@ impl Net {
         self.stats.packets += 1;
         let mut lat = self.latency_ns;
         if self.jitter_ns > 0 {
-            let h = &mut self.hosts[from_host as usize];
-            let mut j = Cursor::new(self.stall.key(), Purpose::Jitter, &mut h.jitter_drawn, &mut h.jitter);
-            lat += rng::below(&mut j, self.jitter_ns + 1);
+            let j = &mut self.hosts[from_host as usize].jitter;
+            lat += rng::below(j, self.jitter_ns + 1);
         }
         // `now + Duration::from_nanos(lat)` without the round trip through seconds.
         let at = (*last_arrival).max(Instant::from_nanos(now.as_nanos().saturating_add(lat)));
@@ -612,7 +607,7 @@ impl Net {
     /// `flow` is the packet's connection's, asked for only by a trace record or RPS's hash.
     pub(crate) fn arrive(&mut self, at: Instant, pkt: Pkt, flow: impl Fn() -> Flow) {
         let (host, queue) = (pkt.host, pkt.queue);
-        if self.hosts[host as usize].loss.lose(&self.loss, self.stall.key(), at) {
+        if self.hosts[host as usize].loss.lose(&self.loss, at) {
             self.stats.lost += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace_with(at, || EventKind::PacketLost { host: HostId(host), queue, flow: flow(), dir, seg });

@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use bootsim_core::Instant;
 use rand_chacha::ChaCha8Rng;
-use rand_core::Rng;
 
 use super::config::KernelConfig;
-use super::rng::{self, Cursor, Purpose, Words};
+use super::rng;
 
 /// After a quiet gap this many mean cycles long the chain has forgotten its state (to within
 /// e^-64): the next state is drawn from the stationary distribution instead of stepping.
@@ -62,85 +61,60 @@ impl LossParams {
     }
 }
 
-/// One host's loss chain, its random stream kept as its position and next words ([`Words`]):
-/// every packet arriving at a lossy host draws from it.
+/// One host's loss chain.
 #[derive(Clone, Debug)]
 pub(crate) struct GilbertElliott {
-    chain: Chain,
-    /// Words drawn from the stream so far.
-    drawn: u64,
-    /// The stream's next words.
-    words: Words,
-}
-
-impl GilbertElliott {
-    /// The chain of `host` (below 2^16), its stream the host's loss stream; it starts in the
-    /// good state at the first packet.
-    pub(crate) fn new(host: u32) -> GilbertElliott {
-        GilbertElliott { chain: Chain::default(), drawn: 0, words: Words::new(host, 0) }
-    }
-
-    /// Decides the fate of a packet arriving at `now`; the stream's words are made from `key`
-    /// (the seed's unused generator, [`rng::Streams::key`]).
-    #[inline]
-    pub(crate) fn lose(&mut self, p: &LossParams, key: &ChaCha8Rng, now: Instant) -> bool {
-        if p.is_lossless() {
-            return false;
-        }
-        self.chain.lose(p, &mut Cursor::new(key, Purpose::Loss, &mut self.drawn, &mut self.words), now)
-    }
-}
-
-/// The chain's state: which spell, and when it ends.
-#[derive(Clone, Copy, Debug, Default)]
-struct Chain {
     bad: bool,
     /// When the current spell ends (`None` until the first packet).
     until: Option<Instant>,
+    rng: ChaCha8Rng,
 }
 
-impl Chain {
-    /// Decides the fate of a packet arriving at `now` (loss possible), drawing from `rng`.
-    fn lose<R: Rng + ?Sized>(&mut self, p: &LossParams, rng: &mut R, now: Instant) -> bool {
-        self.advance(p, rng, now);
-        rng::chance(rng, if self.bad { p.in_bad } else { p.in_good })
+impl GilbertElliott {
+    /// Starts in the good state at the first packet.
+    pub(crate) fn new(rng: ChaCha8Rng) -> GilbertElliott {
+        GilbertElliott { bad: false, until: None, rng }
+    }
+
+    /// Decides the fate of a packet arriving at `now`.
+    pub(crate) fn lose(&mut self, p: &LossParams, now: Instant) -> bool {
+        if p.is_lossless() {
+            return false;
+        }
+        self.advance(p, now);
+        rng::chance(&mut self.rng, if self.bad { p.in_bad } else { p.in_good })
     }
 
     /// Brings the chain to `now`: spell after spell, or, after a long quiet gap, a fresh
     /// stationary draw (the chain is memoryless, so the residual spell is a fresh one).
-    fn advance<R: Rng + ?Sized>(&mut self, p: &LossParams, rng: &mut R, now: Instant) {
+    fn advance(&mut self, p: &LossParams, now: Instant) {
         let mut until = match self.until {
             Some(u) => u,
-            None => now + self.spell(p, rng),
+            None => now + self.spell(p),
         };
         let cycle = Duration::from_nanos((p.good_ns + p.bad_ns) as u64);
         if now.saturating_since(until) > cycle.saturating_mul(MIXED_CYCLES as u32) {
-            self.bad = rng::chance(rng, p.bad_share());
-            until = now + self.spell(p, rng);
+            self.bad = rng::chance(&mut self.rng, p.bad_share());
+            until = now + self.spell(p);
         }
         while now >= until {
             self.bad = !self.bad;
-            until = until + self.spell(p, rng);
+            until = until + self.spell(p);
         }
         self.until = Some(until);
     }
 
     /// A spell of the current state.
-    fn spell<R: Rng + ?Sized>(&self, p: &LossParams, rng: &mut R) -> Duration {
+    fn spell(&mut self, p: &LossParams) -> Duration {
         let mean = if self.bad { p.bad_ns } else { p.good_ns };
-        Duration::from_nanos(rng::exp_ns(rng, mean).max(1))
+        Duration::from_nanos(rng::exp_ns(&mut self.rng, mean).max(1))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::rng::{stream, Streams};
-
-    /// Host `host`'s chain under `seed`, and the seed's key its words are made from.
-    fn chain(seed: u64, host: u32) -> (GilbertElliott, ChaCha8Rng) {
-        (GilbertElliott::new(host), Streams::new(seed).key().clone())
-    }
+    use crate::kernel::rng::{stream, Purpose};
 
     fn params() -> LossParams {
         LossParams::with(1_500_000.0, 100_000.0, 0.001, 0.6)
@@ -163,17 +137,16 @@ mod tests {
     fn lossless_chain_never_loses() {
         let p = LossParams::new(&KernelConfig::default());
         assert!(p.is_lossless());
-        let (mut ge, key) = chain(1, 0);
-        assert!((0..1000).all(|i| !ge.lose(&p, &key, at(i, Duration::from_micros(10)))));
-        assert_eq!(ge.drawn, 0, "a lossless chain draws nothing");
+        let mut ge = GilbertElliott::new(stream(1, Purpose::Loss, 0, 0));
+        assert!((0..1000).all(|i| !ge.lose(&p, at(i, Duration::from_micros(10)))));
     }
 
     #[test]
     fn loss_rate_and_burstiness_match_the_chain() {
         let p = params();
-        let (mut ge, key) = chain(2, 0);
+        let mut ge = GilbertElliott::new(stream(2, Purpose::Loss, 0, 0));
         let n = 200_000;
-        let outcomes: Vec<bool> = (0..n).map(|i| ge.lose(&p, &key, at(i, Duration::from_micros(10)))).collect();
+        let outcomes: Vec<bool> = (0..n).map(|i| ge.lose(&p, at(i, Duration::from_micros(10)))).collect();
         let rate = outcomes.iter().filter(|&&l| l).count() as f64 / n as f64;
         assert!((rate - p.mean_loss()).abs() < 0.006, "rate {rate} vs {}", p.mean_loss());
         // Bursty: a loss is far more likely right after a loss than on average.
@@ -187,8 +160,8 @@ mod tests {
         // One packet a second (a retransmission backing off): the bad spells last 100 us, so
         // consecutive packets are independent, at the stationary rate, never a run of losses.
         let p = params();
-        let (mut ge, key) = chain(3, 0);
-        let outcomes: Vec<bool> = (0..20_000).map(|i| ge.lose(&p, &key, at(i, Duration::from_secs(1)))).collect();
+        let mut ge = GilbertElliott::new(stream(3, Purpose::Loss, 0, 0));
+        let outcomes: Vec<bool> = (0..20_000).map(|i| ge.lose(&p, at(i, Duration::from_secs(1)))).collect();
         let rate = outcomes.iter().filter(|&&l| l).count() as f64 / outcomes.len() as f64;
         assert!((rate - p.mean_loss()).abs() < 0.01, "rate {rate} vs {}", p.mean_loss());
         let longest = outcomes.split(|l| !l).map(<[bool]>::len).max().unwrap();
@@ -199,31 +172,9 @@ mod tests {
     fn the_chain_is_a_function_of_the_seed_and_the_arrival_times() {
         let p = params();
         let run = || {
-            let (mut ge, key) = chain(4, 0);
-            (0..5000).map(|i| ge.lose(&p, &key, at(i * i % 977, Duration::from_micros(37)))).collect::<Vec<_>>()
+            let mut ge = GilbertElliott::new(stream(4, Purpose::Loss, 0, 0));
+            (0..5000).map(|i| ge.lose(&p, at(i * i % 977, Duration::from_micros(37)))).collect::<Vec<_>>()
         };
         assert_eq!(run(), run());
-    }
-
-    #[test]
-    fn the_kept_words_decide_as_the_hosts_generator_does() {
-        // The chain on its kept words against the same chain on the host's own ChaCha8 loss
-        // stream: the same fates and draws, over many refills, quiet gaps and bursts.
-        let p = params();
-        for (seed, host) in [(5, 0), (6, 17), (7, 65_535)] {
-            let (mut ge, key) = chain(seed, host);
-            let (mut reference, mut g) = (Chain::default(), stream(seed, Purpose::Loss, host, 0));
-            let mut t = 0u64;
-            for i in 0..100_000u64 {
-                t += if i % 1_000 < 5 { 300_000_000 } else { i * 7_919 % 40_000 };
-                let now = Instant::from_nanos(t);
-                assert_eq!(
-                    ge.lose(&p, &key, now),
-                    reference.lose(&p, &mut g, now),
-                    "seed {seed} host {host} packet {i}"
-                );
-            }
-            assert_eq!(u128::from(ge.drawn), g.get_word_pos());
-        }
     }
 }

@@ -113,12 +113,6 @@ impl StallParams {
         }
     }
 
-    /// The seed's unused generator, from which every kept stream's words ([`Words`]) are made:
-    /// the queues' stall streams, and the hosts' jitter and loss streams.
-    pub(crate) fn key(&self) -> &ChaCha8Rng {
-        &self.key
-    }
-
     /// Busy periods generated so far by the queues run with these parameters.
     pub(crate) fn periods(&self) -> u64 {
         self.periods.get()
