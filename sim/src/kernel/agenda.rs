@@ -15,7 +15,7 @@ use super::loss::{GilbertElliott, LossParams};
 use super::napi::{LoadParams, Loaded, Via};
 use super::rng::{self, Purpose};
 use super::rss::Rss;
-use super::softirq::{Admitted, RxQueue, StallParams};
+use super::softirq::{nanos, Admitted, RxQueue, StallParams};
 use super::wheel::{Timed, Wheel};
 use crate::spare::emptied;
 
@@ -44,17 +44,46 @@ fn flood_flows_per_cpu(cfg: &KernelConfig, rss: &Rss, cpus: &Cpus, seed: u64, ho
     per
 }
 
-/// Softirq time of one packet: `service` plus the TCP work of its kind.
-fn cost(cfg: &KernelConfig, seg: Seg) -> Duration {
-    cfg.service + tcp_cost(cfg, seg)
+/// A packet's softirq costs in nanoseconds, worked out once from the config (a packet converted
+/// its `Duration`s on every arrival).
+#[derive(Clone, Copy, Debug)]
+struct Costs {
+    /// `service`: the NIC's part, all of an arrival's with RPS.
+    service: u64,
+    /// The TCP work of each kind of segment ([`Costs::kind`]) (with RPS, done on the backlog's
+    /// CPU).
+    tcp: [u64; 3],
+    /// `service` plus the TCP work, each kind.
+    full: [u64; 3],
 }
 
-/// The TCP work of a packet of kind `seg` (with RPS, done on the backlog's CPU).
-fn tcp_cost(cfg: &KernelConfig, seg: Seg) -> Duration {
-    match seg {
-        Seg::Syn | Seg::SynAck => cfg.load.syn_cost,
-        Seg::Ack | Seg::DataAck { .. } | Seg::Rst => cfg.load.ack_cost,
-        Seg::Data { .. } | Seg::Fin { .. } => cfg.load.data_cost,
+impl Costs {
+    fn new(cfg: &KernelConfig) -> Costs {
+        let tcp = [cfg.load.syn_cost, cfg.load.ack_cost, cfg.load.data_cost];
+        Costs {
+            service: nanos(cfg.service),
+            tcp: tcp.map(nanos),
+            full: tcp.map(|t| nanos(cfg.service.saturating_add(t))),
+        }
+    }
+
+    /// The index of `seg`'s kind in [`Costs::tcp`] and [`Costs::full`].
+    fn kind(seg: Seg) -> usize {
+        match seg {
+            Seg::Syn | Seg::SynAck => 0,
+            Seg::Ack | Seg::DataAck { .. } | Seg::Rst => 1,
+            Seg::Data { .. } | Seg::Fin { .. } => 2,
+        }
+    }
+
+    /// Softirq time of a packet on its RX queue: with RPS `service` only, else `service` plus
+    /// the TCP work of its kind.
+    fn arrival(&self, rps: bool, seg: Seg) -> u64 {
+        if rps {
+            self.service
+        } else {
+            self.full[Self::kind(seg)]
+        }
     }
 }
 
@@ -291,6 +320,7 @@ pub(crate) struct Net {
     loss: LossParams,
     latency_ns: u64,
     jitter_ns: u64,
+    costs: Costs,
     /// Packets in flight (short-lived, dense).
     agenda: BinaryHeap<Reverse<PktEntry>>,
     /// Retransmission timers (long, mostly stale by the time they fire); kept apart so the
@@ -302,9 +332,10 @@ pub(crate) struct Net {
     /// When that entry was due: nothing may be scheduled before it while it is handled, or
     /// the entry removed after would not be the one handed out.
     taken_at: Instant,
-    /// Busy periods all RX queues generated so far (kept as they are made, not summed over
-    /// every queue when asked: the engine asks often).
-    periods: u64,
+    /// Steps the loaded model's walks took so far on all RX queues (kept as they are made, not
+    /// summed over every queue when asked: the engine asks often; the busy periods count
+    /// themselves in `stall`).
+    walked: u64,
     pub(crate) hosts: Vec<Host>,
     /// Which CPU polls which RX queue, and RPS: the same layout on every host.
     cpus: Cpus,
@@ -343,10 +374,6 @@ impl SpareBufs {
             self.0.push(buf);
         }
     }
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// What a kernel's network leaves to the next one made on this thread: its containers,
@@ -431,6 +458,7 @@ impl Net {
         Net {
             latency_ns: nanos(cfg.latency),
             jitter_ns: nanos(cfg.jitter),
+            costs: Costs::new(&cfg),
             cfg,
             stall,
             loss,
@@ -439,7 +467,7 @@ impl Net {
             seq: 0,
             taken: None,
             taken_at: Instant::ZERO,
-            periods: servers.iter().map(RxQueue::work).sum(),
+            walked: servers.iter().filter_map(RxQueue::walk_steps).sum(),
             hosts: all,
             cpus,
             servers,
@@ -524,7 +552,7 @@ impl Net {
     /// Busy periods the RX queues' stall model generated, and the steps its walks took, so far
     /// (its work).
     pub(crate) fn stall_periods(&self) -> u64 {
-        self.periods
+        self.stall.periods() + self.walked
     }
 
     /// Counters so far, with the queues' deferred polls.
@@ -587,8 +615,8 @@ impl Net {
         }
         let cpu = self.cpus.of_queue(queue);
         let rps = self.cpus.rps;
-        let cost = if rps { self.cfg.service } else { cost(&self.cfg, pkt.seg) };
-        let Some(admitted) = self.on_server(host, cpu, |q, p| q.offer(at, cost, p, Via::Ring)) else {
+        let cost = self.costs.arrival(rps, pkt.seg);
+        let Some(admitted) = self.on_server(host, cpu, |q, p| q.offer_ns(at, cost, p, Via::Ring)) else {
             self.stats.ring_drops += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace_with(at, || EventKind::RingDrop { host: HostId(host), queue, flow: flow(), dir, seg });
@@ -611,8 +639,8 @@ impl Net {
     /// (`netdev_max_backlog`), else delivered to TCP once that CPU's softirq has done its TCP
     /// work.
     pub(crate) fn backlog(&mut self, at: Instant, pkt: Pkt, cpu: u16, flow: impl Fn() -> Flow) {
-        let cost = tcp_cost(&self.cfg, pkt.seg);
-        let Some(admitted) = self.on_server(pkt.host, cpu, |q, p| q.offer(at, cost, p, Via::Backlog)) else {
+        let cost = self.costs.tcp[Costs::kind(pkt.seg)];
+        let Some(admitted) = self.on_server(pkt.host, cpu, |q, p| q.offer_ns(at, cost, p, Via::Backlog)) else {
             self.stats.cpu_backlog_drops += 1;
             let (host, dir, seg) = (HostId(pkt.host), pkt.dir, pkt.seg);
             self.trace_with(at, || EventKind::CpuBacklogDrop { host, cpu, flow: flow(), dir, seg });
@@ -628,12 +656,17 @@ impl Net {
         self.on_server(host, cpu, |q, p| q.app_done(now, start, cost, p))
     }
 
-    /// Run `f` on CPU `cpu`'s softirq server of `host`, counting the busy periods it generates.
+    /// Run `f` on CPU `cpu`'s softirq server of `host`, counting the walk steps it takes (only
+    /// a queue with something rare walks).
+    #[inline]
     fn on_server<R>(&mut self, host: u32, cpu: u16, f: impl FnOnce(&mut RxQueue, &StallParams) -> R) -> R {
         let q = &mut self.servers[host as usize * usize::from(self.cpus.count()) + usize::from(cpu)];
-        let before = q.work();
+        let Some(before) = q.walk_steps() else {
+            // Nothing rare yet: a wrap of its arrival count may make it so, with no steps.
+            return f(q, &self.stall);
+        };
         let r = f(q, &self.stall);
-        self.periods += q.work() - before;
+        self.walked += q.walk_steps().unwrap_or(before) - before;
         r
     }
 
@@ -662,6 +695,61 @@ impl Net {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_models_work_is_every_queues_work() {
+        use rand_core::{Rng, SeedableRng};
+        // Busy periods count themselves as they are made, walk steps per offer to a rare queue:
+        // together every queue's work, under plain stalls and the load-dependent model.
+        for name in ["rss", "load", "cpu"] {
+            let mut net = Net::new(KernelConfig::profile(name).unwrap(), 1, 3);
+            let flow = || Flow { client: HostId(0), client_port: 40_000, server: HostId(1), server_port: 5201 };
+            let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+            let mut at = 0;
+            for i in 0..20_000u64 {
+                at += r.next_u64() % 30_000;
+                let seg = [Seg::Syn, Seg::Ack, Seg::Data { idx: 1 }][(i % 3) as usize];
+                let (host, queue) = ((r.next_u64() % 3) as u32, (r.next_u64() % 8) as u16);
+                net.arrive(Instant::from_nanos(at), Pkt { conn: i % 7, host, queue, dir: Dir::ToServer, seg }, flow);
+                if i % 5 == 0 {
+                    net.app_done(Instant::from_nanos(at), host, Instant::from_nanos(at), Duration::from_micros(30));
+                }
+            }
+            let work: u64 = net.servers.iter().map(RxQueue::work).sum();
+            assert_eq!(net.stall_periods(), work, "{name}");
+            assert!(net.stall.periods() > 0, "{name}");
+            assert_eq!(net.walked > 0, name != "rss", "{name}");
+        }
+    }
+
+    #[test]
+    fn a_packets_costs_in_nanoseconds_are_its_durations() {
+        let mut cfg = KernelConfig::profile("load").unwrap();
+        cfg.set("service", "1300ns").unwrap();
+        let costs = Costs::new(&cfg);
+        let segs = [
+            Seg::Syn,
+            Seg::SynAck,
+            Seg::Ack,
+            Seg::Data { idx: 3 },
+            Seg::Fin { idx: 4 },
+            Seg::DataAck { upto: 2 },
+            Seg::Rst,
+        ];
+        for seg in segs {
+            let tcp = match seg {
+                Seg::Syn | Seg::SynAck => cfg.load.syn_cost,
+                Seg::Ack | Seg::DataAck { .. } | Seg::Rst => cfg.load.ack_cost,
+                Seg::Data { .. } | Seg::Fin { .. } => cfg.load.data_cost,
+            };
+            assert_eq!(costs.tcp[Costs::kind(seg)], tcp.as_nanos() as u64, "{seg:?}");
+            assert_eq!(costs.arrival(false, seg), (cfg.service + tcp).as_nanos() as u64, "{seg:?}");
+            assert_eq!(costs.arrival(true, seg), 1_300, "{seg:?}");
+        }
+        // Past u64 nanoseconds: saturated, as the queue's clock saturates.
+        cfg.service = Duration::MAX;
+        assert_eq!(Costs::new(&cfg).arrival(false, Seg::Syn), u64::MAX);
+    }
 
     #[test]
     fn flood_flows_land_on_queues_by_the_hosts_rss_key() {
@@ -783,14 +871,15 @@ mod tests {
     #[test]
     fn each_packet_kind_costs_its_own_softirq_time() {
         let cfg = KernelConfig::profile("load").unwrap();
-        let us = Duration::from_micros;
+        let cost = |cfg: &KernelConfig, seg| Costs::new(cfg).arrival(false, seg);
+        let us = |x: u64| x * 1_000;
         assert_eq!(cost(&cfg, Seg::Syn), us(5));
         assert_eq!(cost(&cfg, Seg::SynAck), us(5));
         assert_eq!(cost(&cfg, Seg::Ack), us(2));
         assert_eq!(cost(&cfg, Seg::DataAck { upto: 1 }), us(2));
         assert_eq!(cost(&cfg, Seg::Data { idx: 0 }), us(3));
         let old = KernelConfig::profile("rss").unwrap();
-        assert_eq!(cost(&old, Seg::Syn), old.service);
-        assert_eq!(cost(&old, Seg::Data { idx: 0 }), old.service);
+        assert_eq!(cost(&old, Seg::Syn), nanos(old.service));
+        assert_eq!(cost(&old, Seg::Data { idx: 0 }), nanos(old.service));
     }
 }

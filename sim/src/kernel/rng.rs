@@ -87,6 +87,14 @@ impl Words {
         u32::from_le_bytes(w)
     }
 
+    /// Words `i` and `i + 1` (`i` below 63) as one u64, word `i` the low half: their bytes
+    /// read as one little-endian u64.
+    #[inline]
+    fn pair(&self, i: usize) -> u64 {
+        let w: [u8; 8] = self.0[i * 4..i * 4 + 8].try_into().unwrap_or_default();
+        u64::from_le_bytes(w)
+    }
+
     fn set_whose(&mut self, whose: u32) {
         self.0[..4].copy_from_slice(&whose.to_le_bytes());
     }
@@ -147,14 +155,14 @@ impl TryRng for Cursor<'_> {
     #[inline]
     fn try_next_u64(&mut self) -> Result<u64, Infallible> {
         let i = (*self.drawn % WORDS as u64) as usize;
-        if i == 0 || i == WORDS - 1 {
-            // A refill first or between the two.
+        // `i` is 0 or 63 (`i + 1` wraps to 0 or is 64): a refill first or between the two.
+        if (i + 1) % WORDS <= 1 {
             let lo = self.word();
             let hi = self.word();
             return Ok(u64::from(hi) << 32 | u64::from(lo));
         }
         *self.drawn += 2;
-        Ok(u64::from(self.words.word(i + 1)) << 32 | u64::from(self.words.word(i)))
+        Ok(self.words.pair(i))
     }
 
     fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {

@@ -2,6 +2,7 @@
 //! background load. Free and busy periods alternate (free ~ Exp(mean gap), busy ~ Pareto(xm,
 //! alpha) capped), generated lazily from the queue's own random stream as time advances.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use bootsim_core::Instant;
@@ -40,6 +41,10 @@ pub(crate) struct StallParams {
     skip_cycles: f64,
     /// The seed's unused generator ([`Streams::key`]).
     key: ChaCha8Rng,
+    /// Busy periods generated so far by every queue run with these parameters, counted as each
+    /// is made: most packets make none, and counting them per packet (a queue's count before
+    /// and after) cost every packet.
+    periods: Cell<u64>,
 }
 
 impl StallParams {
@@ -61,6 +66,7 @@ impl StallParams {
             busy: Pareto::new(xm, 1.0, cap),
             skip_cycles: 8.0,
             key: streams.key().clone(),
+            periods: Cell::new(0),
         }
         .with_alpha(cfg.stall_alpha)
     }
@@ -107,6 +113,11 @@ impl StallParams {
         }
     }
 
+    /// Busy periods generated so far by the queues run with these parameters.
+    pub(crate) fn periods(&self) -> u64 {
+        self.periods.get()
+    }
+
     /// Long-run fraction of time the CPU of a queue with the median gap is busy.
     #[cfg(test)]
     pub(crate) fn busy_fraction(&self) -> f64 {
@@ -115,6 +126,11 @@ impl StallParams {
             Some(g) => self.mean_busy / (g + self.mean_busy),
         }
     }
+}
+
+/// `d` in whole nanoseconds, `u64::MAX` past it.
+pub(crate) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// E[min(X, cap)] for X ~ Pareto(xm, alpha).
@@ -302,9 +318,15 @@ impl RxQueue {
     }
 
     /// Busy periods generated and walk steps taken so far: the model's work.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn work(&self) -> u64 {
-        u64::from(self.periods) + self.rare.as_ref().map_or(0, |r| r.walked)
+        u64::from(self.periods) + self.walk_steps().unwrap_or(0)
+    }
+
+    /// Steps the loaded model's walk took so far, if the queue has anything rare (else none).
+    #[inline]
+    pub(crate) fn walk_steps(&self) -> Option<u64> {
+        self.rare.as_ref().map(|r| r.walked)
     }
 
     /// Counts a step of the loaded model's walk.
@@ -317,25 +339,30 @@ impl RxQueue {
         &mut self.rare.get_or_insert_with(Box::default).ahead
     }
 
-    /// Offer a packet costing `cost` arriving at `arrival` in `via`: through the load-dependent
-    /// model when it is on, else [`RxQueue::admit`]. `None`: its ring or backlog was full and
-    /// it was dropped.
+    /// Offer a packet costing `cost_ns` arriving at `arrival` in `via`: through the
+    /// load-dependent model when it is on, else [`RxQueue::admit`]. `None`: its ring or backlog
+    /// was full and it was dropped.
     #[inline]
-    pub(crate) fn offer(&mut self, arrival: Instant, cost: Duration, p: &StallParams, via: Via) -> Option<Admitted> {
+    pub(crate) fn offer_ns(&mut self, arrival: Instant, cost_ns: u64, p: &StallParams, via: Via) -> Option<Admitted> {
         if self.rare.is_none() {
-            return Some(self.admit_plain(arrival, cost, p));
+            return Some(self.admit_plain(arrival, cost_ns, p));
         }
-        self.offer_rare(arrival, cost, p, via)
+        self.offer_rare(arrival, cost_ns, p, via)
     }
 
-    /// [`RxQueue::offer`] to a queue with scripts, kicks, the load-dependent model or 2^32
+    /// [`RxQueue::offer_ns`] of a cost given as a [`Duration`].
+    #[cfg(test)]
+    pub(crate) fn offer(&mut self, arrival: Instant, cost: Duration, p: &StallParams, via: Via) -> Option<Admitted> {
+        self.offer_ns(arrival, nanos(cost), p, via)
+    }
+
+    /// [`RxQueue::offer_ns`] to a queue with scripts, kicks, the load-dependent model or 2^32
     /// arrivals behind it.
     #[inline(never)]
-    fn offer_rare(&mut self, arrival: Instant, cost: Duration, p: &StallParams, via: Via) -> Option<Admitted> {
+    fn offer_rare(&mut self, arrival: Instant, cost_ns: u64, p: &StallParams, via: Via) -> Option<Admitted> {
         let Some(mut l) = self.take_loaded() else {
-            return Some(self.admit(arrival, cost, p));
+            return Some(self.admit_ns(arrival, cost_ns, p));
         };
-        let cost_ns = u64::try_from(cost.as_nanos()).unwrap_or(u64::MAX);
         let offer = l.offer(self, p, arrival.as_nanos(), cost_ns, via);
         self.set_loaded(l);
         match offer {
@@ -351,7 +378,7 @@ impl RxQueue {
     /// At `now`: when an application thread on this CPU, runnable from `start`, has had `cost`
     /// of CPU ([`Loaded::app_done`]); without the load-dependent model the CPU is its own.
     pub(crate) fn app_done(&mut self, now: Instant, start: Instant, cost: Duration, p: &StallParams) -> Instant {
-        let cost_ns = u64::try_from(cost.as_nanos()).unwrap_or(u64::MAX);
+        let cost_ns = nanos(cost);
         let Some(mut l) = self.take_loaded() else {
             return start.max(now) + cost;
         };
@@ -440,6 +467,7 @@ impl RxQueue {
         self.busy_start = self.busy_end + free;
         self.busy_end = self.busy_start + busy;
         self.periods += 1;
+        p.periods.set(p.periods.get() + 1);
     }
 
     /// Generate busy periods until the current one ends after `t`.
@@ -471,11 +499,11 @@ impl RxQueue {
     /// [`RxQueue::admit`] for a queue with nothing rare (no scripts, no kicks, arrivals below
     /// 2^32 - 1): the same result without looking for them (most runs, every packet).
     #[inline(always)]
-    fn admit_plain(&mut self, arrival: Instant, service: Duration, p: &StallParams) -> Admitted {
+    fn admit_plain(&mut self, arrival: Instant, service_ns: u64, p: &StallParams) -> Admitted {
         debug_assert!(self.rare.is_none());
         if self.arrivals == u32::MAX {
             // The count wraps: it needs `rare`.
-            return self.admit(arrival, service, p);
+            return self.admit_ns(arrival, service_ns, p);
         }
         let nth = u64::from(self.arrivals);
         self.arrivals += 1;
@@ -489,14 +517,14 @@ impl RxQueue {
                 break;
             }
         }
-        self.served(ready, t, service, nth)
+        self.served(ready, t, service_ns, nth)
     }
 
-    /// The packet `nth`, ready at `ready`, starts at `t` and takes `service`: the queue is busy
-    /// with it until it is done.
+    /// The packet `nth`, ready at `ready`, starts at `t` and takes `service_ns`: the queue is
+    /// busy with it until it is done.
     #[inline(always)]
-    fn served(&mut self, ready: u64, t: u64, service: Duration, nth: u64) -> Admitted {
-        let done = t.saturating_add(u64::try_from(service.as_nanos()).unwrap_or(u64::MAX));
+    fn served(&mut self, ready: u64, t: u64, service_ns: u64, nth: u64) -> Admitted {
+        let done = t.saturating_add(service_ns);
         self.free_at = done;
         Admitted {
             done: Instant::from_nanos(done),
@@ -505,10 +533,16 @@ impl RxQueue {
         }
     }
 
-    /// A packet arrives at `arrival`: it starts once the queue is free of earlier packets and
-    /// outside any busy period, and takes `service` (non-preemptive). Arrivals must be offered
-    /// in nondecreasing time order.
+    /// [`RxQueue::admit_ns`] of a service time given as a [`Duration`].
+    #[cfg(test)]
     pub(crate) fn admit(&mut self, arrival: Instant, service: Duration, p: &StallParams) -> Admitted {
+        self.admit_ns(arrival, nanos(service), p)
+    }
+
+    /// A packet arrives at `arrival`: it starts once the queue is free of earlier packets and
+    /// outside any busy period, and takes `service_ns` (non-preemptive). Arrivals must be
+    /// offered in nondecreasing time order.
+    pub(crate) fn admit_ns(&mut self, arrival: Instant, service_ns: u64, p: &StallParams) -> Admitted {
         let mut t = arrival.as_nanos().max(self.free_at);
         let ready = t;
         let nth = self.count_arrival();
@@ -524,7 +558,7 @@ impl RxQueue {
                 break;
             }
         }
-        self.served(ready, t, service, nth)
+        self.served(ready, t, service_ns, nth)
     }
 }
 
