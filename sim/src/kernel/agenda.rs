@@ -151,7 +151,10 @@ impl TimerEntry {
 
     fn new(key: u128, conn: u64, side: u8, gen: u32) -> TimerEntry {
         let seq = key as u64;
-        debug_assert!(seq < 1 << (64 - Self::SEQ_SHIFT) && conn < 1 << 48 && side < 2);
+        // Out of reach (2^47 entries scheduled is months of simulation at any speed), but a
+        // wrapped number would misorder timers silently: stop with the reason instead.
+        assert!(seq < 1 << (64 - Self::SEQ_SHIFT), "the agenda's {seq}th entry: a timer keeps its number in 47 bits");
+        debug_assert!(conn < 1 << 48 && side < 2);
         TimerEntry {
             at: (key >> 64) as u64,
             seq_side: seq << Self::SEQ_SHIFT | u64::from(side) << 16 | conn >> 32,
