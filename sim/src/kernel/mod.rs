@@ -313,7 +313,8 @@ impl Kernel {
     /// Appends up to `max` readable bytes of `s` to `out` (no buffer of the caller's to copy
     /// from again); returns how many, and what the next read would find: `Data` with the bytes
     /// still readable, else `WouldBlock`, `Eof` or `Reset`, so a caller reading until one of
-    /// those need not call again to learn it.
+    /// those need not call again to learn it. `max` 0 reads nothing and says `Data` while bytes
+    /// wait: a caller looping on `Data` passes more.
     pub fn read_append(&mut self, s: SockId, out: &mut Vec<u8>, max: usize) -> (usize, ReadOutcome) {
         match self.conns.get_mut(s.conn()) {
             Some(c) => c.read_append(s.side(), out, max, &mut self.net.spare_bufs),
@@ -402,7 +403,7 @@ impl Kernel {
 
     /// The next event, oldest first.
     pub fn poll_event(&mut self) -> Option<KernelEvent> {
-        self.poll_event_token().map(|(e, _)| e)
+        self.net.events.pop_front()
     }
 
     /// [`Kernel::poll_event`], with the token its socket holds now, if any (epoll's `data`).
@@ -418,9 +419,10 @@ impl Kernel {
         let r = f(c, &mut cx);
         if c.finished() {
             // A socket the application still holds (a failed one) keeps its token.
-            for (side, t) in c.token.into_iter().enumerate() {
+            let [client, child] = c.token;
+            for (s, t) in [(SockId::client(id), client), (SockId::child(id), child)] {
                 if let Some(t) = t {
-                    self.orphan_tokens.insert(id << 1 | side as u64, t);
+                    self.orphan_tokens.insert(s.0, t);
                 }
             }
             self.conns.remove(id);
