@@ -134,8 +134,9 @@ impl Case {
     /// connection per message, its handshake's lines too) `TRACE_ALLTOALL_PAIR_BYTES` a pair
     /// plus half its length, a barrier (a dissemination: ⌈log2 n⌉ rounds)
     /// `TRACE_BARRIER_RANK_ROUND_BYTES` a rank and round; all of it an eighth more for the
-    /// run-to-run spread of one case's peak and a lossy world's retransmissions. For NCCL per pair `NCCL_TRACE_PAIR_BYTES` and, per
-    /// channel of a p2p setup, `NCCL_TRACE_PAIR_CHANNEL_BYTES`. Fitted above the peak RSS of
+    /// run-to-run spread of one case's peak and a lossy world's retransmissions. For NCCL per
+    /// pair `NCCL_TRACE_PAIR_BYTES` and, per channel of a p2p setup,
+    /// `NCCL_TRACE_PAIR_CHANNEL_BYTES`. Fitted above the peak RSS of
     /// `bootsim run --trace` (2026-12-02, mimalloc, the most of two runs) of workloads of one
     /// kind of operation at 64 to 384 ranks, and checked against nvshmem-init at 256 and 446
     /// ranks, deepep (lossy too) and churn, nccl-init and nccl-p2p (the test below).

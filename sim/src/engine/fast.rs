@@ -140,7 +140,8 @@ struct World<'a, P: Protocol> {
     /// The ports of the protocol's rank-to-rank listeners (the ones `accept=` orders).
     peer_ports: bootsim_core::seam::PeerPorts,
     /// Each node's sockets by its own connection id, by [`slot`]; the other way, each socket's
-    /// kernel token names its node and connection ([`token`]), returned with its events.
+    /// kernel token names its node and connection ([`token`]), read back for the events that
+    /// need their owner.
     sock_of: Vec<IdTable<SockId, NODE_CONNS>>,
     listeners: FxHashMap<(Node, Key<P>), ListenerId>,
     listener_owner: FxHashMap<ListenerId, (Node, Key<P>)>,
