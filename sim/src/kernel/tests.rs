@@ -780,6 +780,37 @@ fn each_application_event_carries_its_sockets_token_among_trace_records() {
     assert!(!k.set_token(refused, Some(SockToken(1))), "no token for a forgotten socket");
 }
 
+#[test]
+fn a_failed_sockets_token_is_kept_until_taken_away_as_a_redial_does() {
+    // The fast engine redials a refused or timed-out connect on a fresh socket and takes the
+    // old one's token away (`set_token(old, None)`) without closing it: that must free it.
+    // Refused: nothing listens on port 10. Timed out: every packet is lost, one SYN is tried.
+    let mut lossy = KernelConfig::profile("fifo").unwrap();
+    (lossy.loss_good, lossy.loss_bad, lossy.syn_retries) = (1.0, 1.0, 0);
+    for (cfg, port, timed_out) in [(KernelConfig::profile("fifo").unwrap(), 10, false), (lossy, 9, true)] {
+        let mut k = Kernel::new(cfg, 1, 2);
+        k.listen(Instant::ZERO, HostId(1), 9).unwrap();
+        let s = k.connect_with(Instant::ZERO, HostId(0), HostId(1), port, Some(SockToken(1)));
+        let mut failed = Vec::new();
+        while let Some(t) = k.poll_timeout() {
+            k.handle_timeout(t);
+            while let Some((ev, token)) = k.poll_event_token() {
+                match ev.kind {
+                    EventKind::Refused { sock } => failed.push((sock, token, false)),
+                    EventKind::ConnectTimedOut { sock } => failed.push((sock, token, true)),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(failed, [(s, Some(SockToken(1)), timed_out)]);
+        assert!(k.conns.get(s.conn()).is_none(), "a failed connect's connection is forgotten");
+        assert_eq!(k.token(s), Some(SockToken(1)), "kept for the socket the application holds");
+        assert!(k.set_token(s, None));
+        assert_eq!(k.token(s), None);
+        assert!(k.orphan_tokens.is_empty(), "{:?}", k.orphan_tokens);
+    }
+}
+
 /// Every read of `child` until it blocks or ends, in pieces of at most 4 bytes, by `read` or
 /// by `read_append`: the bytes, and each call's outcome (`read_append`'s as `read` gives them).
 fn read_until_blocked(k: &mut Kernel, child: SockId, append: bool, got: &mut Vec<u8>, seen: &mut Vec<ReadOutcome>) {
