@@ -13,8 +13,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::seam::{
-    Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Observation, Observed, Output, OwnedInput, Protocol,
-    Setup,
+    Completed, Effect, ListenerKey, Node as _, Nodes, Observation, Observed, Output, OwnedInput, Protocol, Setup,
 };
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
@@ -66,6 +65,23 @@ enum Timer {
     Accept { l: ListenerId },
     /// The application's read() on this socket (`node`'s `conn`) gets the CPU time it needed.
     Read { sock: SockId, node: Node, conn: ConnId },
+}
+
+/// A node's observation (an operation's end or an event).
+type NodeObservation<P> = Observation<
+    <<P as Protocol>::Node as bootsim_core::seam::Node>::Completion,
+    <<P as Protocol>::Node as bootsim_core::seam::Node>::Event,
+>;
+
+/// An effect other than a write: what [`World::execute`] carries out. `collect` carries out
+/// writes itself, so `execute` cannot be handed one (no write arm to keep there).
+enum Slow<L> {
+    Listen { listener: L },
+    Accept { listener: L, conn: ConnId },
+    CloseListener { listener: L },
+    Connect { conn: ConnId, addr: SocketAddr },
+    Drain { conn: ConnId, deadline: Instant },
+    Close { conn: ConnId },
 }
 
 struct Dialing {
@@ -469,7 +485,17 @@ impl<P: Protocol> World<'_, P> {
             // arms made every call of this one set up what they would need: 80 instructions).
             match out {
                 Output::Effect(Effect::Write { conn, len }) => self.write(node, conn, len, &tx),
-                out => self.execute(node, out, &tx),
+                Output::Effect(Effect::Listen { listener }) => self.execute(node, Slow::Listen { listener }),
+                Output::Effect(Effect::Accept { listener, conn }) => {
+                    self.execute(node, Slow::Accept { listener, conn })
+                }
+                Output::Effect(Effect::CloseListener { listener }) => {
+                    self.execute(node, Slow::CloseListener { listener })
+                }
+                Output::Effect(Effect::Connect { conn, addr }) => self.execute(node, Slow::Connect { conn, addr }),
+                Output::Effect(Effect::Drain { conn, deadline }) => self.execute(node, Slow::Drain { conn, deadline }),
+                Output::Effect(Effect::Close { conn }) => self.execute(node, Slow::Close { conn }),
+                Output::Observe(o) => self.observe(node, o),
             }
         }
         self.tx = tx;
@@ -496,20 +522,24 @@ impl<P: Protocol> World<'_, P> {
         }
     }
 
-    /// Carries out one output; `tx` holds a write's bytes. Out of line: `collect` carries out
-    /// writes, most outputs, itself ([`World::write`]).
+    /// Records an observation (a completion or an event). Out of line, as [`World::execute`].
     #[inline(never)]
-    fn execute(&mut self, node: Node, out: NodeOutput<P::Node>, tx: &[u8]) {
-        let effect = match out {
-            Output::Effect(e) => e,
-            Output::Observe(Observation::Completed(c)) => return self.completed(node, c),
-            Output::Observe(Observation::Event(e)) => return self.observed(node, e),
-        };
+    fn observe(&mut self, node: Node, o: NodeObservation<P>) {
+        match o {
+            Observation::Completed(c) => self.completed(node, c),
+            Observation::Event(e) => self.observed(node, e),
+        }
+    }
+
+    /// Carries out one effect other than a write. Out of line: `collect` carries out writes,
+    /// most outputs, itself ([`World::write`]).
+    #[inline(never)]
+    fn execute(&mut self, node: Node, effect: Slow<Key<P>>) {
         let now = self.now;
         let host = Self::host(node);
         let name = node_name(node);
         match effect {
-            Effect::Listen { listener } => {
+            Slow::Listen { listener } => {
                 let port = listener.port();
                 self.peer_ports.listened(listener);
                 match self.kernel.listen(now, HostId(host), port) {
@@ -523,20 +553,20 @@ impl<P: Protocol> World<'_, P> {
                     Err(e) => trace_line!(self.sink, now, name, "listen: {listener} failed: {e}"),
                 }
             }
-            Effect::Accept { listener, conn } => {
+            Slow::Accept { listener, conn } => {
                 let Some(&l) = self.listeners.get(&(node, listener)) else { return };
                 self.pending_accept.insert(l, conn);
                 if self.syscall(node, Timer::Accept { l }) {
                     self.try_accept(l);
                 }
             }
-            Effect::CloseListener { listener } => {
+            Slow::CloseListener { listener } => {
                 if let Some(l) = self.listeners.remove(&(node, listener)) {
                     self.pending_accept.remove(&l);
                     self.kernel.close_listener(now, l);
                 }
             }
-            Effect::Connect { conn, addr } => {
+            Slow::Connect { conn, addr } => {
                 // Names serve only an explicit schedule; without one, keeping a name for every
                 // connection of the run was memory for nothing (1.1 M entries at 1024 ranks).
                 let named = !self.case.schedule().is_empty();
@@ -555,8 +585,7 @@ impl<P: Protocol> World<'_, P> {
                 self.charge_syscall(node);
                 self.dial(node, conn, addr);
             }
-            Effect::Write { conn, len } => self.write(node, conn, len, tx),
-            Effect::Drain { conn, deadline } => {
+            Slow::Drain { conn, deadline } => {
                 let Some(sock) = self.sock_of[slot(node)].get(conn.0) else { return };
                 let forced_fail =
                     self.names.by_conn.get(&(node, conn)).is_some_and(|n| self.case.schedule().drain_fail.contains(n));
@@ -567,7 +596,7 @@ impl<P: Protocol> World<'_, P> {
                     self.schedule(deadline, Timer::DrainDeadline { sock });
                 }
             }
-            Effect::Close { conn } => {
+            Slow::Close { conn } => {
                 if let Some(sock) = self.sock_of[slot(node)].remove(conn.0) {
                     self.charge_syscall(node);
                     self.kernel.close(now, sock);
