@@ -13,7 +13,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::seam::{
-    Completed, Effect, ListenerKey, Node as _, Nodes, Observation, Observed, Output, OwnedInput, Protocol, Setup,
+    Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Observation, Observed, Output, OwnedInput, Protocol,
+    Setup,
 };
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
@@ -65,23 +66,6 @@ enum Timer {
     Accept { l: ListenerId },
     /// The application's read() on this socket (`node`'s `conn`) gets the CPU time it needed.
     Read { sock: SockId, node: Node, conn: ConnId },
-}
-
-/// A node's observation (an operation's end or an event).
-type NodeObservation<P> = Observation<
-    <<P as Protocol>::Node as bootsim_core::seam::Node>::Completion,
-    <<P as Protocol>::Node as bootsim_core::seam::Node>::Event,
->;
-
-/// An effect other than a write: what [`World::execute`] carries out. `collect` carries out
-/// writes itself, so `execute` cannot be handed one (no write arm to keep there).
-enum Slow<L> {
-    Listen { listener: L },
-    Accept { listener: L, conn: ConnId },
-    CloseListener { listener: L },
-    Connect { conn: ConnId, addr: SocketAddr },
-    Drain { conn: ConnId, deadline: Instant },
-    Close { conn: ConnId },
 }
 
 struct Dialing {
@@ -485,17 +469,7 @@ impl<P: Protocol> World<'_, P> {
             // arms made every call of this one set up what they would need: 80 instructions).
             match out {
                 Output::Effect(Effect::Write { conn, len }) => self.write(node, conn, len, &tx),
-                Output::Effect(Effect::Listen { listener }) => self.execute(node, Slow::Listen { listener }),
-                Output::Effect(Effect::Accept { listener, conn }) => {
-                    self.execute(node, Slow::Accept { listener, conn })
-                }
-                Output::Effect(Effect::CloseListener { listener }) => {
-                    self.execute(node, Slow::CloseListener { listener })
-                }
-                Output::Effect(Effect::Connect { conn, addr }) => self.execute(node, Slow::Connect { conn, addr }),
-                Output::Effect(Effect::Drain { conn, deadline }) => self.execute(node, Slow::Drain { conn, deadline }),
-                Output::Effect(Effect::Close { conn }) => self.execute(node, Slow::Close { conn }),
-                Output::Observe(o) => self.observe(node, o),
+                out => self.execute(node, out),
             }
         }
         self.tx = tx;
@@ -522,24 +496,20 @@ impl<P: Protocol> World<'_, P> {
         }
     }
 
-    /// Records an observation (a completion or an event). Out of line, as [`World::execute`].
+    /// Carries out one output other than a write: it has no write buffer, as `collect` carries
+    /// out writes, most outputs, itself ([`World::write`]). Out of line.
     #[inline(never)]
-    fn observe(&mut self, node: Node, o: NodeObservation<P>) {
-        match o {
-            Observation::Completed(c) => self.completed(node, c),
-            Observation::Event(e) => self.observed(node, e),
-        }
-    }
-
-    /// Carries out one effect other than a write. Out of line: `collect` carries out writes,
-    /// most outputs, itself ([`World::write`]).
-    #[inline(never)]
-    fn execute(&mut self, node: Node, effect: Slow<Key<P>>) {
+    fn execute(&mut self, node: Node, out: NodeOutput<P::Node>) {
+        let effect = match out {
+            Output::Effect(e) => e,
+            Output::Observe(Observation::Completed(c)) => return self.completed(node, c),
+            Output::Observe(Observation::Event(e)) => return self.observed(node, e),
+        };
         let now = self.now;
         let host = Self::host(node);
         let name = node_name(node);
         match effect {
-            Slow::Listen { listener } => {
+            Effect::Listen { listener } => {
                 let port = listener.port();
                 self.peer_ports.listened(listener);
                 match self.kernel.listen(now, HostId(host), port) {
@@ -553,20 +523,20 @@ impl<P: Protocol> World<'_, P> {
                     Err(e) => trace_line!(self.sink, now, name, "listen: {listener} failed: {e}"),
                 }
             }
-            Slow::Accept { listener, conn } => {
+            Effect::Accept { listener, conn } => {
                 let Some(&l) = self.listeners.get(&(node, listener)) else { return };
                 self.pending_accept.insert(l, conn);
                 if self.syscall(node, Timer::Accept { l }) {
                     self.try_accept(l);
                 }
             }
-            Slow::CloseListener { listener } => {
+            Effect::CloseListener { listener } => {
                 if let Some(l) = self.listeners.remove(&(node, listener)) {
                     self.pending_accept.remove(&l);
                     self.kernel.close_listener(now, l);
                 }
             }
-            Slow::Connect { conn, addr } => {
+            Effect::Connect { conn, addr } => {
                 // Names serve only an explicit schedule; without one, keeping a name for every
                 // connection of the run was memory for nothing (1.1 M entries at 1024 ranks).
                 let named = !self.case.schedule().is_empty();
@@ -585,7 +555,8 @@ impl<P: Protocol> World<'_, P> {
                 self.charge_syscall(node);
                 self.dial(node, conn, addr);
             }
-            Slow::Drain { conn, deadline } => {
+            Effect::Write { .. } => unreachable!("collect carries out every write"),
+            Effect::Drain { conn, deadline } => {
                 let Some(sock) = self.sock_of[slot(node)].get(conn.0) else { return };
                 let forced_fail =
                     self.names.by_conn.get(&(node, conn)).is_some_and(|n| self.case.schedule().drain_fail.contains(n));
@@ -596,7 +567,7 @@ impl<P: Protocol> World<'_, P> {
                     self.schedule(deadline, Timer::DrainDeadline { sock });
                 }
             }
-            Slow::Close { conn } => {
+            Effect::Close { conn } => {
                 if let Some(sock) = self.sock_of[slot(node)].remove(conn.0) {
                     self.charge_syscall(node);
                     self.kernel.close(now, sock);
