@@ -20,8 +20,10 @@ use std::rc::Rc;
 
 use bootsim_core::seam::{Effect, Input, Node, NodeOutput, Nodes, Output, Protocol, Setup};
 use bootsim_core::{ConnId, Instant};
+use bootsim_nvshmem::ports::ROOT_PORT;
 use bootsim_sim::engine::{fast, Outcome};
 use bootsim_sim::protocol::Nvshmem;
+use bootsim_sim::words::host_addr;
 use bootsim_sim::{run_case, Case, Finding, Verdict};
 
 /// Who a node is, as the trace names it (`root`, `rank3`).
@@ -217,7 +219,7 @@ impl<P: Protocol<Node: Node<Event: std::fmt::Debug>>> Protocol for Audited<P> {
 
 /// An audited, traced NVSHMEM run of `line` on the fast engine, checked to be the run
 /// `run_case` makes (same trace digest, verdict and findings).
-struct Audit1 {
+struct AuditedRun {
     verdict: Verdict,
     findings: Vec<Finding>,
     lines: Vec<String>,
@@ -225,30 +227,26 @@ struct Audit1 {
     log: Log,
 }
 
-fn audited_nvshmem(line: &str) -> Audit1 {
+fn audited_nvshmem(line: &str) -> AuditedRun {
     let case = Case::parse(line).unwrap();
     let log = Rc::new(RefCell::new(Log::default()));
     let p = Audited { inner: Nvshmem, log: Rc::clone(&log) };
-    let mut outcome = fast::run(&p, &case.variant(), case.workload(), &case, true);
-    let (verdict, findings) = outcome.verdict_with(|| p.judge(&setup_of(&case)));
+    let variant = case.variant();
+    let mut outcome = fast::run(&p, &variant, case.workload(), &case, true);
+    let setup = Setup {
+        variant: &variant,
+        workload: case.workload(),
+        seed: case.seed(),
+        n: case.ranks(),
+        root_ip: host_addr(0, 0).ip(),
+    };
+    let (verdict, findings) = outcome.verdict_with(|| p.judge(&setup));
     let trace = outcome.trace.take().unwrap();
     let plain = run_case(&case, true);
     assert_eq!(trace.digest, plain.trace.unwrap().digest, "the audit changes nothing: {line}");
     assert_eq!((verdict, &findings), (plain.verdict, &plain.findings), "{line}");
     let log = std::mem::take(&mut *log.borrow_mut());
-    Audit1 { verdict, findings, lines: trace.lines, outcome, log }
-}
-
-fn setup_of(case: &Case) -> Setup<'_, bootsim_nvshmem::Variant, bootsim_nvshmem::workload::Workload> {
-    // The variant is made from the case each time: leak one per call (a test's handful).
-    let variant: &'static bootsim_nvshmem::Variant = Box::leak(Box::new(case.variant()));
-    Setup {
-        variant,
-        workload: case.workload(),
-        seed: case.seed(),
-        n: case.ranks(),
-        root_ip: "10.0.0.1".parse().unwrap(),
-    }
+    AuditedRun { verdict, findings, lines: trace.lines, outcome, log }
 }
 
 /// One engine trace line about a node's connection: `<time>s <who> <verb> connection K (local cN)`.
@@ -352,7 +350,7 @@ fn peer_of(s: &Sockets, who: &str, conn: u64) -> Option<(String, u64)> {
 /// Resets a node saw on a socket it still held: a `PeerClosed` on a connection whose other end
 /// had not closed it (so no FIN came: the peer's kernel reset it), before the node closed it.
 /// Returns (who, local id, peer who).
-fn resets_on_held(a: &Audit1, s: &Sockets) -> Vec<(String, u64, String)> {
+fn resets_on_held(a: &AuditedRun, s: &Sockets) -> Vec<(String, u64, String)> {
     let mut out = Vec::new();
     for (i, e) in a.log.entries.iter().enumerate() {
         if e.what != "peer closed" {
@@ -368,9 +366,6 @@ fn resets_on_held(a: &Audit1, s: &Sockets) -> Vec<(String, u64, String)> {
     }
     out
 }
-
-/// NVSHMEM's root listener's port in simulated worlds.
-const ROOT_PORT: u16 = 5000;
 
 /// Seconds in a trace line's time (`0.480739s`).
 fn secs(at: &str) -> f64 {
