@@ -287,6 +287,9 @@ fn conn_lines(lines: &[String]) -> Vec<ConnLine> {
     out
 }
 
+/// A node's connection: who, local id.
+type End = (String, u64);
+
 /// What the engine's lines say about sockets and their owners, checked as it goes: each
 /// node's connection is the kernel connection it last dialled or accepted for it; every
 /// line after names that one; no line names a connection after its node closed it; no kernel
@@ -297,8 +300,8 @@ struct Sockets {
     redials: Vec<(String, u64, u64, u64)>,
     /// (who, local id) to the kernel connections dialled for it, in order.
     dials: BTreeMap<(String, u64), Vec<u64>>,
-    /// Each kernel connection's client and server: (who, local id).
-    ends: BTreeMap<u64, (Option<(String, u64)>, Option<(String, u64)>)>,
+    /// Each kernel connection's client and server.
+    ends: BTreeMap<u64, (Option<End>, Option<End>)>,
 }
 
 fn sockets(lines: &[String]) -> Sockets {
