@@ -9,6 +9,7 @@
 
 pub mod case;
 pub mod engine;
+pub mod equivalence;
 pub mod explain;
 pub mod explore;
 pub mod harness;
