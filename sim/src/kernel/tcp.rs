@@ -16,6 +16,10 @@ use super::events::{Dir, EventKind, Flow, ListenerId, Overflow, ReadOutcome, Seg
 const C: usize = 0;
 const S: usize = 1;
 
+/// The largest send buffer a read or a write swaps whole with the caller's instead of copying
+/// (a larger one stays in the kernel, so no caller's pool keeps its room).
+const SWAP_MAX: usize = 64 << 10;
+
 /// A listening socket and its FIFO accept queue.
 #[derive(Clone, Debug)]
 pub(crate) struct Listener {
@@ -366,7 +370,8 @@ impl Conn {
     }
 
     /// Appends up to `max` readable bytes of side `side` to `out`; returns how many, and what
-    /// a read would find next ([`Conn::next_read`]).
+    /// a read would find next ([`Conn::next_read`]). An empty `out` that would take the whole
+    /// send buffer is swapped with it instead (its room goes to `spare`): no copy.
     pub(crate) fn read_append(
         &mut self,
         side: usize,
@@ -374,8 +379,27 @@ impl Conn {
         max: usize,
         spare: &mut SpareBufs,
     ) -> (usize, ReadOutcome) {
-        let n = self.take_readable(side, max, spare, |b| out.extend_from_slice(b));
-        (n, self.next_read(side))
+        let h = &mut self.half[1 - side];
+        let delivered = h.delivered();
+        let n = (delivered - h.read).min(max);
+        if n > 0 {
+            let at = h.read - h.dropped;
+            h.read += n;
+            if h.read == h.written() {
+                h.dropped = h.read;
+                if at == 0 && out.is_empty() && h.buf.capacity() <= SWAP_MAX {
+                    std::mem::swap(out, &mut h.buf);
+                } else {
+                    out.extend_from_slice(&h.buf[at..at + n]);
+                }
+                spare.give(std::mem::take(&mut h.buf));
+            } else {
+                out.extend_from_slice(&h.buf[at..at + n]);
+            }
+        }
+        let left = delivered - h.read;
+        let next = if left > 0 { ReadOutcome::Data(left) } else { self.no_data(side) };
+        (n, next)
     }
 
     /// Hands up to `max` readable bytes of side `side` to `into` and marks them read (the
@@ -398,12 +422,17 @@ impl Conn {
 
     /// What a read on side `side` finds now: `Data` with the bytes readable, or why none are.
     fn next_read(&self, side: usize) -> ReadOutcome {
-        let h = &self.half[1 - side];
-        if h.unread() > 0 {
-            ReadOutcome::Data(h.unread())
-        } else if self.rst[side] || self.sk[side] == Sk::Dead {
+        match self.half[1 - side].unread() {
+            0 => self.no_data(side),
+            n => ReadOutcome::Data(n),
+        }
+    }
+
+    /// Why a read on side `side`, with nothing readable, finds no data.
+    fn no_data(&self, side: usize) -> ReadOutcome {
+        if self.rst[side] || self.sk[side] == Sk::Dead {
             ReadOutcome::Reset
-        } else if h.eof() {
+        } else if self.half[1 - side].eof() {
             ReadOutcome::Eof
         } else {
             ReadOutcome::WouldBlock
