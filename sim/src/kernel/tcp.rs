@@ -305,17 +305,48 @@ impl Conn {
     /// Append one segment; it leaves at once if connected, else when the handshake completes.
     /// Returns false if the socket can no longer send.
     pub(crate) fn write(&mut self, cx: &mut Ctx<'_>, side: usize, bytes: &[u8]) -> bool {
+        self.write_with(cx, side, bytes.len(), |buf, spare| {
+            if buf.capacity() == 0 {
+                *buf = spare.take();
+            }
+            buf.extend_from_slice(bytes);
+        })
+    }
+
+    /// [`Conn::write`] of the bytes in `bytes`, which is left empty: into an empty send buffer
+    /// the caller's buffer (up to [`SWAP_MAX`] of room) is moved, not copied (the caller gets a
+    /// spare one back).
+    pub(crate) fn write_owned(&mut self, cx: &mut Ctx<'_>, side: usize, bytes: &mut Vec<u8>) -> bool {
+        let len = bytes.len();
+        self.write_with(cx, side, len, |buf, spare| {
+            if buf.is_empty() && bytes.capacity() <= SWAP_MAX {
+                let old = std::mem::replace(buf, std::mem::take(bytes));
+                *bytes = if old.capacity() > 0 { old } else { spare.take() };
+            } else {
+                buf.extend_from_slice(bytes);
+                bytes.clear();
+            }
+        })
+    }
+
+    /// Appends a segment of `len` bytes that `append` adds to the send buffer (given the
+    /// kernel's spare buffers), if the socket can still send.
+    #[inline(always)]
+    fn write_with(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        side: usize,
+        len: usize,
+        append: impl FnOnce(&mut Vec<u8>, &mut SpareBufs),
+    ) -> bool {
         if self.app_closed[side] || matches!(self.sk[side], Sk::Dead | Sk::Idle) {
             return false;
         }
-        if bytes.is_empty() {
+        if len == 0 {
             return true;
         }
         let h = &mut self.half[side];
-        if h.buf.capacity() == 0 {
-            h.buf = cx.net.spare_bufs.take();
-        }
-        h.buf.extend_from_slice(bytes);
+        append(&mut h.buf, &mut cx.net.spare_bufs);
         let end = h.written() as u32;
         h.push_end(end);
         cx.net.stats.writes += 1;
