@@ -53,13 +53,19 @@ impl<L, C, E> Outbox<L, C, E> {
         self.queue.push_back(Output::Effect(Effect::Write { conn, len: self.bytes.len() - start }));
     }
 
-    /// Takes the next output; for a write, its bytes replace the contents of `tx`.
+    /// Takes the next output; for a write, its bytes replace the contents of `tx`. A write that
+    /// holds every byte queued swaps buffers with `tx` instead of copying (the outbox keeps
+    /// `tx`'s room for the next frames).
     pub fn poll(&mut self, tx: &mut Vec<u8>) -> Option<Output<L, C, E>> {
         let out = self.queue.pop_front()?;
         if let Output::Effect(Effect::Write { len, .. }) = out {
             tx.clear();
-            tx.extend_from_slice(&self.bytes[self.head..self.head + len]);
-            self.head += len;
+            if self.head == 0 && len == self.bytes.len() {
+                std::mem::swap(tx, &mut self.bytes);
+            } else {
+                tx.extend_from_slice(&self.bytes[self.head..self.head + len]);
+                self.head += len;
+            }
         }
         if self.queue.is_empty() {
             // Nothing queued refers to the buffer any more: reuse it from the start. The queue
