@@ -108,4 +108,19 @@ mod tests {
         (0..3).for_each(|_| o.event("more"));
         assert!(o.queue.as_slices().1.is_empty(), "drained, the queue starts over at its first slot");
     }
+
+    #[test]
+    fn a_write_holding_every_queued_byte_swaps_buffers_with_tx() {
+        let mut o: Outbox<u8, (), &'static str> = Outbox::default();
+        o.write(ConnId(1), |b| b.extend_from_slice(b"only"));
+        o.event("then");
+        let encoded = o.bytes.as_ptr();
+        let mut tx = Vec::with_capacity(64);
+        tx.extend_from_slice(b"stale");
+        assert_eq!(o.poll(&mut tx), Some(Out::Effect(Effect::Write { conn: ConnId(1), len: 4 })));
+        assert_eq!((tx.as_slice(), tx.as_ptr()), (&b"only"[..], encoded), "the encoded buffer, not a copy");
+        assert_eq!((o.bytes.len(), o.bytes.capacity(), o.head), (0, 64, 0), "the outbox keeps tx's room");
+        assert_eq!(o.poll(&mut tx), Some(Out::Observe(Observation::Event("then"))));
+        assert_eq!(o.poll(&mut tx), None);
+    }
 }
