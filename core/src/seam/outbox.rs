@@ -53,19 +53,13 @@ impl<L, C, E> Outbox<L, C, E> {
         self.queue.push_back(Output::Effect(Effect::Write { conn, len: self.bytes.len() - start }));
     }
 
-    /// Takes the next output; for a write, its bytes replace the contents of `tx`. A write that
-    /// holds every byte queued swaps buffers with `tx` instead of copying (the outbox keeps
-    /// `tx`'s room for the next frames).
+    /// Takes the next output; for a write, its bytes replace the contents of `tx`.
     pub fn poll(&mut self, tx: &mut Vec<u8>) -> Option<Output<L, C, E>> {
         let out = self.queue.pop_front()?;
         if let Output::Effect(Effect::Write { len, .. }) = out {
             tx.clear();
-            if self.head == 0 && len == self.bytes.len() {
-                std::mem::swap(tx, &mut self.bytes);
-            } else {
-                tx.extend_from_slice(&self.bytes[self.head..self.head + len]);
-                self.head += len;
-            }
+            tx.extend_from_slice(&self.bytes[self.head..self.head + len]);
+            self.head += len;
         }
         if self.queue.is_empty() {
             // Nothing queued refers to the buffer any more: reuse it from the start. The queue
@@ -107,20 +101,5 @@ mod tests {
         assert_eq!((o.head, o.bytes.len(), o.bytes.capacity()), (0, 2, cap), "drained, the buffer starts over");
         (0..3).for_each(|_| o.event("more"));
         assert!(o.queue.as_slices().1.is_empty(), "drained, the queue starts over at its first slot");
-    }
-
-    #[test]
-    fn a_write_holding_every_queued_byte_swaps_buffers_with_tx() {
-        let mut o: Outbox<u8, (), &'static str> = Outbox::default();
-        o.write(ConnId(1), |b| b.extend_from_slice(b"only"));
-        o.event("then");
-        let encoded = o.bytes.as_ptr();
-        let mut tx = Vec::with_capacity(64);
-        tx.extend_from_slice(b"stale");
-        assert_eq!(o.poll(&mut tx), Some(Out::Effect(Effect::Write { conn: ConnId(1), len: 4 })));
-        assert_eq!((tx.as_slice(), tx.as_ptr()), (&b"only"[..], encoded), "the encoded buffer, not a copy");
-        assert_eq!((o.bytes.len(), o.bytes.capacity(), o.head), (0, 64, 0), "the outbox keeps tx's room");
-        assert_eq!(o.poll(&mut tx), Some(Out::Observe(Observation::Event("then"))));
-        assert_eq!(o.poll(&mut tx), None);
     }
 }
