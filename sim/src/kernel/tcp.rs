@@ -4,6 +4,10 @@
 //! Side 0 is the connecting end, side 1 the listener's child. `half[s]` is the byte stream
 //! *sent by* side `s`; its receive state lives in the same struct (the receiver reads the
 //! sender's buffer, so bytes are never copied in flight).
+//!
+//! A write into an empty send buffer takes the writer's buffer itself when it is given one
+//! (`Kernel::write_owned`), and a read of all of a send buffer into an empty one swaps them
+//! (`Kernel::read_append`): a frame that is read whole is then never copied by the kernel.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
