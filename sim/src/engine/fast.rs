@@ -468,7 +468,7 @@ impl<P: Protocol> World<'_, P> {
             // Writes, most outputs, are carried out here; the rest out of line (inlined, their
             // arms made every call of this one set up what they would need: 80 instructions).
             match out {
-                Output::Effect(Effect::Write { conn, len }) => self.write(node, conn, len, &tx),
+                Output::Effect(Effect::Write { conn, len }) => self.write(node, conn, len, &mut tx),
                 out => self.execute(node, out),
             }
         }
@@ -483,14 +483,15 @@ impl<P: Protocol> World<'_, P> {
         }
     }
 
-    /// Writes `tx`, `len` bytes, on `node`'s connection `conn`.
+    /// Writes `tx`, `len` bytes, on `node`'s connection `conn`: the kernel takes them, with
+    /// the buffer itself when its send buffer is empty (`tx` may come back another buffer).
     #[inline]
-    fn write(&mut self, node: Node, conn: ConnId, len: usize, tx: &[u8]) {
+    fn write(&mut self, node: Node, conn: ConnId, len: usize, tx: &mut Vec<u8>) {
         if let Some(sock) = self.sock_of[slot(node)].get(conn.0) {
             self.charge_syscall(node);
             let now = self.now;
             trace_line!(self.sink, now, node_name(node), "write {len} bytes on {}", local(conn, sock));
-            if let Err(e) = self.kernel.write(now, sock, tx) {
+            if let Err(e) = self.kernel.write_owned(now, sock, tx) {
                 trace_line!(self.sink, now, node_name(node), "write on {} failed: {e}", local(conn, sock));
             }
         }

@@ -294,6 +294,25 @@ impl Kernel {
         }
     }
 
+    /// [`Kernel::write`] of the bytes in `bytes`, taking them: a send buffer with nothing in it
+    /// takes the buffer itself, not a copy, and `bytes` is left empty (with another buffer's
+    /// room, so a caller that refills it need not allocate). Whether or not it succeeds.
+    pub fn write_owned(&mut self, now: Instant, s: SockId, bytes: &mut Vec<u8>) -> Result<(), KernelError> {
+        let now = self.at(now);
+        let written = self.with_conn(now, s.conn(), |c, cx| c.write_owned(cx, s.side(), bytes));
+        match written {
+            Some(true) => Ok(()),
+            Some(false) => {
+                bytes.clear();
+                Err(KernelError::Closed(s))
+            }
+            None => {
+                bytes.clear();
+                Err(KernelError::UnknownSocket(s))
+            }
+        }
+    }
+
     /// Close the application's end: FIN after any data (the kernel keeps the connection and
     /// retransmits until acknowledged), RST instead if received bytes are unread.
     pub fn close(&mut self, now: Instant, s: SockId) {

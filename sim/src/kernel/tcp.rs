@@ -4,6 +4,10 @@
 //! Side 0 is the connecting end, side 1 the listener's child. `half[s]` is the byte stream
 //! *sent by* side `s`; its receive state lives in the same struct (the receiver reads the
 //! sender's buffer, so bytes are never copied in flight).
+//!
+//! A write into an empty send buffer takes the writer's buffer itself when it is given one
+//! (`Kernel::write_owned`), and a read of all of a send buffer into an empty one swaps them
+//! (`Kernel::read_append`): a frame that is read whole is then never copied by the kernel.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -15,6 +19,10 @@ use super::events::{Dir, EventKind, Flow, ListenerId, Overflow, ReadOutcome, Seg
 
 const C: usize = 0;
 const S: usize = 1;
+
+/// The largest send buffer a read or a write swaps whole with the caller's instead of copying
+/// (a larger one stays in the kernel, so no caller's pool keeps its room).
+const SWAP_MAX: usize = 64 << 10;
 
 /// A listening socket and its FIFO accept queue.
 #[derive(Clone, Debug)]
@@ -301,17 +309,48 @@ impl Conn {
     /// Append one segment; it leaves at once if connected, else when the handshake completes.
     /// Returns false if the socket can no longer send.
     pub(crate) fn write(&mut self, cx: &mut Ctx<'_>, side: usize, bytes: &[u8]) -> bool {
+        self.write_with(cx, side, bytes.len(), |buf, spare| {
+            if buf.capacity() == 0 {
+                *buf = spare.take();
+            }
+            buf.extend_from_slice(bytes);
+        })
+    }
+
+    /// [`Conn::write`] of the bytes in `bytes`, which is left empty: into an empty send buffer
+    /// the caller's buffer (up to [`SWAP_MAX`] of room) is moved, not copied (the caller gets a
+    /// spare one back).
+    pub(crate) fn write_owned(&mut self, cx: &mut Ctx<'_>, side: usize, bytes: &mut Vec<u8>) -> bool {
+        let len = bytes.len();
+        self.write_with(cx, side, len, |buf, spare| {
+            if buf.is_empty() && bytes.capacity() <= SWAP_MAX {
+                let old = std::mem::replace(buf, std::mem::take(bytes));
+                *bytes = if old.capacity() > 0 { old } else { spare.take() };
+            } else {
+                buf.extend_from_slice(bytes);
+                bytes.clear();
+            }
+        })
+    }
+
+    /// Appends a segment of `len` bytes that `append` adds to the send buffer (given the
+    /// kernel's spare buffers), if the socket can still send.
+    #[inline(always)]
+    fn write_with(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        side: usize,
+        len: usize,
+        append: impl FnOnce(&mut Vec<u8>, &mut SpareBufs),
+    ) -> bool {
         if self.app_closed[side] || matches!(self.sk[side], Sk::Dead | Sk::Idle) {
             return false;
         }
-        if bytes.is_empty() {
+        if len == 0 {
             return true;
         }
         let h = &mut self.half[side];
-        if h.buf.capacity() == 0 {
-            h.buf = cx.net.spare_bufs.take();
-        }
-        h.buf.extend_from_slice(bytes);
+        append(&mut h.buf, &mut cx.net.spare_bufs);
         let end = h.written() as u32;
         h.push_end(end);
         cx.net.stats.writes += 1;
@@ -366,7 +405,8 @@ impl Conn {
     }
 
     /// Appends up to `max` readable bytes of side `side` to `out`; returns how many, and what
-    /// a read would find next ([`Conn::next_read`]).
+    /// a read would find next ([`Conn::next_read`]). An empty `out` that would take the whole
+    /// send buffer is swapped with it instead (its room goes to `spare`): no copy.
     pub(crate) fn read_append(
         &mut self,
         side: usize,
@@ -374,8 +414,27 @@ impl Conn {
         max: usize,
         spare: &mut SpareBufs,
     ) -> (usize, ReadOutcome) {
-        let n = self.take_readable(side, max, spare, |b| out.extend_from_slice(b));
-        (n, self.next_read(side))
+        let h = &mut self.half[1 - side];
+        let delivered = h.delivered();
+        let n = (delivered - h.read).min(max);
+        if n > 0 {
+            let at = h.read - h.dropped;
+            h.read += n;
+            if h.read == h.written() {
+                h.dropped = h.read;
+                if at == 0 && out.is_empty() && h.buf.capacity() <= SWAP_MAX {
+                    std::mem::swap(out, &mut h.buf);
+                } else {
+                    out.extend_from_slice(&h.buf[at..at + n]);
+                }
+                spare.give(std::mem::take(&mut h.buf));
+            } else {
+                out.extend_from_slice(&h.buf[at..at + n]);
+            }
+        }
+        let left = delivered - h.read;
+        let next = if left > 0 { ReadOutcome::Data(left) } else { self.no_data(side) };
+        (n, next)
     }
 
     /// Hands up to `max` readable bytes of side `side` to `into` and marks them read (the
@@ -398,12 +457,17 @@ impl Conn {
 
     /// What a read on side `side` finds now: `Data` with the bytes readable, or why none are.
     fn next_read(&self, side: usize) -> ReadOutcome {
-        let h = &self.half[1 - side];
-        if h.unread() > 0 {
-            ReadOutcome::Data(h.unread())
-        } else if self.rst[side] || self.sk[side] == Sk::Dead {
+        match self.half[1 - side].unread() {
+            0 => self.no_data(side),
+            n => ReadOutcome::Data(n),
+        }
+    }
+
+    /// Why a read on side `side`, with nothing readable, finds no data.
+    fn no_data(&self, side: usize) -> ReadOutcome {
+        if self.rst[side] || self.sk[side] == Sk::Dead {
             ReadOutcome::Reset
-        } else if h.eof() {
+        } else if self.half[1 - side].eof() {
             ReadOutcome::Eof
         } else {
             ReadOutcome::WouldBlock

@@ -404,6 +404,55 @@ fn a_stream_read_to_its_end_and_written_again_reads_the_new_bytes_and_counts_the
 }
 
 #[test]
+fn a_write_into_an_empty_send_buffer_moves_it_and_a_read_of_all_of_it_takes_it_back() {
+    // Bytes go from the writer's buffer to the reader's without a copy when the send buffer is
+    // empty and one read takes it all; otherwise they are copied, and read back the same.
+    let mut k = Kernel::new(KernelConfig::profile("fifo").unwrap(), 2, 2);
+    let l = k.listen(Instant::ZERO, HostId(1), 9).unwrap();
+    let c = k.connect(Instant::ZERO, HostId(0), HostId(1), 9);
+    let (mut child, mut moved, mut rounds) = (None, None, 0u8);
+    while let Some(t) = k.poll_timeout() {
+        k.handle_timeout(t);
+        while let Some(ev) = k.poll_event() {
+            match ev.kind {
+                EventKind::Connected { sock } => {
+                    let mut first = Vec::with_capacity(16);
+                    first.extend_from_slice(&[1, 2, 3]);
+                    moved = Some(first.as_ptr());
+                    k.write_owned(t, sock, &mut first).unwrap();
+                    assert!(first.is_empty(), "the written bytes are taken");
+                    let mut second = vec![4, 5];
+                    k.write_owned(t, sock, &mut second).unwrap();
+                    assert!(second.is_empty(), "bytes copied into a busy send buffer are taken too");
+                }
+                EventKind::AllAcked { sock } if sock == c && rounds < 2 => {
+                    let ch = *child.get_or_insert_with(|| k.accept(t, l).unwrap().0);
+                    rounds += 1;
+                    if rounds == 1 {
+                        let mut out = Vec::new();
+                        assert_eq!(k.read_append(ch, &mut out, 64), (5, ReadOutcome::WouldBlock));
+                        assert_eq!(out, [1, 2, 3, 4, 5]);
+                        assert_eq!(Some(out.as_ptr()), moved, "the writer's buffer, not a copy");
+                        k.write_owned(t, c, &mut vec![6, 7, 8]).unwrap();
+                    } else {
+                        // Read in two pieces: the second appends to bytes already there.
+                        let mut out = Vec::new();
+                        assert_eq!(k.read_append(ch, &mut out, 2), (2, ReadOutcome::Data(1)));
+                        assert_eq!(k.read_append(ch, &mut out, 64), (1, ReadOutcome::WouldBlock));
+                        assert_eq!(out, [6, 7, 8]);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(rounds, 2);
+    let mut late = vec![9];
+    assert_eq!(k.write_owned(k.now, SockId(u64::MAX), &mut late), Err(KernelError::UnknownSocket(SockId(u64::MAX))));
+    assert!(late.is_empty(), "bytes of a failed write are dropped");
+}
+
+#[test]
 fn unread_data_at_close_resets_the_peer() {
     let mut k = Kernel::new(KernelConfig::profile("fifo").unwrap(), 2, 2);
     let l = k.listen(Instant::ZERO, HostId(1), 9).unwrap();
