@@ -32,7 +32,7 @@ pub use io::{Completion, Effect, Event, Input, Limits, Observation, Output, Owne
 pub use listener::Listener;
 pub use op_kind::OpKind;
 pub use qp_handle::{GidDisplay, QpHandle};
-pub use rank::{Chunked, Chunks, Op, Rank, RankConfig, Waiting};
+pub use rank::{ChunkSink, Chunked, Chunks, MakeChunk, Op, Rank, RankConfig, Waiting};
 pub use root::{Root, RootConfig};
 pub use seam::NvshmemNode;
 pub use uid::{UniqueId, NVSHMEM_UID_VERSION};

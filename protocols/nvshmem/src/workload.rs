@@ -3,14 +3,14 @@
 //! Every payload is a pure function of (seed, sender, receiver, index), so the oracle knows
 //! every byte that should arrive and, for a wrong one, where it came from.
 
-use std::sync::Arc;
+use std::sync::OnceLock;
 
 use bootsim_core::seed::derive;
 use bootsim_core::Instant;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
-use crate::rank::{Chunked, Chunks};
+use crate::rank::{ChunkSink, Chunked, Chunks, MakeChunk};
 use crate::OpKind;
 use crate::{Op, QpHandle, Rank};
 
@@ -242,18 +242,23 @@ pub fn alltoall_chunk(seed: u64, index: u32, from: u32, to: u32, len: usize) -> 
 
 /// [`alltoall_chunk`], appended to `out`.
 fn alltoall_chunk_into(seed: u64, index: u32, from: u32, to: u32, len: usize, out: &mut Vec<u8>) {
+    alltoall_chunk_put(seed, index, from, to, len, out);
+}
+
+/// [`alltoall_chunk`], put into `out` piece by piece (the one place its bytes are made).
+fn alltoall_chunk_put<S: ChunkSink>(seed: u64, index: u32, from: u32, to: u32, len: usize, out: &mut S) {
     if len.is_multiple_of(QpHandle::SIZE) {
         for qp in 0..(len / QpHandle::SIZE) as u32 {
-            out.extend_from_slice(&qp_handle(seed ^ u64::from(index) << 48, from, to, qp).to_bytes());
+            out.put(&qp_handle(seed ^ u64::from(index) << 48, from, to, qp).to_bytes());
         }
     } else {
-        bytes_into(key(seed, 2, u64::from(index) << 32 | u64::from(from), u64::from(to)), len, out);
+        bytes_put(key(seed, 2, u64::from(index) << 32 | u64::from(from), u64::from(to)), len, out);
     }
 }
 
 /// What rank `from` contributes to the `index`-th operation (an allgather of `len` bytes).
 pub fn allgather_slice(seed: u64, index: u32, from: u32, len: usize) -> Vec<u8> {
-    let mut slice = Vec::with_capacity(len.next_multiple_of(8));
+    let mut slice = Vec::with_capacity(len);
     allgather_slice_into(seed, index, from, len, &mut slice);
     slice
 }
@@ -263,14 +268,87 @@ const ALLGATHER_KEY: u64 = 3;
 
 /// [`allgather_slice`], appended to `out`.
 fn allgather_slice_into(seed: u64, index: u32, from: u32, len: usize, out: &mut Vec<u8>) {
-    bytes_into(key(seed, ALLGATHER_KEY, u64::from(index), u64::from(from)), len, out);
+    bytes_put(key(seed, ALLGATHER_KEY, u64::from(index), u64::from(from)), len, out);
 }
 
-/// [`allgather_slice_into`] of the `index`-th operation for any rank, its key's common part
-/// made once (a rank makes every peer's slice twice: to check it, then in its result).
-fn allgather_slices(seed: u64, index: u32, len: usize) -> Chunks {
-    let prefix = key_prefix(seed, ALLGATHER_KEY, u64::from(index));
-    Arc::new(move |from, out| bytes_into(mix(prefix ^ u64::from(from)), len, out))
+/// The most bytes an allgather's slices may take when made once for every rank of a world
+/// ([`queue_ops`]); a larger allgather's slices are made again each time one is needed.
+pub const SHARED_SLICES_MAX: usize = 1 << 20;
+
+/// [`allgather_slice_into`] of one operation for any rank, its key's common part made once.
+/// Shared by a world's `n` ranks (`n` > 0), its slices are made once, all together, the first
+/// time one is needed, and read from then on: every rank checks every peer's slice as it comes,
+/// then gives them all in its result, n² slices in the world, made only n times.
+struct AllgatherSlices {
+    /// [`key_prefix`] of the operation.
+    prefix: u64,
+    len: usize,
+    /// How many slices are kept once made: the world's ranks, or 0 (none kept).
+    n: u32,
+    /// Slices `0..n`, one after another, once one was needed.
+    made: OnceLock<Box<[u8]>>,
+}
+
+impl AllgatherSlices {
+    /// Slice `from`, made (the one place it is).
+    #[inline]
+    fn make<S: ChunkSink>(&self, from: u32, out: &mut S) {
+        bytes_put(mix(self.prefix ^ u64::from(from)), self.len, out);
+    }
+}
+
+impl MakeChunk for AllgatherSlices {
+    #[inline]
+    fn put_chunk<S: ChunkSink>(&self, from: u32, out: &mut S) {
+        match self.kept(from..from + 1) {
+            Some(slice) => out.put(slice),
+            None => self.make(from, out),
+        }
+    }
+
+    fn kept(&self, from: std::ops::Range<u32>) -> Option<&[u8]> {
+        if from.end > self.n {
+            return None;
+        }
+        let all = self.made.get_or_init(|| {
+            let mut all = Vec::with_capacity(self.n as usize * self.len);
+            (0..self.n).for_each(|p| self.make(p, &mut all));
+            all.into_boxed_slice()
+        });
+        all.get(from.start as usize * self.len..from.end as usize * self.len)
+    }
+}
+
+/// [`AllgatherSlices`] of the `index`-th operation, its slices kept once made if it is shared
+/// by a world's `n` ranks (`n` > 0) and they take at most [`SHARED_SLICES_MAX`] bytes.
+fn allgather_slices(seed: u64, index: u32, len: usize, n: u32) -> Chunks {
+    Chunks::new(AllgatherSlices::new(seed, index, len, n))
+}
+
+impl AllgatherSlices {
+    /// See [`allgather_slices`].
+    fn new(seed: u64, index: u32, len: usize, n: u32) -> AllgatherSlices {
+        let n = if (n as usize).saturating_mul(len) <= SHARED_SLICES_MAX { n } else { 0 };
+        let prefix = key_prefix(seed, ALLGATHER_KEY, u64::from(index));
+        AllgatherSlices { prefix, len, n, made: OnceLock::new() }
+    }
+}
+
+/// The chunks of the `index`-th operation (an alltoall of `len` bytes per peer) rank `r` sends
+/// (`sent`: chunk p for peer p) or should receive (chunk p from peer p).
+struct AlltoallChunks {
+    seed: u64,
+    index: u32,
+    r: u32,
+    len: usize,
+    sent: bool,
+}
+
+impl MakeChunk for AlltoallChunks {
+    fn put_chunk<S: ChunkSink>(&self, p: u32, out: &mut S) {
+        let (from, to) = if self.sent { (self.r, p) } else { (p, self.r) };
+        alltoall_chunk_put(self.seed, self.index, from, to, self.len, out);
+    }
 }
 
 /// The 4 bytes rank `from` passes to the `index`-th operation (a barrier): non-zero, and
@@ -279,13 +357,18 @@ pub fn barrier_word(from: u32, index: u32) -> [u8; 4] {
     [0xba, (from & 0xff) as u8, ((from >> 8) & 0xff) as u8, (index & 0x7f) as u8 | 0x80]
 }
 
-/// `len` bytes derived from `k`, appended to `out`.
-fn bytes_into(k: u64, len: usize, out: &mut Vec<u8>) {
-    let end = out.len() + len;
-    for i in 0..len.div_ceil(8) as u64 {
-        out.extend_from_slice(&mix(k ^ i).to_le_bytes());
+/// `len` bytes derived from `k`, put into `out` (the one place they are made): word `i` is
+/// `mix(k ^ i)`, little-endian, the last one cut to length.
+#[inline]
+fn bytes_put<S: ChunkSink>(k: u64, len: usize, out: &mut S) {
+    let words = len / 8;
+    for i in 0..words as u64 {
+        out.put(&mix(k ^ i).to_le_bytes());
     }
-    out.truncate(end);
+    let rest = len % 8;
+    if rest > 0 {
+        out.put(&mix(k ^ words as u64).to_le_bytes()[..rest]);
+    }
 }
 
 /// The `n` pieces `piece(0..n)`, each `len` bytes, one after another (into one buffer of the
@@ -311,14 +394,49 @@ pub fn build_op(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Op {
 /// all-to-all chunked ([`Chunked`]), its chunks made from the seed when sent and its result
 /// held as its difference from [`expected_chunk_into`], not held whole by every rank at once.
 pub fn queue_op(rank: &mut Rank, now: Instant, spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) {
+    queue_chunked(rank, now, spec, seed, index, r, n, None);
+}
+
+/// [`queue_op`] of every operation of `specs`, in order, on each of a world's `n` ranks (told
+/// apart by their [`crate::RankConfig::rank`]): each allgather's expected slices are shared by
+/// all of them, made once for the world (up to [`SHARED_SLICES_MAX`] bytes an allgather, while
+/// it runs) instead of once by every rank.
+pub fn queue_ops<'a>(ranks: impl IntoIterator<Item = &'a mut Rank>, now: Instant, specs: &[OpSpec], seed: u64, n: u32) {
+    let slices: Vec<Option<Chunks>> = (0..specs.len() as u32)
+        .zip(specs)
+        .map(|(index, spec)| match *spec {
+            OpSpec::Allgather(len) => Some(allgather_slices(seed, index, len, n)),
+            _ => None,
+        })
+        .collect();
+    for rank in ranks {
+        let r = rank.config().rank;
+        for ((index, spec), slices) in (0..specs.len() as u32).zip(specs).zip(&slices) {
+            queue_chunked(rank, now, *spec, seed, index, r, n, slices.clone());
+        }
+    }
+}
+
+/// [`queue_op`], an allgather's expected slices `slices` if given (shared), else its own.
+#[allow(clippy::too_many_arguments)]
+fn queue_chunked(
+    rank: &mut Rank,
+    now: Instant,
+    spec: OpSpec,
+    seed: u64,
+    index: u32,
+    r: u32,
+    n: u32,
+    slices: Option<Chunks>,
+) {
     match spec {
         OpSpec::Allgather(len) => {
-            rank.push_chunked(now, Chunked::Allgather { len, expected: allgather_slices(seed, index, len) })
+            let expected = slices.unwrap_or_else(|| allgather_slices(seed, index, len, 0));
+            rank.push_chunked(now, Chunked::Allgather { len, expected })
         }
         OpSpec::Alltoall(len) => {
-            let expected: Chunks = Arc::new(move |p, out| expected_chunk_into(spec, seed, index, r, p, out));
-            let input: Chunks = Arc::new(move |p, out| alltoall_chunk_into(seed, index, r, p, len, out));
-            rank.push_chunked(now, Chunked::Alltoall { len, input, expected })
+            let chunks = |sent| Chunks::new(AlltoallChunks { seed, index, r, len, sent });
+            rank.push_chunked(now, Chunked::Alltoall { len, input: chunks(true), expected: chunks(false) })
         }
         OpSpec::Barrier => rank.push(now, build_op(spec, seed, index, r, n)),
     }
@@ -338,7 +456,7 @@ pub fn expected_chunk_into(spec: OpSpec, seed: u64, index: u32, r: u32, p: u32, 
 pub fn expected_result(spec: OpSpec, seed: u64, index: u32, r: u32, n: u32) -> Option<Vec<u8>> {
     match spec {
         OpSpec::Allgather(len) | OpSpec::Alltoall(len) => {
-            let mut all = Vec::with_capacity(n as usize * len + 8);
+            let mut all = Vec::with_capacity(n as usize * len);
             for p in 0..n {
                 expected_chunk_into(spec, seed, index, r, p, &mut all);
             }
@@ -379,14 +497,73 @@ mod tests {
 
     #[test]
     fn an_allgathers_slices_made_from_their_common_key_are_each_ranks_expected_ones() {
-        for (seed, index, len) in [(1, 0, 8), (7, 3, 1), (u64::MAX, 11, 112), (42, 17, 28)] {
-            let slices = allgather_slices(seed, index, len);
-            for p in 0..9 {
+        // Made each time (n = 0), kept for 6 ranks (slices 6.. past them made each time), and
+        // for 9 ranks too many bytes to keep.
+        let cases =
+            [(1, 0, 8, 0), (7, 3, 1, 6), (u64::MAX, 11, 112, 6), (42, 17, 28, 0), (5, 2, SHARED_SLICES_MAX / 8, 9)];
+        for (seed, index, len, n) in cases {
+            let slices = allgather_slices(seed, index, len, n);
+            for p in (0..9).rev() {
                 let (mut made, mut expected) = (vec![5], vec![5]);
-                slices(p, &mut made);
+                slices.make(p, &mut made);
                 expected_chunk_into(OpSpec::Allgather(len), seed, index, 3, p, &mut expected);
                 assert_eq!(made, expected, "seed {seed} op {index} slice {p}");
                 assert_eq!(made[1..], allgather_slice(seed, index, p, len));
+                assert_checks_only(&slices, p, &made[1..]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_shared_allgathers_slices_are_made_once_for_all_its_ranks_and_only_if_small() {
+        // Whether slice `p` of an allgather of `len` bytes shared by `n` ranks left all its
+        // slices made and kept; and that they are the ones it gives.
+        let kept_after = |len: usize, n: u32, p: u32| {
+            let slices = AllgatherSlices::new(3, 1, len, n);
+            let mut out = Vec::new();
+            slices.put_chunk(p, &mut out);
+            assert_eq!(out, allgather_slice(3, 1, p, len));
+            let all: Vec<u8> = (0..n).flat_map(|p| allgather_slice(3, 1, p, len)).collect();
+            slices.made.get().map(|made| assert_eq!(**made, all)).is_some()
+        };
+        assert!(kept_after(28, 5, 1), "5 slices of 28 bytes, all made at once");
+        assert!(kept_after(SHARED_SLICES_MAX / 4, 4, 0), "at the bound");
+        assert!(!kept_after(28, 5, 6), "a slice past the world's is made alone");
+        assert!(!kept_after(SHARED_SLICES_MAX / 4 + 1, 4, 0), "past the bound");
+        assert!(!kept_after(28, 0, 0), "not shared");
+    }
+
+    /// `chunks.is(p, ..)` holds for `chunk` and for nothing one byte off it: a byte changed
+    /// (any of its first 200 or its last), one short, one more.
+    fn assert_checks_only(chunks: &Chunks, p: u32, chunk: &[u8]) {
+        assert!(chunks.is(p, chunk), "chunk {p} is itself");
+        for i in (0..chunk.len().min(200)).chain([chunk.len() - 1]) {
+            let mut off = chunk.to_vec();
+            off[i] ^= 1;
+            assert!(!chunks.is(p, &off), "chunk {p} with byte {i} changed");
+        }
+        assert!(!chunks.is(p, &chunk[..chunk.len() - 1]), "chunk {p} cut short");
+        assert!(!chunks.is(p, &[chunk, &[0]].concat()), "chunk {p} with a byte more");
+        assert!(!chunks.is(p + 1, chunk), "chunk {p} as chunk {}", p + 1);
+    }
+
+    #[test]
+    fn an_alltoalls_chunks_sent_and_expected_are_its_payloads_and_check_only_themselves() {
+        for (seed, index, len) in [(1, 0, 24), (7, 3, 48), (9, 2, 5), (42, 17, 13)] {
+            let (r, n) = (2, 5);
+            let chunks = |sent| Chunks::new(AlltoallChunks { seed, index, r, len, sent });
+            let (input, expected) = (chunks(true), chunks(false));
+            for p in 0..n {
+                let (mut sent, mut want) = (Vec::new(), Vec::new());
+                input.make(p, &mut sent);
+                expected.make(p, &mut want);
+                assert_eq!(sent, alltoall_chunk(seed, index, r, p, len));
+                assert_eq!(want, alltoall_chunk(seed, index, p, r, len));
+                let mut expected_into = Vec::new();
+                expected_chunk_into(OpSpec::Alltoall(len), seed, index, r, p, &mut expected_into);
+                assert_eq!(want, expected_into);
+                assert_checks_only(&input, p, &sent);
+                assert_checks_only(&expected, p, &want);
             }
         }
     }

@@ -66,13 +66,16 @@ fn a_chunked_operation_runs_as_the_same_operation_pushed_made_and_makes_each_chu
             net.queue_ops(r, [Op::Barrier { word: [1; 4] }]);
             if chunked {
                 let counter = made.clone();
-                let input: Chunks = Arc::new(move |p, out| {
+                let input = Chunks::from_fn(move |p, out| {
                     counter.fetch_add(1, Ordering::Relaxed);
-                    out.extend(chunk(r, p))
+                    out.put(&chunk(r, p))
                 });
-                let expected: Chunks = Arc::new(move |p, out| out.extend(expected(r, p)));
+                let expected = Chunks::from_fn(move |p, out| out.put(&expected(r, p)));
                 net.queue_chunked(r, Chunked::Alltoall { len: 3, input, expected });
-                net.queue_chunked(r, Chunked::Allgather { len: 5, expected: Arc::new(|p, out| out.extend(slice(p))) });
+                net.queue_chunked(
+                    r,
+                    Chunked::Allgather { len: 5, expected: Chunks::from_fn(|p, out| out.put(&slice(p))) },
+                );
                 // Queued behind init and the barrier: nothing made yet.
                 assert_eq!(made.load(Ordering::Relaxed), 0);
             } else {
@@ -89,4 +92,39 @@ fn a_chunked_operation_runs_as_the_same_operation_pushed_made_and_makes_each_chu
     assert_eq!(made, 9, "each rank made its own chunk and each one it sent, once");
     assert_eq!(plain, chunked);
     assert!(chunked.iter().all(|res| res.len() == 3 && res.iter().all(|c| c.result.is_ok())), "{chunked:?}");
+}
+
+#[test]
+fn a_world_queued_at_once_shares_its_allgathers_slices_and_completes_with_the_workloads_results() {
+    use bootsim_core::memnet::listener_addr;
+    use bootsim_core::seam::Nodes;
+    use bootsim_core::Instant;
+    use bootsim_nvshmem::memnet::Node;
+    use bootsim_nvshmem::workload::{expected_result, queue_ops, OpSpec};
+    use bootsim_nvshmem::{Limits, Listener, NvshmemNode, Rank, RankConfig, Root, RootConfig, UniqueId};
+
+    let (n, seed, variant) = (5, 11, Variant::preset("nvshmem-3.7").unwrap());
+    let specs =
+        [OpSpec::Allgather(28), OpSpec::Alltoall(48), OpSpec::Allgather(3), OpSpec::Barrier, OpSpec::Allgather(9)];
+    let uid =
+        UniqueId { version: variant.uid_version(), root: listener_addr(Node::Root, Listener::Rendezvous), magic: 7 };
+    let (limits, now) = (Limits::default(), Instant::ZERO);
+    let mut ranks: Vec<NvshmemNode> = (0..n)
+        .map(|rank| NvshmemNode::Rank(Rank::new(RankConfig { rank, nranks: n, uid, variant, limits }, now)))
+        .collect();
+    queue_ops(ranks.iter_mut().map(|node| node.rank_mut().expect("a rank")), now, &specs, seed, n);
+    let root = NvshmemNode::Root(Root::new(RootConfig { uid, nranks: None, limits }, now));
+    let mut net = MemNet::from_nodes(Nodes { root, ranks });
+    net.run(Duration::from_secs(60));
+    for r in 0..n {
+        let results = net.results(r);
+        let ops: Vec<&Completion> = results.iter().copied().filter(|c| c.kind != OpKind::Init).collect();
+        assert_eq!(ops.len(), specs.len(), "rank {r}: {results:?}");
+        for (i, (spec, c)) in specs.iter().zip(ops).enumerate() {
+            let got = c.result.as_ref().unwrap_or_else(|e| panic!("rank {r} op {i}: {e}"));
+            if let Some(want) = expected_result(*spec, seed, i as u32, r, n) {
+                assert_eq!(got, &want, "rank {r} op {i} ({spec:?})");
+            }
+        }
+    }
 }

@@ -11,9 +11,121 @@ use std::hash::{Hash, Hasher};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Makes chunk `p` of a buffer from the seed (a pure function of `p`), appending it to the
-/// vector given (so a buffer made whole, or compared chunk by chunk, allocates once).
-pub type Chunks = Arc<dyn Fn(u32, &mut Vec<u8>) + Send + Sync>;
+/// Where a chunk's bytes go as a [`MakeChunk`] puts them, piece by piece: appended to a
+/// vector, or compared with bytes that came, so one generator both makes a chunk and checks one
+/// without making it.
+pub trait ChunkSink {
+    /// Takes the chunk's next bytes.
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl ChunkSink for Vec<u8> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// A [`ChunkSink`] that compares what is put with the bytes it was given, keeping nothing.
+struct SameAs<'a> {
+    rest: &'a [u8],
+    same: bool,
+}
+
+impl SameAs<'_> {
+    /// True if what was put is exactly the bytes given.
+    fn same(&self) -> bool {
+        self.same && self.rest.is_empty()
+    }
+}
+
+impl ChunkSink for SameAs<'_> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        match self.rest.strip_prefix(bytes) {
+            Some(rest) if self.same => self.rest = rest,
+            _ => self.same = false,
+        }
+    }
+}
+
+/// Chunk `p` of a buffer, a pure function of `p` (made from the seed), put piece by piece into
+/// any [`ChunkSink`]: written once, it both makes chunks and checks them ([`Chunks::new`]).
+pub trait MakeChunk: Send + Sync + 'static {
+    /// Puts chunk `p`'s bytes, in order, into `out`.
+    fn put_chunk<S: ChunkSink>(&self, p: u32, out: &mut S);
+
+    /// Chunks `ps`, one after another, borrowed, if they are kept made (as an allgather's slices
+    /// shared by a world's ranks are); `None`, the default, if not.
+    fn kept(&self, ps: Range<u32>) -> Option<&[u8]> {
+        let _ = ps;
+        None
+    }
+}
+
+/// A closure as a [`MakeChunk`] ([`Chunks::from_fn`]), its sink behind `dyn`.
+struct FromFn<F>(F);
+
+impl<F: Fn(u32, &mut dyn ChunkSink) + Send + Sync + 'static> MakeChunk for FromFn<F> {
+    fn put_chunk<S: ChunkSink>(&self, p: u32, out: &mut S) {
+        (self.0)(p, out)
+    }
+}
+
+/// [`Chunks`]' two uses of one [`MakeChunk`], each with its sink known.
+trait Chunker: Send + Sync {
+    fn make(&self, p: u32, out: &mut Vec<u8>);
+    fn is(&self, p: u32, bytes: &[u8]) -> bool;
+    fn kept(&self, ps: Range<u32>) -> Option<&[u8]>;
+}
+
+impl<G: MakeChunk> Chunker for G {
+    fn make(&self, p: u32, out: &mut Vec<u8>) {
+        self.put_chunk(p, out);
+    }
+
+    fn is(&self, p: u32, bytes: &[u8]) -> bool {
+        let mut same = SameAs { rest: bytes, same: true };
+        self.put_chunk(p, &mut same);
+        same.same()
+    }
+
+    fn kept(&self, ps: Range<u32>) -> Option<&[u8]> {
+        MakeChunk::kept(self, ps)
+    }
+}
+
+/// Makes chunk `p` of a buffer from the seed (a pure function of `p`), or tells whether bytes
+/// are that chunk without making it; cheap to clone (shared).
+#[derive(Clone)]
+pub struct Chunks(Arc<dyn Chunker>);
+
+impl Chunks {
+    /// The chunks `make` puts.
+    pub fn new(make: impl MakeChunk) -> Chunks {
+        Chunks(Arc::new(make))
+    }
+
+    /// The chunks a closure puts into the sink it is given.
+    pub fn from_fn(make: impl Fn(u32, &mut dyn ChunkSink) + Send + Sync + 'static) -> Chunks {
+        Chunks::new(FromFn(make))
+    }
+
+    /// Appends chunk `p` to `out` (so a buffer made whole, or chunk by chunk, allocates once).
+    pub fn make(&self, p: u32, out: &mut Vec<u8>) {
+        self.0.make(p, out);
+    }
+
+    /// True if `bytes` are exactly chunk `p`, compared as it is made, piece by piece.
+    pub fn is(&self, p: u32, bytes: &[u8]) -> bool {
+        self.0.is(p, bytes)
+    }
+
+    /// Chunks `ps`, one after another, borrowed, if they are kept made ([`MakeChunk::kept`]).
+    pub fn kept(&self, ps: Range<u32>) -> Option<&[u8]> {
+        self.0.kept(ps)
+    }
+}
 
 /// An allgather or all-to-all whose bytes are pure functions of the peer: the rank makes each
 /// input chunk when it sends it and keeps of its result only the chunks that differ from
@@ -103,11 +215,14 @@ impl Buffer {
             Buffer::Predicted { last: Some((q, bytes)), .. } if *q == p => Cow::Borrowed(bytes),
             Buffer::Predicted { len, predict, written, differ, .. } => match differ.get(&p) {
                 Some(bytes) => Cow::Borrowed(bytes),
-                None if written[p as usize / 64] >> (p % 64) & 1 == 1 => {
-                    let mut c = Vec::with_capacity(*len);
-                    predict(p, &mut c);
-                    Cow::Owned(c)
-                }
+                None if written[p as usize / 64] >> (p % 64) & 1 == 1 => match predict.kept(p..p + 1) {
+                    Some(c) => Cow::Borrowed(c),
+                    None => {
+                        let mut c = Vec::with_capacity(*len);
+                        predict.make(p, &mut c);
+                        Cow::Owned(c)
+                    }
+                },
                 None => Cow::Owned(vec![0; *len]),
             },
         }
@@ -172,13 +287,16 @@ impl Buffer {
         let Buffer::Predicted { n, predict, written, differ, last, .. } = self else { return };
         assert!(p < *n, "chunk {p} past the buffer's {n}");
         written[p as usize / 64] |= 1 << (p % 64);
-        // The last chunk's vector, reused for the prediction.
-        let mut predicted = last.take().map(|(_, v)| v).unwrap_or_default();
-        predicted.clear();
-        predict(p, &mut predicted);
-        if chunk == predicted.as_slice() {
+        // The last chunk's vector, reused.
+        let mut kept = last.take().map(|(_, v)| v).unwrap_or_default();
+        // Compared with the prediction as it is made, never made whole; then kept as it came
+        // (the same bytes) for the ring to forward (a copy is cheaper than a lookup when read,
+        // even of a chunk kept made).
+        if predict.is(p, chunk) {
             differ.remove(&p);
-            *last = Some((p, predicted));
+            kept.clear();
+            kept.extend_from_slice(chunk);
+            *last = Some((p, kept));
         } else {
             differ.insert(p, chunk.to_vec());
         }
@@ -190,14 +308,25 @@ impl Buffer {
             Buffer::Bytes(b) => b.clone(),
             Buffer::Zeroed(len) => vec![0; *len],
             Buffer::Predicted { len, n, predict, written, differ, .. } => {
-                // Room for a made chunk's last word too (made whole, then cut to length).
-                let mut all = Vec::with_capacity(self.len() + 8);
-                for p in 0..*n {
+                let mut all = Vec::with_capacity(self.len());
+                let predicted = |p: u32| written[p as usize / 64] >> (p % 64) & 1 == 1 && !differ.contains_key(&p);
+                let mut p = 0;
+                while p < *n {
+                    if predicted(p) {
+                        // A run of chunks as predicted: one copy if they are kept made.
+                        let run = p..(p + 1..*n).find(|&q| !predicted(q)).unwrap_or(*n);
+                        match predict.kept(run.clone()) {
+                            Some(bytes) => all.extend_from_slice(bytes),
+                            None => run.clone().for_each(|q| predict.make(q, &mut all)),
+                        }
+                        p = run.end;
+                        continue;
+                    }
                     match differ.get(&p) {
                         Some(bytes) => all.extend_from_slice(bytes),
-                        None if written[p as usize / 64] >> (p % 64) & 1 == 1 => predict(p, &mut all),
                         None => all.resize(all.len() + len, 0),
                     }
+                    p += 1;
                 }
                 all
             }
@@ -253,9 +382,36 @@ mod tests {
         h.finish()
     }
 
+    /// Chunk p is `[p + 1; 3]`, all four kept made.
+    struct Kept([u8; 12]);
+
+    impl MakeChunk for Kept {
+        fn put_chunk<S: ChunkSink>(&self, p: u32, out: &mut S) {
+            out.put(&[p as u8 + 1; 3]);
+        }
+
+        fn kept(&self, ps: Range<u32>) -> Option<&[u8]> {
+            self.0.get(ps.start as usize * 3..ps.end as usize * 3)
+        }
+    }
+
     #[test]
     fn a_predicted_buffer_reads_and_ends_as_the_plain_one_whatever_is_written() {
-        let predict: Chunks = Arc::new(|p, out| out.extend([p as u8 + 1; 3]));
+        let made = Chunks::from_fn(|p, out| out.put(&[p as u8 + 1; 3]));
+        let kept = Chunks::new(Kept([1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]));
+        for predict in [made.clone(), kept] {
+            as_the_plain_one(predict);
+        }
+        let made = Buffer::made(3, 2, made);
+        assert_eq!(made.to_vec(), [1, 1, 1, 2, 2, 2]);
+        // Read whole, a made chunk is handed over as made; read in part, cut.
+        assert_eq!(
+            (made.read(3..6), made.read(4..6), made.read(0..1)),
+            (vec![2; 3].into(), vec![2; 2].into(), vec![1].into())
+        );
+    }
+
+    fn as_the_plain_one(predict: Chunks) {
         let mut plain = Buffer::Bytes(vec![0; 12]);
         let mut pred = Buffer::predicted(3, 4, predict.clone());
         let writes: [(usize, &[u8]); 5] =
@@ -281,12 +437,5 @@ mod tests {
         );
         zeroed.write(2, &[5]);
         assert!(matches!(&zeroed, Buffer::Bytes(b) if b == &[0, 0, 5, 0, 0, 0]), "{zeroed:?}");
-        let made = Buffer::made(3, 2, predict);
-        assert_eq!(made.to_vec(), [1, 1, 1, 2, 2, 2]);
-        // Read whole, a made chunk is handed over as made; read in part, cut.
-        assert_eq!(
-            (made.read(3..6), made.read(4..6), made.read(0..1)),
-            (vec![2; 3].into(), vec![2; 2].into(), vec![1].into())
-        );
     }
 }

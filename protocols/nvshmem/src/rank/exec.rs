@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 
 use bootsim_core::codec::{
     decode_sockaddr, encode_frame, encode_sockaddr, ExtInfo, FrameReader, Preamble, WireError, SOCKADDR_LEN,
@@ -138,7 +137,7 @@ fn consecutive_listeners(mine: SocketAddr, r: u32, n: u32) -> Option<Chunks> {
     let first = u32::from(*a.ip()).checked_sub(r)?;
     first.checked_add(n.checked_sub(1)?)?;
     let port = a.port();
-    Some(Arc::new(move |p, out| out.extend(encode_sockaddr(&SocketAddr::from((Ipv4Addr::from(first + p), port))))))
+    Some(Chunks::from_fn(move |p, out| out.put(&encode_sockaddr(&SocketAddr::from((Ipv4Addr::from(first + p), port))))))
 }
 
 impl Rank {
@@ -758,7 +757,7 @@ mod tests {
         let predict = consecutive_listeners(mine, 4, 300).expect("IPv4 with room");
         let at = |p| {
             let mut b = Vec::new();
-            predict(p, &mut b);
+            predict.make(p, &mut b);
             decode_sockaddr(b.as_slice().try_into().unwrap()).unwrap()
         };
         assert_eq!(

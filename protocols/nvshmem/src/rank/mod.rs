@@ -26,7 +26,7 @@ use crate::variant::{Transport, Variant};
 use crate::OpKind;
 
 use buffer::Buffer;
-pub use buffer::{Chunked, Chunks};
+pub use buffer::{ChunkSink, Chunked, Chunks, MakeChunk};
 use conn::{ConnTable, Role};
 use peers::{PeerAddrs, PeerVec};
 use plan::Step;
@@ -413,7 +413,7 @@ impl Rank {
                     return Err(invalid(format!("{len} bytes exceed max_message {max}")));
                 }
                 let mut mine = Vec::with_capacity(len);
-                expected(rank, &mut mine);
+                expected.make(rank, &mut mine);
                 let (input, result) = gathered(len, Buffer::default(), Buffer::predicted(len, n, expected), &mine);
                 (plan::allgather(rank, n, len), input, result)
             }
@@ -435,7 +435,7 @@ impl Rank {
                     return Err(invalid(format!("chunks of {chunk} bytes exceed max_message {max}")));
                 }
                 let mut mine = Vec::with_capacity(chunk);
-                input(rank, &mut mine);
+                input.make(rank, &mut mine);
                 let result = Buffer::predicted(chunk, n, expected);
                 let (input, result) = gathered(chunk, Buffer::made(chunk, n, input), result, &mine);
                 (plan::alltoall(rank, n, chunk, &self.cfg.variant, call_tag), input, result)

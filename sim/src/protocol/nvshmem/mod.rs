@@ -14,7 +14,7 @@ use bootsim_nvshmem::{UniqueId, Variant};
 use crate::oracle::{self, Finding, Verdict};
 use crate::words::{completion_line, event_line};
 use bootsim_core::seed::derive;
-use bootsim_nvshmem::workload::{build_op, queue_op, OpSpec, Workload};
+use bootsim_nvshmem::workload::{build_op, queue_ops, OpSpec, Workload};
 
 mod payloads;
 mod verbs;
@@ -41,12 +41,8 @@ impl Protocol for Nvshmem {
     fn nodes(&self, setup: &Setup<'_, Variant, Workload>) -> Nodes<NvshmemNode> {
         let mut nodes = self.unqueued(setup);
         let spec = setup.workload.ops(setup.seed);
-        for (rank, node) in nodes.ranks.iter_mut().enumerate() {
-            let r = node.rank_mut().expect("a rank");
-            for (i, s) in spec.iter().enumerate() {
-                queue_op(r, Instant::ZERO, *s, setup.seed, i as u32, rank as u32, setup.n);
-            }
-        }
+        let ranks = nodes.ranks.iter_mut().map(|node| node.rank_mut().expect("a rank"));
+        queue_ops(ranks, Instant::ZERO, &spec, setup.seed, setup.n);
         nodes
     }
 
