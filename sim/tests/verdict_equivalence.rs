@@ -20,9 +20,18 @@ const DEFAULT_SEEDS: u64 = 100;
 
 #[test]
 fn every_corpus_case_keeps_its_verdict_rates_under_every_adversary() {
-    let seeds = std::env::var("BOOTSIM_EQUIVALENCE_SEEDS").map_or(DEFAULT_SEEDS, |s| s.parse().unwrap());
+    let seeds = std::env::var("BOOTSIM_EQUIVALENCE_SEEDS")
+        .map_or(DEFAULT_SEEDS, |s| s.parse().unwrap_or_else(|e| panic!("BOOTSIM_EQUIVALENCE_SEEDS={s:?}: {e}")));
     let rows: Vec<_> = parse_table(RECORDED).unwrap().into_iter().filter(|r| r.seeds == seeds).collect();
     assert!(rows.len() >= 140, "{} cases recorded over {seeds} seeds (100 and 1000 are)", rows.len());
+    // Every corpus file is in the table (as rows, or as combinations the parser refuses).
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../seeds");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".toml") {
+            assert!(RECORDED.contains(&format!("{name}\t")), "{name} is not in the recorded table: record it");
+        }
+    }
     let mut differ = Vec::new();
     let mut worst = (0.0f64, String::new());
     for row in &rows {

@@ -209,7 +209,13 @@ fn mix(mut x: u64) -> u64 {
 }
 
 fn key(seed: u64, a: u64, b: u64, c: u64) -> u64 {
-    mix(key_prefix(seed, a, b) ^ c)
+    key_last(key_prefix(seed, a, b), c)
+}
+
+/// [`key`] from its [`key_prefix`] and its last input.
+#[inline]
+fn key_last(prefix: u64, c: u64) -> u64 {
+    mix(prefix ^ c)
 }
 
 /// [`key`] before its last input: what a chunk made many times over (every peer's slice of an
@@ -290,10 +296,10 @@ struct AllgatherSlices {
 }
 
 impl AllgatherSlices {
-    /// Slice `from`, made (the one place it is).
+    /// Slice `from`, made: [`allgather_slice_into`]'s bytes, from the key's common part.
     #[inline]
     fn make<S: ChunkSink>(&self, from: u32, out: &mut S) {
-        bytes_put(mix(self.prefix ^ u64::from(from)), self.len, out);
+        bytes_put(key_last(self.prefix, u64::from(from)), self.len, out);
     }
 }
 

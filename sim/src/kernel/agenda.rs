@@ -363,7 +363,7 @@ pub(crate) struct SpareBufs(Vec<Vec<u8>>);
 
 impl SpareBufs {
     const KEEP: usize = 64;
-    const MAX_BYTES: usize = 64 << 10;
+    pub(crate) const MAX_BYTES: usize = 64 << 10;
 
     /// An empty buffer, with room if one was kept.
     pub(crate) fn take(&mut self) -> Vec<u8> {

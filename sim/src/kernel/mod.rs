@@ -295,8 +295,9 @@ impl Kernel {
     }
 
     /// [`Kernel::write`] of the bytes in `bytes`, taking them: a send buffer with nothing in it
-    /// takes the buffer itself, not a copy, and `bytes` is left empty (with another buffer's
-    /// room, so a caller that refills it need not allocate). Whether or not it succeeds.
+    /// takes the buffer itself (if its room is at most 64 KiB), not a copy, and `bytes` is left
+    /// empty (with another buffer's room, so a caller that refills it need not allocate).
+    /// Whether or not it succeeds.
     pub fn write_owned(&mut self, now: Instant, s: SockId, bytes: &mut Vec<u8>) -> Result<(), KernelError> {
         let now = self.at(now);
         let written = self.with_conn(now, s.conn(), |c, cx| c.write_owned(cx, s.side(), bytes));
@@ -333,7 +334,8 @@ impl Kernel {
     /// from again); returns how many, and what the next read would find: `Data` with the bytes
     /// still readable, else `WouldBlock`, `Eof` or `Reset`, so a caller reading until one of
     /// those need not call again to learn it. `max` 0 reads nothing and says `Data` while bytes
-    /// wait: a caller looping on `Data` passes more.
+    /// wait: a caller looping on `Data` passes more. An empty `out` may come back another
+    /// allocation: a read of a whole send buffer (of at most 64 KiB of room) takes it, uncopied.
     pub fn read_append(&mut self, s: SockId, out: &mut Vec<u8>, max: usize) -> (usize, ReadOutcome) {
         match self.conns.get_mut(s.conn()) {
             Some(c) => c.read_append(s.side(), out, max, &mut self.net.spare_bufs),

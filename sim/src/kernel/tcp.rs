@@ -20,9 +20,9 @@ use super::events::{Dir, EventKind, Flow, ListenerId, Overflow, ReadOutcome, Seg
 const C: usize = 0;
 const S: usize = 1;
 
-/// The largest send buffer a read or a write swaps whole with the caller's instead of copying
-/// (a larger one stays in the kernel, so no caller's pool keeps its room).
-const SWAP_MAX: usize = 64 << 10;
+/// The most room a buffer may have to move whole between a caller and a send buffer instead of
+/// being copied: the spare pools' bound, so neither side's pool keeps a larger one.
+const SWAP_MAX: usize = SpareBufs::MAX_BYTES;
 
 /// A listening socket and its FIFO accept queue.
 #[derive(Clone, Debug)]
