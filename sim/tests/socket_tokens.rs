@@ -469,7 +469,6 @@ fn a_timed_out_connect_is_redialled_and_the_new_socket_reaches_its_rank() {
 /// number arrives, so the kernel resets the rank's socket after the rank closed it.
 mod late {
     use std::collections::VecDeque;
-    use std::fmt;
     use std::net::SocketAddr;
     use std::time::Duration;
 
@@ -484,34 +483,8 @@ mod late {
     /// When the root opens its listener.
     pub const LISTEN_AT: Duration = Duration::from_millis(20);
 
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-    pub enum Port {
-        Root,
-        /// Never opened: only so the key has a peer listener.
-        Peer,
-    }
-
-    impl fmt::Display for Port {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write!(f, "{self:?} listener")
-        }
-    }
-
-    impl ListenerKey for Port {
-        const ALL: &'static [Port] = &[Port::Root, Port::Peer];
-        fn port(self) -> u16 {
-            match self {
-                Port::Root => 9000,
-                Port::Peer => 9001,
-            }
-        }
-        fn is_peer(self) -> bool {
-            self == Port::Peer
-        }
-        fn is_root(self) -> bool {
-            self == Port::Root
-        }
-    }
+    /// The toy check-in protocol's listeners: the root's, and a peer's never opened.
+    pub use bootsim_core::seam::checkin::Port;
 
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub struct Done(pub Result<Vec<u8>, String>);
