@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use bootsim_adapters::local_run::run_ranks;
 use bootsim_core::codec::decode_sockaddr;
+use bootsim_core::seam::CloseReason;
 use bootsim_core::ConnId;
 use bootsim_nccl::seam::{Failure, Key};
 use bootsim_nccl::{
@@ -590,7 +591,7 @@ fn ranks_ring(ranks: &[ModelRank], to: usize, n: u32) -> SocketAddr {
 fn model_answers(root: &mut Root, conn: ConnId, checkin: &[u8]) -> Result<Answered, String> {
     root.handle(Input::Accepted { conn, from: SocketAddr::from(([127, 0, 0, 1], 1)) });
     root.handle(Input::Received { conn, bytes: checkin });
-    root.handle(Input::PeerClosed { conn });
+    root.handle(Input::PeerClosed { conn, reason: CloseReason::Eof });
     let mut answers: Vec<Vec<u8>> = Vec::new();
     let mut pending: Option<ConnId> = None;
     let mut ended = None;
@@ -656,7 +657,7 @@ fn take_answer(m: &mut ModelRank, bytes: &[u8], next: &SocketAddr) -> Result<(),
     let conn = m.reply_conn.ok_or("the model rank asked for no answer")?;
     m.rank.handle(Input::Accepted { conn, from: SocketAddr::from(([127, 0, 0, 1], 2)) });
     m.rank.handle(Input::Received { conn, bytes });
-    m.rank.handle(Input::PeerClosed { conn });
+    m.rank.handle(Input::PeerClosed { conn, reason: CloseReason::Eof });
     let effects: Vec<Effect> = drain(&mut m.rank).into_iter().map(|(e, _)| e).collect();
     let dials = effects.iter().any(|e| matches!(e, Effect::Connect { addr, .. } if addr == next));
     if !dials {

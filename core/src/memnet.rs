@@ -16,7 +16,8 @@ use std::time::Duration;
 use crate::ids::ConnId;
 use crate::record::{MessageLog, SentMsg, TakenMsg};
 use crate::seam::{
-    self, Completed, Effect, ListenerKey, NodeOutput, Nodes, Noted, Observation, Observed, OwnedInput, Protocol, Setup,
+    self, CloseReason, Completed, Effect, ListenerKey, NodeOutput, Nodes, Noted, Observation, Observed, OwnedInput,
+    Protocol, Setup,
 };
 use crate::time::Instant;
 
@@ -56,7 +57,8 @@ struct Link {
     ends: [End; 2],
     /// Bytes written by the client before the server accepted (delivered on accept).
     early: Vec<u8>,
-    early_eof: bool,
+    /// The client's end ended before the server accepted (delivered on accept, after `early`).
+    early_close: Option<CloseReason>,
     queued: bool,
     hold_until: Option<Instant>,
     client_addr: SocketAddr,
@@ -351,7 +353,8 @@ impl<N: seam::Node> MemNet<N> {
                 self.listeners.remove(&addr);
                 self.pending_accept.remove(&addr);
                 for i in self.accept_queue.remove(&addr).unwrap_or_default() {
-                    self.close_end(i, 1);
+                    // Linux resets the connections a closed listener still queued.
+                    self.close_end(i, 1, CloseReason::Reset);
                 }
             }
             Effect::Connect { conn, addr } => self.connect(node, conn, addr),
@@ -373,7 +376,7 @@ impl<N: seam::Node> MemNet<N> {
             }
             Effect::Close { conn } => {
                 let Some((i, side)) = self.by_end.remove(&(node, conn)) else { return };
-                self.close_end(i, 1 - side);
+                self.close_end(i, 1 - side, CloseReason::Eof);
             }
         }
     }
@@ -396,11 +399,12 @@ impl<N: seam::Node> MemNet<N> {
     }
 
     /// Tells the end on `side` of link `i` that its peer closed.
-    fn close_end(&mut self, i: usize, side: usize) {
+    /// Tells `side` of link `i` its connection ended for `reason` (on accept if not accepted yet).
+    fn close_end(&mut self, i: usize, side: usize, reason: CloseReason) {
         let end = &self.links[i].ends[side];
         match end.conn {
-            Some(c) => self.work.push_back((end.node, OwnedInput::PeerClosed { conn: c })),
-            None => self.links[i].early_eof = true,
+            Some(c) => self.work.push_back((end.node, OwnedInput::PeerClosed { conn: c, reason })),
+            None => self.links[i].early_close = Some(reason),
         }
     }
 
@@ -424,7 +428,7 @@ impl<N: seam::Node> MemNet<N> {
         self.links.push(Link {
             ends: [End { node: client, conn: Some(conn) }, End { node: server, conn: None }],
             early: Vec::new(),
-            early_eof: false,
+            early_close: None,
             queued: false,
             hold_until: None,
             client_addr,
@@ -495,8 +499,8 @@ impl<N: seam::Node> MemNet<N> {
         if !early.is_empty() {
             self.work.push_back((server, OwnedInput::Received { conn, bytes: early }));
         }
-        if link.early_eof {
-            self.work.push_back((server, OwnedInput::PeerClosed { conn }));
+        if let Some(reason) = link.early_close {
+            self.work.push_back((server, OwnedInput::PeerClosed { conn, reason }));
         }
     }
 }

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bootsim_core::seam::ListenerKey;
+use bootsim_core::seam::{CloseReason, ListenerKey};
 use bootsim_core::ConnId;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -35,8 +35,8 @@ pub(super) enum Report<B: Backend, L> {
     ConnectFailed { conn: ConnId, reason: String },
     /// Bytes arrived.
     Received { conn: ConnId, bytes: Vec<u8> },
-    /// EOF or reset.
-    PeerClosed { conn: ConnId },
+    /// The connection ended for reading: EOF, a reset or a timeout.
+    PeerClosed { conn: ConnId, reason: CloseReason },
     /// A drain ended.
     Drain { conn: ConnId, result: DrainReport },
 }
@@ -116,26 +116,57 @@ pub(super) async fn writer_task<B: Backend, L>(
     }
 }
 
-/// Forwards every chunk read, then EOF (or a reset) as `PeerClosed`.
+/// Forwards every chunk read, then the end (EOF, a reset, a timeout) as `PeerClosed`.
 pub(super) async fn reader_task<B: Backend, L>(conn: ConnId, mut r: B::Reader, tx: UnboundedSender<Report<B, L>>) {
     // Uninitialised capacity, reused from read to read: most bootstrap connections carry a few
     // dozen bytes, and zeroing a fresh 64 KiB for each was 8.6 % of a turmoil run's
     // instructions (callgrind, nvshmem-init at 16 ranks).
     let mut buf = Vec::with_capacity(READ_CHUNK);
-    loop {
+    let reason = loop {
         buf.clear();
         match r.read_buf(&mut buf).await {
-            Ok(0) => break,
+            Ok(0) => break CloseReason::Eof,
             Ok(_) => {
                 if tx.send(Report::Received { conn, bytes: buf.as_slice().to_vec() }).is_err() {
                     return;
                 }
             }
             Err(e) => {
-                tracing::debug!(%conn, error = %e, "read failed; reported as closed");
-                break;
+                let reason = close_reason(&e);
+                tracing::debug!(%conn, error = %e, %reason, "read failed; reported as closed");
+                break reason;
             }
         }
+    };
+    let _ = tx.send(Report::PeerClosed { conn, reason });
+}
+
+/// Why a read's error ended its connection. `ETIMEDOUT` is this host's kernel giving up on the
+/// peer; every other error is read as a reset: `ECONNRESET`, `EPIPE` and `ECONNABORTED` are
+/// resets, and the rest (`EHOSTUNREACH` and `ENETUNREACH` from an ICMP error, `EIO`, ...) are
+/// the connection failing under the reader without the peer closing it in order, which a
+/// reset's words ("reset", never "the peer closed") describe best; none is a timeout unless
+/// the kernel said so.
+pub(super) fn close_reason(e: &std::io::Error) -> CloseReason {
+    match e.kind() {
+        std::io::ErrorKind::TimedOut => CloseReason::TimedOut,
+        _ => CloseReason::Reset,
     }
-    let _ = tx.send(Report::PeerClosed { conn });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::close_reason;
+    use bootsim_core::seam::CloseReason;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn a_read_error_is_a_timeout_only_when_the_kernel_says_so() {
+        assert_eq!(close_reason(&Error::from(ErrorKind::TimedOut)), CloseReason::TimedOut);
+        assert_eq!(close_reason(&Error::from_raw_os_error(110)), CloseReason::TimedOut, "ETIMEDOUT on Linux");
+        for kind in [ErrorKind::ConnectionReset, ErrorKind::BrokenPipe, ErrorKind::ConnectionAborted, ErrorKind::Other]
+        {
+            assert_eq!(close_reason(&Error::from(kind)), CloseReason::Reset, "{kind:?}");
+        }
+    }
 }

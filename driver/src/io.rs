@@ -216,7 +216,7 @@ impl<B: Backend, L: ListenerKey + Send> Io<B, L> {
         while self.writers.try_join_next().is_some() {}
         match &report {
             Report::Connected { conn, .. } => self.reach(*conn, Reach::Live),
-            Report::ConnectFailed { conn, .. } | Report::PeerClosed { conn } => self.reach(*conn, Reach::Dead),
+            Report::ConnectFailed { conn, .. } | Report::PeerClosed { conn, .. } => self.reach(*conn, Reach::Dead),
             _ => {}
         }
         self.writer_state.retain(|_, (h, _)| !h.is_finished());
@@ -241,7 +241,7 @@ impl<B: Backend, L: ListenerKey + Send> Io<B, L> {
                 OwnedInput::ConnectFailed { conn, reason }
             }
             Report::Received { conn, bytes } if known(&self.conns, &conn) => OwnedInput::Received { conn, bytes },
-            Report::PeerClosed { conn } if known(&self.conns, &conn) => OwnedInput::PeerClosed { conn },
+            Report::PeerClosed { conn, reason } if known(&self.conns, &conn) => OwnedInput::PeerClosed { conn, reason },
             Report::Drain { conn, result } if known(&self.conns, &conn) => result.input(conn),
             Report::Received { .. } | Report::PeerClosed { .. } | Report::Drain { .. } => return,
         };

@@ -1,30 +1,39 @@
 //! The fast engine finds a socket's owner from the kernel token the socket carries
 //! (`Kernel::connect_with`, `set_token`, `token`; a failed socket's token kept until its
 //! application closes it). These runs drive the token paths end to end and audit every input
-//! the engine hands a node: a socket reset while its rank still holds it, a closed socket's
-//! later reset, redials after timed-out connects (NVSHMEM, case strings) and after refused ones
-//! (a protocol of this file whose root listens late: no built-in protocol dials a port before
-//! it listens).
+//! the engine hands a node: a socket reset while its rank still holds it, one its rank's own
+//! kernel gave up on (told as timed out, not reset), a closed socket's later reset, redials
+//! after timed-out connects (NVSHMEM, case strings) and after refused ones (a protocol of this
+//! file whose root listens late: no built-in protocol dials a port before it listens).
 //!
 //! The audit (`Audited`) wraps a protocol's nodes without changing them (its runs' trace
 //! digests are `run_case`'s) and checks, node by node, that each input names a connection
 //! the node asked for and still holds: a `Connected` for a connection it dialled and not yet
-//! connected, an `Accepted` for the accept it asked for, bytes, an end of stream or a drain
-//! for a connection it holds, nothing for one it closed. An event resolved to the wrong node,
-//! or to a socket's stale owner, breaks one of those.
+//! connected, an `Accepted` for the accept it asked for, bytes, an end (of stream, reset or
+//! timed out) or a drain for a connection it holds, nothing for one it closed. An event
+//! resolved to the wrong node, or to a socket's stale owner, breaks one of those.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::rc::Rc;
 
-use bootsim_core::seam::{Effect, Input, Node, NodeOutput, Nodes, Output, Protocol, Setup};
-use bootsim_core::{ConnId, Instant};
+use bootsim_core::seam::{CloseReason, Effect, Input, Node, NodeOutput, Nodes, Output, Protocol, Setup};
+use bootsim_core::{ConnId, Culprit, Instant, RecordedError};
 use bootsim_nvshmem::ports::ROOT_PORT;
 use bootsim_sim::engine::{fast, Outcome};
 use bootsim_sim::protocol::Nvshmem;
 use bootsim_sim::words::host_addr;
 use bootsim_sim::{run_case, Case, Finding, Verdict};
+
+/// The audit's word for a connection's end: `eof`, `reset`, `timed out`.
+fn ending(reason: CloseReason) -> &'static str {
+    match reason {
+        CloseReason::Eof => "eof",
+        CloseReason::Reset => "reset",
+        CloseReason::TimedOut => "timed out",
+    }
+}
 
 /// Who a node is, as the trace names it (`root`, `rank3`).
 fn who(rank: Option<u32>) -> String {
@@ -116,9 +125,10 @@ impl<N: Node<Event: std::fmt::Debug>> Node for Audit<N> {
                 self.note(*conn, "bytes", None);
                 self.expect(now, *conn, "bytes", &[Open], None);
             }
-            Input::PeerClosed { conn } => {
-                self.note(*conn, "peer closed", None);
-                self.expect(now, *conn, "peer closed", &[Open], None);
+            Input::PeerClosed { conn, reason } => {
+                let what = ending(*reason);
+                self.note(*conn, what, None);
+                self.expect(now, *conn, what, &[Open], None);
             }
             Input::Drained { conn, .. } | Input::DrainTimedOut { conn, .. } => {
                 self.expect(now, *conn, "drain", &[Open], None)
@@ -350,13 +360,14 @@ fn peer_of(s: &Sockets, who: &str, conn: u64) -> Option<(String, u64)> {
     })
 }
 
-/// Resets a node saw on a socket it still held: a `PeerClosed` on a connection whose other end
-/// had not closed it (so no FIN came: the peer's kernel reset it), before the node closed it.
-/// Returns (who, local id, peer who).
-fn resets_on_held(a: &AuditedRun, s: &Sockets) -> Vec<(String, u64, String)> {
+/// Ends a node saw on a socket it still held and whose other end had not closed it (so no FIN
+/// came: the peer's kernel reset it, or the node's own kernel gave up on it), before the node
+/// closed it, each checked to be no end of stream (only a peer's close makes one). Returns
+/// (who, local id, peer who, the end: `reset` or `timed out`).
+fn resets_on_held(a: &AuditedRun, s: &Sockets) -> Vec<(String, u64, String, &'static str)> {
     let mut out = Vec::new();
     for (i, e) in a.log.entries.iter().enumerate() {
-        if e.what != "peer closed" {
+        if !matches!(e.what, "eof" | "reset" | "timed out") {
             continue;
         }
         let before = &a.log.entries[..i];
@@ -364,7 +375,8 @@ fn resets_on_held(a: &AuditedRun, s: &Sockets) -> Vec<(String, u64, String)> {
         let Some((peer, pconn)) = peer_of(s, &e.who, e.conn.0) else { continue };
         let peer_closed = before.iter().any(|b| b.who == peer && b.conn.0 == pconn && b.what == "close");
         if !closed_here && !peer_closed {
-            out.push((e.who.clone(), e.conn.0, peer));
+            assert_ne!(e.what, "eof", "{} c{}: an end of stream its peer {peer} never closed", e.who, e.conn.0);
+            out.push((e.who.clone(), e.conn.0, peer, e.what));
         }
     }
     out
@@ -380,43 +392,72 @@ fn inputs_of<'a>(log: &'a Log, who: &'a str, conn: u64) -> impl Iterator<Item = 
     log.entries.iter().filter(move |e| e.who == who && e.conn.0 == conn).map(|e| e.what)
 }
 
-/// A rank's data retransmissions give up (`data_retries=1`, with loss and stalls) and its kernel
-/// forgets the connection; the peer, still holding its end and waiting for the bytes, is reset.
-/// The reset must reach that peer (the socket's token outlives its forgotten connection until
-/// the peer closes it) and no one else.
+/// A rank's data retransmissions give up (`data_retries=1`, with loss and stalls): its kernel
+/// forgets the connection and the rank, waiting to read on it, is told it timed out (Linux's
+/// read fails with `ETIMEDOUT`), as the socket's token names it; the peer still holding its end
+/// is reset. Each end must reach the node that still holds the socket, and no one else.
 #[test]
-fn a_reset_reaches_the_node_that_still_holds_the_socket() {
-    // The root holds rank 0's check-in mid-header when rank 0's kernel gives up on it: the
-    // reset drops the check-in (the root then waits for check-in 2 forever: a hang, as rank 0's
-    // process never learns its socket failed).
+fn a_timed_out_connection_reaches_its_rank_and_a_reset_the_node_that_still_holds_the_socket() {
+    // Rank 0's and rank 2's kernels give up on their check-ins while they wait for the root's
+    // answer: each fails at once, naming the timeout and the root it could not reach (before
+    // close reasons, each waited forever for an answer: a hang that blamed no one, and a reset
+    // would have said the root refused it).
     let a = audited_nvshmem(
         "engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks=4 adversary=lossy seed=1 data_retries=1 rto_min=5ms",
     );
     let s = sockets(&a.lines);
     assert_eq!(a.log.violations, Vec::<String>::new());
     assert!(a.outcome.kernel.retransmits > 0 && a.outcome.kernel.lost > 0, "{:?}", a.outcome.kernel);
-    assert_eq!(resets_on_held(&a, &s), [("root".to_string(), 2, "rank0".to_string())]);
-    // The root got rank 0's first bytes, then the reset, on the connection accepted from rank 0.
-    let root_c2: Vec<_> = inputs_of(&a.log, "root", 2).collect();
-    assert_eq!(root_c2, ["accepted", "bytes", "peer closed", "close"]);
+    let timed_out = |r: u32| (format!("rank{r}"), 1, "root".to_string(), "timed out");
+    assert_eq!(resets_on_held(&a, &s), [timed_out(0), timed_out(2)]);
+    assert_eq!(inputs_of(&a.log, "rank0", 1).collect::<Vec<_>>(), ["dial", "connected", "timed out", "close"]);
+    let words = "the connection to the root at 10.0.0.1:5000 timed out before it answered the check-in: this rank's \
+                 kernel gave up retransmitting to it (ETIMEDOUT), so the root's host or the network to it is down; the \
+                 root did not close the connection";
+    for r in [0, 2] {
+        let rank = &a.outcome.record.ranks[r];
+        let Some(RecordedError::Protocol { op: 0, culprit, text }) = &rank.init else { panic!("rank {r}: {rank:?}") };
+        assert_eq!((text.clone(), *culprit), (format!("init: {words}"), Some(Culprit::Root)), "rank {r}");
+    }
+    // Promptly: when its kernel gave up (one retransmission after a write 1.7 ms into the run,
+    // `rto_min=5ms`), not at the run's deadline. The kernel's `Aborted` is an application event,
+    // not a trace line: the times are the rank's failure lines'.
+    let failed_at = |r: u32| {
+        let line = a.lines.iter().find(|l| l.contains(&format!(" rank{r} init failed: {words}")));
+        line.map(|l| l.split(' ').next().unwrap().to_string())
+    };
+    assert_eq!((failed_at(0).as_deref(), failed_at(2).as_deref()), (Some("0.016692s"), Some("0.021537s")));
+    assert!(
+        a.findings.iter().all(|f| !f.to_string().contains("refused")),
+        "no root is said to refuse a check-in: {:?}",
+        a.findings
+    );
+    // The root got rank 0's first bytes, then the reset (its end of the socket rank 0's kernel
+    // gave up on), on the connection accepted from rank 0.
+    assert_eq!(inputs_of(&a.log, "root", 2).collect::<Vec<_>>(), ["accepted", "bytes", "reset", "close"]);
     let from = a.log.entries.iter().find(|e| e.who == "root" && e.conn.0 == 2).and_then(|e| e.from);
     assert_eq!(from.map(|f| f.ip().to_string()), Some("10.0.0.1".to_string()), "rank 0's host");
-    assert_eq!(a.verdict, Verdict::Hang);
+    assert_eq!(a.verdict, Verdict::Error);
     let root_hang = a.findings.iter().map(ToString::to_string).find(|f| f.starts_with("hang: the root"));
     assert_eq!(
         root_hang.as_deref(),
-        Some("hang: the root waits for check-in 2 of 4; not yet checked in: ranks 0, 2, 3 (bytes on c3, mid-check-in)"),
-        "the reset check-in (c2) was dropped"
+        Some("hang: the root waits for check-in 3 of 4; not yet checked in: ranks 0, 2"),
+        "the ranks that timed out never checked in"
     );
 
     // A receiver that queued a message as unexpected is reset when its sender's kernel gives up
-    // on the (acknowledged in part) connection: the run still passes.
+    // on the (acknowledged in part) connection; the sender is told it timed out, and, reading
+    // nothing on it, carries on: the run still passes.
     let a = audited_nvshmem(
         "engine=fast variant=nvshmem-3.7 workload=deepep ranks=3 adversary=lossy seed=2 data_retries=1 rto_min=5ms",
     );
     let s = sockets(&a.lines);
     assert_eq!(a.log.violations, Vec::<String>::new());
-    assert_eq!(resets_on_held(&a, &s), [("rank2".to_string(), 4, "rank1".to_string())]);
+    let ends = [
+        ("rank1".to_string(), 3, "rank2".to_string(), "timed out"),
+        ("rank2".to_string(), 4, "rank1".to_string(), "reset"),
+    ];
+    assert_eq!(resets_on_held(&a, &s), ends);
     assert_eq!(a.verdict, Verdict::Pass, "{:?}", a.findings);
 }
 

@@ -81,6 +81,17 @@ pub enum WireError {
         /// The bytes of it received before the close.
         have: usize,
     },
+    /// The connection timed out in the middle of an item: this host's kernel gave up
+    /// retransmitting to the peer (`ETIMEDOUT`); the peer did not close it.
+    #[error("connection timed out after {have} of {needed} bytes of {what}")]
+    TimedOut {
+        /// The item being read.
+        what: &'static str,
+        /// The item's size, in bytes.
+        needed: usize,
+        /// The bytes of it received before the timeout.
+        have: usize,
+    },
 }
 
 /// A 16-bit fingerprint of 8 received bytes: enough to tell two strangers apart in a log, too

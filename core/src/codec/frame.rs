@@ -2,6 +2,7 @@
 
 use super::messages::Preamble;
 use super::WireError;
+use crate::seam::CloseReason;
 
 /// Hashes what is left to read (not how the consumed bytes were chunked or compacted): two
 /// readers that will decode the same items hash alike.
@@ -9,6 +10,11 @@ impl std::hash::Hash for FrameReader {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.unread().hash(state);
         self.eof.hash(state);
+        // An end of stream and a reset read alike (the same items, the same errors), so they
+        // hash alike, as before close reasons existed; a timeout's errors differ.
+        if self.timed_out {
+            self.timed_out.hash(state);
+        }
     }
 }
 
@@ -28,6 +34,9 @@ pub struct FrameReader {
     buf: Vec<u8>,
     pos: usize,
     eof: bool,
+    /// The connection ended by timing out, not by the peer's close: items it cut short are
+    /// [`WireError::TimedOut`], not [`WireError::Truncated`].
+    timed_out: bool,
 }
 
 impl FrameReader {
@@ -56,6 +65,26 @@ impl FrameReader {
         self.eof = true;
     }
 
+    /// Records that the connection ended for `reason`: incomplete items then fail as
+    /// truncated (the peer closed it or reset it) or timed out (this host's kernel gave up).
+    /// The first end counts, as a socket reports its error once.
+    pub fn push_close(&mut self, reason: CloseReason) {
+        if !self.eof {
+            self.timed_out = reason == CloseReason::TimedOut;
+        }
+        self.eof = true;
+    }
+
+    /// The error for an item of `needed` bytes, `have` of them here, that the connection's end
+    /// cut short: [`WireError::Truncated`], or [`WireError::TimedOut`] if it timed out.
+    pub fn cut_short(&self, what: &'static str, needed: usize, have: usize) -> WireError {
+        if self.timed_out {
+            WireError::TimedOut { what, needed, have }
+        } else {
+            WireError::Truncated { what, needed, have }
+        }
+    }
+
     /// True once the peer closed its side.
     pub fn is_eof(&self) -> bool {
         self.eof
@@ -69,7 +98,7 @@ impl FrameReader {
     fn take(&mut self, what: &'static str, n: usize) -> Result<Option<&[u8]>, WireError> {
         let have = self.buffered();
         if have < n {
-            return if self.eof { Err(WireError::Truncated { what, needed: n, have }) } else { Ok(None) };
+            return if self.eof { Err(self.cut_short(what, n, have)) } else { Ok(None) };
         }
         let start = self.pos;
         self.pos += n;
@@ -93,11 +122,7 @@ impl FrameReader {
     pub fn peek_frame_len_at(&self, offset: usize, max: usize) -> Result<Option<usize>, WireError> {
         let have = self.buffered().saturating_sub(offset);
         if have < 4 {
-            return if self.eof {
-                Err(WireError::Truncated { what: "frame length", needed: 4, have })
-            } else {
-                Ok(None)
-            };
+            return if self.eof { Err(self.cut_short("frame length", 4, have)) } else { Ok(None) };
         }
         let at = self.pos + offset;
         let raw = i32::from_le_bytes(self.buf[at..at + 4].try_into().expect("4 bytes"));
@@ -118,11 +143,7 @@ impl FrameReader {
     pub fn read_frame_slice(&mut self, what: &'static str, max: usize) -> Result<Option<&[u8]>, WireError> {
         let Some(len) = self.peek_frame_len(max)? else { return Ok(None) };
         if self.buffered() < 4 + len {
-            return if self.eof {
-                Err(WireError::Truncated { what, needed: 4 + len, have: self.buffered() })
-            } else {
-                Ok(None)
-            };
+            return if self.eof { Err(self.cut_short(what, 4 + len, self.buffered())) } else { Ok(None) };
         }
         self.pos += 4;
         self.take(what, len)
@@ -144,11 +165,7 @@ impl FrameReader {
             return Err(WireError::WrongLength { what, expected: 4, got: len });
         }
         if self.buffered() < 8 {
-            return if self.eof {
-                Err(WireError::Truncated { what, needed: 8, have: self.buffered() })
-            } else {
-                Ok(None)
-            };
+            return if self.eof { Err(self.cut_short(what, 8, self.buffered())) } else { Ok(None) };
         }
         Ok(Some(i32::from_le_bytes(self.buf[self.pos + 4..self.pos + 8].try_into().expect("4 bytes"))))
     }
@@ -209,6 +226,36 @@ mod tests {
         r.push(&[1, 0]);
         r.push_eof();
         assert_eq!(r.read_i32("rank"), Err(WireError::Truncated { what: "frame length", needed: 4, have: 2 }));
+    }
+
+    #[test]
+    fn a_timed_out_connection_cuts_an_item_short_as_a_timeout_and_a_reset_as_an_eof() {
+        let cut = |reason| {
+            let mut r = FrameReader::new();
+            r.push(&frames(&[b"hello"])[..6]);
+            r.push_close(reason);
+            (r.read_frame("payload", 100), r)
+        };
+        let (timed_out, t) = cut(CloseReason::TimedOut);
+        assert_eq!(timed_out, Err(WireError::TimedOut { what: "payload", needed: 9, have: 6 }));
+        let (reset, r) = cut(CloseReason::Reset);
+        assert_eq!(reset, Err(WireError::Truncated { what: "payload", needed: 9, have: 6 }));
+        let (eof, e) = cut(CloseReason::Eof);
+        assert_eq!(eof, reset);
+        // Whole items still read first, as a read returns the bytes before the error.
+        let mut w = FrameReader::new();
+        w.push(&frames(&[b"hi"]));
+        w.push_close(CloseReason::TimedOut);
+        assert_eq!(w.read_frame("payload", 100), Ok(Some(b"hi".to_vec())));
+        assert_eq!(w.read_i32("rank"), Err(WireError::TimedOut { what: "frame length", needed: 4, have: 0 }));
+        let hash = |r: &FrameReader| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            r.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(hash(&e), hash(&r), "an end of stream and a reset read alike");
+        assert_ne!(hash(&t), hash(&r), "a timeout reads otherwise");
     }
 
     #[test]

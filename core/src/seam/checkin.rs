@@ -10,8 +10,8 @@ use std::net::SocketAddr;
 use crate::ids::ConnId;
 use crate::record::{RunRecord, SentMsg, TakenMsg};
 use crate::seam::{
-    Completed, Effect, Input, Judge, ListenerKey, Node, NodeOutput, Nodes, Noted, Observation, Observed, Output,
-    Protocol, Setup,
+    CloseReason, Completed, Effect, Input, Judge, ListenerKey, Node, NodeOutput, Nodes, Noted, Observation, Observed,
+    Output, Protocol, Setup,
 };
 use crate::time::Instant;
 
@@ -121,7 +121,17 @@ impl Node for ToyNode {
                 let rank = bytes[0];
                 self.push(Output::Observe(Observation::Event(Said { conn, rank })));
             }
-            (Toy::Root { n, got, closed, .. }, Input::PeerClosed { .. }) => {
+            (Toy::Root { .. }, Input::PeerClosed { .. }) if self.finished => {}
+            (
+                Toy::Root { .. },
+                Input::PeerClosed { conn, reason: reason @ (CloseReason::Reset | CloseReason::TimedOut) },
+            ) => {
+                // Only a rank's own close ends its check-in: a reset or timeout may have lost its number.
+                self.finished = true;
+                let result = Err(format!("the check-in on c{} was {reason} before the rank closed it", conn.0));
+                self.push(Output::Observe(Observation::Completed(Done { result })));
+            }
+            (Toy::Root { n, got, closed, .. }, Input::PeerClosed { reason: CloseReason::Eof, .. }) => {
                 *closed += 1;
                 if *closed == *n {
                     let mut all: Vec<u8> = got.values().flatten().copied().collect();

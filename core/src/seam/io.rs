@@ -50,10 +50,13 @@ pub enum Input<'a, L> {
         /// The bytes, in arrival order.
         bytes: &'a [u8],
     },
-    /// The peer closed its side (EOF), or the connection was reset.
+    /// The connection ended for reading: the peer closed its side (EOF), it was reset, or it
+    /// timed out; every byte that came before was delivered first.
     PeerClosed {
         /// The node's name for the connection.
         conn: ConnId,
+        /// Why it ended.
+        reason: CloseReason,
     },
     /// The send queue of a connection in [`Effect::Drain`] reached zero unacknowledged bytes.
     Drained {
@@ -71,6 +74,30 @@ pub enum Input<'a, L> {
         /// Bytes still unacknowledged at the deadline.
         unacked: usize,
     },
+}
+
+/// Why a connection ended for reading ([`Input::PeerClosed`]), as the world's read saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CloseReason {
+    /// The peer closed its side in order: a read returned 0 (end of stream, its FIN).
+    Eof,
+    /// The connection was reset (`ECONNRESET`, `EPIPE`): the peer's kernel sent RST, e.g. its
+    /// process closed with unread bytes, or died.
+    Reset,
+    /// This host's kernel gave up on the connection (`ETIMEDOUT`): data went unacknowledged
+    /// through every retransmission (Linux's `tcp_retries2`), so the peer's host or the network
+    /// to it is down; the peer never closed it.
+    TimedOut,
+}
+
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CloseReason::Eof => "closed by the peer",
+            CloseReason::Reset => "reset",
+            CloseReason::TimedOut => "timed out",
+        })
+    }
 }
 
 /// An [`Input`] that owns its bytes, for worlds that queue inputs before feeding them.
@@ -120,6 +147,8 @@ pub enum OwnedInput<L> {
     PeerClosed {
         /// The node's name for the connection.
         conn: ConnId,
+        /// Why it ended.
+        reason: CloseReason,
     },
     /// See [`Input::Drained`].
     Drained {
@@ -152,7 +181,7 @@ impl<L: Copy> OwnedInput<L> {
             OwnedInput::Connected { conn } => Input::Connected { conn: *conn },
             OwnedInput::ConnectFailed { conn, reason } => Input::ConnectFailed { conn: *conn, reason: reason.clone() },
             OwnedInput::Received { conn, bytes } => Input::Received { conn: *conn, bytes },
-            OwnedInput::PeerClosed { conn } => Input::PeerClosed { conn: *conn },
+            OwnedInput::PeerClosed { conn, reason } => Input::PeerClosed { conn: *conn, reason: *reason },
             OwnedInput::Drained { conn, waited } => Input::Drained { conn: *conn, waited: *waited },
             OwnedInput::DrainTimedOut { conn, waited, unacked } => {
                 Input::DrainTimedOut { conn: *conn, waited: *waited, unacked: *unacked }

@@ -30,7 +30,7 @@ mod node;
 mod outbox;
 mod protocol;
 
-pub use io::{Effect, Input, Observation, Output, OwnedInput};
+pub use io::{CloseReason, Effect, Input, Observation, Output, OwnedInput};
 pub use node::{Completed, ListenerKey, Node, NodeOutput, Noted, Observed, PeerPorts};
 pub use outbox::Outbox;
 pub use protocol::{CompletionOf, Judge, Nodes, Protocol, Setup};

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
-use bootsim_core::codec::FrameReader;
-use bootsim_core::seam::{Effect, Input};
+use bootsim_core::codec::{FrameReader, WireError};
+use bootsim_core::seam::{CloseReason, Effect, Input};
 use bootsim_core::ConnId;
 
 use crate::outbox::{Out, Outbox};
@@ -165,30 +165,34 @@ impl Rank {
                 let next = self.conn();
                 self.out.effect(Effect::Accept { listener: Listener::Peer, conn: next });
             }
-            Input::Received { conn, bytes } => self.received(conn, bytes, false),
-            Input::PeerClosed { conn } => self.received(conn, &[], true),
+            Input::Received { conn, bytes } => self.received(conn, bytes, None),
+            Input::PeerClosed { conn, reason } => self.received(conn, &[], Some(reason)),
             Input::Drained { .. } | Input::DrainTimedOut { .. } => {}
         }
     }
 
-    fn received(&mut self, conn: ConnId, bytes: &[u8], eof: bool) {
+    /// Bytes on `conn`, or its end (`ended`, with no bytes).
+    fn received(&mut self, conn: ConnId, bytes: &[u8], ended: Option<CloseReason>) {
         if conn == self.root_conn && self.phase == Phase::CheckingIn {
             self.root_rx.push(bytes);
-            if eof {
-                self.root_rx.push_eof();
+            if let Some(reason) = ended {
+                self.root_rx.push_close(reason);
             }
+            let timed_out = Error::RootTimedOut { root: self.cfg.root };
             match read_table(&mut self.root_rx, self.cfg.n) {
                 Ok(Some(table)) => self.ready(table),
-                Ok(None) if eof => self.fail(Error::RootClosed),
+                Ok(None) if ended == Some(CloseReason::TimedOut) => self.fail(timed_out),
+                Ok(None) if ended.is_some() => self.fail(Error::RootClosed),
                 Ok(None) => {}
+                Err(WireError::TimedOut { .. }) => self.fail(timed_out),
                 Err(e) => self.fail(Error::Table(e)),
             }
             return;
         }
         let Some((_, rx)) = self.reading.iter_mut().find(|(c, _)| *c == conn) else { return };
         rx.push(bytes);
-        if eof {
-            rx.push_eof();
+        if let Some(reason) = ended {
+            rx.push_close(reason);
         }
         self.read_head();
     }
@@ -208,6 +212,7 @@ impl Rank {
                     self.unexpected.push(Arrived { conn, msg });
                     self.take();
                 }
+                Err(e @ WireError::TimedOut { .. }) => self.stray(conn, format!("message cut short: {e}")),
                 Err(e) => self.stray(conn, format!("bad message: {e}")),
             }
             if self.phase == Phase::Failed {
@@ -341,5 +346,49 @@ impl Rank {
     /// True once every round is done or one failed.
     pub fn is_finished(&self) -> bool {
         matches!(self.phase, Phase::Done | Phase::Failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Peers;
+    use bootsim_core::seam::{Observation, Output};
+
+    /// Rank 1 of 2 checks in, gets `part` of the root's table, then the root's connection ends
+    /// for `reason`: the error it fails with.
+    fn table_ends(part: &[u8], reason: CloseReason) -> String {
+        let workload = Workload { rounds: 0, len: 0, peers: Peers::Ring };
+        let root = "10.0.0.1:9000".parse().unwrap();
+        let cfg = RankConfig { rank: 1, n: 2, root, variant: Variant::RoundTag, workload, seed: 1 };
+        let mut rank = Rank::new(cfg);
+        rank.handle(Input::Listening { listener: Listener::Peer, addr: "10.0.0.2:9001".parse().unwrap() });
+        let conn = rank.root_conn;
+        rank.handle(Input::Connected { conn });
+        rank.handle(Input::Received { conn, bytes: part });
+        rank.handle(Input::PeerClosed { conn, reason });
+        let mut tx = Vec::new();
+        let mut failed = None;
+        while let Some(out) = rank.poll_output(&mut tx) {
+            if let Output::Observe(Observation::Completed(c)) = out {
+                failed = c.result.err().map(|e| e.to_string());
+            }
+        }
+        failed.expect("the rank fails")
+    }
+
+    #[test]
+    fn a_table_the_ranks_kernel_gave_up_on_is_a_timeout_not_a_bad_table() {
+        // The table's frame length (two addresses), then 3 of its bytes.
+        let mut part = 56i32.to_le_bytes().to_vec();
+        part.extend_from_slice(&[2, 0, 0]);
+        let bad = "bad address table from the root: connection closed after 7 of 60 bytes of address table";
+        assert_eq!(table_ends(&part, CloseReason::Eof), bad);
+        assert_eq!(table_ends(&part, CloseReason::Reset), bad);
+        let timed_out = "the connection to the root at 10.0.0.1:9000 timed out before the address table came: this \
+                         rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host or the network to \
+                         it is down";
+        assert_eq!(table_ends(&part, CloseReason::TimedOut), timed_out);
+        assert_eq!(table_ends(&[], CloseReason::TimedOut), timed_out);
     }
 }

@@ -70,9 +70,9 @@ impl Root {
                     self.read(conn);
                 }
             }
-            Input::PeerClosed { conn } => {
+            Input::PeerClosed { conn, reason } => {
                 if let Some(rx) = self.reading.get_mut(&conn) {
-                    rx.push_eof();
+                    rx.push_close(reason);
                     self.read(conn);
                 }
             }

@@ -74,6 +74,13 @@ pub enum Error {
     /// The root closed its connection before the table came.
     #[error("the root closed the connection before sending the address table")]
     RootClosed,
+    /// The connection to the root timed out before the table came: this rank's kernel gave up
+    /// retransmitting to it (`ETIMEDOUT`); the root did not close it.
+    #[error("the connection to the root at {root} timed out before the address table came: this rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host or the network to it is down")]
+    RootTimedOut {
+        /// The root's address.
+        root: SocketAddr,
+    },
     /// The root's table did not decode.
     #[error("bad address table from the root: {0}")]
     Table(WireError),

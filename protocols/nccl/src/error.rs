@@ -38,6 +38,19 @@ pub enum NcclError {
         /// What NCCL was reading when it closed.
         what: &'static str,
     },
+    /// `socketProgressOpt`: `recv` failed with `ETIMEDOUT` before the bytes NCCL was waiting for:
+    /// this rank's kernel gave up retransmitting to the peer, which did not close it.
+    #[error("rank {rank}: {call}: socketProgressOpt: Call to recv from {from} failed : Connection timed out (waiting for {what}; this rank's kernel gave up retransmitting to it)")]
+    TimedOut {
+        /// The rank that failed.
+        rank: u32,
+        /// The NCCL call it was in.
+        call: Call,
+        /// The address of the peer it lost (or the connection's name).
+        from: String,
+        /// What NCCL was reading when it timed out.
+        what: &'static str,
+    },
     /// `socketFinalizeAccept` (2.9-2.26): the right magic but another socket type.
     #[error("rank {rank}: {call}: socketFinalizeAccept: wrong type {got} != {expected} (from {from})")]
     WrongType {

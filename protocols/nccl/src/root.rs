@@ -209,7 +209,9 @@ impl Root {
             (Input::Received { conn, bytes }, Phase::Reading { conn: c, reader, .. }) if conn == *c => {
                 reader.push(bytes)
             }
-            (Input::PeerClosed { conn }, Phase::Reading { conn: c, reader, .. }) if conn == *c => reader.push_eof(),
+            (Input::PeerClosed { conn, reason }, Phase::Reading { conn: c, reader, .. }) if conn == *c => {
+                reader.push_close(reason)
+            }
             (Input::Connected { conn }, Phase::Answering { conn: c, to, successor, bytes }) if conn == *c => {
                 let (to, successor) = (*to, *successor);
                 let (v, magic) = (self.cfg.variant, self.cfg.magic);
@@ -292,6 +294,7 @@ impl Root {
                         WireError::BadType { expected, got } => {
                             format!("socketFinalizeAccept: wrong type {got} != {expected}")
                         }
+                        WireError::TimedOut { .. } => recv_timed_out(from),
                         _ => "socketProgress: Connection closed by remote peer".into(),
                     };
                     self.phase = Phase::Accepting { conn };
@@ -305,6 +308,10 @@ impl Root {
             Err(WireError::Truncated { .. }) => {
                 let what = "socketProgress: Connection closed by remote peer".into();
                 return self.finish(Err(RootError::BadConnection { from: from.to_string(), what }));
+            }
+            Err(WireError::TimedOut { .. }) => {
+                return self
+                    .finish(Err(RootError::BadConnection { from: from.to_string(), what: recv_timed_out(from) }));
             }
             Err(error) => return self.finish(Err(RootError::Wire { from: from.to_string(), error })),
         };
@@ -425,11 +432,21 @@ impl Root {
     }
 }
 
+/// NCCL's words when a check-in's `recv` fails with `ETIMEDOUT` (`socketProgressOpt`): the
+/// root's kernel gave up retransmitting to the rank, which did not close the connection.
+fn recv_timed_out(from: std::net::SocketAddr) -> String {
+    format!(
+        "socketProgressOpt: Call to recv from {from} failed : Connection timed out (the root's kernel gave up \
+         retransmitting to it)"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::io::Observation;
     use bootsim_core::codec::Preamble;
+    use bootsim_core::seam::CloseReason;
 
     const MAGIC: u64 = 0xabcd;
 
@@ -443,12 +460,17 @@ mod tests {
 
     /// Accepts the next connection and feeds it `bytes` then EOF; returns the root's outputs.
     fn feed(r: &mut Root, bytes: &[u8]) -> (Vec<Effect>, Vec<Observation>) {
+        feed_ending(r, bytes, CloseReason::Eof)
+    }
+
+    /// [`feed`], the connection ending for `reason`.
+    fn feed_ending(r: &mut Root, bytes: &[u8], reason: CloseReason) -> (Vec<Effect>, Vec<Observation>) {
         let mut tx = Vec::new();
         while r.poll_output(&mut tx).is_some() {}
         let Phase::Accepting { conn } = r.phase else { panic!("the root is not accepting: {:?}", r.phase) };
         r.handle(Input::Accepted { conn, from: "10.9.9.9:1234".parse().unwrap() });
         r.handle(Input::Received { conn, bytes });
-        r.handle(Input::PeerClosed { conn });
+        r.handle(Input::PeerClosed { conn, reason });
         let (mut effects, mut obs) = (Vec::new(), Vec::new());
         while let Some(out) = r.poll_output(&mut tx) {
             match out {
@@ -499,6 +521,25 @@ mod tests {
         let (_, obs) = feed(&mut r, &check_in(Variant::Nccl219, MAGIC, 1, 1, 4));
         let err = done(&obs).unwrap().unwrap_err();
         assert_eq!(err.to_string(), "root: Bootstrap Root : mismatch in rank count from procs 3 : 4");
+    }
+
+    #[test]
+    fn a_check_in_cut_short_by_a_timeout_says_recv_timed_out_not_that_the_rank_closed() {
+        let whole = check_in(Variant::Nccl219, MAGIC, 1, 0, 3);
+        let cut = &whole[..whole.len() - 3];
+        let ended = |reason| {
+            let mut r = root(Variant::Nccl219);
+            let (_, obs) = feed_ending(&mut r, cut, reason);
+            done(&obs).expect("the root gave up").unwrap_err().to_string()
+        };
+        let closed = "root: check-in from 10.9.9.9:1234: socketProgress: Connection closed by remote peer";
+        assert_eq!(ended(CloseReason::Eof), closed);
+        assert_eq!(ended(CloseReason::Reset), closed);
+        assert_eq!(
+            ended(CloseReason::TimedOut),
+            "root: check-in from 10.9.9.9:1234: socketProgressOpt: Call to recv from 10.9.9.9:1234 failed : \
+             Connection timed out (the root's kernel gave up retransmitting to it)"
+        );
     }
 
     #[test]

@@ -101,6 +101,15 @@ pub enum BootstrapError {
         /// The root's address.
         root: SocketAddr,
     },
+    /// The check-in's connection timed out before the root answered: this rank's kernel gave up
+    /// retransmitting to the root (`ETIMEDOUT`); the root did not close it.
+    #[error("rank {rank}: init: the connection to the root at {root} timed out before it answered the check-in: this rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host or the network to it is down; the root did not close the connection")]
+    CheckInTimedOut {
+        /// The rank that failed.
+        rank: u32,
+        /// The root's address.
+        root: SocketAddr,
+    },
     /// The root answered with another unique-ID version (a mixed build).
     #[error("rank {rank}: unique ID version {ours} but the root speaks {root}")]
     VersionMismatch {
@@ -252,7 +261,7 @@ impl BootstrapError {
             BootstrapError::Connect { peer, .. } | BootstrapError::Timeout { peer, .. } => {
                 peer.filter(|p| *p != Culprit::Rank(me))
             }
-            BootstrapError::CheckInRefused { .. } => Some(Culprit::Root),
+            BootstrapError::CheckInRefused { .. } | BootstrapError::CheckInTimedOut { .. } => Some(Culprit::Root),
             BootstrapError::RootConnect { to, .. } => Some(Culprit::Rank(*to)),
             BootstrapError::RootTimeout { missing, .. } => missing.first().map(|&r| Culprit::Rank(r)),
             _ => None,
@@ -261,12 +270,18 @@ impl BootstrapError {
 }
 
 /// A connection's failure as a person reads it: a peer that closed mid-message is named as the
-/// culprit (it stopped or died), other bytes are "malformed data".
+/// culprit (it stopped or died), a connection that timed out as one this rank's kernel gave up
+/// on (the peer's host or the path to it is down: the peer did not close it), other bytes are
+/// "malformed data".
 fn wire_text(from: &str, error: &WireError) -> String {
     match error {
         WireError::Truncated { what, needed, have } => format!(
             "{from} closed the connection after {have} of {needed} bytes of {what}: {from} stopped or died mid-message, \
              or gave up because it lost another rank"
+        ),
+        WireError::TimedOut { what, needed, have } => format!(
+            "the connection to {from} timed out after {have} of {needed} bytes of {what}: this rank's kernel gave up \
+             retransmitting to {from} (ETIMEDOUT), so {from}'s host or the network to it is down; {from} did not close it"
         ),
         e => format!("malformed data from {from}: {e}"),
     }

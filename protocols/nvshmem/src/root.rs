@@ -192,9 +192,9 @@ impl Root {
                     self.advance(conn);
                 }
             }
-            (Input::PeerClosed { conn }, Phase::CheckingIn) => {
+            (Input::PeerClosed { conn, reason }, Phase::CheckingIn) => {
                 if let Some(c) = self.checkins.get_mut(&conn) {
-                    c.reader.push_eof();
+                    c.reader.push_close(reason);
                     self.advance(conn);
                 }
             }

@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bootsim_core::seam::{
-    Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Observation, Observed, Output, OwnedInput, Protocol,
-    Setup,
+    CloseReason, Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Observation, Observed, Output,
+    OwnedInput, Protocol, Setup,
 };
 use bootsim_core::{ConnId, ConnectFailure, ConnectRetry, DrainPoll, Instant, RetryPolicy, RetryStep};
 
@@ -148,6 +148,9 @@ struct World<'a, P: Protocol> {
     pending_accept: FxHashMap<ListenerId, ConnId>,
     dialing: FxHashMap<(Node, ConnId), Dialing>,
     drains: FxHashMap<SockId, Drain>,
+    /// Sockets whose kernel gave up retransmitting (`Aborted`), held by their node and not yet
+    /// read to their end: that read's end is a timeout (`ETIMEDOUT`), not a reset.
+    timed_out: BTreeSet<SockId>,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     timer_seq: u64,
     /// Each node's own timeout as armed, by [`slot`].
@@ -236,6 +239,7 @@ where
         pending_accept: spare.pending_accept,
         dialing: spare.dialing,
         drains: spare.drains,
+        timed_out: BTreeSet::new(),
         timers: BinaryHeap::from(spare.timers),
         timer_seq: 0,
         node_timer: vec![None; n as usize + 1],
@@ -571,6 +575,7 @@ impl<P: Protocol> World<'_, P> {
             Effect::Close { conn } => {
                 if let Some(sock) = self.sock_of[slot(node)].remove(conn.0) {
                     self.charge_syscall(node);
+                    self.timed_out.remove(&sock);
                     self.kernel.close(now, sock);
                     trace_line!(self.sink, now, name, "close {}", local(conn, sock));
                 }
@@ -725,8 +730,14 @@ impl<P: Protocol> World<'_, P> {
             match next {
                 ReadOutcome::Data(_) => {}
                 ReadOutcome::WouldBlock => return,
-                ReadOutcome::Eof | ReadOutcome::Reset => {
-                    self.work.push_back((node, OwnedInput::PeerClosed { conn }));
+                ReadOutcome::Eof => {
+                    self.work.push_back((node, OwnedInput::PeerClosed { conn, reason: CloseReason::Eof }));
+                    return;
+                }
+                ReadOutcome::Reset => {
+                    // The kernel reads a connection it gave up on as reset; Linux's read says ETIMEDOUT.
+                    let reason = if self.timed_out.remove(&sock) { CloseReason::TimedOut } else { CloseReason::Reset };
+                    self.work.push_back((node, OwnedInput::PeerClosed { conn, reason }));
                     return;
                 }
             }
@@ -763,8 +774,14 @@ impl<P: Protocol> World<'_, P> {
                         _ => self.try_accept(listener),
                     }
                 }
-                EventKind::Readable { sock, .. } | EventKind::Eof { sock } | EventKind::Reset { sock } => {
+                EventKind::Readable { sock, .. }
+                | EventKind::Eof { sock }
+                | EventKind::Reset { sock }
+                | EventKind::Aborted { sock } => {
                     if let Some((node, conn)) = self.owner(sock) {
+                        if matches!(kind, EventKind::Aborted { .. }) {
+                            self.timed_out.insert(sock);
+                        }
                         if self.syscall(node, Timer::Read { sock, node, conn }) {
                             self.read_owned(sock, node, conn);
                         }

@@ -36,8 +36,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bootsim_core::seam::{
-    self, Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Noted, Observation, Observed, OwnedInput,
-    PeerPorts, Protocol, Setup,
+    self, CloseReason, Completed, Effect, ListenerKey, Node as _, NodeOutput, Nodes, Noted, Observation, Observed,
+    OwnedInput, PeerPorts, Protocol, Setup,
 };
 use bootsim_core::{ConnId, Instant, MsgOrigin};
 
@@ -691,7 +691,9 @@ where
                     self.trace.write(Res::Link(link));
                     if let Some(l) = self.links.get_mut(&link) {
                         l.server_open = false;
-                        self.work.push_back((link.0, OwnedInput::PeerClosed { conn: link.1 }));
+                        // Linux resets the connections a closed listener still queued.
+                        let reason = CloseReason::Reset;
+                        self.work.push_back((link.0, OwnedInput::PeerClosed { conn: link.1, reason }));
                     }
                 }
             }
@@ -921,7 +923,7 @@ where
             self.work.push_back((server, OwnedInput::Received { conn, bytes: early }));
         }
         if eof {
-            self.work.push_back((server, OwnedInput::PeerClosed { conn }));
+            self.work.push_back((server, OwnedInput::PeerClosed { conn, reason: CloseReason::Eof }));
         }
     }
 
@@ -936,7 +938,7 @@ where
             match l.server {
                 Some(s) if l.server_open => {
                     let server = l.listener.0;
-                    self.work.push_back((server, OwnedInput::PeerClosed { conn: s }));
+                    self.work.push_back((server, OwnedInput::PeerClosed { conn: s, reason: CloseReason::Eof }));
                     self.learn(server, &known);
                 }
                 Some(_) => {}
@@ -948,7 +950,8 @@ where
         } else {
             l.server_open = false;
             if l.client_open {
-                self.work.push_back((link.0, OwnedInput::PeerClosed { conn: link.1 }));
+                let reason = CloseReason::Eof;
+                self.work.push_back((link.0, OwnedInput::PeerClosed { conn: link.1, reason }));
                 self.learn(link.0, &known);
             }
         }

@@ -325,9 +325,9 @@ impl Rank {
                 let Some(c) = self.conns.get_mut(&conn) else { return };
                 c.reader.push(bytes);
             }
-            Input::PeerClosed { conn } => {
+            Input::PeerClosed { conn, reason } => {
                 let Some(c) = self.conns.get_mut(&conn) else { return };
-                c.reader.push_eof();
+                c.reader.push_close(reason);
             }
             Input::Drained { .. } | Input::DrainTimedOut { .. } => return,
         }

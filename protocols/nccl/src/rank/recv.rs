@@ -133,6 +133,11 @@ impl Rank {
                 self.fail(NcclError::Closed { rank, call, from, what });
                 None
             }
+            Err(WireError::TimedOut { .. }) => {
+                let from = self.from(conn);
+                self.fail(NcclError::TimedOut { rank, call, from, what });
+                None
+            }
             Err(error) => {
                 self.fail_wire(conn, error, what);
                 None
@@ -144,6 +149,7 @@ impl Rank {
         let (rank, call, from) = (self.cfg.rank, self.call(), self.from(conn));
         let e = match error {
             WireError::Truncated { .. } => NcclError::Closed { rank, call, from, what },
+            WireError::TimedOut { .. } => NcclError::TimedOut { rank, call, from, what },
             error => NcclError::Wire { rank, call, from, error },
         };
         self.fail(e);
@@ -181,7 +187,14 @@ impl Rank {
                 let (rank, call) = (self.cfg.rank, self.call());
                 Check::Failed(NcclError::WrongType { rank, call, from: from.to_string(), got, expected })
             }
+            Err(WireError::TimedOut { .. }) if v == Variant::Nccl230 => {
+                discard(self, "connection timed out before the magic handshake".into())
+            }
             Err(_) if v == Variant::Nccl230 => discard(self, "peer closed before the magic handshake".into()),
+            Err(WireError::TimedOut { .. }) => {
+                let (rank, call) = (self.cfg.rank, self.call());
+                Check::Failed(NcclError::TimedOut { rank, call, from: from.to_string(), what })
+            }
             Err(_) => {
                 let (rank, call) = (self.cfg.rank, self.call());
                 Check::Failed(NcclError::Closed { rank, call, from: from.to_string(), what })

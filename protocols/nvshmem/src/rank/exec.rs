@@ -353,6 +353,9 @@ impl Rank {
                     Err(WireError::Truncated { have: 0, .. }) => {
                         return Err(BootstrapError::CheckInRefused { rank: self.cfg.rank, root: self.cfg.uid.root })
                     }
+                    Err(WireError::TimedOut { have: 0, .. }) => {
+                        return Err(BootstrapError::CheckInTimedOut { rank: self.cfg.rank, root: self.cfg.uid.root })
+                    }
                     Err(e) => return Err(self.wire_error(Culprit::Root, e)),
                 };
                 let ours = self.cfg.uid.version;
@@ -720,8 +723,7 @@ impl Rank {
         }
         if c.reader.buffered() < offset + 4 + len {
             if c.reader.is_eof() {
-                let error =
-                    WireError::Truncated { what: "payload", needed: offset + 4 + len, have: c.reader.buffered() };
+                let error = c.reader.cut_short("payload", offset + 4 + len, c.reader.buffered());
                 return Err(self.wire_error(Culprit::Rank(peer), error));
             }
             return Ok(Progress::Blocked);

@@ -500,9 +500,9 @@ impl Rank {
                     }
                 }
             }
-            Input::PeerClosed { conn } => {
+            Input::PeerClosed { conn, reason } => {
                 if let Some(c) = self.conns.get_mut(conn) {
-                    c.reader.push_eof();
+                    c.reader.push_close(reason);
                     self.index_eager(conn);
                 }
             }
