@@ -330,6 +330,14 @@ impl<P: Protocol> World<'_, P> {
     }
 
     fn finish(mut self) -> Outcome {
+        // The kernel's last trace records (made by the calls that ended the run: a packet's
+        // loss and RX stall are decided when it is sent) are the trace's too, as its counters
+        // count them; what ranks would do with its last application events is past the end.
+        while let Some(KernelEvent { at, kind }) = self.kernel.poll_event() {
+            if !kind.is_app() && self.sink.enabled() {
+                self.trace_kernel(at, kind);
+            }
+        }
         self.out.end = self.now;
         self.out.kernel = self.kernel.stats();
         for (r, rank) in self.ranks.iter().enumerate() {
@@ -733,13 +741,18 @@ impl<P: Protocol> World<'_, P> {
         }
     }
 
+    /// A trace-only kernel record, kept under its connection and traced.
+    fn trace_kernel(&mut self, at: Instant, kind: EventKind) {
+        let conn = self.out.record_kernel(at, kind);
+        self.sink.line(at, "kernel", format_args!("{}", kernel_line(&kind, conn)));
+    }
+
     fn kernel_events(&mut self) {
         while let Some(KernelEvent { at, kind }) = self.kernel.poll_event() {
             if !kind.is_app() {
                 // Trace-only records: sweeps run untraced, and explanations re-run traced.
                 if self.sink.enabled() {
-                    let conn = self.out.record_kernel(at, kind);
-                    self.sink.line(at, "kernel", format_args!("{}", kernel_line(&kind, conn)));
+                    self.trace_kernel(at, kind);
                 }
                 continue;
             }
