@@ -330,11 +330,12 @@ impl<P: Protocol> World<'_, P> {
     }
 
     fn finish(mut self) -> Outcome {
-        // The kernel's last trace records (made by the calls that ended the run: a packet's
-        // loss and RX stall are decided when it is sent) are the trace's too, as its counters
-        // count them; what ranks would do with its last application events is past the end.
+        // The packet fates the calls that ended the run decided (a packet's loss and RX stall
+        // are decided when it is sent) are traced, as the counters count them. Nothing else
+        // left is (an accept's record made last is not, as before: the traces where the
+        // arrival entry decides a packet's fate stay as they were).
         while let Some(KernelEvent { at, kind }) = self.kernel.poll_event() {
-            if !kind.is_app() && self.sink.enabled() {
+            if kind.is_packet_fate() && self.sink.enabled() {
                 self.trace_kernel(at, kind);
             }
         }
