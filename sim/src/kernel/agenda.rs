@@ -610,8 +610,12 @@ impl Net {
     /// state); a packet of a connection forgotten while it flies still takes its queue's time;
     /// ties at one instant run in sending order. The queue is still a FIFO server with the same
     /// service and stall law, so the verdict rates hold (`sim/tests/verdict_equivalence.rs`).
-    /// RPS and the load-dependent queue keep the arrival entry (NAPI's budget, the ring and
-    /// the application's CPU share a clock that must not run ahead).
+    /// Its loss or stall is counted and traced now, stamped `now` (the trace stays in time
+    /// order; the record's fields say when it waits): a packet still flying when the run ends
+    /// is counted too, and the engines trace the records the run's last calls made
+    /// ([`EventKind::is_packet_fate`]). RPS and the load-dependent queue keep the arrival entry
+    /// (NAPI's budget, the ring and the application's CPU share a clock that must not run
+    /// ahead), and with it their traces and counters.
     pub(crate) fn transmit(&mut self, now: Instant, from_host: u32, last_arrival: &mut Instant, pkt: Pkt, flow: Flow) {
         self.stats.packets += 1;
         let mut lat = self.latency_ns;
