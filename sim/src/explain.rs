@@ -641,7 +641,7 @@ mod tests {
     fn a_hang_that_stops_early_does_not_claim_the_deadline() {
         // One rank fails on a size mismatch; the ranks waiting for it have nothing left to
         // happen, so the run stops long before its deadline.
-        let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=churn ranks=8 adversary=swarm seed=2").unwrap();
+        let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=churn ranks=8 adversary=swarm seed=44").unwrap();
         let report = run_case(&c, true);
         assert!(report.outcome.record.ranks.iter().any(|r| r.finished_at.is_none()), "some rank hangs");
         assert!(report.outcome.end.saturating_since(Instant::ZERO) < c.deadline(), "stopped early");
@@ -692,7 +692,7 @@ mod tests {
     /// typed ones do: their words are what is shown.
     #[test]
     fn a_text_fallback_record_explains_with_the_same_words() {
-        let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=churn ranks=8 adversary=swarm seed=2").unwrap();
+        let c = Case::parse("engine=fast variant=nvshmem-3.7 workload=churn ranks=8 adversary=swarm seed=44").unwrap();
         let mut report = run_case(&c, true);
         let typed = explain(&report);
         let mut texts = 0;

@@ -28,13 +28,16 @@ fn tally(case: &str, seeds: std::ops::Range<u64>) -> (String, usize) {
 }
 
 /// (case without a seed, verdict counts over seeds 0..100, runs with the #1176 symptom).
+/// Since RX-queue admission is decided when a packet is sent (issue #28 item 4), 2.19's
+/// `nccl-p2p` counts 15 (was 16), its `nccl-init` 55 (was 57), 2.8's `nccl-init` 74 (was 75):
+/// other seeds, the same rates (`verdict_equivalence.rs`), every error still the symptom.
 const RECORDED: &[(&str, &str, usize)] = &[
     ("variant=nccl-2.8 workload=nccl-p2p ranks=2 adversary=rss", "pass=100", 0),
-    ("variant=nccl-2.19 workload=nccl-p2p ranks=2 adversary=rss", "error=16 pass=84", 16),
+    ("variant=nccl-2.19 workload=nccl-p2p ranks=2 adversary=rss", "error=15 pass=85", 15),
     ("variant=nccl-2.21 workload=nccl-p2p ranks=2 adversary=rss", "pass=100", 0),
     ("variant=nccl-2.30 workload=nccl-p2p ranks=2 adversary=rss", "pass=100", 0),
-    ("variant=nccl-2.8 workload=nccl-init ranks=8 adversary=rss", "corruption=75 pass=25", 0),
-    ("variant=nccl-2.19 workload=nccl-init ranks=8 adversary=rss", "error=57 pass=43", 57),
+    ("variant=nccl-2.8 workload=nccl-init ranks=8 adversary=rss", "corruption=74 pass=26", 0),
+    ("variant=nccl-2.19 workload=nccl-init ranks=8 adversary=rss", "error=55 pass=45", 55),
     ("variant=nccl-2.21 workload=nccl-init ranks=8 adversary=rss", "pass=100", 0),
     ("variant=nccl-2.30 workload=nccl-init ranks=8 adversary=rss", "pass=100", 0),
 ];

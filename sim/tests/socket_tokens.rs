@@ -467,8 +467,10 @@ fn a_timed_out_connection_reaches_its_rank_and_a_reset_the_node_that_still_holds
 /// and the peer must accept the new socket, from the rank that dialled it.
 #[test]
 fn a_timed_out_connect_is_redialled_and_the_new_socket_reaches_its_rank() {
+    // Seed 2's redials: 6 since RX-queue admission is decided when a packet is sent (issue #28
+    // item 4; 7 before), still several ranks redialling more than once.
     for (line, redials) in [
-        ("engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks=8 adversary=overflow seed=2 backlog=1 syn_retries=0", 7),
+        ("engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks=8 adversary=overflow seed=2 backlog=1 syn_retries=0", 6),
         ("engine=fast variant=nvshmem-3.7 workload=nvshmem-init ranks=8 adversary=overflow seed=1 backlog=1 syn_retries=0", 1),
     ] {
         let a = audited_nvshmem(line);

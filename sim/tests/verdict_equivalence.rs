@@ -34,8 +34,19 @@ fn every_corpus_case_keeps_its_verdict_rates_under_every_adversary() {
     }
     let mut differ = Vec::new();
     let mut worst = (0.0f64, String::new());
+    let mut same = 0;
+    // Per adversary: (combinations with identical counts, combinations).
+    let mut by_adversary = std::collections::BTreeMap::<&str, (u32, u32)>::new();
+    let nonzero = |m: &std::collections::BTreeMap<String, u64>| m.iter().filter(|(_, &n)| n > 0).count();
     for row in &rows {
         let c = compare(row, seeds, 2).unwrap();
+        // Identical counts (a config that keeps the arrival entry, `load` and `cpu`, must be).
+        let identical = nonzero(&row.counts) == nonzero(&c.now)
+            && c.now.iter().all(|(v, n)| row.counts.get(v).copied().unwrap_or(0) == *n);
+        let adversary = row.case.split(' ').find_map(|w| w.strip_prefix("adversary=")).unwrap_or("?");
+        let e = by_adversary.entry(adversary).or_default();
+        *e = (e.0 + u32::from(identical), e.1 + 1);
+        same += usize::from(identical);
         if c.largest.1.abs() > worst.0 {
             worst = (c.largest.1.abs(), format!("{} ({}: z = {:.2})", row.case, c.largest.0, c.largest.1));
         }
@@ -48,10 +59,11 @@ fn every_corpus_case_keeps_its_verdict_rates_under_every_adversary() {
         }
     }
     eprintln!(
-        "{} cases x adversaries over {seeds} seeds, largest |z| {:.2} (limit {Z_CRIT_1PCT}): {}",
+        "{} cases x adversaries over {seeds} seeds, {same} with identical counts, largest |z| {:.2} (limit {Z_CRIT_1PCT}): {}",
         rows.len(),
         worst.0,
         worst.1
     );
+    eprintln!("identical / combinations by adversary: {by_adversary:?}");
     assert!(differ.is_empty(), "verdict rates differ at the 1 % level:\n{}", differ.join("\n"));
 }

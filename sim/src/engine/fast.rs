@@ -334,6 +334,15 @@ impl<P: Protocol> World<'_, P> {
     }
 
     fn finish(mut self) -> Outcome {
+        // The packet fates the calls that ended the run decided (a packet's loss and RX stall
+        // are decided when it is sent) are traced, as the counters count them. Nothing else
+        // left is (an accept's record made last is not, as before: the traces where the
+        // arrival entry decides a packet's fate stay as they were).
+        while let Some(KernelEvent { at, kind }) = self.kernel.poll_event() {
+            if kind.is_packet_fate() && self.sink.enabled() {
+                self.trace_kernel(at, kind);
+            }
+        }
         self.out.end = self.now;
         self.out.kernel = self.kernel.stats();
         for (r, rank) in self.ranks.iter().enumerate() {
@@ -744,13 +753,18 @@ impl<P: Protocol> World<'_, P> {
         }
     }
 
+    /// A trace-only kernel record, kept under its connection and traced.
+    fn trace_kernel(&mut self, at: Instant, kind: EventKind) {
+        let conn = self.out.record_kernel(at, kind);
+        self.sink.line(at, "kernel", format_args!("{}", kernel_line(&kind, conn)));
+    }
+
     fn kernel_events(&mut self) {
         while let Some(KernelEvent { at, kind }) = self.kernel.poll_event() {
             if !kind.is_app() {
                 // Trace-only records: sweeps run untraced, and explanations re-run traced.
                 if self.sink.enabled() {
-                    let conn = self.out.record_kernel(at, kind);
-                    self.sink.line(at, "kernel", format_args!("{}", kernel_line(&kind, conn)));
+                    self.trace_kernel(at, kind);
                 }
                 continue;
             }

@@ -323,6 +323,11 @@ pub(crate) struct Net {
     loss: LossParams,
     latency_ns: u64,
     jitter_ns: u64,
+    /// A packet's RX-queue admission is decided when it is sent (one agenda entry a packet,
+    /// its delivery), not when it reaches the NIC: every config but those with RPS or the
+    /// load-dependent queue (see [`Net::transmit`]); scripted stalls' `pN` count packets in
+    /// that order too, as the traced runs the shrinker reads them from do.
+    admit_on_transmit: bool,
     costs: Costs,
     /// Packets in flight (short-lived, dense).
     agenda: BinaryHeap<Reverse<PktEntry>>,
@@ -458,7 +463,9 @@ impl Net {
                 jitter: streams.get(Purpose::Jitter, h, 0),
             }
         }));
+        let admit_on_transmit = !cfg.load.queue_model_on() && !cpus.rps;
         Net {
+            admit_on_transmit,
             latency_ns: nanos(cfg.latency),
             jitter_ns: nanos(cfg.jitter),
             costs: Costs::new(&cfg),
@@ -592,7 +599,24 @@ impl Net {
 
     /// Put a packet on the wire at `now` from `from_host`. `last_arrival` is the connection's
     /// latest arrival in this direction: the packet cannot overtake it.
-    pub(crate) fn transmit(&mut self, now: Instant, from_host: u32, last_arrival: &mut Instant, pkt: Pkt) {
+    ///
+    /// Its NIC's part ([`Net::arrive`]: loss, RX-queue admission, the stall it waits behind) is
+    /// decided here, for the time it will arrive, so a packet is one agenda entry, its delivery
+    /// (issue #28 item 4; until 27b7073 an arrival entry decided it when due). What that changes:
+    /// an RX queue serves its packets in the order they were sent, not the order they arrive, so
+    /// a packet overtaken by at most the jitter (2 µs under `rss`) waits behind the one that
+    /// overtook it; the loss chain and a queue's stall draws are asked in that order (each at
+    /// the packet's arrival time, a chain or queue already past it answering from its present
+    /// state); a packet of a connection forgotten while it flies still takes its queue's time;
+    /// ties at one instant run in sending order. The queue is still a FIFO server with the same
+    /// service and stall law, so the verdict rates hold (`sim/tests/verdict_equivalence.rs`).
+    /// Its loss or stall is counted and traced now, stamped `now` (the trace stays in time
+    /// order; the record's fields say when it waits): a packet still flying when the run ends
+    /// is counted too, and the engines trace the records the run's last calls made
+    /// ([`EventKind::is_packet_fate`]). RPS and the load-dependent queue keep the arrival entry
+    /// (NAPI's budget, the ring and the application's CPU share a clock that must not run
+    /// ahead), and with it their traces and counters.
+    pub(crate) fn transmit(&mut self, now: Instant, from_host: u32, last_arrival: &mut Instant, pkt: Pkt, flow: Flow) {
         self.stats.packets += 1;
         let mut lat = self.latency_ns;
         if self.jitter_ns > 0 {
@@ -602,18 +626,29 @@ impl Net {
         // `now + Duration::from_nanos(lat)` without the round trip through seconds.
         let at = (*last_arrival).max(Instant::from_nanos(now.as_nanos().saturating_add(lat)));
         *last_arrival = at;
-        self.schedule(at, Work::Arrive(pkt));
+        if self.admit_on_transmit {
+            self.arrive_stamped(at, now, pkt, || flow);
+        } else {
+            self.schedule(at, Work::Arrive(pkt));
+        }
     }
 
     /// The packet reaches its host's NIC at `at`: it is lost, or waits for its RX queue's
     /// softirq and is delivered to TCP when processed (with RPS: steered to a CPU's backlog).
     /// `flow` is the packet's connection's, asked for only by a trace record or RPS's hash.
     pub(crate) fn arrive(&mut self, at: Instant, pkt: Pkt, flow: impl Fn() -> Flow) {
+        self.arrive_stamped(at, at, pkt, flow);
+    }
+
+    /// [`Net::arrive`], its trace records stamped `stamp` (when it is decided: the trace stays
+    /// in time order when that is at the packet's sending; their fields say when it arrives and
+    /// waits).
+    fn arrive_stamped(&mut self, at: Instant, stamp: Instant, pkt: Pkt, flow: impl Fn() -> Flow) {
         let (host, queue) = (pkt.host, pkt.queue);
         if self.hosts[host as usize].loss.lose(&self.loss, at) {
             self.stats.lost += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
-            self.trace_with(at, || EventKind::PacketLost { host: HostId(host), queue, flow: flow(), dir, seg });
+            self.trace_with(stamp, || EventKind::PacketLost { host: HostId(host), queue, flow: flow(), dir, seg });
             return;
         }
         let cpu = self.cpus.of_queue(queue);
@@ -622,7 +657,7 @@ impl Net {
         let Some(admitted) = self.on_server(host, cpu, |q, p| q.offer_ns(at, cost, p, Via::Ring)) else {
             self.stats.ring_drops += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
-            self.trace_with(at, || EventKind::RingDrop { host: HostId(host), queue, flow: flow(), dir, seg });
+            self.trace_with(stamp, || EventKind::RingDrop { host: HostId(host), queue, flow: flow(), dir, seg });
             return;
         };
         let next = if rps {
@@ -635,7 +670,7 @@ impl Net {
         } else {
             Work::Deliver(pkt)
         };
-        self.processed(at, pkt, flow, admitted, next);
+        self.processed(at, stamp, pkt, flow, admitted, next);
     }
 
     /// RPS put the packet on CPU `cpu`'s backlog at `at`: dropped if the backlog is full
@@ -649,7 +684,7 @@ impl Net {
             self.trace_with(at, || EventKind::CpuBacklogDrop { host, cpu, flow: flow(), dir, seg });
             return;
         };
-        self.processed(at, pkt, flow, admitted, Work::Deliver(pkt));
+        self.processed(at, at, pkt, flow, admitted, Work::Deliver(pkt));
     }
 
     /// When the application thread of `host`, runnable from `start`, has had `cost` of CPU on
@@ -674,13 +709,21 @@ impl Net {
     }
 
     /// A softirq server took the packet that arrived at `at`: count its wait, trace its
-    /// stall, and schedule what comes next when it is done.
-    fn processed(&mut self, at: Instant, pkt: Pkt, flow: impl Fn() -> Flow, admitted: Admitted, next: Work) {
+    /// stall (stamped `stamp`), and schedule what comes next when it is done.
+    fn processed(
+        &mut self,
+        at: Instant,
+        stamp: Instant,
+        pkt: Pkt,
+        flow: impl Fn() -> Flow,
+        admitted: Admitted,
+        next: Work,
+    ) {
         self.stats.rx_wait_ns =
             self.stats.rx_wait_ns.saturating_add(admitted.done.saturating_since(at).as_nanos() as u64);
         if let Some((from, until)) = admitted.stall {
             self.stats.stalled += 1;
-            self.trace_with(at, || EventKind::RxStall {
+            self.trace_with(stamp, || EventKind::RxStall {
                 host: HostId(pkt.host),
                 queue: pkt.queue,
                 flow: flow(),

@@ -246,7 +246,9 @@ pub enum EventKind {
         /// Its 4-tuple.
         flow: Flow,
     },
-    /// Trace: a packet reached an RX queue whose softirq CPU was busy, and waited.
+    /// Trace: a packet reached an RX queue whose softirq CPU was busy, and waited (stamped when
+    /// it was sent where admission is decided then, `Net::transmit`; `from` and `until` say
+    /// when it waited).
     RxStall {
         /// Receiving host.
         host: HostId,
@@ -291,7 +293,8 @@ pub enum EventKind {
         /// The packet.
         seg: Seg,
     },
-    /// Trace: a packet was lost before reaching the receiving host's RX queue.
+    /// Trace: a packet was lost before reaching the receiving host's RX queue (stamped when it
+    /// was sent where admission is decided then).
     PacketLost {
         /// Host it was travelling to.
         host: HostId,
@@ -348,6 +351,13 @@ impl EventKind {
                 | EventKind::AllAcked { .. }
                 | EventKind::Aborted { .. }
         )
+    }
+
+    /// Whether this is a packet's fate at its receiver's NIC (lost, dropped, stalled): where
+    /// it is decided when the packet is sent (`Net::transmit`), the calls that end a run can
+    /// make it, and an engine traces it at the end as the counters count it.
+    pub(crate) fn is_packet_fate(&self) -> bool {
+        matches!(self, EventKind::RxStall { .. } | EventKind::PacketLost { .. } | EventKind::RingDrop { .. })
     }
 }
 

@@ -256,7 +256,7 @@ impl Conn {
     fn send(&mut self, cx: &mut Ctx<'_>, to: usize, seg: Seg) {
         let pkt = Pkt { conn: cx.id, host: self.host(to), queue: self.q[to], dir: Dir::towards(to), seg };
         let from = self.host(1 - to);
-        cx.net.transmit(cx.now, from, &mut self.wire[to], pkt);
+        cx.net.transmit(cx.now, from, &mut self.wire[to], pkt, self.flow);
     }
 
     fn arm(&mut self, cx: &mut Ctx<'_>, side: usize, deadline: Instant) {

@@ -34,4 +34,23 @@ mod tests {
         assert_eq!(got.len() as u64, report.kernel.stalled, "one forced stall per stalled packet");
         assert_eq!(got[0], ScriptedStall { host: 0, queue: 4, at: StallAt::Packet(0), dur: 48_571 });
     }
+
+    /// A packet's stall is counted when it is sent (`Net::transmit`): a packet sent by the calls
+    /// that end a run, arriving after it, is counted, and both engines trace it too.
+    #[test]
+    fn every_stall_counted_is_traced_on_both_engines() {
+        for (engine, seeds) in [("fast", 0..40), ("turmoil", 0..12)] {
+            let mut after_the_end = 0;
+            for seed in seeds {
+                let line =
+                    format!("engine={engine} variant=nvshmem-3.7 workload=deepep ranks=2 adversary=rss seed={seed}");
+                let report = run_case(&Case::parse(&line).unwrap(), true);
+                assert_eq!(stalls_of(&report.outcome).len() as u64, report.kernel.stalled, "{line}");
+                let end = report.outcome.end;
+                let after = |e: &&EventKind| matches!(e, EventKind::RxStall { from, .. } if *from > end);
+                after_the_end += report.outcome.rx_stalls.iter().filter(after).count();
+            }
+            assert!(after_the_end > 0, "{engine}: the seeds must stall a packet after the run's end");
+        }
+    }
 }

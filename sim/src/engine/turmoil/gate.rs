@@ -162,6 +162,19 @@ impl Gate {
         }
     }
 
+    /// Traces the packet fates the model decided since the last pump (made by the calls that
+    /// ended the run: a packet's loss and RX stall are decided when it is sent), as its
+    /// counters count them; nothing else left is traced, as before.
+    pub fn trace_left(&mut self) {
+        while let Some(e) = self.kernel.poll_event() {
+            if self.sink.enabled() && e.kind.is_packet_fate() {
+                let conn = kernel_conn(&e.kind, &mut self.flows);
+                self.sink.line(e.at, "kernel", format_args!("{}", kernel_line(&e.kind, conn)));
+                self.notes.push((e.at, e.kind));
+            }
+        }
+    }
+
     /// The kernel counters.
     pub fn kernel(&self) -> &Kernel {
         &self.kernel

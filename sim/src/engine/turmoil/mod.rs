@@ -215,7 +215,8 @@ fn collect<P: Protocol<Node: TaskNode>>(protocol: &P, case: &Case, ends: Ends<P:
         None => out.root_stopped(None),
     }
     out.end = end;
-    if let Some(g) = gate {
+    if let Some(mut g) = gate {
+        g.trace_left();
         out.kernel = g.kernel().stats();
         for &(at, kind) in &g.notes {
             out.record_kernel(at, kind);
