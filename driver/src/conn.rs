@@ -141,15 +141,22 @@ pub(super) async fn reader_task<B: Backend, L>(conn: ConnId, mut r: B::Reader, t
     let _ = tx.send(Report::PeerClosed { conn, reason });
 }
 
-/// Why a read's error ended its connection. `ETIMEDOUT` is this host's kernel giving up on the
-/// peer; every other error is read as a reset: `ECONNRESET`, `EPIPE` and `ECONNABORTED` are
-/// resets, and the rest (`EHOSTUNREACH` and `ENETUNREACH` from an ICMP error, `EIO`, ...) are
-/// the connection failing under the reader without the peer closing it in order, which a
-/// reset's words ("reset", never "the peer closed") describe best; none is a timeout unless
-/// the kernel said so.
+/// Why a read's error ended its connection. On an established socket Linux reports the end of
+/// its retransmissions (`tcp_write_err`) as the last ICMP error it received, or `ETIMEDOUT` if
+/// none: an ICMP "unreachable" never ends such a socket by itself. So `ETIMEDOUT`,
+/// `EHOSTUNREACH`, `ENETUNREACH`, `ENETDOWN` and `EHOSTDOWN` are this host's kernel giving up on
+/// the peer. Every other error is read as a reset: `ECONNRESET` and `ECONNABORTED` are resets,
+/// and the rest (`EIO`, ...) are the connection failing under the reader without the peer
+/// closing it in order, which a reset's words ("reset", never "the peer closed") describe best.
 pub(super) fn close_reason(e: &std::io::Error) -> CloseReason {
+    use std::io::ErrorKind;
+    /// Linux's `EHOSTDOWN`, which `ErrorKind` has no name for.
+    const EHOSTDOWN: i32 = 112;
     match e.kind() {
-        std::io::ErrorKind::TimedOut => CloseReason::TimedOut,
+        ErrorKind::TimedOut | ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable | ErrorKind::NetworkDown => {
+            CloseReason::TimedOut
+        }
+        _ if e.raw_os_error() == Some(EHOSTDOWN) => CloseReason::TimedOut,
         _ => CloseReason::Reset,
     }
 }
@@ -164,6 +171,10 @@ mod tests {
     fn a_read_error_is_a_timeout_only_when_the_kernel_says_so() {
         assert_eq!(close_reason(&Error::from(ErrorKind::TimedOut)), CloseReason::TimedOut);
         assert_eq!(close_reason(&Error::from_raw_os_error(110)), CloseReason::TimedOut, "ETIMEDOUT on Linux");
+        // A give-up after an ICMP error reports that error (Linux's tcp_write_err).
+        for (errno, name) in [(113, "EHOSTUNREACH"), (101, "ENETUNREACH"), (100, "ENETDOWN"), (112, "EHOSTDOWN")] {
+            assert_eq!(close_reason(&Error::from_raw_os_error(errno)), CloseReason::TimedOut, "{name}");
+        }
         for kind in [ErrorKind::ConnectionReset, ErrorKind::BrokenPipe, ErrorKind::ConnectionAborted, ErrorKind::Other]
         {
             assert_eq!(close_reason(&Error::from(kind)), CloseReason::Reset, "{kind:?}");

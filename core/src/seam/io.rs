@@ -81,12 +81,13 @@ pub enum Input<'a, L> {
 pub enum CloseReason {
     /// The peer closed its side in order: a read returned 0 (end of stream, its FIN).
     Eof,
-    /// The connection was reset (`ECONNRESET`, `EPIPE`): the peer's kernel sent RST, e.g. its
+    /// The connection was reset (`ECONNRESET`): the peer's kernel sent RST, e.g. its
     /// process closed with unread bytes, or died.
     Reset,
-    /// This host's kernel gave up on the connection (`ETIMEDOUT`): data went unacknowledged
-    /// through every retransmission (Linux's `tcp_retries2`), so the peer's host or the network
-    /// to it is down; the peer never closed it.
+    /// This host's kernel gave up on the connection (`ETIMEDOUT`, or the ICMP error it last
+    /// had, such as `EHOSTUNREACH`): data went unacknowledged through every retransmission
+    /// (Linux's `tcp_retries2`), so the peer's host or the path between them is down; the peer
+    /// never closed it.
     TimedOut,
 }
 
