@@ -412,7 +412,7 @@ fn a_timed_out_connection_reaches_its_rank_and_a_reset_the_node_that_still_holds
     assert_eq!(resets_on_held(&a, &s), [timed_out(0), timed_out(2)]);
     assert_eq!(inputs_of(&a.log, "rank0", 1).collect::<Vec<_>>(), ["dial", "connected", "timed out", "close"]);
     let words = "the connection to the root at 10.0.0.1:5000 timed out before it answered the check-in: this rank's \
-                 kernel gave up retransmitting to it (ETIMEDOUT), so the root's host or the network to it is down; the \
+                 kernel gave up retransmitting to it (ETIMEDOUT), so the root's host, or the path between them, is down; the \
                  root did not close the connection";
     for r in [0, 2] {
         let rank = &a.outcome.record.ranks[r];

@@ -178,13 +178,12 @@ impl Rank {
             if let Some(reason) = ended {
                 self.root_rx.push_close(reason);
             }
-            let timed_out = Error::RootTimedOut { root: self.cfg.root };
+            // Once the connection ended, an incomplete table is an error, never `Ok(None)`.
             match read_table(&mut self.root_rx, self.cfg.n) {
                 Ok(Some(table)) => self.ready(table),
-                Ok(None) if ended == Some(CloseReason::TimedOut) => self.fail(timed_out),
-                Ok(None) if ended.is_some() => self.fail(Error::RootClosed),
                 Ok(None) => {}
-                Err(WireError::TimedOut { .. }) => self.fail(timed_out),
+                Err(WireError::TimedOut { .. }) => self.fail(Error::RootTimedOut { root: self.cfg.root }),
+                Err(WireError::Truncated { have: 0, .. }) => self.fail(Error::RootClosed),
                 Err(e) => self.fail(Error::Table(e)),
             }
             return;
@@ -386,9 +385,13 @@ mod tests {
         assert_eq!(table_ends(&part, CloseReason::Eof), bad);
         assert_eq!(table_ends(&part, CloseReason::Reset), bad);
         let timed_out = "the connection to the root at 10.0.0.1:9000 timed out before the address table came: this \
-                         rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host or the network to \
-                         it is down";
+                         rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host, or the path \
+                         between them, is down";
         assert_eq!(table_ends(&part, CloseReason::TimedOut), timed_out);
         assert_eq!(table_ends(&[], CloseReason::TimedOut), timed_out);
+        // No byte of the table before the end: the root closed (or reset) it, not a bad table.
+        let closed = "the root closed the connection before sending the address table";
+        assert_eq!(table_ends(&[], CloseReason::Eof), closed);
+        assert_eq!(table_ends(&[], CloseReason::Reset), closed);
     }
 }

@@ -76,7 +76,7 @@ pub enum Error {
     RootClosed,
     /// The connection to the root timed out before the table came: this rank's kernel gave up
     /// retransmitting to it (`ETIMEDOUT`); the root did not close it.
-    #[error("the connection to the root at {root} timed out before the address table came: this rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host or the network to it is down")]
+    #[error("the connection to the root at {root} timed out before the address table came: this rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host, or the path between them, is down")]
     RootTimedOut {
         /// The root's address.
         root: SocketAddr,

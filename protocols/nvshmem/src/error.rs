@@ -103,7 +103,7 @@ pub enum BootstrapError {
     },
     /// The check-in's connection timed out before the root answered: this rank's kernel gave up
     /// retransmitting to the root (`ETIMEDOUT`); the root did not close it.
-    #[error("rank {rank}: init: the connection to the root at {root} timed out before it answered the check-in: this rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host or the network to it is down; the root did not close the connection")]
+    #[error("rank {rank}: init: the connection to the root at {root} timed out before it answered the check-in: this rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host, or the path between them, is down; the root did not close the connection")]
     CheckInTimedOut {
         /// The rank that failed.
         rank: u32,
@@ -281,7 +281,7 @@ fn wire_text(from: &str, error: &WireError) -> String {
         ),
         WireError::TimedOut { what, needed, have } => format!(
             "the connection to {from} timed out after {have} of {needed} bytes of {what}: this rank's kernel gave up \
-             retransmitting to {from} (ETIMEDOUT), so {from}'s host or the network to it is down; {from} did not close it"
+             retransmitting to {from} (ETIMEDOUT), so {from}'s host, or the path between them, is down; {from} did not close it"
         ),
         e => format!("malformed data from {from}: {e}"),
     }

@@ -55,8 +55,8 @@ fn a_check_in_the_ranks_kernel_gave_up_on_is_a_timeout_not_a_refusal() {
         assert_eq!(check_in_ends(&[], reason), (refused.to_string(), Some(Culprit::Root)), "{reason:?}");
     }
     let timed_out = "rank 1: init: the connection to the root at 10.0.0.1:9000 timed out before it answered the \
-                     check-in: this rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host or the \
-                     network to it is down; the root did not close the connection";
+                     check-in: this rank's kernel gave up retransmitting to it (ETIMEDOUT), so the root's host, or the \
+                     path between them, is down; the root did not close the connection";
     assert_eq!(check_in_ends(&[], CloseReason::TimedOut), (timed_out.to_string(), Some(Culprit::Root)));
 }
 
@@ -75,7 +75,7 @@ fn a_connection_that_timed_out_mid_message_names_the_timeout_and_the_peer() {
     assert_eq!(
         timed_out,
         "rank 1: init: the connection to the root timed out after 6 of 8 bytes of root version: this rank's kernel gave up \
-         retransmitting to the root (ETIMEDOUT), so the root's host or the network to it is down; the root did not \
+         retransmitting to the root (ETIMEDOUT), so the root's host, or the path between them, is down; the root did not \
          close it"
     );
     assert_eq!(culprit, Some(Culprit::Root));

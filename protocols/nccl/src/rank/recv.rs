@@ -128,16 +128,6 @@ impl Rank {
                 self.fail(NcclError::Truncated { rank, call, peer, tag, received, expected });
                 None
             }
-            Err(WireError::Truncated { .. }) => {
-                let from = self.from(conn);
-                self.fail(NcclError::Closed { rank, call, from, what });
-                None
-            }
-            Err(WireError::TimedOut { .. }) => {
-                let from = self.from(conn);
-                self.fail(NcclError::TimedOut { rank, call, from, what });
-                None
-            }
             Err(error) => {
                 self.fail_wire(conn, error, what);
                 None
@@ -145,6 +135,7 @@ impl Rank {
         }
     }
 
+    /// Fails on `conn`'s wire error: its end (closed, reset or timed out) in NCCL's words.
     pub(super) fn fail_wire(&mut self, conn: ConnId, error: WireError, what: &'static str) {
         let (rank, call, from) = (self.cfg.rank, self.call(), self.from(conn));
         let e = match error {
