@@ -353,8 +353,9 @@ impl<N: seam::Node> MemNet<N> {
                 self.listeners.remove(&addr);
                 self.pending_accept.remove(&addr);
                 for i in self.accept_queue.remove(&addr).unwrap_or_default() {
-                    // Linux resets the connections a closed listener still queued.
-                    self.close_end(i, 1, CloseReason::Reset);
+                    // Linux resets the connections a closed listener still queued: their
+                    // clients (side 0) hear it.
+                    self.close_end(i, 0, CloseReason::Reset);
                 }
             }
             Effect::Connect { conn, addr } => self.connect(node, conn, addr),
@@ -398,7 +399,6 @@ impl<N: seam::Node> MemNet<N> {
         }
     }
 
-    /// Tells the end on `side` of link `i` that its peer closed.
     /// Tells `side` of link `i` its connection ended for `reason` (on accept if not accepted yet).
     fn close_end(&mut self, i: usize, side: usize, reason: CloseReason) {
         let end = &self.links[i].ends[side];

@@ -60,9 +60,10 @@ impl FrameReader {
         &self.buf[self.pos..]
     }
 
-    /// Records that the peer closed its side: incomplete items then fail as truncated.
+    /// Records that the peer closed its side: incomplete items then fail as truncated
+    /// (`push_close(CloseReason::Eof)`).
     pub fn push_eof(&mut self) {
-        self.eof = true;
+        self.push_close(CloseReason::Eof);
     }
 
     /// Records that the connection ended for `reason`: incomplete items then fail as
@@ -85,7 +86,7 @@ impl FrameReader {
         }
     }
 
-    /// True once the peer closed its side.
+    /// True once the connection ended: the peer closed its side, reset it, or it timed out.
     pub fn is_eof(&self) -> bool {
         self.eof
     }
