@@ -604,8 +604,8 @@ impl Net {
     /// decided here, for the time it will arrive, so a packet is one agenda entry, its delivery
     /// (issue #28 item 4; until 27b7073 an arrival entry decided it when due). What that changes:
     /// an RX queue serves its packets in the order they were sent, not the order they arrive, so
-    /// a packet overtaken by at most the jitter (2 µs under `rss`) waits behind the one that
-    /// overtook it; the loss chain and a queue's stall draws are asked in that order (each at
+    /// a packet that overtakes another by at most the jitter (2 µs under `rss`) waits behind
+    /// the one it overtook; the loss chain and a queue's stall draws are asked in that order (each at
     /// the packet's arrival time, a chain or queue already past it answering from its present
     /// state); a packet of a connection forgotten while it flies still takes its queue's time;
     /// ties at one instant run in sending order. The queue is still a FIFO server with the same

@@ -396,9 +396,9 @@ pub struct KernelStats {
     /// Non-empty application writes (each one segment): every frame of the bootstrap, the ring's and
     /// the root's included, where `messages` counts only point-to-point messages.
     pub writes: u64,
-    /// Packets lost on the way.
+    /// Packets lost on the way (counted when sent: one still in flight at the end counts).
     pub lost: u64,
-    /// Packets that waited behind an RX-queue stall.
+    /// Packets that waited behind an RX-queue stall (counted as `lost` is).
     pub stalled: u64,
     /// Segments retransmitted after a timeout.
     pub retransmits: u64,
@@ -414,9 +414,11 @@ pub struct KernelStats {
     pub cpu_backlog_drops: u64,
     /// NAPI polls that exhausted their budget and left the rest to ksoftirqd.
     pub napi_deferrals: u64,
-    /// Total time packets spent in RX queues before TCP saw them (waiting and service), in ns.
+    /// Total time packets spent in RX queues before TCP saw them (waiting and service), in ns,
+    /// counted as `lost` is.
     pub rx_wait_ns: u64,
-    /// Agenda entries processed: packet arrivals, deliveries and timer firings.
+    /// Agenda entries processed: packet deliveries, timer firings, and packet arrivals where
+    /// the RX queue decides on arrival (RPS, the `load` and `cpu` profiles).
     pub agenda_events: u64,
     /// Retransmission-timer firings that found nothing to do (disarmed or superseded).
     pub stale_timers: u64,

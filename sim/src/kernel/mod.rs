@@ -76,7 +76,7 @@ pub struct Kernel {
     /// indexes, not a search, and the table follows the open connections.
     conns: ConnTable<Box<Conn>>,
     /// The tokens of sockets the application holds whose connection is forgotten (failed: a
-    /// refused or reset socket not yet closed), by socket number; looked up only.
+    /// refused, reset or timed-out socket not yet closed), by socket number; looked up only.
     orphan_tokens: FxHashMap<u64, SockToken>,
     now: Instant,
 }

@@ -540,8 +540,9 @@ impl RxQueue {
     }
 
     /// A packet arrives at `arrival`: it starts once the queue is free of earlier packets and
-    /// outside any busy period, and takes `service_ns` (non-preemptive). Arrivals must be
-    /// offered in nondecreasing time order.
+    /// outside any busy period, and takes `service_ns` (non-preemptive). Arrivals are offered in
+    /// sending order (issue #28 item 4), so one can be up to the jitter earlier than the last:
+    /// it then starts at `free_at`, which never goes back, so the queue stays a FIFO server.
     pub(crate) fn admit_ns(&mut self, arrival: Instant, service_ns: u64, p: &StallParams) -> Admitted {
         let mut t = arrival.as_nanos().max(self.free_at);
         let ready = t;

@@ -4,7 +4,8 @@ use crate::engine::outcome::Outcome;
 use crate::kernel::{EventKind, ScriptedStall, StallAt};
 
 /// Every RX stall of a traced run as a forced stall of that packet (`HOST:QUEUE:pN:DUR`), in the
-/// order they happened. Replaying them with random stalls off delays exactly the packets the
+/// order the RX queues admitted their packets (sending order; arrival order under RPS, `load`
+/// and `cpu`). Replaying them with random stalls off delays exactly the packets the
 /// random ones delayed; anchored to packets rather than times, each keeps hitting its packet
 /// when others are removed.
 pub fn stalls_of(out: &Outcome) -> Vec<ScriptedStall> {
