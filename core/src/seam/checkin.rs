@@ -233,3 +233,40 @@ impl Protocol for CheckIn {
         format!("done: {:?}", c.result)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a root of two ranks completed with, in order, after `ends`.
+    fn root_after(ends: &[(u64, CloseReason)]) -> Vec<Result<Vec<u8>, String>> {
+        let root = Toy::Root { n: 2, next: 0, got: BTreeMap::new(), closed: 0 };
+        let mut node = ToyNode { toy: root, out: VecDeque::new(), finished: false };
+        let now = Instant::from_nanos(0);
+        for (c, rank) in [(0, 7u8), (1, 9)] {
+            node.handle(now, Input::Received { conn: ConnId(c), bytes: &[rank] });
+        }
+        for &(c, reason) in ends {
+            node.handle(now, Input::PeerClosed { conn: ConnId(c), reason });
+        }
+        let mut tx = Vec::new();
+        std::iter::from_fn(|| node.poll_output(&mut tx))
+            .filter_map(|out| match out {
+                Output::Observe(Observation::Completed(done)) => Some(done.result),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_the_ranks_own_closes_end_the_check_in_and_a_reset_or_timeout_fails_it() {
+        assert_eq!(root_after(&[(0, CloseReason::Eof), (1, CloseReason::Eof)]), [Ok(vec![7, 9])]);
+        assert_eq!(root_after(&[(0, CloseReason::Eof)]), [], "one rank is still open");
+        for (reason, words) in [(CloseReason::Reset, "reset"), (CloseReason::TimedOut, "timed out")] {
+            let failed = format!("the check-in on c1 was {words} before the rank closed it");
+            assert_eq!(root_after(&[(0, CloseReason::Eof), (1, reason)]), [Err(failed.clone())]);
+            // It ends once: the other rank's close afterwards completes nothing more.
+            assert_eq!(root_after(&[(1, reason), (0, CloseReason::Eof)]), [Err(failed)]);
+        }
+    }
+}
