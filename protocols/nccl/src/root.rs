@@ -294,8 +294,7 @@ impl Root {
                         WireError::BadType { expected, got } => {
                             format!("socketFinalizeAccept: wrong type {got} != {expected}")
                         }
-                        WireError::TimedOut { .. } => recv_timed_out(from),
-                        _ => "socketProgress: Connection closed by remote peer".into(),
+                        e => ended(&e, from),
                     };
                     self.phase = Phase::Accepting { conn };
                     return self.finish(Err(RootError::BadConnection { from: from.to_string(), what }));
@@ -305,13 +304,8 @@ impl Root {
         let got = match codec::recv_frame(reader, "extInfo", self.info.len()) {
             Ok(None) => return,
             Ok(Some(got)) => got,
-            Err(WireError::Truncated { .. }) => {
-                let what = "socketProgress: Connection closed by remote peer".into();
-                return self.finish(Err(RootError::BadConnection { from: from.to_string(), what }));
-            }
-            Err(WireError::TimedOut { .. }) => {
-                return self
-                    .finish(Err(RootError::BadConnection { from: from.to_string(), what: recv_timed_out(from) }));
+            Err(e @ (WireError::Truncated { .. } | WireError::TimedOut { .. })) => {
+                return self.finish(Err(RootError::BadConnection { from: from.to_string(), what: ended(&e, from) }));
             }
             Err(error) => return self.finish(Err(RootError::Wire { from: from.to_string(), error })),
         };
@@ -434,11 +428,16 @@ impl Root {
 
 /// NCCL's words when a check-in's `recv` fails with `ETIMEDOUT` (`socketProgressOpt`): the
 /// root's kernel gave up retransmitting to the rank, which did not close the connection.
-fn recv_timed_out(from: std::net::SocketAddr) -> String {
-    format!(
-        "socketProgressOpt: Call to recv from {from} failed : Connection timed out (the root's kernel gave up \
-         retransmitting to it)"
-    )
+/// NCCL's words for a check-in connection from `from` that ended (`e`) before its frame was
+/// read: a timeout as `socketProgressOpt`'s failed recv, any other end as the peer's close.
+fn ended(e: &WireError, from: std::net::SocketAddr) -> String {
+    match e {
+        WireError::TimedOut { .. } => format!(
+            "socketProgressOpt: Call to recv from {from} failed : Connection timed out (the root's kernel gave up \
+             retransmitting to it)"
+        ),
+        _ => "socketProgress: Connection closed by remote peer".into(),
+    }
 }
 
 #[cfg(test)]

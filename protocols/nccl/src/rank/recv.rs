@@ -137,13 +137,22 @@ impl Rank {
 
     /// Fails on `conn`'s wire error: its end (closed, reset or timed out) in NCCL's words.
     pub(super) fn fail_wire(&mut self, conn: ConnId, error: WireError, what: &'static str) {
-        let (rank, call, from) = (self.cfg.rank, self.call(), self.from(conn));
+        let from = self.from(conn);
         let e = match error {
-            WireError::Truncated { .. } => NcclError::Closed { rank, call, from, what },
-            WireError::TimedOut { .. } => NcclError::TimedOut { rank, call, from, what },
-            error => NcclError::Wire { rank, call, from, error },
+            WireError::Truncated { .. } | WireError::TimedOut { .. } => self.ended(from, &error, what),
+            error => NcclError::Wire { rank: self.cfg.rank, call: self.call(), from, error },
         };
         self.fail(e);
+    }
+
+    /// The error for a connection from `from` that ended (`error`) before `what` was read:
+    /// timed out in NCCL's timeout words, any other end as the peer's close.
+    fn ended(&self, from: String, error: &WireError, what: &'static str) -> NcclError {
+        let (rank, call) = (self.cfg.rank, self.call());
+        match error {
+            WireError::TimedOut { .. } => NcclError::TimedOut { rank, call, from, what },
+            _ => NcclError::Closed { rank, call, from, what },
+        }
     }
 
     pub(super) fn from(&self, conn: ConnId) -> String {
@@ -182,14 +191,7 @@ impl Rank {
                 discard(self, "connection timed out before the magic handshake".into())
             }
             Err(_) if v == Variant::Nccl230 => discard(self, "peer closed before the magic handshake".into()),
-            Err(WireError::TimedOut { .. }) => {
-                let (rank, call) = (self.cfg.rank, self.call());
-                Check::Failed(NcclError::TimedOut { rank, call, from: from.to_string(), what })
-            }
-            Err(_) => {
-                let (rank, call) = (self.cfg.rank, self.call());
-                Check::Failed(NcclError::Closed { rank, call, from: from.to_string(), what })
-            }
+            Err(e) => Check::Failed(self.ended(from.to_string(), &e, what)),
         }
     }
 }
