@@ -40,12 +40,14 @@ skips-reset:
 check-scripts:
 	bash scripts/check-scripts.sh
 
-# What the tests need, idempotent: headless Chromium for the timeline test, NVSHMEM's real
+# What the tests need, idempotent: headless Chromium for the timeline test, valgrind for the
+# bench's profile (tests/bench.rs), NVSHMEM's real
 # UID bootstrap plugins (3.4.5, 3.7.1, 3.8.0) and NCCL's libnccl.so.2 (2.19.3, 2.21.5, 2.30.7,
 # 2.32.3: its real root, see tests/nccl_real_root.rs), all fetched from the Python
 # package index, never committed.
 deps: fetch-nvshmem fetch-nccl
 	bash scripts/install-chromium.sh || bash scripts/skip.sh chromium "scripts/install-chromium.sh failed (no root or sudo?)"
+	bash scripts/install-valgrind.sh || bash scripts/skip.sh valgrind "scripts/install-valgrind.sh failed (no root or sudo?)"
 
 fetch-nvshmem:
 	bash scripts/fetch-nvshmem.sh

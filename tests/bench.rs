@@ -38,6 +38,7 @@ fn bench_quick_prints_every_section_in_80_columns_and_writes_json() {
         "2b scale: fast nccl-init",
         "3 time to detect",
         "4 real sockets",
+        "5 profile",
         "targets (issue #28)",
     ] {
         assert!(out.lines().any(|l| l.starts_with(title)), "no {title} table in\n{out}");
@@ -71,6 +72,34 @@ fn bench_quick_prints_every_section_in_80_columns_and_writes_json() {
     let nccl_messages = n64["outcome"]["messages"].as_f64().unwrap();
     assert_ne!(nccl_messages, messages, "the NCCL series ran NVSHMEM's case");
     assert!(out.contains(&format!(" {nccl_messages} ")), "{nccl_messages} messages not in the text\n{out}");
+    // Section 5: the 16-rank case under callgrind, whole and split (where valgrind runs: under
+    // CI it must, `make test` installs it).
+    let profile = &report["profile"];
+    assert_eq!(profile["ranks"], 16, "{profile}");
+    let found = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    let found = found
+        .then_some(())
+        .ok_or_else(|| "`valgrind --version` did not run: run scripts/install-valgrind.sh".to_string());
+    if bootsim_adapters::skip::can_run("valgrind", found) {
+        assert_eq!(profile["outcome"]["status"], "done", "{profile}");
+        let p = &profile["outcome"];
+        let total = p["instructions"].as_u64().unwrap();
+        let sum =
+            |k: &str| p[k].as_array().unwrap().iter().map(|x| x["instructions"].as_u64().unwrap()).collect::<Vec<_>>();
+        // Every instruction once by layer; each function a part of the whole, none empty.
+        assert_eq!(sum("layers").iter().sum::<u64>(), total, "{p}");
+        assert!(sum("functions").iter().all(|&f| f > 0 && f < total), "{p}");
+        assert!(p["agenda_events"].as_u64().unwrap() > 0 && p["packets"].as_u64().unwrap() > 0, "{p}");
+        let title = "5 profile: callgrind, fast nvshmem-init 16 ranks rss seed=1, inclusive";
+        assert!(out.lines().any(|l| l == title), "no {title} in\n{out}");
+        let whole = out.lines().find(|l| l.starts_with("whole run ")).unwrap_or_else(|| panic!("{out}"));
+        assert!(whole.contains(&format!(" {:.1} ", total as f64 / 1e6)) && whole.contains(" 100.0% "), "{whole}");
+        for part in ["kernel: agenda, delivery, timers ", "NVSHMEM's rank state machines ", "sim kernel model "] {
+            assert_eq!(out.lines().filter(|l| l.starts_with(part)).count(), 1, "{part} in\n{out}");
+        }
+    } else {
+        assert_eq!(profile["outcome"]["status"], "not_run", "{profile}");
+    }
     let md = ok(&bootsim(&["bench", "--markdown", json.to_str().unwrap()]));
     assert!(md.contains("| ranks | CPU-s | MiB | messages |"), "{md}");
     assert!(md.contains("| 64 | "), "{md}");

@@ -10,6 +10,7 @@
 //! same way against `nvshmem-3.7`. Progress goes to stderr, the report to stdout at the end.
 
 mod bare_turmoil;
+mod profile;
 mod real;
 mod render;
 mod report;
@@ -559,6 +560,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         nccl_growth: None,
         detect: Vec::new(),
         real: Vec::new(),
+        profile: None,
     };
     throughput_section(a.quick, &mut r)?;
     let max_ranks = if a.quick { a.max_ranks.min(64) } else { a.max_ranks };
@@ -567,6 +569,8 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     detect_section(a.quick, a.detect_seeds, &mut r)?;
     let (n, reps) = if a.quick { (a.real_ranks.min(8), 1) } else { (a.real_ranks, a.real_reps.max(1)) };
     real_section(n, reps, &mut r)?;
+    progress("5 profile: callgrind");
+    r.profile = Some(profile::section(a.quick));
     r.meta.wall_s = started.elapsed().as_secs_f64();
     if let Some(path) = &a.json {
         let text = serde_json::to_string_pretty(&r)? + "\n";

@@ -1,5 +1,5 @@
 //! Process hygiene for the commands that start children and make temporary folders
-//! (`smoke --local`, `smoke --plugin`, `shuffle`, `check`).
+//! (`smoke --local`, `smoke --plugin`, `shuffle`, `check`, `bench`'s profile).
 //!
 //! - Children die with their parent: [`die_with_parent`] sets `PR_SET_PDEATHSIG(SIGKILL)` in
 //!   the child before exec and checks there that the parent is still the one that forked it.
@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use anyhow::Context;
 
 /// The folder kinds this module makes (and cleans up after a dead process).
-const KINDS: [&str; 4] = ["plugin", "smoke", "shuffle", "check"];
+const KINDS: [&str; 5] = ["plugin", "smoke", "shuffle", "check", "bench"];
 
 /// Folders to remove if a signal ends the process.
 static LIVE: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
