@@ -124,6 +124,24 @@ pub(crate) enum Work {
     Timer { conn: u64, side: u8, gen: u32 },
 }
 
+/// An agenda entry handed out by [`Net::pop_next`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Due {
+    /// [`Work::Deliver`] of a packet: its connection, direction and segment (its host and
+    /// queue only for the tests' [`Net::pop_due`]).
+    Deliver {
+        conn: u64,
+        dir: Dir,
+        seg: Seg,
+        #[cfg_attr(not(test), allow(dead_code))]
+        host: u32,
+        #[cfg_attr(not(test), allow(dead_code))]
+        queue: u16,
+    },
+    /// Anything else.
+    Work(Work),
+}
+
 /// The key of an agenda entry: (time in ns, sequence number) as one integer, high half the
 /// time, so ordering by it is ordering by (time, seq), in one comparison.
 fn key(at: Instant, seq: u64) -> u128 {
@@ -222,7 +240,9 @@ struct PackedPkt {
 impl PackedPkt {
     const CONN_BITS: u32 = 48;
 
-    /// `work`, which is not a timer, packed.
+    /// `work`, which is not a timer, packed (inlined: its kind is mostly known where it is
+    /// called, and the match on it folds away).
+    #[inline(always)]
     fn pack(work: Work) -> PackedPkt {
         let (kind, pkt, cpu) = match work {
             Work::Arrive(pkt) => (0u8, pkt, 0u16),
@@ -253,10 +273,33 @@ impl PackedPkt {
         }
     }
 
-    /// The work packed.
-    fn unpack(self) -> Work {
+    /// Whether it is a delivery ([`Work::Deliver`]).
+    #[inline(always)]
+    fn is_delivery(self) -> bool {
+        self.bits & 3 == 2
+    }
+
+    /// The connection.
+    #[inline(always)]
+    fn conn(self) -> u64 {
+        self.conn_cpu & ((1 << Self::CONN_BITS) - 1)
+    }
+
+    /// The direction.
+    #[inline(always)]
+    fn dir(self) -> Dir {
+        if self.bits & 4 == 0 {
+            Dir::ToServer
+        } else {
+            Dir::ToClient
+        }
+    }
+
+    /// The segment.
+    #[inline(always)]
+    fn seg(self) -> Seg {
         let num = self.num;
-        let seg = match self.bits >> 3 {
+        match self.bits >> 3 {
             0 => Seg::Syn,
             1 => Seg::SynAck,
             2 => Seg::Ack,
@@ -264,14 +307,18 @@ impl PackedPkt {
             4 => Seg::Fin { idx: num },
             5 => Seg::DataAck { upto: num },
             _ => Seg::Rst,
-        };
-        let dir = if self.bits & 4 == 0 { Dir::ToServer } else { Dir::ToClient };
+        }
+    }
+
+    /// The work packed.
+    #[inline(always)]
+    fn unpack(self) -> Work {
         let pkt = Pkt {
-            conn: self.conn_cpu & ((1 << Self::CONN_BITS) - 1),
+            conn: self.conn(),
             host: u32::from(self.host),
             queue: u16::from(self.queue),
-            dir,
-            seg,
+            dir: self.dir(),
+            seg: self.seg(),
         };
         match self.bits & 3 {
             0 => Work::Arrive(pkt),
@@ -498,7 +545,21 @@ impl Net {
             self.timers.push(TimerEntry::new(key, conn, side, gen));
             return;
         }
-        let entry = PktEntry { key, pkt: PackedPkt::pack(work) };
+        self.push_packet(key, PackedPkt::pack(work));
+    }
+
+    /// Put a packet's work, packed, on the agenda at `at` (as [`Net::schedule`]; the packet path
+    /// packs its work where its kind is known, not through a [`Work`]).
+    fn schedule_packet(&mut self, at: Instant, pkt: PackedPkt) {
+        debug_assert!(self.taken.is_none() || at >= self.taken_at, "scheduled at {at}, before the entry handled");
+        self.seq += 1;
+        self.push_packet(key(at, self.seq), pkt);
+    }
+
+    /// File a packet's entry of key `key` in the packet heap.
+    #[inline(always)]
+    fn push_packet(&mut self, key: u128, pkt: PackedPkt) {
+        let entry = PktEntry { key, pkt };
         if self.taken == Some(Lane::Packets) {
             // The packet being handled is still at the top of its heap: the new one takes its
             // place, one sift down from the top (usually short: new entries are due soon)
@@ -543,20 +604,40 @@ impl Net {
     /// Take the earliest agenda entry if it is due at or before `now`. It stays in its queue
     /// while it is handled (the next packet scheduled replaces a packet); the next call
     /// removes it if nothing did, so call this until it returns `None`.
+    #[cfg(test)]
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, Work)> {
+        self.pop_next(now).map(|(at, due)| match due {
+            Due::Deliver { conn, dir, seg, host, queue } => (at, Work::Deliver(Pkt { conn, host, queue, dir, seg })),
+            Due::Work(work) => (at, work),
+        })
+    }
+
+    /// [`Net::pop_due`], a delivery (the packet path's entry, most of them) as only what TCP
+    /// reads of it, never made into a [`Work`] and matched again.
+    #[inline]
+    pub(crate) fn pop_next(&mut self, now: Instant) -> Option<(Instant, Due)> {
         self.settle();
         let (key, lane) = self.earliest()?;
         let at = Instant::from_nanos((key >> 64) as u64);
         if at > now {
             return None;
         }
-        let work = match lane {
-            Lane::Packets => self.agenda.peek().map(|Reverse(e)| e.pkt.unpack()),
-            Lane::Timers => self.timers.peek().map(TimerEntry::work),
-        }?;
+        let due = match lane {
+            Lane::Packets => {
+                let Reverse(e) = self.agenda.peek()?;
+                let p = e.pkt;
+                if p.is_delivery() {
+                    let (host, queue) = (u32::from(p.host), u16::from(p.queue));
+                    Due::Deliver { conn: p.conn(), dir: p.dir(), seg: p.seg(), host, queue }
+                } else {
+                    Due::Work(p.unpack())
+                }
+            }
+            Lane::Timers => Due::Work(self.timers.peek()?.work()),
+        };
         self.taken = Some(lane);
         self.taken_at = at;
-        Some((at, work))
+        Some((at, due))
     }
 
     /// Busy periods the RX queues' stall model generated, and the steps its walks took, so far
@@ -629,7 +710,7 @@ impl Net {
         if self.admit_on_transmit {
             self.arrive_stamped(at, now, pkt, || flow);
         } else {
-            self.schedule(at, Work::Arrive(pkt));
+            self.schedule_packet(at, PackedPkt::pack(Work::Arrive(pkt)));
         }
     }
 
@@ -666,9 +747,9 @@ impl Net {
                 Dir::ToServer => h.rss.hash(flow.client.0, flow.client_port, flow.server.0, flow.server_port),
                 Dir::ToClient => h.rss.hash(flow.server.0, flow.server_port, flow.client.0, flow.client_port),
             };
-            Work::Backlog { pkt, cpu: self.cpus.rps_target(hash) }
+            PackedPkt::pack(Work::Backlog { pkt, cpu: self.cpus.rps_target(hash) })
         } else {
-            Work::Deliver(pkt)
+            PackedPkt::pack(Work::Deliver(pkt))
         };
         self.processed(at, stamp, pkt, flow, admitted, next);
     }
@@ -684,7 +765,7 @@ impl Net {
             self.trace_with(at, || EventKind::CpuBacklogDrop { host, cpu, flow: flow(), dir, seg });
             return;
         };
-        self.processed(at, at, pkt, flow, admitted, Work::Deliver(pkt));
+        self.processed(at, at, pkt, flow, admitted, PackedPkt::pack(Work::Deliver(pkt)));
     }
 
     /// When the application thread of `host`, runnable from `start`, has had `cost` of CPU on
@@ -717,7 +798,7 @@ impl Net {
         pkt: Pkt,
         flow: impl Fn() -> Flow,
         admitted: Admitted,
-        next: Work,
+        next: PackedPkt,
     ) {
         self.stats.rx_wait_ns =
             self.stats.rx_wait_ns.saturating_add(admitted.done.saturating_since(at).as_nanos() as u64);
@@ -734,7 +815,7 @@ impl Net {
                 nth: admitted.nth,
             });
         }
-        self.schedule(admitted.done, next);
+        self.schedule_packet(admitted.done, next);
     }
 }
 
