@@ -148,6 +148,10 @@ fn key(at: Instant, seq: u64) -> u128 {
     u128::from(at.as_nanos()) << 64 | u128::from(seq)
 }
 
+/// [`Net::next_timer`] when there is no timer: above every timer's key (whose sequence number
+/// has 47 bits, [`TimerEntry::new`]).
+const NO_TIMER: u128 = u128::MAX;
+
 /// A retransmission timer's agenda entry ([`Work::Timer`] with its key) in 24 bytes (the key and
 /// a [`Work`] took 48, a `u128` key and the timer's fields 32): the wheel writes each once when
 /// it is filed and reads it once when its bucket comes due, long after, from memory (a fifth of
@@ -381,6 +385,9 @@ pub(crate) struct Net {
     /// Retransmission timers (long, mostly stale by the time they fire); kept apart so the
     /// packet heap stays small. Both heaps share one sequence counter.
     timers: Wheel<TimerEntry>,
+    /// The key of the wheel's earliest timer, [`NO_TIMER`] if it holds none: asked for every
+    /// entry handed out, so kept as the wheel changes rather than read from its top each time.
+    next_timer: u128,
     seq: u64,
     /// The heap whose top entry [`Net::pop_due`] handed out and has not yet removed.
     taken: Option<Lane>,
@@ -521,6 +528,7 @@ impl Net {
             loss,
             agenda: BinaryHeap::from(agenda),
             timers: wheel.filter(Wheel::has_ring).unwrap_or_default(),
+            next_timer: NO_TIMER,
             seq: 0,
             taken: None,
             taken_at: Instant::ZERO,
@@ -543,6 +551,7 @@ impl Net {
         let key = key(at, self.seq);
         if let Work::Timer { conn, side, gen } = work {
             self.timers.push(TimerEntry::new(key, conn, side, gen));
+            self.next_timer = self.timers.peek().map_or(NO_TIMER, TimerEntry::key);
             return;
         }
         self.push_packet(key, PackedPkt::pack(work));
@@ -577,21 +586,20 @@ impl Net {
     fn settle(&mut self) {
         match self.taken.take() {
             Some(Lane::Packets) => drop(self.agenda.pop()),
-            Some(Lane::Timers) => drop(self.timers.pop()),
+            Some(Lane::Timers) => {
+                self.timers.pop();
+                self.next_timer = self.timers.peek().map_or(NO_TIMER, TimerEntry::key);
+            }
             None => {}
         }
     }
 
     /// The earliest entry overall, by (time, seq): its key and where it is.
     fn earliest(&self) -> Option<(u128, Lane)> {
-        match (self.agenda.peek(), self.timers.peek()) {
-            (None, None) => None,
-            (Some(Reverse(a)), None) => Some((a.key, Lane::Packets)),
-            (None, Some(t)) => Some((t.key(), Lane::Timers)),
-            (Some(Reverse(a)), Some(t)) => {
-                let t = t.key();
-                Some(if a.key <= t { (a.key, Lane::Packets) } else { (t, Lane::Timers) })
-            }
+        let t = self.next_timer;
+        match self.agenda.peek() {
+            Some(Reverse(a)) if a.key <= t => Some((a.key, Lane::Packets)),
+            _ => (t != NO_TIMER).then_some((t, Lane::Timers)),
         }
     }
 
