@@ -734,7 +734,8 @@ impl Net {
     /// waits).
     fn arrive_stamped(&mut self, at: Instant, stamp: Instant, pkt: Pkt, flow: impl Fn() -> Flow) {
         let (host, queue) = (pkt.host, pkt.queue);
-        if self.hosts[host as usize].loss.lose(&self.loss, at) {
+        // Lossless (most profiles): the host's chain is not asked, nor its record touched.
+        if !self.loss.is_lossless() && self.hosts[host as usize].loss.lose(&self.loss, at) {
             self.stats.lost += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace_with(stamp, || EventKind::PacketLost { host: HostId(host), queue, flow: flow(), dir, seg });
