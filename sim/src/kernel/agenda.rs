@@ -124,11 +124,33 @@ pub(crate) enum Work {
     Timer { conn: u64, side: u8, gen: u32 },
 }
 
+/// An agenda entry handed out by [`Net::pop_next`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Due {
+    /// [`Work::Deliver`] of a packet: its connection, direction and segment (its host and
+    /// queue only for the tests' [`Net::pop_due`]).
+    Deliver {
+        conn: u64,
+        dir: Dir,
+        seg: Seg,
+        #[cfg_attr(not(test), allow(dead_code))]
+        host: u32,
+        #[cfg_attr(not(test), allow(dead_code))]
+        queue: u16,
+    },
+    /// Anything else.
+    Work(Work),
+}
+
 /// The key of an agenda entry: (time in ns, sequence number) as one integer, high half the
 /// time, so ordering by it is ordering by (time, seq), in one comparison.
 fn key(at: Instant, seq: u64) -> u128 {
     u128::from(at.as_nanos()) << 64 | u128::from(seq)
 }
+
+/// [`Net::next_timer`] when there is no timer: above every timer's key (whose sequence number
+/// has 47 bits, [`TimerEntry::new`]).
+const NO_TIMER: u128 = u128::MAX;
 
 /// A retransmission timer's agenda entry ([`Work::Timer`] with its key) in 24 bytes (the key and
 /// a [`Work`] took 48, a `u128` key and the timer's fields 32): the wheel writes each once when
@@ -222,7 +244,9 @@ struct PackedPkt {
 impl PackedPkt {
     const CONN_BITS: u32 = 48;
 
-    /// `work`, which is not a timer, packed.
+    /// `work`, which is not a timer, packed (inlined: its kind is mostly known where it is
+    /// called, and the match on it folds away).
+    #[inline(always)]
     fn pack(work: Work) -> PackedPkt {
         let (kind, pkt, cpu) = match work {
             Work::Arrive(pkt) => (0u8, pkt, 0u16),
@@ -253,10 +277,33 @@ impl PackedPkt {
         }
     }
 
-    /// The work packed.
-    fn unpack(self) -> Work {
+    /// Whether it is a delivery ([`Work::Deliver`]).
+    #[inline(always)]
+    fn is_delivery(self) -> bool {
+        self.bits & 3 == 2
+    }
+
+    /// The connection.
+    #[inline(always)]
+    fn conn(self) -> u64 {
+        self.conn_cpu & ((1 << Self::CONN_BITS) - 1)
+    }
+
+    /// The direction.
+    #[inline(always)]
+    fn dir(self) -> Dir {
+        if self.bits & 4 == 0 {
+            Dir::ToServer
+        } else {
+            Dir::ToClient
+        }
+    }
+
+    /// The segment.
+    #[inline(always)]
+    fn seg(self) -> Seg {
         let num = self.num;
-        let seg = match self.bits >> 3 {
+        match self.bits >> 3 {
             0 => Seg::Syn,
             1 => Seg::SynAck,
             2 => Seg::Ack,
@@ -264,14 +311,18 @@ impl PackedPkt {
             4 => Seg::Fin { idx: num },
             5 => Seg::DataAck { upto: num },
             _ => Seg::Rst,
-        };
-        let dir = if self.bits & 4 == 0 { Dir::ToServer } else { Dir::ToClient };
+        }
+    }
+
+    /// The work packed.
+    #[inline(always)]
+    fn unpack(self) -> Work {
         let pkt = Pkt {
-            conn: self.conn_cpu & ((1 << Self::CONN_BITS) - 1),
+            conn: self.conn(),
             host: u32::from(self.host),
             queue: u16::from(self.queue),
-            dir,
-            seg,
+            dir: self.dir(),
+            seg: self.seg(),
         };
         match self.bits & 3 {
             0 => Work::Arrive(pkt),
@@ -334,6 +385,9 @@ pub(crate) struct Net {
     /// Retransmission timers (long, mostly stale by the time they fire); kept apart so the
     /// packet heap stays small. Both heaps share one sequence counter.
     timers: Wheel<TimerEntry>,
+    /// The key of the wheel's earliest timer, [`NO_TIMER`] if it holds none: asked for every
+    /// entry handed out, so kept as the wheel changes rather than read from its top each time.
+    next_timer: u128,
     seq: u64,
     /// The heap whose top entry [`Net::pop_due`] handed out and has not yet removed.
     taken: Option<Lane>,
@@ -474,6 +528,7 @@ impl Net {
             loss,
             agenda: BinaryHeap::from(agenda),
             timers: wheel.filter(Wheel::has_ring).unwrap_or_default(),
+            next_timer: NO_TIMER,
             seq: 0,
             taken: None,
             taken_at: Instant::ZERO,
@@ -496,9 +551,24 @@ impl Net {
         let key = key(at, self.seq);
         if let Work::Timer { conn, side, gen } = work {
             self.timers.push(TimerEntry::new(key, conn, side, gen));
+            self.next_timer = self.timers.peek().map_or(NO_TIMER, TimerEntry::key);
             return;
         }
-        let entry = PktEntry { key, pkt: PackedPkt::pack(work) };
+        self.push_packet(key, PackedPkt::pack(work));
+    }
+
+    /// Put a packet's work, packed, on the agenda at `at` (as [`Net::schedule`]; the packet path
+    /// packs its work where its kind is known, not through a [`Work`]).
+    fn schedule_packet(&mut self, at: Instant, pkt: PackedPkt) {
+        debug_assert!(self.taken.is_none() || at >= self.taken_at, "scheduled at {at}, before the entry handled");
+        self.seq += 1;
+        self.push_packet(key(at, self.seq), pkt);
+    }
+
+    /// File a packet's entry of key `key` in the packet heap.
+    #[inline(always)]
+    fn push_packet(&mut self, key: u128, pkt: PackedPkt) {
+        let entry = PktEntry { key, pkt };
         if self.taken == Some(Lane::Packets) {
             // The packet being handled is still at the top of its heap: the new one takes its
             // place, one sift down from the top (usually short: new entries are due soon)
@@ -516,21 +586,20 @@ impl Net {
     fn settle(&mut self) {
         match self.taken.take() {
             Some(Lane::Packets) => drop(self.agenda.pop()),
-            Some(Lane::Timers) => drop(self.timers.pop()),
+            Some(Lane::Timers) => {
+                self.timers.pop();
+                self.next_timer = self.timers.peek().map_or(NO_TIMER, TimerEntry::key);
+            }
             None => {}
         }
     }
 
     /// The earliest entry overall, by (time, seq): its key and where it is.
     fn earliest(&self) -> Option<(u128, Lane)> {
-        match (self.agenda.peek(), self.timers.peek()) {
-            (None, None) => None,
-            (Some(Reverse(a)), None) => Some((a.key, Lane::Packets)),
-            (None, Some(t)) => Some((t.key(), Lane::Timers)),
-            (Some(Reverse(a)), Some(t)) => {
-                let t = t.key();
-                Some(if a.key <= t { (a.key, Lane::Packets) } else { (t, Lane::Timers) })
-            }
+        let t = self.next_timer;
+        match self.agenda.peek() {
+            Some(Reverse(a)) if a.key <= t => Some((a.key, Lane::Packets)),
+            _ => (t != NO_TIMER).then_some((t, Lane::Timers)),
         }
     }
 
@@ -543,20 +612,40 @@ impl Net {
     /// Take the earliest agenda entry if it is due at or before `now`. It stays in its queue
     /// while it is handled (the next packet scheduled replaces a packet); the next call
     /// removes it if nothing did, so call this until it returns `None`.
+    #[cfg(test)]
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, Work)> {
+        self.pop_next(now).map(|(at, due)| match due {
+            Due::Deliver { conn, dir, seg, host, queue } => (at, Work::Deliver(Pkt { conn, host, queue, dir, seg })),
+            Due::Work(work) => (at, work),
+        })
+    }
+
+    /// [`Net::pop_due`], a delivery (the packet path's entry, most of them) as only what TCP
+    /// reads of it, never made into a [`Work`] and matched again.
+    #[inline]
+    pub(crate) fn pop_next(&mut self, now: Instant) -> Option<(Instant, Due)> {
         self.settle();
         let (key, lane) = self.earliest()?;
         let at = Instant::from_nanos((key >> 64) as u64);
         if at > now {
             return None;
         }
-        let work = match lane {
-            Lane::Packets => self.agenda.peek().map(|Reverse(e)| e.pkt.unpack()),
-            Lane::Timers => self.timers.peek().map(TimerEntry::work),
-        }?;
+        let due = match lane {
+            Lane::Packets => {
+                let Reverse(e) = self.agenda.peek()?;
+                let p = e.pkt;
+                if p.is_delivery() {
+                    let (host, queue) = (u32::from(p.host), u16::from(p.queue));
+                    Due::Deliver { conn: p.conn(), dir: p.dir(), seg: p.seg(), host, queue }
+                } else {
+                    Due::Work(p.unpack())
+                }
+            }
+            Lane::Timers => Due::Work(self.timers.peek()?.work()),
+        };
         self.taken = Some(lane);
         self.taken_at = at;
-        Some((at, work))
+        Some((at, due))
     }
 
     /// Busy periods the RX queues' stall model generated, and the steps its walks took, so far
@@ -629,7 +718,7 @@ impl Net {
         if self.admit_on_transmit {
             self.arrive_stamped(at, now, pkt, || flow);
         } else {
-            self.schedule(at, Work::Arrive(pkt));
+            self.schedule_packet(at, PackedPkt::pack(Work::Arrive(pkt)));
         }
     }
 
@@ -645,7 +734,8 @@ impl Net {
     /// waits).
     fn arrive_stamped(&mut self, at: Instant, stamp: Instant, pkt: Pkt, flow: impl Fn() -> Flow) {
         let (host, queue) = (pkt.host, pkt.queue);
-        if self.hosts[host as usize].loss.lose(&self.loss, at) {
+        // Lossless (most profiles): the host's chain is not asked, nor its record touched.
+        if !self.loss.is_lossless() && self.hosts[host as usize].loss.lose(&self.loss, at) {
             self.stats.lost += 1;
             let (dir, seg) = (pkt.dir, pkt.seg);
             self.trace_with(stamp, || EventKind::PacketLost { host: HostId(host), queue, flow: flow(), dir, seg });
@@ -666,9 +756,9 @@ impl Net {
                 Dir::ToServer => h.rss.hash(flow.client.0, flow.client_port, flow.server.0, flow.server_port),
                 Dir::ToClient => h.rss.hash(flow.server.0, flow.server_port, flow.client.0, flow.client_port),
             };
-            Work::Backlog { pkt, cpu: self.cpus.rps_target(hash) }
+            PackedPkt::pack(Work::Backlog { pkt, cpu: self.cpus.rps_target(hash) })
         } else {
-            Work::Deliver(pkt)
+            PackedPkt::pack(Work::Deliver(pkt))
         };
         self.processed(at, stamp, pkt, flow, admitted, next);
     }
@@ -684,7 +774,7 @@ impl Net {
             self.trace_with(at, || EventKind::CpuBacklogDrop { host, cpu, flow: flow(), dir, seg });
             return;
         };
-        self.processed(at, at, pkt, flow, admitted, Work::Deliver(pkt));
+        self.processed(at, at, pkt, flow, admitted, PackedPkt::pack(Work::Deliver(pkt)));
     }
 
     /// When the application thread of `host`, runnable from `start`, has had `cost` of CPU on
@@ -717,7 +807,7 @@ impl Net {
         pkt: Pkt,
         flow: impl Fn() -> Flow,
         admitted: Admitted,
-        next: Work,
+        next: PackedPkt,
     ) {
         self.stats.rx_wait_ns =
             self.stats.rx_wait_ns.saturating_add(admitted.done.saturating_since(at).as_nanos() as u64);
@@ -734,7 +824,7 @@ impl Net {
                 nth: admitted.nth,
             });
         }
-        self.schedule(admitted.done, next);
+        self.schedule_packet(admitted.done, next);
     }
 }
 

@@ -40,7 +40,7 @@ pub use events::{
     Dir, EventKind, Flow, HostId, KernelEvent, KernelStats, ListenerId, Overflow, ReadOutcome, Seg, SockId, SockToken,
 };
 
-use agenda::{Net, Work};
+use agenda::{Due, Net, Work};
 use conn_table::ConnTable;
 use tcp::{Conn, Ctx, Listener, Listeners};
 
@@ -388,8 +388,17 @@ impl Kernel {
 
     /// Every agenda entry due at or before `now`, in (time, scheduling order).
     fn run_due(&mut self, now: Instant) {
-        while let Some((at, work)) = self.net.pop_due(now) {
+        while let Some((at, due)) = self.net.pop_next(now) {
             self.net.stats.agenda_events += 1;
+            let work = match due {
+                Due::Deliver { conn, dir, seg, .. } => {
+                    if self.with_conn(at, conn, |c, cx| c.on_segment(cx, dir, seg)).is_none() {
+                        self.net.stats.orphans += 1;
+                    }
+                    continue;
+                }
+                Due::Work(work) => work,
+            };
             match work {
                 Work::Arrive(pkt) => {
                     if !self.alive(pkt.conn) {

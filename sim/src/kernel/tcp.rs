@@ -490,6 +490,7 @@ impl Conn {
     // ---- packets -----------------------------------------------------------------------
 
     /// The receiving host's softirq hands `seg` to TCP.
+    #[inline]
     pub(crate) fn on_segment(&mut self, cx: &mut Ctx<'_>, dir: Dir, seg: Seg) {
         match dir {
             Dir::ToServer => self.server_rx(cx, seg),
