@@ -386,6 +386,10 @@ pub enum ReadOutcome {
     Eof,
     /// The connection was reset (or failed) and everything readable was read.
     Reset,
+    /// This end's kernel gave up retransmitting its data ([`EventKind::Aborted`]) and
+    /// everything readable was read: Linux's read fails with `ETIMEDOUT`. Kept after the
+    /// connection is forgotten, until the application closes the socket.
+    TimedOut,
 }
 
 /// Counters, cheap to keep even when tracing is off.
