@@ -330,12 +330,12 @@ impl<P: Protocol> World<'_, P> {
     }
 
     fn finish(mut self) -> Outcome {
-        // The packet fates the calls that ended the run decided (a packet's loss and RX stall
-        // are decided when it is sent) are traced, as the counters count them. Nothing else
-        // left is (an accept's record made last is not, as before: the traces where the
-        // arrival entry decides a packet's fate stay as they were).
+        // The trace-only records the calls that ended the run made (a packet's loss or RX
+        // stall, decided when it is sent; an accept; a connect's SYN) are traced, as the
+        // counters count them: the trace has all the kernel did. No application event is left
+        // (only the kernel's timers and packets make one, and `kernel_events` took those).
         while let Some(KernelEvent { at, kind }) = self.kernel.poll_event() {
-            if kind.is_packet_fate() && self.sink.enabled() {
+            if !kind.is_app() && self.sink.enabled() {
                 self.trace_kernel(at, kind);
             }
         }
