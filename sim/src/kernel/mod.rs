@@ -341,6 +341,7 @@ impl Kernel {
 
     /// What a read of `s` finds once its connection is forgotten: a timeout the application
     /// has not closed yet, else a reset (the socket failed or never existed).
+    #[cold]
     fn forgotten_read(&self, s: SockId) -> ReadOutcome {
         if self.orphan_timeouts.contains(&s.0) {
             ReadOutcome::TimedOut
@@ -458,20 +459,29 @@ impl Kernel {
         let mut cx = Ctx { net: &mut self.net, listeners: &mut self.listeners, id, now };
         let r = f(c, &mut cx);
         if c.finished() {
-            // A socket the application still holds (a failed one) keeps its token, and why it
-            // died if its own kernel gave up on it.
-            let [client, child] = c.token;
-            for (side, s, t) in [(0, SockId::client(id), client), (1, SockId::child(id), child)] {
-                if let Some(t) = t {
-                    self.orphan_tokens.insert(s.0, t);
-                }
-                if c.held_timed_out(side) {
-                    self.orphan_timeouts.insert(s.0);
-                }
-            }
-            self.conns.remove(id);
+            self.forget(id);
         }
         Some(r)
+    }
+
+    /// Forgets finished connection `id`. A socket the application still holds (a failed one)
+    /// keeps its token, and why it died if its own kernel gave up on it. Out of line: the
+    /// packet path calls `with_conn` for every packet, and few finish a connection.
+    #[cold]
+    #[inline(never)]
+    fn forget(&mut self, id: u64) {
+        let Some(c) = self.conns.get(id) else { return };
+        let [client, child] = c.token;
+        let timed_out = [c.held_timed_out(0), c.held_timed_out(1)];
+        for (side, s, t) in [(0, SockId::client(id), client), (1, SockId::child(id), child)] {
+            if let Some(t) = t {
+                self.orphan_tokens.insert(s.0, t);
+            }
+            if timed_out[side] {
+                self.orphan_timeouts.insert(s.0);
+            }
+        }
+        self.conns.remove(id);
     }
 
     /// Whether connection `id` exists and is not finished (its slot only, not the connection:
