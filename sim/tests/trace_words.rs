@@ -109,3 +109,31 @@ fn trace_production_has_no_debug_formatting() {
         }
     }
 }
+
+/// The kernel connections in `lines` whose words contain `what` followed by a number.
+fn conns_after(lines: &[String], what: &str) -> Vec<u64> {
+    let mut v: Vec<u64> = lines
+        .iter()
+        .filter_map(|l| l.split_once(what))
+        .filter_map(|(_, rest)| rest.split(' ').next()?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn every_accept_has_its_kernel_record_the_one_that_ends_the_run_too() {
+    // Each case's run ends on an accept (its rank's last connection): the kernel's `accepted`
+    // record of it is made by that last call, and must be traced like every other.
+    for case in [
+        "variant=drain workload=deepep ranks=3 adversary=fifo seed=7",
+        "variant=nvshmem-3.8 workload=qp-create ranks=6 adversary=cpu seed=4",
+    ] {
+        let lines = trace(case);
+        let accepted = conns_after(&lines, " accept connection ");
+        let left: Vec<String> = lines.iter().filter(|l| l.contains(" left listener ")).cloned().collect();
+        let recorded = conns_after(&left, "kernel connection ");
+        assert!(accepted.len() > 10, "{case}: {accepted:?}");
+        assert_eq!(accepted, recorded, "{case}: an accept without its kernel record, or the other way");
+    }
+}

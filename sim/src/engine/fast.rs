@@ -148,9 +148,6 @@ struct World<'a, P: Protocol> {
     pending_accept: FxHashMap<ListenerId, ConnId>,
     dialing: FxHashMap<(Node, ConnId), Dialing>,
     drains: FxHashMap<SockId, Drain>,
-    /// Sockets whose kernel gave up retransmitting (`Aborted`), held by their node and not yet
-    /// read to their end: that read's end is a timeout (`ETIMEDOUT`), not a reset.
-    timed_out: BTreeSet<SockId>,
     timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     timer_seq: u64,
     /// Each node's own timeout as armed, by [`slot`].
@@ -239,7 +236,6 @@ where
         pending_accept: spare.pending_accept,
         dialing: spare.dialing,
         drains: spare.drains,
-        timed_out: BTreeSet::new(),
         timers: BinaryHeap::from(spare.timers),
         timer_seq: 0,
         node_timer: vec![None; n as usize + 1],
@@ -334,12 +330,12 @@ impl<P: Protocol> World<'_, P> {
     }
 
     fn finish(mut self) -> Outcome {
-        // The packet fates the calls that ended the run decided (a packet's loss and RX stall
-        // are decided when it is sent) are traced, as the counters count them. Nothing else
-        // left is (an accept's record made last is not, as before: the traces where the
-        // arrival entry decides a packet's fate stay as they were).
+        // The trace-only records the calls that ended the run made (a packet's loss or RX
+        // stall, decided when it is sent; an accept; a connect's SYN) are traced, as the
+        // counters count them: the trace has all the kernel did. No application event is left
+        // (only the kernel's timers and packets make one, and `kernel_events` took those).
         while let Some(KernelEvent { at, kind }) = self.kernel.poll_event() {
-            if kind.is_packet_fate() && self.sink.enabled() {
+            if !kind.is_app() && self.sink.enabled() {
                 self.trace_kernel(at, kind);
             }
         }
@@ -584,7 +580,6 @@ impl<P: Protocol> World<'_, P> {
             Effect::Close { conn } => {
                 if let Some(sock) = self.sock_of[slot(node)].remove(conn.0) {
                     self.charge_syscall(node);
-                    self.timed_out.remove(&sock);
                     self.kernel.close(now, sock);
                     trace_line!(self.sink, now, name, "close {}", local(conn, sock));
                 }
@@ -736,20 +731,16 @@ impl<P: Protocol> World<'_, P> {
             } else if bytes.capacity() > 0 {
                 self.spare.push(bytes);
             }
-            match next {
-                ReadOutcome::Data(_) => {}
+            let reason = match next {
+                ReadOutcome::Data(_) => continue,
                 ReadOutcome::WouldBlock => return,
-                ReadOutcome::Eof => {
-                    self.work.push_back((node, OwnedInput::PeerClosed { conn, reason: CloseReason::Eof }));
-                    return;
-                }
-                ReadOutcome::Reset => {
-                    // The kernel reads a connection it gave up on as reset; Linux's read says ETIMEDOUT.
-                    let reason = if self.timed_out.remove(&sock) { CloseReason::TimedOut } else { CloseReason::Reset };
-                    self.work.push_back((node, OwnedInput::PeerClosed { conn, reason }));
-                    return;
-                }
-            }
+                ReadOutcome::Eof => CloseReason::Eof,
+                ReadOutcome::Reset => CloseReason::Reset,
+                // The kernel's own give-up (`tcp_retries2`): Linux's read says ETIMEDOUT.
+                ReadOutcome::TimedOut => CloseReason::TimedOut,
+            };
+            self.work.push_back((node, OwnedInput::PeerClosed { conn, reason }));
+            return;
         }
     }
 
@@ -793,9 +784,6 @@ impl<P: Protocol> World<'_, P> {
                 | EventKind::Reset { sock }
                 | EventKind::Aborted { sock } => {
                     if let Some((node, conn)) = self.owner(sock) {
-                        if matches!(kind, EventKind::Aborted { .. }) {
-                            self.timed_out.insert(sock);
-                        }
                         if self.syscall(node, Timer::Read { sock, node, conn }) {
                             self.read_owned(sock, node, conn);
                         }

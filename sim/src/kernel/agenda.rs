@@ -701,8 +701,8 @@ impl Net {
     /// service and stall law, so the verdict rates hold (`sim/tests/verdict_equivalence.rs`).
     /// Its loss or stall is counted and traced now, stamped `now` (the trace stays in time
     /// order; the record's fields say when it waits): a packet still flying when the run ends
-    /// is counted too, and the engines trace the records the run's last calls made
-    /// ([`EventKind::is_packet_fate`]). RPS and the load-dependent queue keep the arrival entry
+    /// is counted too, and the engines trace every record the run's last calls made (the fast
+    /// engine's `finish`, turmoil's `Gate::trace_left`). RPS and the load-dependent queue keep the arrival entry
     /// (NAPI's budget, the ring and the application's CPU share a clock that must not run
     /// ahead), and with it their traces and counters.
     pub(crate) fn transmit(&mut self, now: Instant, from_host: u32, last_arrival: &mut Instant, pkt: Pkt, flow: Flow) {

@@ -352,13 +352,6 @@ impl EventKind {
                 | EventKind::Aborted { .. }
         )
     }
-
-    /// Whether this is a packet's fate at its receiver's NIC (lost, dropped, stalled): where
-    /// it is decided when the packet is sent (`Net::transmit`), the calls that end a run can
-    /// make it, and an engine traces it at the end as the counters count it.
-    pub(crate) fn is_packet_fate(&self) -> bool {
-        matches!(self, EventKind::RxStall { .. } | EventKind::PacketLost { .. } | EventKind::RingDrop { .. })
-    }
 }
 
 impl EventKind {
@@ -386,6 +379,10 @@ pub enum ReadOutcome {
     Eof,
     /// The connection was reset (or failed) and everything readable was read.
     Reset,
+    /// This end's kernel gave up retransmitting its data ([`EventKind::Aborted`]) and
+    /// everything readable was read: Linux's read fails with `ETIMEDOUT`. Kept after the
+    /// connection is forgotten, until the application closes the socket.
+    TimedOut,
 }
 
 /// Counters, cheap to keep even when tracing is off.

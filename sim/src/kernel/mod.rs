@@ -30,7 +30,7 @@ mod wheel;
 #[cfg(test)]
 mod tests;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::Duration;
 
 use bootsim_core::Instant;
@@ -78,6 +78,11 @@ pub struct Kernel {
     /// The tokens of sockets the application holds whose connection is forgotten (failed: a
     /// refused, reset or timed-out socket not yet closed), by socket number; looked up only.
     orphan_tokens: FxHashMap<u64, SockToken>,
+    /// The sockets of forgotten connections that died by their own kernel's timeout
+    /// (`Aborted`) and that the application has not closed, by socket number: their reads say
+    /// [`ReadOutcome::TimedOut`], as while the connection lived, until the application closes
+    /// them (one entry per such socket it holds, as for `orphan_tokens`); looked up only.
+    orphan_timeouts: FxHashSet<u64>,
     now: Instant,
 }
 
@@ -109,6 +114,7 @@ impl Kernel {
             listeners: Listeners { all, bound: Default::default() },
             conns,
             orphan_tokens: FxHashMap::default(),
+            orphan_timeouts: FxHashSet::default(),
             now: Instant::ZERO,
         }
     }
@@ -319,6 +325,9 @@ impl Kernel {
     pub fn close(&mut self, now: Instant, s: SockId) {
         let now = self.at(now);
         self.set_token(s, None);
+        if !self.orphan_timeouts.is_empty() {
+            self.orphan_timeouts.remove(&s.0);
+        }
         self.with_conn(now, s.conn(), |c, cx| c.close(cx, s.side()));
     }
 
@@ -326,20 +335,31 @@ impl Kernel {
     pub fn read(&mut self, s: SockId, buf: &mut [u8]) -> ReadOutcome {
         match self.conns.get_mut(s.conn()) {
             Some(c) => c.read(s.side(), buf, &mut self.net.spare_bufs),
-            None => ReadOutcome::Reset,
+            None => self.forgotten_read(s),
+        }
+    }
+
+    /// What a read of `s` finds once its connection is forgotten: a timeout the application
+    /// has not closed yet, else a reset (the socket failed or never existed).
+    #[cold]
+    fn forgotten_read(&self, s: SockId) -> ReadOutcome {
+        if self.orphan_timeouts.contains(&s.0) {
+            ReadOutcome::TimedOut
+        } else {
+            ReadOutcome::Reset
         }
     }
 
     /// Appends up to `max` readable bytes of `s` to `out` (no buffer of the caller's to copy
     /// from again); returns how many, and what the next read would find: `Data` with the bytes
-    /// still readable, else `WouldBlock`, `Eof` or `Reset`, so a caller reading until one of
+    /// still readable, else `WouldBlock`, `Eof`, `Reset` or `TimedOut`, so a caller reading until one of
     /// those need not call again to learn it. `max` 0 reads nothing and says `Data` while bytes
     /// wait: a caller looping on `Data` passes more. An empty `out` may come back another
     /// allocation: a read of a whole send buffer (of at most 64 KiB of room) takes it, uncopied.
     pub fn read_append(&mut self, s: SockId, out: &mut Vec<u8>, max: usize) -> (usize, ReadOutcome) {
         match self.conns.get_mut(s.conn()) {
             Some(c) => c.read_append(s.side(), out, max, &mut self.net.spare_bufs),
-            None => (0, ReadOutcome::Reset),
+            None => (0, self.forgotten_read(s)),
         }
     }
 
@@ -448,16 +468,29 @@ impl Kernel {
         let mut cx = Ctx { net: &mut self.net, listeners: &mut self.listeners, id, now };
         let r = f(c, &mut cx);
         if c.finished() {
-            // A socket the application still holds (a failed one) keeps its token.
-            let [client, child] = c.token;
-            for (s, t) in [(SockId::client(id), client), (SockId::child(id), child)] {
-                if let Some(t) = t {
-                    self.orphan_tokens.insert(s.0, t);
-                }
-            }
-            self.conns.remove(id);
+            self.forget(id);
         }
         Some(r)
+    }
+
+    /// Forgets finished connection `id`. A socket the application still holds (a failed one)
+    /// keeps its token, and why it died if its own kernel gave up on it. Out of line: the
+    /// packet path calls `with_conn` for every packet, and few finish a connection.
+    #[cold]
+    #[inline(never)]
+    fn forget(&mut self, id: u64) {
+        let Some(c) = self.conns.get(id) else { return };
+        let [client, child] = c.token;
+        let timed_out = [c.held_timed_out(0), c.held_timed_out(1)];
+        for (side, s, t) in [(0, SockId::client(id), client), (1, SockId::child(id), child)] {
+            if let Some(t) = t {
+                self.orphan_tokens.insert(s.0, t);
+            }
+            if timed_out[side] {
+                self.orphan_timeouts.insert(s.0);
+            }
+        }
+        self.conns.remove(id);
     }
 
     /// Whether connection `id` exists and is not finished (its slot only, not the connection:

@@ -181,6 +181,9 @@ pub(crate) struct Conn {
     pub(crate) sk: [Sk; 2],
     app_closed: [bool; 2],
     rst: [bool; 2],
+    /// Side `i` died because its kernel gave up retransmitting its data (`tcp_retries2`,
+    /// `Aborted`): a read says so (`ETIMEDOUT`), not that it was reset.
+    timed_out: [bool; 2],
     half: [Half; 2],
     /// Latest arrival of a packet travelling to side `i` (wire FIFO per direction).
     wire: [Instant; 2],
@@ -222,6 +225,7 @@ impl Conn {
             sk: [Sk::SynSent, Sk::Idle],
             app_closed: [false; 2],
             rst: [false; 2],
+            timed_out: [false; 2],
             half: [Half::default(), Half::default()],
             wire: [Instant::ZERO; 2],
             timer: [TimerSlot::default(); 2],
@@ -238,6 +242,12 @@ impl Conn {
         } else {
             self.flow.server.0
         }
+    }
+
+    /// Whether side `side` died by its own kernel's timeout and the application still holds
+    /// it (has not closed it): what the kernel keeps of it once the connection is forgotten.
+    pub(crate) fn held_timed_out(&self, side: usize) -> bool {
+        self.timed_out[side] && !self.app_closed[side]
     }
 
     /// Whether neither end can ever act again, so the connection can be forgotten.
@@ -466,9 +476,13 @@ impl Conn {
         }
     }
 
-    /// Why a read on side `side`, with nothing readable, finds no data.
+    /// Why a read on side `side`, with nothing readable, finds no data: a side that died
+    /// reads why (its own kernel's timeout, else a reset), whether or not the application has
+    /// seen the event that said so yet.
     fn no_data(&self, side: usize) -> ReadOutcome {
-        if self.rst[side] || self.sk[side] == Sk::Dead {
+        if self.timed_out[side] {
+            ReadOutcome::TimedOut
+        } else if self.rst[side] || self.sk[side] == Sk::Dead {
             ReadOutcome::Reset
         } else if self.half[1 - side].eof() {
             ReadOutcome::Eof
@@ -741,6 +755,7 @@ impl Conn {
                 let attempt = h.backoff;
                 if attempt > cx.net.cfg.data_retries {
                     self.die(side);
+                    self.timed_out[side] = true;
                     cx.net.emit(cx.now, EventKind::Aborted { sock: sock(cx.id, side) });
                     return true;
                 }

@@ -116,7 +116,7 @@ fn run(sc: &Scenario) -> Outcome {
                     k.close(t, sock);
                     return received.remove(&sock);
                 }
-                ReadOutcome::WouldBlock | ReadOutcome::Reset => return None,
+                ReadOutcome::WouldBlock | ReadOutcome::Reset | ReadOutcome::TimedOut => return None,
             }
         }
     };
@@ -924,4 +924,64 @@ fn read_append_reads_what_read_does_and_says_what_the_next_read_finds() {
     assert_eq!((got.len(), seen.last()), (8 + 11 + 14, Some(&ReadOutcome::Eof)), "{seen:?}");
     assert!(seen.contains(&ReadOutcome::WouldBlock), "{seen:?}");
     assert_eq!((got, seen), run(false));
+}
+
+#[test]
+fn a_timed_out_socket_reads_timed_out_before_its_event_is_seen_and_after_its_connection_is_forgotten() {
+    // Client c and its accepted child s on fifo, c's tcp_retries2 at 2. s's 2 bytes reach c
+    // and are acknowledged (host 1's packets p0-p2: SYN, ACK, that ACK); then host 1's queue
+    // stalls from c's 1 byte (p3) for 10 s, so c gives up at 1.4 s (`Aborted`), long before
+    // s hears of it.
+    let mut cfg = KernelConfig::profile("fifo").unwrap();
+    cfg.data_retries = 2;
+    cfg.stalls = vec![ScriptedStall { host: 1, queue: 0, at: StallAt::Packet(3), dur: 10_000_000_000 }];
+    let mut k = Kernel::new(cfg, 1, 2);
+    let l = k.listen(Instant::ZERO, HostId(1), 9).unwrap();
+    let c = k.connect(Instant::ZERO, HostId(0), HostId(1), 9);
+    let mut s = None;
+    while s.is_none() {
+        let t = k.poll_timeout().expect("the handshake completes");
+        k.handle_timeout(t);
+        s = k.accept(t, l).map(|(s, _)| s);
+    }
+    let s = s.unwrap();
+    k.write(k.now, s, b"hi").unwrap();
+    // The application does not look at its events until c has given up: c's `Readable`, then
+    // its `Aborted`, wait unread, as when both come in one instant.
+    while k.outq(s) > 0 {
+        let t = k.poll_timeout().unwrap();
+        k.handle_timeout(t);
+    }
+    k.write(k.now, c, b"x").unwrap();
+    k.handle_timeout(k.now + Duration::from_secs(5));
+    let events: Vec<EventKind> = std::iter::from_fn(|| k.poll_event()).map(|e| e.kind).collect();
+    let readable = events.iter().position(|e| *e == EventKind::Readable { sock: c, unread: 2 });
+    let aborted = events.iter().position(|e| *e == EventKind::Aborted { sock: c });
+    assert!(readable < aborted && readable.is_some(), "{events:?}");
+    // Read at the `Readable`: the bytes, then the kernel's own give-up, not a reset.
+    let mut got = Vec::new();
+    assert_eq!(k.read_append(c, &mut got, 64), (2, ReadOutcome::TimedOut));
+    assert_eq!(got, b"hi");
+    assert_eq!(k.read(c, &mut [0; 4]), ReadOutcome::TimedOut);
+    assert_eq!(k.read(s, &mut [0; 4]), ReadOutcome::WouldBlock, "s has not heard");
+    // The stall ends: c's byte reaches s, whose ACK finds c dead and draws an RST: s is reset,
+    // both ends are dead and the connection is forgotten.
+    while let Some(t) = k.poll_timeout() {
+        k.handle_timeout(t);
+    }
+    assert!(k.conns.get(c.conn()).is_none(), "the connection is forgotten");
+    let (mut left, mut ends) = (Vec::new(), Vec::new());
+    for sock in [c, s] {
+        ends.push(k.read_append(sock, &mut left, 64));
+        ends.push((0, k.read(sock, &mut [0; 4])));
+    }
+    assert_eq!(
+        ends,
+        [(0, ReadOutcome::TimedOut); 2].into_iter().chain([(0, ReadOutcome::Reset); 2]).collect::<Vec<_>>()
+    );
+    // Until the application closes it: then nothing of it is kept.
+    k.close(k.now, c);
+    k.close(k.now, s);
+    assert_eq!(k.read(c, &mut [0; 4]), ReadOutcome::Reset);
+    assert!(k.orphan_timeouts.is_empty(), "{:?}", k.orphan_timeouts);
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bootsim_core::{ConnId, Instant};
 
 use crate::engine::outcome::TraceSink;
-use crate::kernel::{EventKind, Flow, HostId, Kernel, ListenerId, SockId};
+use crate::kernel::{EventKind, Flow, HostId, Kernel, KernelEvent, ListenerId, SockId};
 use crate::words::{kernel_conn, kernel_line};
 
 /// The world's time: turmoil's simulated clock as a core instant.
@@ -137,13 +137,7 @@ impl Gate {
         let now = self.clock();
         self.kernel.handle_timeout(now);
         while let Some(e) = self.kernel.poll_event() {
-            if self.sink.enabled() {
-                let conn = kernel_conn(&e.kind, &mut self.flows);
-                self.sink.line(e.at, "kernel", format_args!("{}", kernel_line(&e.kind, conn)));
-                if !e.kind.is_app() {
-                    self.notes.push((e.at, e.kind));
-                }
-            }
+            self.trace(e);
             match e.kind {
                 EventKind::Connected { sock } => {
                     self.established.insert(sock);
@@ -162,16 +156,23 @@ impl Gate {
         }
     }
 
-    /// Traces the packet fates the model decided since the last pump (made by the calls that
-    /// ended the run: a packet's loss and RX stall are decided when it is sent), as its
-    /// counters count them; nothing else left is traced, as before.
-    pub fn trace_left(&mut self) {
-        while let Some(e) = self.kernel.poll_event() {
-            if self.sink.enabled() && e.kind.is_packet_fate() {
-                let conn = kernel_conn(&e.kind, &mut self.flows);
-                self.sink.line(e.at, "kernel", format_args!("{}", kernel_line(&e.kind, conn)));
+    /// Traces a model event (when tracing) and keeps a trace-only one for explanations.
+    fn trace(&mut self, e: KernelEvent) {
+        if self.sink.enabled() {
+            let conn = kernel_conn(&e.kind, &mut self.flows);
+            self.sink.line(e.at, "kernel", format_args!("{}", kernel_line(&e.kind, conn)));
+            if !e.kind.is_app() {
                 self.notes.push((e.at, e.kind));
             }
+        }
+    }
+
+    /// Traces what the model recorded since the last pump, as a pump would: the records the
+    /// calls that ended the run made (a packet's loss or RX stall, decided when it is sent; an
+    /// accept; a connect's SYN), which its counters count.
+    pub fn trace_left(&mut self) {
+        while let Some(e) = self.kernel.poll_event() {
+            self.trace(e);
         }
     }
 
