@@ -426,8 +426,6 @@ impl Root {
     }
 }
 
-/// NCCL's words when a check-in's `recv` fails with `ETIMEDOUT` (`socketProgressOpt`): the
-/// root's kernel gave up retransmitting to the rank, which did not close the connection.
 /// NCCL's words for a check-in connection from `from` that ended (`e`) before its frame was
 /// read: a timeout as `socketProgressOpt`'s failed recv, any other end as the peer's close.
 fn ended(e: &WireError, from: std::net::SocketAddr) -> String {

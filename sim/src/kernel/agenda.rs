@@ -389,7 +389,7 @@ pub(crate) struct Net {
     /// entry handed out, so kept as the wheel changes rather than read from its top each time.
     next_timer: u128,
     seq: u64,
-    /// The heap whose top entry [`Net::pop_due`] handed out and has not yet removed.
+    /// The heap whose top entry [`Net::pop_next`] handed out and has not yet removed.
     taken: Option<Lane>,
     /// When that entry was due: nothing may be scheduled before it while it is handled, or
     /// the entry removed after would not be the one handed out.
@@ -546,9 +546,7 @@ impl Net {
     /// Put `work` on the agenda at `at` (ties run in scheduling order).
     #[inline]
     pub(crate) fn schedule(&mut self, at: Instant, work: Work) {
-        debug_assert!(self.taken.is_none() || at >= self.taken_at, "scheduled at {at}, before the entry handled");
-        self.seq += 1;
-        let key = key(at, self.seq);
+        let key = self.next_key(at);
         if let Work::Timer { conn, side, gen } = work {
             self.timers.push(TimerEntry::new(key, conn, side, gen));
             self.next_timer = self.timers.peek().map_or(NO_TIMER, TimerEntry::key);
@@ -560,9 +558,17 @@ impl Net {
     /// Put a packet's work, packed, on the agenda at `at` (as [`Net::schedule`]; the packet path
     /// packs its work where its kind is known, not through a [`Work`]).
     fn schedule_packet(&mut self, at: Instant, pkt: PackedPkt) {
+        let key = self.next_key(at);
+        self.push_packet(key, pkt);
+    }
+
+    /// The key of the next entry scheduled at `at`: both heaps share one sequence counter, so
+    /// ties at one instant run in scheduling order.
+    #[inline(always)]
+    fn next_key(&mut self, at: Instant) -> u128 {
         debug_assert!(self.taken.is_none() || at >= self.taken_at, "scheduled at {at}, before the entry handled");
         self.seq += 1;
-        self.push_packet(key(at, self.seq), pkt);
+        key(at, self.seq)
     }
 
     /// File a packet's entry of key `key` in the packet heap.
@@ -582,7 +588,7 @@ impl Net {
         self.agenda.push(Reverse(entry));
     }
 
-    /// Remove the entry handed out by [`Net::pop_due`] if nothing took its place.
+    /// Remove the entry handed out by [`Net::pop_next`] if nothing took its place.
     fn settle(&mut self) {
         match self.taken.take() {
             Some(Lane::Packets) => drop(self.agenda.pop()),

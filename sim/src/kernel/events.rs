@@ -380,8 +380,9 @@ pub enum ReadOutcome {
     /// The connection was reset (or failed) and everything readable was read.
     Reset,
     /// This end's kernel gave up retransmitting its data ([`EventKind::Aborted`]) and
-    /// everything readable was read: Linux's read fails with `ETIMEDOUT`. Kept after the
-    /// connection is forgotten, until the application closes the socket.
+    /// everything readable was read: Linux's first read fails with `ETIMEDOUT`. The model keeps
+    /// saying it (Linux's later reads return 0), also after the connection is forgotten, until
+    /// the application closes the socket.
     TimedOut,
 }
 

@@ -263,8 +263,8 @@ impl Conn {
             })
     }
 
-    // Never inlined: `bootsim bench`'s profile shows TCP's send path as this function's
-    // inclusive count, which must hold every call in any build (release already keeps it whole).
+    // Never inlined: `bootsim bench`'s profile reads this function's inclusive count, which
+    // must hold every call in any build.
     #[inline(never)]
     fn send(&mut self, cx: &mut Ctx<'_>, to: usize, seg: Seg) {
         let pkt = Pkt { conn: cx.id, host: self.host(to), queue: self.q[to], dir: Dir::towards(to), seg };

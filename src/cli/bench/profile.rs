@@ -20,7 +20,7 @@ pub fn case(ranks: u32) -> String {
 }
 
 /// The functions shown, each with what it stands for: its instructions and every callee's.
-/// Each is a real (not inlined) function in both the release and the test build; a name missing
+/// Each is marked `#[inline(never)]`, so its count holds every call in any build; a name missing
 /// from a profile fails the section (a rename must update this list, not print a zero).
 pub const FUNCTIONS: [(&str, &str); 4] = [
     ("kernel: agenda, delivery, timers", "bootsim_sim::kernel::Kernel::handle_timeout_until"),
@@ -201,6 +201,24 @@ mod tests {
         assert!(Costs::parse("fn=(1) f\n1 2\n").is_err(), "no total");
         assert!(Costs::parse("summary: 3\n1 2\n").is_err(), "a cost outside a function");
         assert!(Costs::parse("summary: 3\nfn=(1) f\n1 x\n").is_err(), "a cost that is no number");
+    }
+
+    /// The same reader on callgrind's other spellings: instruction and line positions (hex
+    /// addresses, `+N`/`-N`/`*` subpositions), two events (the first is read), `fi=`/`fe=`
+    /// inline switches, a name defined by `cfn=` and used by a later `fn=`, `totals:`.
+    const OUT_INSTR: &str = "version: 1\npositions: instr line\nevents: Ir Dr\n\n\
+        fl=(1) a.rs\nfn=(1) work\n0x10 3 40 7\n+4 -1 10 2\nfi=(2) b.rs\n+2 * 5\nfe=(1)\n* +1 1 1\n\n\
+        fn=(2) main\ncfn=(3) helper\ncalls=1 0x20 5\n0x30 4 25 9\n0x34 5 6 1\n\n\
+        fn=(3)\n0x20 9 25 9\n\ntotals: 87 21\n";
+
+    #[test]
+    fn instruction_positions_and_several_events() {
+        let c = Costs::parse(OUT_INSTR).unwrap();
+        assert_eq!(c.total, 87);
+        assert_eq!(c.own["work"], 56, "inlined lines count where they were inlined");
+        assert_eq!(c.own["main"], 6);
+        assert_eq!(c.inclusive["main"], 31, "a call's first event, not its line or second event");
+        assert_eq!(c.own["helper"], 25, "named by cfn=, then fn=(3)");
     }
 
     #[test]
